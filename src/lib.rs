@@ -1,0 +1,1 @@
+//! geminicli-mcp library
