@@ -1,0 +1,5 @@
+//! Everything about running the Gemini CLI: finding it, building its command line, supervising the
+//! process tree, and reading what it printed.
+
+pub mod process;
+pub mod resolve;
