@@ -3,5 +3,7 @@
 //! The binary (`src/main.rs`) parses flags and env into a [`config::Config`] and serves MCP over
 //! stdio; this library holds everything else so tests can reach it.
 
+pub mod config;
+pub mod error;
 pub mod gemini;
 pub mod structured;

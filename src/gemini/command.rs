@@ -1,0 +1,283 @@
+//! A tool request turned into the CLI's command line, environment additions and stdin bytes —
+//! pure, no I/O — plus the refusals made before anything is spawned (`input_validation`, exit 42).
+
+use std::ffi::OsString;
+
+use crate::config::SlashCommands;
+use crate::error::Failure;
+use crate::structured::{self, PreparedSchema};
+
+/// The CLI reads at most this many bytes of stdin (it truncates the rest and then drops the
+/// prompt without calling the API), so longer prompts are refused before spawning.
+pub const STDIN_CAP_BYTES: usize = 8 * 1024 * 1024;
+/// Longest accepted model name.
+pub const MAX_MODEL_CHARS: usize = 256;
+
+/// Flags every run gets, in this order, each a single `--flag=value` argument.
+pub const BASE_ARGS: [&str; 3] = [
+    "--output-format=stream-json",
+    "--approval-mode=yolo",
+    "--skip-trust",
+];
+
+/// Variables set for every child, on top of the server's own environment.
+pub const CHILD_ENV: [(&str, &str); 4] = [
+    ("NO_COLOR", "1"),
+    ("TERM", "dumb"),
+    // Headless auth must fail fast instead of waiting for a browser nobody will see.
+    ("NO_BROWSER", "true"),
+    // One process instead of launcher + worker: the launcher ignores SIGTERM, and a single
+    // process is what the parent-death signal and the tree kill can reliably reach. The cost:
+    // the worker runs with Node's default heap limit instead of the relaunch's 50 % of RAM.
+    ("GEMINI_CLI_NO_RELAUNCH", "1"),
+];
+
+/// What the caller asked for, already decoded from the tool arguments.
+#[derive(Debug, Clone, Default)]
+pub struct PromptRequest {
+    /// The prompt text.
+    pub prompt: String,
+    /// Text for the `<context>` block, if any.
+    pub context: Option<String>,
+    /// The model name, if any.
+    pub model: Option<String>,
+}
+
+/// Everything needed to start the CLI for one request.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// Arguments after the program: flags only.
+    pub args: Vec<OsString>,
+    /// Variables to set for the child.
+    pub env: Vec<(OsString, OsString)>,
+    /// The bytes written to the child's stdin: the whole prompt.
+    pub stdin: Vec<u8>,
+    /// Whether a leading `/` was escaped.
+    pub slash_escaped: bool,
+}
+
+/// Checks a model name: `[A-Za-z0-9._:/-]+`, not starting with `-` (it would read as a flag).
+pub fn validate_model(model: &str) -> Result<(), Failure> {
+    if model.chars().count() > MAX_MODEL_CHARS {
+        return Err(Failure::invalid_input(format!(
+            "model name is longer than {MAX_MODEL_CHARS} characters"
+        )));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '/' | '-');
+    if model.is_empty() || !model.chars().all(allowed) || model.starts_with('-') {
+        return Err(Failure::invalid_input(format!(
+            "model must match [A-Za-z0-9._:/-]+ and must not start with '-' (got {:?})",
+            preview(model)
+        )));
+    }
+    Ok(())
+}
+
+fn preview(text: &str) -> String {
+    text.chars().take(64).collect()
+}
+
+/// Builds the invocation. `schema` is given for `gemini_prompt_structured` (already prepared, so
+/// its limits were checked).
+pub fn build(
+    request: &PromptRequest,
+    schema: Option<&PreparedSchema>,
+    slash: SlashCommands,
+) -> Result<Invocation, Failure> {
+    if request.prompt.trim().is_empty() {
+        return Err(Failure::invalid_input("prompt must be a non-empty string"));
+    }
+    let model = request.model.as_deref().filter(|m| !m.is_empty());
+    if let Some(model) = model {
+        validate_model(model)?;
+    }
+    let text = match (schema, request.context.as_deref()) {
+        (Some(schema), context) => {
+            structured::structured_prompt(&request.prompt, context, schema.schema())
+        }
+        (None, Some(context)) => structured::wrap_context(context, &request.prompt),
+        (None, None) => request.prompt.clone(),
+    };
+    let (text, slash_escaped) = match slash {
+        SlashCommands::Escape => escape_slash(text),
+        SlashCommands::Passthrough => (text, false),
+    };
+    if text.len() >= STDIN_CAP_BYTES {
+        return Err(Failure::invalid_input(format!(
+            "prompt is {} bytes of UTF-8 (with its context and instructions); the Gemini CLI reads at most {} bytes from stdin and drops longer input",
+            text.len(),
+            STDIN_CAP_BYTES
+        )));
+    }
+    let mut args: Vec<OsString> = BASE_ARGS.iter().map(OsString::from).collect();
+    if let Some(model) = model {
+        args.push(format!("--model={model}").into());
+    }
+    let env = CHILD_ENV
+        .iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+    Ok(Invocation {
+        args,
+        env,
+        stdin: text.into_bytes(),
+        slash_escaped,
+    })
+}
+
+/// The CLI runs a headless prompt whose trimmed text starts with `/` as a slash command
+/// (`/memory show` prints raw text into the JSON stream). A backslash before the slash keeps the
+/// text readable for the model while no command parser matches it.
+pub fn escape_slash(text: String) -> (String, bool) {
+    let lead = text.len() - text.trim_start().len();
+    if text[lead..].starts_with('/') {
+        let mut out = String::with_capacity(text.len() + 1);
+        out.push_str(&text[..lead]);
+        out.push('\\');
+        out.push_str(&text[lead..]);
+        (out, true)
+    } else {
+        (text, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn req(prompt: &str) -> PromptRequest {
+        PromptRequest {
+            prompt: prompt.into(),
+            ..Default::default()
+        }
+    }
+
+    fn args(inv: &Invocation) -> Vec<String> {
+        inv.args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn prompt_goes_to_stdin_and_argv_carries_flags_only() {
+        let inv = build(&req("--help"), None, SlashCommands::Escape).unwrap();
+        assert_eq!(
+            args(&inv),
+            vec![
+                "--output-format=stream-json",
+                "--approval-mode=yolo",
+                "--skip-trust"
+            ]
+        );
+        assert_eq!(inv.stdin, b"--help");
+        let env: Vec<_> = inv
+            .env
+            .iter()
+            .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+            .collect();
+        assert_eq!(
+            env,
+            vec![
+                "NO_COLOR=1",
+                "TERM=dumb",
+                "NO_BROWSER=true",
+                "GEMINI_CLI_NO_RELAUNCH=1"
+            ]
+        );
+    }
+
+    #[test]
+    fn model_is_one_argument() {
+        let mut r = req("hi");
+        r.model = Some("gemini-2.5-pro".into());
+        let inv = build(&r, None, SlashCommands::Escape).unwrap();
+        assert_eq!(args(&inv).last().unwrap(), "--model=gemini-2.5-pro");
+        r.model = Some(String::new());
+        let inv = build(&r, None, SlashCommands::Escape).unwrap();
+        assert_eq!(inv.args.len(), 3, "an empty model means the CLI's default");
+    }
+
+    #[rstest]
+    #[case("--yolo")]
+    #[case("-m")]
+    #[case("gemini 2.5")]
+    #[case("a;rm -rf /")]
+    #[case("model\n")]
+    #[case("é")]
+    fn bad_models_are_refused(#[case] model: &str) {
+        let mut r = req("hi");
+        r.model = Some(model.into());
+        let f = build(&r, None, SlashCommands::Escape).unwrap_err();
+        assert_eq!((f.kind, f.exit_code), (ErrorKind::InputValidation, 42));
+    }
+
+    #[rstest]
+    #[case("gemini-2.5-pro")]
+    #[case("models/gemini-2.5-flash")]
+    #[case("auto")]
+    #[case("tunedModels/x_y:1.0")]
+    fn good_models_pass(#[case] model: &str) {
+        assert!(validate_model(model).is_ok());
+    }
+
+    #[test]
+    fn empty_prompt_is_refused() {
+        for p in ["", "   ", "\n\t"] {
+            let f = build(&req(p), None, SlashCommands::Escape).unwrap_err();
+            assert_eq!(
+                f.first_line(),
+                "[error exit=42] input_validation: prompt must be a non-empty string"
+            );
+        }
+    }
+
+    #[test]
+    fn oversized_prompt_is_refused_by_utf8_bytes() {
+        // 3 bytes per character: under the cap in characters, over it in bytes.
+        let prompt = "€".repeat(STDIN_CAP_BYTES / 3 + 1);
+        let f = build(&req(&prompt), None, SlashCommands::Escape).unwrap_err();
+        assert_eq!(f.kind, ErrorKind::InputValidation);
+        let ok = "a".repeat(1024 * 1024);
+        assert_eq!(
+            build(&req(&ok), None, SlashCommands::Escape)
+                .unwrap()
+                .stdin
+                .len(),
+            1024 * 1024
+        );
+    }
+
+    #[test]
+    fn context_is_wrapped() {
+        let mut r = req("q");
+        r.context = Some("c".into());
+        let inv = build(&r, None, SlashCommands::Escape).unwrap();
+        assert_eq!(inv.stdin, b"<context>\nc\n</context>\n\nq");
+    }
+
+    #[test]
+    fn structured_prompt_carries_the_instruction() {
+        let schema = structured::Schema::prepare(&json!({"type": "object"})).unwrap();
+        let inv = build(&req("q"), Some(&schema), SlashCommands::Escape).unwrap();
+        let text = String::from_utf8(inv.stdin).unwrap();
+        assert!(text.starts_with("q\n\n"));
+        assert!(text.ends_with("{\"type\":\"object\"}"));
+    }
+
+    #[rstest]
+    #[case("/memory show", "\\/memory show", true)]
+    #[case("  /help", "  \\/help", true)]
+    #[case("a /path", "a /path", false)]
+    #[case("@Override public void x()", "@Override public void x()", false)]
+    fn slash_prompts_are_escaped(#[case] input: &str, #[case] sent: &str, #[case] escaped: bool) {
+        let inv = build(&req(input), None, SlashCommands::Escape).unwrap();
+        assert_eq!(String::from_utf8(inv.stdin).unwrap(), sent);
+        assert_eq!(inv.slash_escaped, escaped);
+        let inv = build(&req(input), None, SlashCommands::Passthrough).unwrap();
+        assert_eq!(String::from_utf8(inv.stdin).unwrap(), input);
+    }
+}

@@ -1,0 +1,291 @@
+//! The CLI's `-o stream-json` output: one JSON event per line, parsed tolerantly (non-JSON noise
+//! lines such as `/memory show` output are counted and skipped), folded into a [`Transcript`].
+
+use serde_json::Value;
+
+/// One stream-json event, reduced to what the server uses.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// `init`: the session id and the model as requested.
+    Init {
+        /// `session_id`.
+        session_id: Option<String>,
+        /// `model` (the requested name, e.g. `auto`).
+        model: Option<String>,
+    },
+    /// A `message` with role `user` (the prompt echoed back).
+    UserMessage,
+    /// A `message` with role `assistant`: one streamed chunk of model text.
+    AssistantText(String),
+    /// `tool_use`: the model called a tool; the text before it is not part of the answer.
+    ToolUse {
+        /// `tool_name`.
+        name: String,
+    },
+    /// `tool_result`.
+    ToolResult {
+        /// `status` (`success` / `error`).
+        status: String,
+    },
+    /// `error`: a non-fatal event (loop detected, empty response, …).
+    Error {
+        /// `severity` (`warning` / `error`).
+        severity: String,
+        /// `message`.
+        message: String,
+    },
+    /// `result`: the end of the run.
+    Result(ResultEvent),
+    /// A JSON object of an unknown type (newer CLI versions): ignored.
+    Other,
+}
+
+/// The final `result` event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultEvent {
+    /// `status`: `success` or `error`.
+    pub status: String,
+    /// `error.type`, when present.
+    pub error_type: Option<String>,
+    /// `error.message`, when present.
+    pub error_message: Option<String>,
+    /// `stats`, as sent.
+    pub stats: Option<Value>,
+}
+
+impl ResultEvent {
+    /// True when the CLI reported success.
+    pub fn is_success(&self) -> bool {
+        self.status == "success"
+    }
+
+    /// True for the CLI's "input never sent" success: no tokens at all and no model used
+    /// (what 0.61 does with a prompt it silently drops as too large).
+    pub fn nothing_was_sent(&self) -> bool {
+        let Some(stats) = &self.stats else {
+            return false;
+        };
+        let tokens = stats.get("total_tokens").and_then(Value::as_u64);
+        let models_empty = stats
+            .get("models")
+            .and_then(Value::as_object)
+            .is_some_and(|m| m.is_empty());
+        tokens == Some(0) && models_empty
+    }
+}
+
+/// Parses one stdout line. `None` for a line that is not a JSON object (noise).
+pub fn parse_line(line: &[u8]) -> Option<Event> {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim();
+    if !text.starts_with('{') {
+        return None;
+    }
+    let value: Value = serde_json::from_str(text).ok()?;
+    let obj = value.as_object()?;
+    let s = |key: &str| obj.get(key).and_then(Value::as_str).map(str::to_owned);
+    let event = match obj.get("type").and_then(Value::as_str)? {
+        "init" => Event::Init {
+            session_id: s("session_id"),
+            model: s("model"),
+        },
+        "message" => match obj.get("role").and_then(Value::as_str) {
+            Some("assistant") => Event::AssistantText(s("content").unwrap_or_default()),
+            Some("user") => Event::UserMessage,
+            _ => Event::Other,
+        },
+        "tool_use" => Event::ToolUse {
+            name: s("tool_name").unwrap_or_default(),
+        },
+        "tool_result" => Event::ToolResult {
+            status: s("status").unwrap_or_default(),
+        },
+        "error" => Event::Error {
+            severity: s("severity").unwrap_or_else(|| "error".into()),
+            message: s("message").unwrap_or_default(),
+        },
+        "result" => {
+            let error = obj.get("error").and_then(Value::as_object);
+            let es = |key: &str| {
+                error
+                    .and_then(|e| e.get(key))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            Event::Result(ResultEvent {
+                status: s("status").unwrap_or_default(),
+                error_type: es("type"),
+                error_message: es("message"),
+                stats: obj.get("stats").cloned(),
+            })
+        }
+        _ => Event::Other,
+    };
+    Some(event)
+}
+
+/// Everything read from one run's stdout, accumulated event by event.
+#[derive(Debug, Clone, Default)]
+pub struct Transcript {
+    /// From `init`.
+    pub session_id: Option<String>,
+    /// From `init` (the requested model).
+    pub model: Option<String>,
+    /// Text of the current (last) model turn: reset by every `tool_use`, exactly as `-o json`
+    /// builds `response`.
+    pub last_turn: String,
+    /// All assistant text of the run, turns separated by a newline: what survives a failure.
+    pub all_text: String,
+    /// Names of the tools the model called, in order.
+    pub tools: Vec<String>,
+    /// Non-fatal `error` events (severity, message).
+    pub errors: Vec<(String, String)>,
+    /// The `result` event, if the run got that far.
+    pub result: Option<ResultEvent>,
+    /// Lines that were not JSON events (CLI noise such as `/memory show` output).
+    pub noise_lines: usize,
+    /// Events seen.
+    pub events: usize,
+}
+
+impl Transcript {
+    /// Folds one stdout line in.
+    pub fn push_line(&mut self, line: &[u8]) {
+        match parse_line(line) {
+            Some(event) => self.push(event),
+            None => {
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    self.noise_lines += 1;
+                }
+            }
+        }
+    }
+
+    /// Folds one event in.
+    pub fn push(&mut self, event: Event) {
+        self.events += 1;
+        match event {
+            Event::Init { session_id, model } => {
+                self.session_id = session_id.or(self.session_id.take());
+                self.model = model.or(self.model.take());
+            }
+            Event::AssistantText(text) => {
+                self.last_turn.push_str(&text);
+                self.all_text.push_str(&text);
+            }
+            Event::ToolUse { name } => {
+                self.last_turn.clear();
+                if !self.all_text.is_empty() && !self.all_text.ends_with('\n') {
+                    self.all_text.push('\n');
+                }
+                self.tools.push(name);
+            }
+            Event::Error { severity, message } => self.errors.push((severity, message)),
+            Event::Result(r) => self.result = Some(r),
+            Event::UserMessage | Event::ToolResult { .. } | Event::Other => {}
+        }
+    }
+
+    /// Parses a whole stdout buffer (lines split on `\n`, the last one even without it).
+    pub fn from_stdout(stdout: &[u8]) -> Self {
+        let mut t = Transcript::default();
+        for line in stdout.split(|b| *b == b'\n') {
+            if !line.is_empty() {
+                t.push_line(line);
+            }
+        }
+        t
+    }
+
+    /// The answer: the text of the last model turn, as `-o json` would put in `response`.
+    pub fn answer(&self) -> &str {
+        &self.last_turn
+    }
+
+    /// All text seen, when there is any: the partial answer reported with a failure.
+    pub fn partial(&self) -> Option<String> {
+        (!self.all_text.is_empty()).then(|| self.all_text.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOOL_STREAM: &str = r#"{"type":"init","timestamp":"t","session_id":"s-1","model":"auto"}
+{"type":"message","timestamp":"t","role":"user","content":"TOOLCALL please"}
+{"type":"message","timestamp":"t","role":"assistant","content":"Let me list files.","delta":true}
+{"type":"tool_use","timestamp":"t","tool_name":"list_directory","tool_id":"x","parameters":{"dir_path":"."}}
+{"type":"tool_result","timestamp":"t","tool_id":"x","status":"success","output":"Directory is empty."}
+{"type":"message","timestamp":"t","role":"assistant","content":"Hello","delta":true}
+{"type":"message","timestamp":"t","role":"assistant","content":" there! How can I help?","delta":true}
+{"type":"result","timestamp":"t","status":"success","stats":{"total_tokens":360,"models":{"m":{}}}}
+"#;
+
+    #[test]
+    fn answer_is_the_last_turn_only() {
+        let t = Transcript::from_stdout(TOOL_STREAM.as_bytes());
+        assert_eq!(t.answer(), "Hello there! How can I help?");
+        assert_eq!(
+            t.partial().unwrap(),
+            "Let me list files.\nHello there! How can I help?"
+        );
+        assert_eq!(t.session_id.as_deref(), Some("s-1"));
+        assert_eq!(t.model.as_deref(), Some("auto"));
+        assert_eq!(t.tools, vec!["list_directory"]);
+        assert!(t.result.as_ref().unwrap().is_success());
+        assert!(!t.result.as_ref().unwrap().nothing_was_sent());
+    }
+
+    #[test]
+    fn noise_and_invalid_utf8_are_tolerated() {
+        let mut out = Vec::new();
+        out.extend_from_slice(b"{\"type\":\"init\",\"session_id\":\"s\",\"model\":\"auto\"}\n");
+        out.extend_from_slice(b"Memory is currently empty.\n");
+        out.extend_from_slice(b"\xff\xfe garbage {not json\n");
+        out.extend_from_slice(
+            b"{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"caf\xc3\xa9 \xff\"}\n",
+        );
+        out.extend_from_slice(b"{\"type\":\"result\",\"status\":\"success\",\"stats\":{}}");
+        let t = Transcript::from_stdout(&out);
+        assert_eq!(t.noise_lines, 2);
+        assert_eq!(t.answer(), "café \u{fffd}");
+        assert!(
+            t.result.is_some(),
+            "a last line without newline still counts"
+        );
+    }
+
+    #[test]
+    fn dropped_input_is_recognised() {
+        let line = br#"{"type":"result","status":"success","stats":{"total_tokens":0,"input_tokens":0,"models":{}}}"#;
+        let Some(Event::Result(r)) = parse_line(line) else {
+            panic!("not a result")
+        };
+        assert!(r.nothing_was_sent());
+    }
+
+    #[test]
+    fn result_error_fields() {
+        let line = br#"{"type":"result","status":"error","error":{"type":"FatalTurnLimitedError","message":"Reached max session turns"},"stats":{}}"#;
+        let Some(Event::Result(r)) = parse_line(line) else {
+            panic!("not a result")
+        };
+        assert!(!r.is_success());
+        assert_eq!(r.error_type.as_deref(), Some("FatalTurnLimitedError"));
+        assert_eq!(
+            r.error_message.as_deref(),
+            Some("Reached max session turns")
+        );
+    }
+
+    #[test]
+    fn unknown_event_types_are_ignored() {
+        assert_eq!(
+            parse_line(br#"{"type":"thought","x":1}"#),
+            Some(Event::Other)
+        );
+        assert_eq!(parse_line(b"[1,2]"), None);
+        assert_eq!(parse_line(br#"{"no_type":1}"#), None);
+    }
+}

@@ -1,0 +1,656 @@
+//! One run's end (exit status, the supervisor's kill, stream-json events, stderr) turned into a
+//! success or a typed [`Failure`]. Precedence: a kill the server made → the `result` event → the
+//! JSON error document or a known stderr signature → the exit code.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::error::{tail_lossy, ErrorKind, Failure, STDERR_TAIL_BYTES};
+use crate::gemini::events::Transcript;
+use crate::gemini::process::{KillReason, RunOutput, Stream, Termination};
+
+/// A successful run.
+#[derive(Debug, Clone)]
+pub struct Success {
+    /// The assistant text of the last model turn.
+    pub answer: String,
+    /// From `init`.
+    pub session_id: Option<String>,
+    /// From `init`.
+    pub model: Option<String>,
+    /// From `result`.
+    pub stats: Option<Value>,
+    /// Spawn to end of supervision.
+    pub duration: Duration,
+    /// The CLI's exit code (0).
+    pub exit_code: i32,
+}
+
+/// Why the supervisor's cancellation fired, as the caller knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelCause {
+    /// The client cancelled the request (no response will be sent).
+    Client,
+    /// The server is shutting down (signal, or stdin EOF past its grace).
+    Shutdown,
+}
+
+/// Classifies one finished run.
+pub fn classify(
+    run: &RunOutput,
+    transcript: &Transcript,
+    cancel_cause: CancelCause,
+) -> Result<Success, Failure> {
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let failure = |kind: ErrorKind, code: i32, message: String| {
+        let mut f = Failure::new(kind, code, message);
+        f.stderr_tail = tail_lossy(&run.stderr, STDERR_TAIL_BYTES);
+        f.partial_response = transcript.partial();
+        f.session_id = transcript.session_id.clone();
+        f.model = transcript.model.clone();
+        f.stats = transcript.result.as_ref().and_then(|r| r.stats.clone());
+        f.duration_ms = millis(run.duration);
+        f.signal = match run.status {
+            Some(Termination::Signaled(s)) => Some(s),
+            _ => None,
+        };
+        f
+    };
+    let code = run.status.map(Termination::code);
+
+    // 1. A kill the server made outranks whatever the dying CLI printed.
+    if let Some(reason) = run.killed {
+        return Err(match reason {
+            KillReason::OutputLimit(stream) => {
+                let (name, total) = match stream {
+                    Stream::Stdout => ("stdout", run.stdout_total),
+                    Stream::Stderr => ("stderr", run.stderr_total),
+                };
+                failure(
+                    ErrorKind::OutputLimit,
+                    nonzero(code).unwrap_or(137),
+                    format!(
+                        "the Gemini CLI wrote more than the {name} cap ({} bytes seen); its process tree was killed. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer",
+                        total
+                    ),
+                )
+            }
+            KillReason::Cancelled => {
+                let message = match cancel_cause {
+                    CancelCause::Client => {
+                        "the request was cancelled; the Gemini CLI process tree was killed"
+                    }
+                    CancelCause::Shutdown => {
+                        "the server is shutting down; the Gemini CLI process tree was killed"
+                    }
+                };
+                failure(
+                    ErrorKind::Cancelled,
+                    nonzero(code).unwrap_or(130),
+                    message.into(),
+                )
+            }
+        });
+    }
+
+    let exit = code.unwrap_or(1);
+    let stdin_truncated = stderr.contains("stdin input truncated");
+
+    // 2. The result event.
+    if let Some(result) = &transcript.result {
+        if result.is_success() {
+            if (result.nothing_was_sent() && transcript.answer().is_empty()) || stdin_truncated {
+                return Err(failure(
+                    ErrorKind::InputTooLarge,
+                    exit,
+                    "the Gemini CLI dropped the prompt without sending it to the model (no tokens used): the input is too large for it. Send a shorter prompt or context".into(),
+                ));
+            }
+            return Ok(Success {
+                answer: transcript.answer().to_owned(),
+                session_id: transcript.session_id.clone(),
+                model: transcript.model.clone(),
+                stats: result.stats.clone(),
+                duration: run.duration,
+                exit_code: exit,
+            });
+        }
+        let message = result.error_message.clone();
+        let kind = match result.error_type.as_deref() {
+            Some("FatalTurnLimitedError") => Some(ErrorKind::TurnLimit),
+            Some("FatalCancellationError") => Some(ErrorKind::Cancelled),
+            Some("FatalToolExecutionError" | "no_space_left") => Some(ErrorKind::ToolError),
+            Some("FatalAuthenticationError") => Some(ErrorKind::AuthRequired),
+            Some("FatalConfigError") => Some(ErrorKind::ConfigError),
+            Some("FatalSandboxError") => Some(ErrorKind::SandboxError),
+            Some("FatalInputError") => Some(ErrorKind::InputValidation),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            let text = message.unwrap_or_else(|| kind.as_str().into());
+            return Err(failure(kind, exit, hint(kind, &text)));
+        }
+        if let Some(message) = message {
+            let (kind, retry) = api_error_kind(&message, &stderr, exit);
+            let mut f = failure(kind, exit, hint(kind, &message));
+            f.retry_delay_ms = retry;
+            return Err(f);
+        }
+        // status error without an error field: the empty-response path (INVALID_STREAM).
+        let empty = transcript
+            .errors
+            .iter()
+            .rev()
+            .find(|(severity, _)| severity == "error")
+            .map(|(_, m)| m.clone());
+        return Err(match empty {
+            Some(m) if m.contains("empty response") => failure(ErrorKind::EmptyResponse, exit, m),
+            Some(m) => failure(ErrorKind::from_exit_code(exit).or_error(), exit, m),
+            None => failure(
+                ErrorKind::from_exit_code(exit).or_error(),
+                exit,
+                "the Gemini CLI reported an error without details".into(),
+            ),
+        });
+    }
+
+    // 3. The JSON error document or a known stderr signature.
+    if let Some((kind, message, retry)) = stderr_signature(&stderr, exit) {
+        let mut f = failure(kind, exit, hint(kind, &message));
+        f.retry_delay_ms = retry;
+        return Err(f);
+    }
+
+    // 4. The exit code.
+    match run.status {
+        Some(Termination::Exited(0)) => Err(failure(
+            ErrorKind::Incomplete,
+            0,
+            "the Gemini CLI exited 0 without its final result event: the answer may be cut short (was it signalled?)".into(),
+        )),
+        Some(Termination::Signaled(s)) => Err(failure(
+            ErrorKind::Unknown,
+            128 + s,
+            format!("the Gemini CLI was killed by signal {s}"),
+        )),
+        Some(Termination::Exited(c)) => {
+            let kind = ErrorKind::from_exit_code(c);
+            let line = first_meaningful_line(&stderr)
+                .unwrap_or_else(|| format!("the Gemini CLI exited with code {c}"));
+            Err(failure(kind, c, hint(kind, &line)))
+        }
+        None => Err(failure(
+            ErrorKind::Unknown,
+            1,
+            "the Gemini CLI's exit status could not be collected".into(),
+        )),
+    }
+}
+
+trait OrError {
+    fn or_error(self) -> ErrorKind;
+}
+
+impl OrError for ErrorKind {
+    /// A failure reported with exit 0 or an unmapped code is still a failure: `error`.
+    fn or_error(self) -> ErrorKind {
+        match self {
+            ErrorKind::Incomplete | ErrorKind::Unknown => ErrorKind::Error,
+            k => k,
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn nonzero(code: Option<i32>) -> Option<i32> {
+    code.filter(|c| *c != 0)
+}
+
+/// Adds the fix to messages whose fix is always the same.
+fn hint(kind: ErrorKind, message: &str) -> String {
+    let message = message.trim();
+    let fix = match kind {
+        ErrorKind::AuthRequired => {
+            " — authenticate the Gemini CLI once (run `gemini` interactively) or set GEMINI_API_KEY in the MCP server's env"
+        }
+        ErrorKind::UntrustedWorkspace => {
+            " — the server passes --skip-trust; set GEMINI_CLI_TRUST_WORKSPACE=true in its env if your CLI ignores it"
+        }
+        ErrorKind::ModelNotFound => " — check the model name (e.g. gemini-2.5-pro)",
+        ErrorKind::QuotaExhausted => " — wait for the quota to reset or use another model",
+        ErrorKind::RateLimited => " — retry later",
+        _ => "",
+    };
+    if fix.is_empty() || message.contains(fix.trim_start_matches(" — ")) {
+        message.to_owned()
+    } else {
+        format!("{message}{fix}")
+    }
+}
+
+static HTTP_CODE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:"code"\s*:\s*|\bstatus(?:\s+code)?\s*:?\s*|\bstatus\s+)([1-5][0-9]{2})\b"#)
+        .expect("valid regex")
+});
+static RETRY_IN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?i)(?:retry in|retry after|retryDelay"?\s*:\s*"?)\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s)\b"#,
+    )
+    .expect("valid regex")
+});
+
+/// The retry delay the API gave, in milliseconds.
+pub fn retry_delay_ms(text: &str) -> Option<u64> {
+    let caps = RETRY_IN.captures(text)?;
+    let value: f64 = caps[1].parse().ok()?;
+    let ms = if &caps[2] == "ms" {
+        value
+    } else {
+        value * 1000.0
+    };
+    (ms.is_finite() && ms >= 0.0).then(|| ms.round() as u64)
+}
+
+/// Kind of an API error from its message (and the stderr around it, and the exit code).
+fn api_error_kind(message: &str, stderr: &str, exit: i32) -> (ErrorKind, Option<u64>) {
+    let retry = retry_delay_ms(message).or_else(|| retry_delay_ms(stderr));
+    let lower = message.to_ascii_lowercase();
+    // 429s exit 173 whether daily or retryable: only the message tells them apart.
+    if lower.contains("exhausted your daily quota")
+        || lower.contains("terminalquotaerror")
+        || lower.contains("perday")
+        || lower.contains("quota exceeded")
+    {
+        return (ErrorKind::QuotaExhausted, retry);
+    }
+    if lower.contains("resource has been exhausted")
+        || lower.contains("rate limit")
+        || lower.contains("resource_exhausted")
+        || lower.contains("too many requests")
+    {
+        return (ErrorKind::RateLimited, retry);
+    }
+    let status = HTTP_CODE
+        .captures(message)
+        .and_then(|c| c[1].parse::<u16>().ok());
+    let kind = match status {
+        Some(429) => ErrorKind::RateLimited,
+        Some(400) => ErrorKind::BadRequest,
+        Some(401 | 403) => ErrorKind::PermissionDenied,
+        Some(404) => ErrorKind::ModelNotFound,
+        Some(500..=599) => ErrorKind::ServerError,
+        _ if lower.contains("permission_denied") || lower.contains("unauthenticated") => {
+            ErrorKind::PermissionDenied
+        }
+        _ if lower.contains("invalid_argument") => ErrorKind::BadRequest,
+        _ if lower.contains("not_found") || lower.contains("is not found") => {
+            ErrorKind::ModelNotFound
+        }
+        _ => ErrorKind::from_exit_code(exit).or_error(),
+    };
+    (kind, retry)
+}
+
+/// Known failure texts on stderr when no `result` event came (pre-run failures print plain text,
+/// `-o json` failures a JSON document).
+fn stderr_signature(stderr: &str, exit: i32) -> Option<(ErrorKind, String, Option<u64>)> {
+    if let Some((message, code)) = json_error_document(stderr) {
+        let kind = match code {
+            Some(41) => ErrorKind::AuthRequired,
+            Some(42) => ErrorKind::InputValidation,
+            Some(44) => ErrorKind::SandboxError,
+            Some(52) => ErrorKind::ConfigError,
+            Some(53) => ErrorKind::TurnLimit,
+            Some(54) => ErrorKind::ToolError,
+            Some(55) => ErrorKind::UntrustedWorkspace,
+            Some(130) => ErrorKind::Cancelled,
+            _ => {
+                let with_code = match code {
+                    Some(c) => format!("{message} (code {c})"),
+                    None => message.clone(),
+                };
+                let (kind, retry) = api_error_kind(&with_code, stderr, exit);
+                return Some((kind, message, retry));
+            }
+        };
+        return Some((kind, message, None));
+    }
+    let line_with = |needle: &str| {
+        stderr
+            .lines()
+            .find(|l| l.contains(needle))
+            .map(|l| strip_ansi(l).trim().to_owned())
+    };
+    let checks: [(&str, ErrorKind); 10] = [
+        ("Please set an Auth method", ErrorKind::AuthRequired),
+        ("Invalid auth method selected", ErrorKind::AuthRequired),
+        ("API key is missing", ErrorKind::AuthRequired),
+        (
+            "not running in a trusted directory",
+            ErrorKind::UntrustedWorkspace,
+        ),
+        ("No input provided via stdin", ErrorKind::InputValidation),
+        ("Please fix the configuration file", ErrorKind::ConfigError),
+        ("FatalSandboxError", ErrorKind::SandboxError),
+        ("Reached max session turns", ErrorKind::TurnLimit),
+        ("Operation cancelled.", ErrorKind::Cancelled),
+        ("Unknown argument", ErrorKind::Error),
+    ];
+    for (needle, kind) in checks {
+        if let Some(line) = line_with(needle) {
+            let message = match (kind, needle) {
+                (ErrorKind::ConfigError, _) => stderr
+                    .lines()
+                    .find(|l| l.starts_with("Error in "))
+                    .map(|l| l.trim().to_owned())
+                    .unwrap_or(line),
+                (ErrorKind::Error, "Unknown argument") => format!(
+                    "{line} — the Gemini CLI is too old for this server (needs --skip-trust and -o stream-json: version 0.40.0 or newer)"
+                ),
+                _ => line,
+            };
+            return Some((kind, message, None));
+        }
+    }
+    None
+}
+
+/// The `{"session_id", "error": {"type", "message", "code"}}` document the CLI prints on stderr
+/// for fatal errors in `-o json` mode (possibly twice, the second copy after `[ERROR] `).
+fn json_error_document(stderr: &str) -> Option<(String, Option<i64>)> {
+    let start = stderr.find("{\n")?;
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let bytes = stderr.as_bytes();
+    for (i, &b) in bytes.iter().enumerate().skip(start) {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let doc: Value = serde_json::from_str(&stderr[start..=i]).ok()?;
+                    let error = doc.get("error")?;
+                    let message = error.get("message")?.as_str()?.to_owned();
+                    return Some((message, error.get("code").and_then(Value::as_i64)));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn strip_ansi(line: &str) -> String {
+    static ANSI: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").expect("valid regex"));
+    ANSI.replace_all(line, "").into_owned()
+}
+
+/// Lines the CLI prints on every run, which say nothing about a failure.
+fn is_noise(line: &str) -> bool {
+    const NOISE: [&str; 6] = [
+        "Warning: Basic terminal detected",
+        "Warning: 256-color support not detected",
+        "Ripgrep is not available",
+        "YOLO mode is enabled",
+        "[STARTUP]",
+        "Loaded cached credentials",
+    ];
+    NOISE.iter().any(|n| line.contains(n))
+}
+
+fn first_meaningful_line(stderr: &str) -> Option<String> {
+    stderr
+        .lines()
+        .map(|l| strip_ansi(l).trim().to_owned())
+        .find(|l| !l.is_empty() && !is_noise(l))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(status: Option<Termination>, stdout: &str, stderr: &str) -> (RunOutput, Transcript) {
+        let out = RunOutput {
+            status,
+            killed: None,
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+            stdout_total: stdout.len() as u64,
+            stderr_total: stderr.len() as u64,
+            duration: Duration::from_millis(5),
+        };
+        let t = Transcript::from_stdout(stdout.as_bytes());
+        (out, t)
+    }
+
+    fn kind(status: Option<Termination>, stdout: &str, stderr: &str) -> (ErrorKind, i32) {
+        let (o, t) = run(status, stdout, stderr);
+        let f = classify(&o, &t, CancelCause::Client).expect_err("a failure");
+        (f.kind, f.exit_code)
+    }
+
+    const INIT: &str = "{\"type\":\"init\",\"session_id\":\"s\",\"model\":\"auto\"}\n";
+
+    #[test]
+    fn success_keeps_session_model_stats() {
+        let stdout = format!("{INIT}{{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"hi\"}}\n{{\"type\":\"result\",\"status\":\"success\",\"stats\":{{\"total_tokens\":3,\"models\":{{\"m\":{{}}}}}}}}\n");
+        let (o, t) = run(
+            Some(Termination::Exited(0)),
+            &stdout,
+            "YOLO mode is enabled.",
+        );
+        let s = classify(&o, &t, CancelCause::Client).unwrap();
+        assert_eq!(s.answer, "hi");
+        assert_eq!(s.session_id.as_deref(), Some("s"));
+        assert_eq!(s.stats.unwrap()["total_tokens"], 3);
+    }
+
+    #[test]
+    fn dropped_input_is_input_too_large() {
+        let stdout = format!("{INIT}{{\"type\":\"result\",\"status\":\"success\",\"stats\":{{\"total_tokens\":0,\"models\":{{}}}}}}\n");
+        assert_eq!(
+            kind(
+                Some(Termination::Exited(0)),
+                &stdout,
+                "Warning: stdin input truncated to 8388608 bytes.\n"
+            ),
+            (ErrorKind::InputTooLarge, 0)
+        );
+        assert_eq!(
+            kind(Some(Termination::Exited(0)), &stdout, ""),
+            (ErrorKind::InputTooLarge, 0)
+        );
+    }
+
+    #[test]
+    fn empty_response() {
+        let stdout = format!("{INIT}{{\"type\":\"error\",\"severity\":\"error\",\"message\":\"The model returned an empty response with no text or thoughts. This may be a transient API issue; please try again.\"}}\n{{\"type\":\"result\",\"status\":\"error\",\"stats\":{{}}}}\n");
+        assert_eq!(
+            kind(Some(Termination::Exited(0)), &stdout, ""),
+            (ErrorKind::EmptyResponse, 0)
+        );
+    }
+
+    #[test]
+    fn api_errors_by_message() {
+        let r = |msg: &str| {
+            format!("{INIT}{{\"type\":\"result\",\"status\":\"error\",\"error\":{{\"type\":\"unknown\",\"message\":{}}},\"stats\":{{}}}}\n", serde_json::to_string(msg).unwrap())
+        };
+        let daily = r("[API Error: You have exhausted your daily quota on this model.]\nPlease wait and try again later.");
+        assert_eq!(
+            kind(Some(Termination::Exited(173)), &daily, ""),
+            (ErrorKind::QuotaExhausted, 173)
+        );
+        let retryable =
+            r("[API Error: Resource has been exhausted (e.g. check quota).]\nPlease wait");
+        assert_eq!(
+            kind(Some(Termination::Exited(173)), &retryable, ""),
+            (ErrorKind::RateLimited, 173)
+        );
+        let bad = r("[API Error: {\"error\":{\"code\":400,\"message\":\"Invalid argument provided.\",\"status\":\"INVALID_ARGUMENT\"}}]");
+        assert_eq!(
+            kind(Some(Termination::Exited(144)), &bad, ""),
+            (ErrorKind::BadRequest, 144)
+        );
+        let internal = r("[API Error: {\"error\":{\"code\":500,\"message\":\"Internal error encountered.\",\"status\":\"INTERNAL\"}}]");
+        assert_eq!(
+            kind(Some(Termination::Exited(244)), &internal, ""),
+            (ErrorKind::ServerError, 244)
+        );
+        let notfound = r("[API Error: {\"error\":{\"code\":404,\"message\":\"models/x is not found\",\"status\":\"NOT_FOUND\"}}]");
+        assert_eq!(
+            kind(Some(Termination::Exited(1)), &notfound, ""),
+            (ErrorKind::ModelNotFound, 1)
+        );
+        let denied = r("[API Error: {\"error\":{\"code\":403,\"message\":\"denied\",\"status\":\"PERMISSION_DENIED\"}}]");
+        assert_eq!(
+            kind(Some(Termination::Exited(147)), &denied, ""),
+            (ErrorKind::PermissionDenied, 147)
+        );
+        let malformed = r("[API Error: Expected property name or '}' in JSON at position 1]");
+        assert_eq!(
+            kind(Some(Termination::Exited(1)), &malformed, ""),
+            (ErrorKind::Error, 1)
+        );
+    }
+
+    #[test]
+    fn retry_delay_is_read() {
+        assert_eq!(retry_delay_ms("Please retry in 23.5s."), Some(23_500));
+        assert_eq!(retry_delay_ms(r#""retryDelay": "30s""#), Some(30_000));
+        assert_eq!(retry_delay_ms("retry after 250ms"), Some(250));
+        assert_eq!(retry_delay_ms("no delay"), None);
+    }
+
+    #[test]
+    fn fatal_result_types() {
+        let r = |t: &str| {
+            format!("{INIT}{{\"type\":\"result\",\"status\":\"error\",\"error\":{{\"type\":\"{t}\",\"message\":\"m\"}},\"stats\":{{}}}}\n")
+        };
+        assert_eq!(
+            kind(
+                Some(Termination::Exited(53)),
+                &r("FatalTurnLimitedError"),
+                ""
+            )
+            .0,
+            ErrorKind::TurnLimit
+        );
+        assert_eq!(
+            kind(Some(Termination::Exited(54)), &r("no_space_left"), "").0,
+            ErrorKind::ToolError
+        );
+        assert_eq!(
+            kind(
+                Some(Termination::Exited(130)),
+                &r("FatalCancellationError"),
+                ""
+            )
+            .0,
+            ErrorKind::Cancelled
+        );
+    }
+
+    #[test]
+    fn pre_run_failures_by_stderr() {
+        assert_eq!(
+            kind(Some(Termination::Exited(41)), "", "Please set an Auth method in your /h/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY\n"),
+            (ErrorKind::AuthRequired, 41)
+        );
+        assert_eq!(
+            kind(
+                Some(Termination::Exited(55)),
+                "",
+                "\x1b[31mGemini CLI is not running in a trusted directory. To proceed\x1b[0m\n"
+            ),
+            (ErrorKind::UntrustedWorkspace, 55)
+        );
+        assert_eq!(
+            kind(Some(Termination::Exited(52)), "", "Error in /h/.gemini/settings.json: Unexpected token\nPlease fix the configuration file(s) and try again.\n"),
+            (ErrorKind::ConfigError, 52)
+        );
+        assert_eq!(
+            kind(
+                Some(Termination::Exited(1)),
+                "",
+                "Unknown arguments: skip-trust, skipTrust\nUsage: gemini\n"
+            ),
+            (ErrorKind::Error, 1)
+        );
+    }
+
+    #[test]
+    fn json_error_document_on_stderr() {
+        let stderr = "Error when talking to Gemini API\n{\n  \"session_id\": \"x\",\n  \"error\": {\n    \"type\": \"Error\",\n    \"message\": \"You have exhausted your daily quota on this model.\",\n    \"code\": 429\n  }\n}\n";
+        assert_eq!(
+            kind(Some(Termination::Exited(173)), "", stderr),
+            (ErrorKind::QuotaExhausted, 173)
+        );
+        let auth = "{\n  \"session_id\": \"x\",\n  \"error\": {\n    \"type\": \"Error\",\n    \"message\": \"Please set an Auth method {braces}\",\n    \"code\": 41\n  }\n}\n";
+        assert_eq!(
+            kind(Some(Termination::Exited(41)), "", auth),
+            (ErrorKind::AuthRequired, 41)
+        );
+    }
+
+    #[test]
+    fn exit_code_fallbacks() {
+        assert_eq!(
+            kind(Some(Termination::Exited(0)), INIT, ""),
+            (ErrorKind::Incomplete, 0)
+        );
+        assert_eq!(
+            kind(Some(Termination::Exited(44)), "", "boom\n"),
+            (ErrorKind::SandboxError, 44)
+        );
+        assert_eq!(
+            kind(Some(Termination::Exited(7)), "", ""),
+            (ErrorKind::Unknown, 7)
+        );
+        assert_eq!(
+            kind(Some(Termination::Signaled(11)), INIT, ""),
+            (ErrorKind::Unknown, 139)
+        );
+    }
+
+    #[test]
+    fn server_kills_win() {
+        let (mut o, t) = run(
+            Some(Termination::Signaled(9)),
+            &format!(
+                "{INIT}{{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"part\"}}\n"
+            ),
+            "",
+        );
+        o.killed = Some(KillReason::OutputLimit(Stream::Stdout));
+        let f = classify(&o, &t, CancelCause::Client).unwrap_err();
+        assert_eq!(
+            (f.kind, f.exit_code, f.signal),
+            (ErrorKind::OutputLimit, 137, Some(9))
+        );
+        assert_eq!(f.partial_response.as_deref(), Some("part"));
+        o.killed = Some(KillReason::Cancelled);
+        o.status = Some(Termination::Exited(0));
+        let f = classify(&o, &t, CancelCause::Shutdown).unwrap_err();
+        assert_eq!((f.kind, f.exit_code), (ErrorKind::Cancelled, 130));
+        assert!(f.message.contains("shutting down"));
+    }
+}
