@@ -1,0 +1,193 @@
+//! The canonical text of a validated answer: byte for byte what the reference's
+//! `JSON.stringify(JSON.parse(answer))` prints, so clients comparing strings see no difference.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+/// Compact JSON as JavaScript's `JSON.stringify` writes it: keys in the order the model wrote them
+/// (a duplicate key keeps its first position and its last value, as `JSON.parse` does; serde_json's
+/// `preserve_order` map behaves the same), numbers by ECMAScript Number::toString, strings escaped
+/// as `JSON.stringify` escapes them.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
+// Recursion is bounded: every value reaching here came from serde_json's parser, whose nesting
+// limit is 128.
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            // JavaScript has only doubles: a u64/i64 beyond 2^53 rounds exactly as `as f64` does.
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            out.push_str(&format_number(x));
+        }
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                write_value(out, item);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// ECMAScript QuoteJSONString. Lone surrogates (which `JSON.stringify` writes as `\udxxx`) cannot
+/// occur: a Rust string holds none, and serde_json refuses them when parsing.
+fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// ECMAScript Number::toString(x) (ECMA-262 §6.1.6.1.20) for a finite double; `JSON.stringify`
+/// writes non-finite numbers as `null`, which this returns for them too.
+pub fn format_number(x: f64) -> String {
+    if !x.is_finite() {
+        return "null".to_owned();
+    }
+    if x == 0.0 {
+        // Both zeros: String(-0) is "0".
+        return "0".to_owned();
+    }
+    let sign = if x < 0.0 { "-" } else { "" };
+    // Rust's `{:e}` prints the shortest digit string that round-trips, choosing the closest one
+    // on ties: exactly the `s` and `k` ECMAScript asks for. Only the layout differs.
+    let exp_form = format!("{:e}", x.abs());
+    let (mantissa, exponent) = exp_form
+        .split_once('e')
+        .expect("LowerExp output always has an exponent");
+    let exponent: i64 = exponent.parse().expect("LowerExp exponent is an integer");
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let k = digits.len() as i64;
+    let n = exponent + 1;
+    let body = if k <= n && n <= 21 {
+        format!("{digits}{}", "0".repeat((n - k) as usize))
+    } else if 0 < n && n <= 21 {
+        let (int, frac) = digits.split_at(n as usize);
+        format!("{int}.{frac}")
+    } else if -6 < n && n <= 0 {
+        format!("0.{}{digits}", "0".repeat((-n) as usize))
+    } else {
+        let e = n - 1;
+        let e_sign = if e >= 0 { '+' } else { '-' };
+        let (first, rest) = digits.split_at(1);
+        if rest.is_empty() {
+            format!("{first}e{e_sign}{}", e.abs())
+        } else {
+            format!("{first}.{rest}e{e_sign}{}", e.abs())
+        }
+    };
+    format!("{sign}{body}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    /// Parses `text` as serde_json does for an answer and prints it canonically.
+    fn canon(text: &str) -> String {
+        canonical_json(&serde_json::from_str(text).expect("test input is JSON"))
+    }
+
+    #[rstest]
+    #[case("1.0", "1")]
+    #[case("1", "1")]
+    #[case("-1.5", "-1.5")]
+    #[case("1e21", "1e+21")]
+    #[case("1e20", "100000000000000000000")]
+    #[case("123456789012345678901", "123456789012345680000")]
+    #[case("1e-7", "1e-7")]
+    #[case("1.2345e-7", "1.2345e-7")]
+    #[case("1e-6", "0.000001")]
+    #[case("0.0000015", "0.0000015")]
+    #[case("0.1", "0.1")]
+    #[case("0.30000000000000004", "0.30000000000000004")]
+    #[case("123.456", "123.456")]
+    #[case("9007199254740993", "9007199254740992")]
+    #[case("-9007199254740993", "-9007199254740992")]
+    #[case("18446744073709551615", "18446744073709552000")]
+    #[case("-9223372036854775808", "-9223372036854776000")]
+    #[case("-0", "0")]
+    #[case("-0.0", "0")]
+    #[case("0e10", "0")]
+    #[case("5e-324", "5e-324")]
+    #[case("1.7976931348623157e308", "1.7976931348623157e+308")]
+    #[case("1.5e300", "1.5e+300")]
+    #[case("12e-1", "1.2")]
+    #[case("100", "100")]
+    #[case("1E2", "100")]
+    fn numbers_follow_ecmascript_number_to_string(#[case] input: &str, #[case] expected: &str) {
+        assert_eq!(canon(input), expected);
+    }
+
+    #[test]
+    fn non_finite_numbers_print_as_null_like_json_stringify() {
+        assert_eq!(format_number(f64::INFINITY), "null");
+        assert_eq!(format_number(f64::NAN), "null");
+    }
+
+    #[rstest]
+    #[case(r#"{ "b" : 1 , "a" : [ true , null ] }"#, r#"{"b":1,"a":[true,null]}"#)]
+    #[case(r#"{"a":1,"b":2,"a":3}"#, r#"{"a":3,"b":2}"#)]
+    #[case(r#"{"z":{"y":1,"x":2,"y":3}}"#, r#"{"z":{"y":3,"x":2}}"#)]
+    #[case(r#"[ ]"#, "[]")]
+    #[case(r#"{ }"#, "{}")]
+    fn compact_with_the_models_key_order_and_last_duplicate_wins(
+        #[case] input: &str,
+        #[case] expected: &str,
+    ) {
+        assert_eq!(canon(input), expected);
+    }
+
+    #[rstest]
+    #[case(r#""a\"b\\c""#, r#""a\"b\\c""#)]
+    #[case(r#""\b\f\n\r\t""#, r#""\b\f\n\r\t""#)]
+    #[case(r#""\u0000\u001F\u0007""#, r#""\u0000\u001f\u0007""#)]
+    #[case(r#""\u007f""#, "\"\u{7f}\"")]
+    #[case(r#""\/""#, r#""/""#)]
+    #[case(r#""é😀\u00e9""#, "\"é😀é\"")]
+    #[case(r#""\u2028\u2029""#, "\"\u{2028}\u{2029}\"")]
+    #[case(r#""\ud83d\ude00""#, "\"😀\"")]
+    fn strings_are_escaped_as_json_stringify_escapes_them(
+        #[case] input: &str,
+        #[case] expected: &str,
+    ) {
+        assert_eq!(canon(input), expected);
+    }
+}

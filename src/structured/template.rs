@@ -1,0 +1,150 @@
+//! The exact texts the server adds to a prompt: the `<context>` block and the structured-output
+//! instruction. The README quotes these constants; change them together.
+
+use serde_json::Value;
+
+/// The block `gemini_prompt_with_context` (and `gemini_prompt_structured` when given a context)
+/// sends: `{context}` and `{prompt}` are replaced by the caller's texts, the context escaped by
+/// [`escape_context`] first.
+pub const CONTEXT_TEMPLATE: &str = "<context>\n{context}\n</context>\n\n{prompt}";
+
+/// Appended to the prompt of `gemini_prompt_structured`; `{schema}` is replaced by the caller's
+/// schema as compact JSON. The model is told to answer with the JSON alone; the extractor still
+/// tolerates prose and fences around it.
+pub const STRUCTURED_INSTRUCTION: &str = "\n\nRespond with only a single JSON value that conforms \
+to the JSON Schema below. Do not add any explanation, Markdown or code fences before or after the \
+JSON.\n\nJSON Schema:\n{schema}";
+
+/// The context block followed by the prompt, as [`CONTEXT_TEMPLATE`] lays it out.
+pub fn wrap_context(context: &str, prompt: &str) -> String {
+    let context = escape_context(context);
+    let mut out = String::with_capacity(context.len() + prompt.len() + 32);
+    out.push_str("<context>\n");
+    out.push_str(&context);
+    out.push_str("\n</context>\n\n");
+    out.push_str(prompt);
+    out
+}
+
+/// Makes sure a context cannot close its block early: every `</context` (ASCII case-insensitive,
+/// so `</CONTEXT >` too) becomes `<\/context` with its original letters, the way `<\/script>` is
+/// written inside HTML scripts. Nothing else changes, so the model still reads the text as it was;
+/// the only `</context>` in the prompt is the one that ends the block.
+pub fn escape_context(context: &str) -> std::borrow::Cow<'_, str> {
+    const TAG: &[u8] = b"</context";
+    let bytes = context.as_bytes();
+    let needs = bytes
+        .windows(TAG.len())
+        .any(|w| w.eq_ignore_ascii_case(TAG));
+    if !needs {
+        return std::borrow::Cow::Borrowed(context);
+    }
+    let mut out = String::with_capacity(context.len() + 16);
+    let mut copied = 0;
+    let mut i = 0;
+    while i + TAG.len() <= bytes.len() {
+        if bytes[i..i + TAG.len()].eq_ignore_ascii_case(TAG) {
+            // `<` and `/` are ASCII, so both cuts are on character boundaries.
+            out.push_str(&context[copied..=i]);
+            out.push('\\');
+            copied = i + 1;
+            i += TAG.len();
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&context[copied..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`STRUCTURED_INSTRUCTION`] with the schema filled in.
+pub fn instruction(schema: &Value) -> String {
+    // Replacing in the template (not in the result) cannot touch a `{schema}` inside the schema.
+    STRUCTURED_INSTRUCTION.replacen("{schema}", &schema.to_string(), 1)
+}
+
+/// The whole text `gemini_prompt_structured` sends: the context block when there is one, the
+/// prompt, then the instruction.
+pub fn structured_prompt(prompt: &str, context: Option<&str>, schema: &Value) -> String {
+    let asked = format!("{prompt}{}", instruction(schema));
+    match context {
+        Some(context) => wrap_context(context, &asked),
+        None => asked,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[test]
+    fn context_block_matches_the_template() {
+        assert_eq!(
+            wrap_context("some facts", "the question"),
+            CONTEXT_TEMPLATE
+                .replace("{context}", "some facts")
+                .replace("{prompt}", "the question")
+        );
+        assert_eq!(
+            wrap_context("a\nb", "q"),
+            "<context>\na\nb\n</context>\n\nq"
+        );
+    }
+
+    #[rstest]
+    #[case("x </context> y", "x <\\/context> y")]
+    #[case("</CONTEXT >", "<\\/CONTEXT >")]
+    #[case("</Context></context>", "<\\/Context><\\/context>")]
+    #[case("<context>nested</context", "<context>nested<\\/context")]
+    #[case("é</context>ü", "é<\\/context>ü")]
+    #[case("</contex", "</contex")]
+    #[case("<\\/context> already", "<\\/context> already")]
+    fn a_closing_tag_inside_the_context_is_escaped(#[case] context: &str, #[case] escaped: &str) {
+        assert_eq!(escape_context(context), escaped);
+        let wrapped = wrap_context(context, "q");
+        let closes = wrapped
+            .as_bytes()
+            .windows(9)
+            .filter(|w| w.eq_ignore_ascii_case(b"</context"))
+            .count();
+        assert_eq!(
+            closes, 1,
+            "only the block's own closing tag remains: {wrapped}"
+        );
+    }
+
+    #[test]
+    fn a_prompt_may_contain_the_tag_after_the_block() {
+        assert!(wrap_context("c", "what is </context>?").ends_with("\n\nwhat is </context>?"));
+    }
+
+    #[test]
+    fn instruction_quotes_the_schema_compactly() {
+        let schema = json!({"type": "object", "description": "{schema}"});
+        let text = instruction(&schema);
+        assert_eq!(
+            text,
+            "\n\nRespond with only a single JSON value that conforms to the JSON Schema below. \
+             Do not add any explanation, Markdown or code fences before or after the JSON.\n\n\
+             JSON Schema:\n{\"type\":\"object\",\"description\":\"{schema}\"}"
+        );
+    }
+
+    #[test]
+    fn structured_prompt_puts_context_first_and_instruction_last() {
+        let schema = json!({"type": "string"});
+        assert_eq!(
+            structured_prompt("Name a colour.", None, &schema),
+            format!("Name a colour.{}", instruction(&schema))
+        );
+        assert_eq!(
+            structured_prompt("Name a colour.", Some("ctx"), &schema),
+            format!(
+                "<context>\nctx\n</context>\n\nName a colour.{}",
+                instruction(&schema)
+            )
+        );
+    }
+}
