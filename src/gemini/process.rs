@@ -1,12 +1,32 @@
 //! Spawning one Gemini CLI run as a supervised process tree: stdin fed, both pipes drained
 //! concurrently under caps, cancellation and shutdown ending in a whole-tree kill.
+//!
+//! The tree is a process group (Unix) or a Job Object (Windows). On Linux the child also gets a
+//! parent-death signal, and with [`init_subreaper`] descendants that escaped the group are swept
+//! after each run; elsewhere such escaped descendants are out of reach (the run still ends).
+
+mod capture;
+#[cfg(target_os = "linux")]
+mod sweep;
+mod tmp;
+mod tree;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
+use process_wrap::tokio::CommandWrap;
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
+
+use capture::{pump, Head, Tail};
+pub use tmp::PrivateTmp;
+use tree::Tree;
 
 /// Everything needed to start one run. Built by the pure command builder; no I/O here.
 #[derive(Debug, Clone)]
@@ -30,6 +50,9 @@ pub struct RunSpec {
     pub max_output_bytes: usize,
     /// Time between the polite termination signal and the kill of the whole tree.
     pub kill_grace: Duration,
+    /// When true the child gets its own 0700 temporary directory (`TMPDIR`, `TEMP`, `TMP`),
+    /// removed after the run, cancelled or not. These variables win over `env`.
+    pub private_tmp: bool,
 }
 
 /// Which pipe.
@@ -102,15 +125,368 @@ pub enum SpawnError {
     Other(String),
 }
 
+/// After the direct child exits, how long the pipes may take to reach EOF before the rest of the
+/// tree is killed. Everything the CLI printed is in the pipe once it has exited; a pipe still
+/// open after this is held by a descendant (a tool's background job, a daemon) whose output is
+/// no part of the answer, and the call must not wait for it.
+const DESCENDANT_EOF_GRACE: Duration = Duration::from_millis(500);
+
+/// After SIGKILL, how long the direct child may take to be reaped. SIGKILL cannot be caught, but
+/// a process in uninterruptible I/O dies only when that I/O ends; the run is answered anyway
+/// (`status: None`).
+const REAP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// After the final tree kill, how long the readers may take to reach EOF. Only a process outside
+/// the tree (escaped where no sweep reaches) keeps a pipe open past the kill.
+const POST_KILL_DRAIN: Duration = Duration::from_millis(500);
+
+/// Makes the server a child subreaper (Linux), so that descendants escaping a run's process group
+/// are reparented to the server and swept after their run. Call once at start-up, before the
+/// first run; a no-op elsewhere, where escaped descendants are out of reach.
+pub fn init_subreaper() -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        sweep::init_subreaper()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Ok(())
+    }
+}
+
 /// Runs one supervised child to its end.
 ///
-/// Every complete stdout line (without its `\n`, bytes as printed) is also sent to `lines`, when
-/// given, as it arrives, so the caller can parse stream-json events and report progress.
+/// stdin gets `spec.stdin` and is closed; stdout and stderr are drained concurrently, each up to
+/// `spec.max_output_bytes` (stdout keeps its head, stderr its tail); at the cap, on cancellation
+/// (polite signal, `kill_grace`, then kill) and in every case once the direct child has exited,
+/// the whole tree is killed. Never waits for EOF unboundedly: a descendant that keeps the pipes
+/// open delays the result by a fraction of a second, not forever. Dropping the future kills the
+/// tree too.
+///
+/// Every stdout line (without its `\n`, bytes as printed, `\r` included) is also sent to `lines`,
+/// when given, as it arrives, so the caller can parse stream-json events and report progress.
+/// The unterminated rest of the kept stdout, if any, is sent last, so the lines joined by `\n`
+/// are exactly `RunOutput::stdout` (a line longer than the cap arrives cut at the cap).
+///
+/// Spawn from a long-lived thread: on Linux the child's parent-death signal fires when the
+/// thread that spawned it exits, so never call this inside `spawn_blocking`.
 pub async fn run(
     spec: RunSpec,
     cancel: CancellationToken,
     lines: Option<mpsc::UnboundedSender<Vec<u8>>>,
 ) -> Result<RunOutput, SpawnError> {
-    let _ = (spec, cancel, lines);
-    Err(SpawnError::Other("not implemented yet".into()))
+    let started = Instant::now();
+    if cancel.is_cancelled() {
+        return Ok(RunOutput {
+            status: None,
+            killed: Some(KillReason::Cancelled),
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stdout_total: 0,
+            stderr_total: 0,
+            duration: started.elapsed(),
+        });
+    }
+    // A missing working directory fails the spawn with NotFound, which would read as "gemini not
+    // found" (127).
+    if !spec.cwd.is_dir() {
+        return Err(SpawnError::Other(format!(
+            "working directory {} is not a directory",
+            spec.cwd.display()
+        )));
+    }
+    let tmp = match spec.private_tmp {
+        true => Some(PrivateTmp::new().map_err(|e| {
+            SpawnError::Other(format!("cannot create a private temporary directory: {e}"))
+        })?),
+        false => None,
+    };
+    #[cfg(target_os = "linux")]
+    let marker = sweep::Marker::new();
+
+    let command = CommandWrap::with_new(&spec.program, |c| {
+        c.args(&spec.args)
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if spec.env_clear {
+            c.env_clear();
+        }
+        for name in &spec.env_remove {
+            c.env_remove(name);
+        }
+        c.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        if let Some(tmp) = &tmp {
+            c.envs(tmp.env());
+        }
+        #[cfg(target_os = "linux")]
+        if let Some((k, v)) = marker.env() {
+            c.env(k, v);
+        }
+    });
+    let max = spec.max_output_bytes;
+    let grace = spec.kill_grace;
+    let stdin_bytes = spec.stdin;
+    let program = spec.program;
+
+    #[cfg(target_os = "linux")]
+    let mut abort_sweep = AbortSweep {
+        marker: marker.clone(),
+        pgid: None,
+    };
+    let mut tree = Tree::spawn(command).map_err(|e| tree::spawn_error(e, &program))?;
+    let pid = tree.pid();
+    #[cfg(target_os = "linux")]
+    {
+        abort_sweep.pgid = Some(pid as i32);
+    }
+    tracing::debug!(
+        pid,
+        program = %program.display(),
+        args = spec.args.len(),
+        stdin_bytes = stdin_bytes.len(),
+        private_tmp = tmp.is_some(),
+        "gemini spawned"
+    );
+
+    let (stdin, stdout, stderr) = tree.take_pipes();
+    let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
+        return Err(SpawnError::Other(
+            "the child's pipes were not set up".into(),
+        ));
+    };
+    let (trip_tx, mut trip_rx) = mpsc::unbounded_channel();
+    let stop = CancellationToken::new();
+    let mut out = Task::spawn(pump(
+        stdout,
+        Head::new(max, lines),
+        Stream::Stdout,
+        trip_tx.clone(),
+        stop.clone(),
+    ));
+    let mut err = Task::spawn(pump(
+        stderr,
+        Tail::new(max),
+        Stream::Stderr,
+        trip_tx,
+        stop.clone(),
+    ));
+    let mut feeder = Task::spawn(feed(stdin, stdin_bytes, stop.clone()));
+
+    let mut killed: Option<KillReason> = None;
+    let mut status: Option<Termination> = None;
+    let mut phase = Phase::Running;
+    let mut deadline: Option<tokio::time::Instant> = None;
+    loop {
+        let event = tokio::select! {
+            exited = tree.wait_leader() => Event::Exited(exited),
+            Some(stream) = trip_rx.recv() => Event::Tripped(stream),
+            _ = cancel.cancelled(), if killed.is_none() => Event::Cancelled,
+            _ = sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => Event::Deadline,
+        };
+        match event {
+            Event::Exited(Ok(exit)) => {
+                status = Some(tree::termination(exit));
+                break;
+            }
+            Event::Exited(Err(e)) => {
+                tracing::warn!(pid, error = %e, "waiting for gemini failed");
+                break;
+            }
+            Event::Tripped(stream) => {
+                killed.get_or_insert(KillReason::OutputLimit(stream));
+                if phase != Phase::Killed {
+                    tree.kill();
+                    phase = Phase::Killed;
+                    deadline = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
+                }
+            }
+            Event::Cancelled => {
+                killed = Some(KillReason::Cancelled);
+                if tree.terminate() {
+                    phase = Phase::Grace;
+                    deadline = Some(tokio::time::Instant::now() + grace);
+                } else {
+                    phase = Phase::Killed;
+                    deadline = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
+                }
+            }
+            Event::Deadline if phase == Phase::Grace => {
+                tree.kill();
+                phase = Phase::Killed;
+                deadline = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
+            }
+            Event::Deadline => {
+                tracing::warn!(
+                    pid,
+                    "gemini was not reaped after the kill; answering without its status"
+                );
+                break;
+            }
+        }
+    }
+
+    if phase == Phase::Running {
+        // The child exited on its own: its output is complete once the pipes reach EOF, unless
+        // a descendant holds them. A cap or a cancellation still counts meanwhile.
+        let until = tokio::time::Instant::now() + DESCENDANT_EOF_GRACE;
+        tokio::select! {
+            _ = eof(&mut out, &mut err) => {}
+            Some(stream) = trip_rx.recv() => killed = Some(KillReason::OutputLimit(stream)),
+            _ = cancel.cancelled() => killed = Some(KillReason::Cancelled),
+            _ = sleep_until(until) => tracing::debug!(pid, "a descendant holds the pipes after gemini exited"),
+        }
+    }
+    // Whatever is left of the tree goes: stragglers in the group, a daemonised tool. (The group
+    // id cannot have been reused while any member lives; once none does, this is a no-op.)
+    tree.kill();
+    #[cfg(target_os = "linux")]
+    {
+        sweep::sweep(&marker, pid as i32, pid as i32).await;
+        abort_sweep.pgid = None;
+    }
+    let _ = tokio::time::timeout(POST_KILL_DRAIN, eof(&mut out, &mut err)).await;
+    stop.cancel();
+    eof(&mut out, &mut err).await;
+    feeder.join().await;
+    tree.finish();
+
+    let (stdout, stdout_total) = out.take().into_parts();
+    let (stderr, stderr_total) = err.take().into_parts();
+    if killed.is_none() {
+        // Bytes went past the cap after the last look at the trip channel (a descendant writing
+        // during the final drain): the output is still cut, and must say so.
+        if stdout_total > max as u64 {
+            killed = Some(KillReason::OutputLimit(Stream::Stdout));
+        } else if stderr_total > max as u64 {
+            killed = Some(KillReason::OutputLimit(Stream::Stderr));
+        }
+    }
+    if let Some(tmp) = tmp {
+        if let Err(e) = tmp.close() {
+            tracing::warn!(pid, error = %e, "could not remove the private temporary directory");
+        }
+    }
+    let duration = started.elapsed();
+    tracing::debug!(
+        pid,
+        status = ?status,
+        killed = ?killed,
+        stdout_total,
+        stderr_total,
+        duration_ms = duration.as_millis() as u64,
+        "gemini finished"
+    );
+    Ok(RunOutput {
+        status,
+        killed,
+        stdout,
+        stderr,
+        stdout_total,
+        stderr_total,
+        duration,
+    })
+}
+
+/// Where supervision stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Nothing sent to the tree yet.
+    Running,
+    /// The polite signal was sent; the kill follows at the deadline.
+    Grace,
+    /// The tree was killed; the deadline bounds the reaping.
+    Killed,
+}
+
+/// What woke the supervisor.
+enum Event {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    Tripped(Stream),
+    Cancelled,
+    Deadline,
+}
+
+/// Writes the prompt, then closes stdin (dropping it) so the CLI sees EOF.
+async fn feed(stdin: Option<ChildStdin>, bytes: Vec<u8>, stop: CancellationToken) {
+    let Some(mut stdin) = stdin else { return };
+    if bytes.is_empty() {
+        return;
+    }
+    tokio::select! {
+        _ = stop.cancelled() => {}
+        // A child that exits or closes stdin early makes the write fail with EPIPE: not an error
+        // of the run, whose exit status and output tell what happened.
+        _ = async {
+            if stdin.write_all(&bytes).await.is_ok() {
+                let _ = stdin.shutdown().await;
+            }
+        } => {}
+    }
+}
+
+/// Waits until both readers have ended (EOF, or abandoned after `stop`). Cancel-safe.
+async fn eof(out: &mut Task<Head>, err: &mut Task<Tail>) {
+    out.join().await;
+    err.join().await;
+}
+
+/// A spawned task that is aborted when dropped, so an abandoned run leaves no reader behind.
+struct Task<T> {
+    handle: JoinHandle<T>,
+    output: Option<T>,
+}
+
+impl<T: Send + 'static> Task<T> {
+    fn spawn(future: impl std::future::Future<Output = T> + Send + 'static) -> Self {
+        Task {
+            handle: tokio::spawn(future),
+            output: None,
+        }
+    }
+
+    /// Waits for the task to end and keeps its output. Cancel-safe, may be called again.
+    async fn join(&mut self) {
+        if self.output.is_some() {
+            return;
+        }
+        match (&mut self.handle).await {
+            Ok(output) => self.output = Some(output),
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(e) => panic!("a process supervision task was cancelled: {e}"),
+            },
+        }
+    }
+
+    /// The output of a task that was joined.
+    fn take(&mut self) -> T {
+        self.output.take().expect("task joined before take")
+    }
+}
+
+impl<T> Drop for Task<T> {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
+/// Linux: sweeps a run's escaped descendants when its future is dropped mid-run, since the sweep
+/// at the end of `run` will not happen then.
+#[cfg(target_os = "linux")]
+struct AbortSweep {
+    marker: sweep::Marker,
+    pgid: Option<i32>,
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for AbortSweep {
+    fn drop(&mut self) {
+        let Some(pgid) = self.pgid else { return };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let marker = self.marker.clone();
+            runtime.spawn(async move { sweep::sweep(&marker, pgid, pgid).await });
+        }
+    }
 }

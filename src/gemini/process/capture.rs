@@ -1,0 +1,253 @@
+//! Capped capture of one pipe: stdout keeps its head and splits it into lines, stderr keeps its
+//! tail; both count every byte and keep reading past the cap so the writer never blocks.
+
+use std::collections::VecDeque;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::Stream;
+
+/// Bytes asked for per read: the default pipe buffer on Linux, so one read usually empties it.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Where the bytes of one stream go.
+pub(crate) trait Sink {
+    /// Takes one chunk; returns true when this chunk took the stream past its cap.
+    fn push(&mut self, chunk: &[u8]) -> bool;
+    /// Called once, at EOF or when the drain is abandoned.
+    fn finish(&mut self);
+}
+
+/// The first `cap` bytes of stdout, with every line of them forwarded as it completes.
+#[derive(Debug)]
+pub(crate) struct Head {
+    kept: Vec<u8>,
+    cap: usize,
+    total: u64,
+    /// Start of the line not yet forwarded, an index into `kept`: lines are sliced out of the
+    /// kept bytes rather than buffered twice, so a flood costs one cap of memory, not two.
+    line_start: usize,
+    lines: Option<mpsc::UnboundedSender<Vec<u8>>>,
+}
+
+impl Head {
+    pub(crate) fn new(cap: usize, lines: Option<mpsc::UnboundedSender<Vec<u8>>>) -> Self {
+        Head {
+            kept: Vec::new(),
+            cap,
+            total: 0,
+            line_start: 0,
+            lines,
+        }
+    }
+
+    fn forward(&self, line: &[u8]) {
+        if let Some(tx) = &self.lines {
+            // A receiver that went away only means nobody wants progress any more.
+            let _ = tx.send(line.to_vec());
+        }
+    }
+
+    /// The kept bytes and the total seen.
+    pub(crate) fn into_parts(self) -> (Vec<u8>, u64) {
+        (self.kept, self.total)
+    }
+}
+
+impl Sink for Head {
+    fn push(&mut self, chunk: &[u8]) -> bool {
+        let was_over = self.total > self.cap as u64;
+        self.total += chunk.len() as u64;
+        let room = self.cap - self.kept.len();
+        let take = room.min(chunk.len());
+        if take > 0 {
+            let old_len = self.kept.len();
+            self.kept.extend_from_slice(&chunk[..take]);
+            let mut from = old_len;
+            while let Some(pos) = self.kept[from..].iter().position(|&b| b == b'\n') {
+                let end = from + pos;
+                self.forward(&self.kept[self.line_start..end]);
+                self.line_start = end + 1;
+                from = end + 1;
+            }
+        }
+        !was_over && self.total > self.cap as u64
+    }
+
+    fn finish(&mut self) {
+        // The unterminated rest (a last line without `\n`, or a line cut at the cap) is
+        // forwarded too, so the lines always add up to the kept bytes.
+        if self.line_start < self.kept.len() {
+            self.forward(&self.kept[self.line_start..]);
+            self.line_start = self.kept.len();
+        }
+        self.lines = None;
+    }
+}
+
+/// The last `cap` bytes of stderr: the CLI prints its real error at the end, after any noise.
+#[derive(Debug)]
+pub(crate) struct Tail {
+    kept: VecDeque<u8>,
+    cap: usize,
+    total: u64,
+}
+
+impl Tail {
+    pub(crate) fn new(cap: usize) -> Self {
+        Tail {
+            kept: VecDeque::new(),
+            cap,
+            total: 0,
+        }
+    }
+
+    /// The kept bytes (oldest first) and the total seen.
+    pub(crate) fn into_parts(self) -> (Vec<u8>, u64) {
+        (Vec::from(self.kept), self.total)
+    }
+}
+
+impl Sink for Tail {
+    fn push(&mut self, chunk: &[u8]) -> bool {
+        let was_over = self.total > self.cap as u64;
+        self.total += chunk.len() as u64;
+        if chunk.len() >= self.cap {
+            self.kept.clear();
+            self.kept.extend(&chunk[chunk.len() - self.cap..]);
+        } else {
+            let overflow = (self.kept.len() + chunk.len()).saturating_sub(self.cap);
+            self.kept.drain(..overflow);
+            self.kept.extend(chunk);
+        }
+        !was_over && self.total > self.cap as u64
+    }
+
+    fn finish(&mut self) {}
+}
+
+/// Reads `reader` into `sink` until EOF, a read error, or `stop`; reports the first time the
+/// stream goes past its cap on `tripped`, then keeps reading and discarding: a writer blocked on
+/// a full pipe would otherwise never reach the signal that ends it.
+pub(crate) async fn pump<R, S>(
+    mut reader: R,
+    mut sink: S,
+    stream: Stream,
+    tripped: mpsc::UnboundedSender<Stream>,
+    stop: CancellationToken,
+) -> S
+where
+    R: AsyncRead + Unpin,
+    S: Sink,
+{
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        let read = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            read = reader.read(&mut buf) => read,
+        };
+        match read {
+            Ok(0) => break,
+            Ok(n) => {
+                if sink.push(&buf[..n]) {
+                    let _ = tripped.send(stream);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // A broken pipe has nothing more to give; what was kept stays.
+            Err(_) => break,
+        }
+    }
+    sink.finish();
+    sink
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain_lines(rx: &mut mpsc::UnboundedReceiver<Vec<u8>>) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(l) = rx.try_recv() {
+            out.push(String::from_utf8(l).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn head_forwards_lines_split_across_chunks() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut head = Head::new(100, Some(tx));
+        assert!(!head.push(b"ab"));
+        assert!(!head.push(b"c\nde\n\nf"));
+        assert_eq!(drain_lines(&mut rx), ["abc", "de", ""]);
+        head.finish();
+        assert_eq!(drain_lines(&mut rx), ["f"]);
+        assert_eq!(head.into_parts(), (b"abc\nde\n\nf".to_vec(), 10));
+    }
+
+    #[test]
+    fn head_keeps_the_first_cap_bytes_and_trips_once() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut head = Head::new(5, Some(tx));
+        assert!(!head.push(b"12\n45"));
+        assert!(head.push(b"6\n78"));
+        assert!(!head.push(b"more"));
+        head.finish();
+        assert_eq!(drain_lines(&mut rx), ["12", "45"]);
+        assert_eq!(head.into_parts(), (b"12\n45".to_vec(), 13));
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_is_cut_at_the_cap() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut head = Head::new(4, Some(tx));
+        assert!(head.push(b"abcdefgh\n"));
+        head.finish();
+        assert_eq!(drain_lines(&mut rx), ["abcd"]);
+    }
+
+    #[test]
+    fn exactly_the_cap_does_not_trip() {
+        let mut head = Head::new(3, None);
+        assert!(!head.push(b"abc"));
+        let mut tail = Tail::new(3);
+        assert!(!tail.push(b"abc"));
+        assert!(tail.push(b"d"));
+    }
+
+    #[test]
+    fn tail_keeps_the_last_cap_bytes() {
+        let mut tail = Tail::new(4);
+        assert!(!tail.push(b"ab"));
+        assert!(tail.push(b"cde"));
+        assert!(!tail.push(b"f"));
+        assert_eq!(tail.into_parts(), (b"cdef".to_vec(), 6));
+
+        let mut tail = Tail::new(4);
+        assert!(tail.push(b"0123456789"));
+        assert_eq!(tail.into_parts(), (b"6789".to_vec(), 10));
+    }
+
+    #[tokio::test]
+    async fn pump_reads_to_eof_past_the_cap() {
+        let data = vec![b'x'; 300 * 1024];
+        let (trip_tx, mut trip_rx) = mpsc::unbounded_channel();
+        let head = pump(
+            &data[..],
+            Head::new(1000, None),
+            Stream::Stdout,
+            trip_tx,
+            CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(trip_rx.try_recv().ok(), Some(Stream::Stdout));
+        assert!(trip_rx.try_recv().is_err());
+        let (kept, total) = head.into_parts();
+        assert_eq!(kept.len(), 1000);
+        assert_eq!(total, data.len() as u64);
+    }
+}

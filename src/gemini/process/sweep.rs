@@ -1,0 +1,183 @@
+//! Linux: descendants that left the run's process group (`setsid`, daemons) are found and killed
+//! after the run. The server is a child subreaper, so such a process is reparented to the server
+//! when its parent dies instead of to init; the sweep then recognises it by the run's marker in
+//! its environment (or its group / session) and kills and reaps it.
+//!
+//! Only pids proven to belong to a finished run are reaped, each with `waitpid(pid)`: a blanket
+//! `waitpid(-1)` would steal the exit statuses Tokio waits for on the server's own children.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The variable carrying the run marker into the child's environment.
+pub(crate) const MARKER_VAR: &str = "GEMINICLI_MCP_RUN";
+
+/// Upper bound on one sweep: SIGKILLed processes die within milliseconds; one stuck in the
+/// kernel (uninterruptible I/O) must not hold up the answer.
+const SWEEP_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Pause between scans while killed processes are still dying.
+const SWEEP_POLL: Duration = Duration::from_millis(5);
+
+static SUBREAPER: AtomicBool = AtomicBool::new(false);
+static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
+
+/// Makes this process a child subreaper. Idempotent.
+pub(crate) fn init_subreaper() -> std::io::Result<()> {
+    // SAFETY: plain prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    SUBREAPER.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Identifies one run's processes. Without a subreaper there is nothing to sweep: escaped
+/// processes are reparented to init, out of reach, and no marker is set.
+#[derive(Debug, Clone)]
+pub(crate) struct Marker {
+    /// `NAME=VALUE` as it appears in `/proc/<pid>/environ`; `None` when no sweep will run.
+    entry: Option<Vec<u8>>,
+}
+
+impl Marker {
+    /// A new marker, unique within this server (and across servers: it carries the server's pid).
+    pub(crate) fn new() -> Marker {
+        if !SUBREAPER.load(Ordering::SeqCst) {
+            return Marker { entry: None };
+        }
+        let n = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
+        let value = format!("{}:{n}", std::process::id());
+        Marker {
+            entry: Some(format!("{MARKER_VAR}={value}").into_bytes()),
+        }
+    }
+
+    /// The variable to set in the child's environment, if any.
+    pub(crate) fn env(&self) -> Option<(OsString, OsString)> {
+        let entry = self.entry.as_ref()?;
+        let value = &entry[MARKER_VAR.len() + 1..];
+        Some((
+            MARKER_VAR.into(),
+            String::from_utf8_lossy(value).into_owned().into(),
+        ))
+    }
+}
+
+/// One line of `/proc/<pid>/stat`, the fields the sweep needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProcStat {
+    pub(crate) state: u8,
+    pub(crate) ppid: i32,
+    pub(crate) pgrp: i32,
+    pub(crate) session: i32,
+}
+
+/// Parses `/proc/<pid>/stat`. The command name may hold spaces and parentheses, so fields are
+/// counted from the last `)`.
+pub(crate) fn parse_stat(text: &str) -> Option<ProcStat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = *fields.next()?.as_bytes().first()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some(ProcStat {
+        state,
+        ppid,
+        pgrp,
+        session,
+    })
+}
+
+/// The server's direct children with their stat, from a scan of `/proc`.
+fn children() -> Vec<(i32, ProcStat)> {
+    let me = std::process::id() as i32;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let stat = parse_stat(&text)?;
+            (stat.ppid == me).then_some((pid, stat))
+        })
+        .collect()
+}
+
+fn has_marker(pid: i32, entry: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|&b| b == 0).any(|var| var == entry))
+        .unwrap_or(false)
+}
+
+/// Kills and reaps what is left of a finished run: the server's children that carry the run's
+/// marker or sit in its process group (`pgid`) or in a group or session one of them leads.
+/// `leader` is never touched (Tokio reaps it). Bounded by [`SWEEP_TIMEOUT`].
+pub(crate) async fn sweep(marker: &Marker, pgid: i32, leader: i32) {
+    let Some(entry) = marker.entry.as_deref() else {
+        return;
+    };
+    let deadline = Instant::now() + SWEEP_TIMEOUT;
+    let mut groups: HashSet<i32> = HashSet::from([pgid]);
+    let mut sessions: HashSet<i32> = HashSet::new();
+    loop {
+        let mut pending = false;
+        for (pid, stat) in children() {
+            if pid == leader {
+                continue;
+            }
+            let zombie = stat.state == b'Z';
+            // A zombie's environment is gone: only its group or session can name its run.
+            let ours = groups.contains(&stat.pgrp)
+                || sessions.contains(&stat.session)
+                || (!zombie && has_marker(pid, entry));
+            if !ours {
+                continue;
+            }
+            pending = true;
+            if zombie {
+                let mut status = 0;
+                // SAFETY: `pid` is our own child, not one Tokio tracks (see `ours`); WNOHANG.
+                unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+                continue;
+            }
+            if stat.pgrp == pid {
+                groups.insert(pid);
+                // SAFETY: plain signal to a group this run's process leads.
+                unsafe { libc::killpg(pid, libc::SIGKILL) };
+            }
+            if stat.session == pid {
+                sessions.insert(pid);
+            }
+            // SAFETY: plain signal; `pid` is our unreaped child, so it cannot have been reused.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        if !pending || Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(SWEEP_POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_from_the_last_paren() {
+        let line = "4242 (we ird) (name) S 17 4242 99 0 -1 4194560 0 0";
+        assert_eq!(
+            parse_stat(line),
+            Some(ProcStat {
+                state: b'S',
+                ppid: 17,
+                pgrp: 4242,
+                session: 99
+            })
+        );
+        assert_eq!(parse_stat("garbage"), None);
+    }
+}
