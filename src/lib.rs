@@ -4,6 +4,9 @@
 //! stdio; this library holds everything else so tests can reach it.
 
 pub mod config;
+pub mod server;
 pub mod error;
 pub mod gemini;
 pub mod structured;
+pub mod tools;
+pub mod transport;

@@ -1,1 +1,131 @@
-fn main() {}
+//! `geminicli-mcp`: parses the command line and environment, sets up logging on stderr, and serves
+//! MCP over stdio until stdin closes (after the EOF grace) or a termination signal arrives.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use rmcp::service::ServerInitializeError;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+
+use geminicli_mcp::config::{Cli, Config};
+use geminicli_mcp::gemini::process;
+use geminicli_mcp::server::GeminiServer;
+use geminicli_mcp::transport::{GraceTransport, InFlight};
+
+/// Time, beyond the kill grace, that killed runs get to be reaped before the server exits.
+const EXIT_SLACK: Duration = Duration::from_secs(2);
+
+fn main() -> anyhow::Result<()> {
+    Cli::parse();
+    let config = Config::from_env();
+    init_tracing(config.debug);
+    if let Err(e) = process::init_subreaper() {
+        tracing::warn!(error = %e, "could not become a child subreaper: descendants that leave their process group cannot be swept");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let code = runtime.block_on(serve(config))?;
+    // A blocking stdin read cannot be cancelled; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    std::process::exit(code);
+}
+
+/// Logs go to stderr only (stdout is the protocol). rmcp's own debug logs quote requests and
+/// answers, so it stays at `warn` even in debug mode: prompt text must never reach the log.
+fn init_tracing(debug: bool) {
+    let filter = if debug {
+        "geminicli_mcp=debug,rmcp=warn"
+    } else {
+        "geminicli_mcp=warn,rmcp=error"
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    if debug {
+        builder.json().flatten_event(true).init();
+    } else {
+        builder.init();
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<i32> {
+    let shutdown = CancellationToken::new();
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let kill_wait = config.kill_grace + EXIT_SLACK;
+    let server = GeminiServer::new(config.clone(), cwd, shutdown.clone());
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let transport = GraceTransport::new(
+        AsyncRwTransport::new_server(read, write),
+        InFlight::new(),
+        config.eof_grace,
+        config.kill_grace,
+        shutdown.clone(),
+    );
+    tracing::debug!(
+        version = env!("CARGO_PKG_VERSION"),
+        max_concurrency = config.max_concurrency,
+        max_output_bytes = config.max_output_bytes,
+        "serving on stdio"
+    );
+
+    let session = async {
+        match server.clone().serve(transport).await {
+            Ok(running) => {
+                let reason = running.waiting().await;
+                tracing::debug!(?reason, "session ended");
+                Ok(())
+            }
+            // stdin closed before `initialize`: nothing to do, not a failure.
+            Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
+            Err(e) => Err(anyhow::Error::new(e).context("MCP initialization failed")),
+        }
+    };
+    let code = tokio::select! {
+        result = session => {
+            result?;
+            0
+        }
+        signal = termination_signal() => {
+            tracing::info!(signal, "terminating: killing every Gemini process tree");
+            0
+        }
+    };
+    shutdown.cancel();
+    let _ = tokio::time::timeout(kill_wait, server.idle()).await;
+    Ok(code)
+}
+
+/// Resolves with the signal number on SIGTERM, SIGINT or SIGHUP.
+#[cfg(unix)]
+async fn termination_signal() -> i32 {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut int = signal(SignalKind::interrupt()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
+    async fn next(s: &mut Option<tokio::signal::unix::Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+    tokio::select! {
+        _ = next(&mut term) => libc::SIGTERM,
+        _ = next(&mut int) => libc::SIGINT,
+        _ = next(&mut hup) => libc::SIGHUP,
+    }
+}
+
+/// Resolves on Ctrl+C.
+#[cfg(not(unix))]
+async fn termination_signal() -> i32 {
+    let _ = tokio::signal::ctrl_c().await;
+    2
+}

@@ -1,0 +1,676 @@
+//! The MCP server: rmcp's `ServerHandler` for the three tools and the answers kept as resources.
+//! Each call is decoded, queued behind the concurrency bound, run as a supervised Gemini CLI
+//! process tree, classified, and rendered by `error` (failures) or here (successes).
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::error::{ErrorKind, Failure};
+use crate::gemini::command;
+use crate::gemini::events::{Event, Transcript};
+use crate::gemini::outcome::{self, CancelCause, Success};
+use crate::gemini::process::{self, RunSpec, SpawnError};
+use crate::structured::{self, PreparedSchema};
+use crate::tools::{self, Call, ToolKind};
+
+/// Most answers kept readable as resources; the oldest goes first.
+pub const MAX_STORED_ANSWERS: usize = 32;
+/// Most bytes of answers kept readable as resources; the oldest go first.
+pub const MAX_STORED_BYTES: usize = 64 * 1024 * 1024;
+/// URI prefix of stored answers.
+pub const ANSWER_URI_PREFIX: &str = "geminicli-mcp://answers/";
+/// Shortest interval between two content progress notifications (heartbeats aside).
+const PROGRESS_MIN_INTERVAL: Duration = Duration::from_millis(1000);
+/// Characters of the latest answer text quoted in a progress message.
+const PREVIEW_CHARS: usize = 60;
+
+/// The server. Cheap to clone: everything is shared.
+#[derive(Clone)]
+pub struct GeminiServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Config,
+    cwd: PathBuf,
+    slots: Arc<Semaphore>,
+    shutdown: CancellationToken,
+    active: watch::Sender<usize>,
+    answers: Mutex<AnswerStore>,
+    next_id: AtomicU64,
+}
+
+/// Answers too long to return inline, kept for `resources/read`.
+#[derive(Default)]
+struct AnswerStore {
+    entries: VecDeque<(String, Arc<String>)>,
+    bytes: usize,
+}
+
+impl AnswerStore {
+    fn insert(&mut self, uri: String, text: Arc<String>) {
+        self.bytes += text.len();
+        self.entries.push_back((uri, text));
+        while self.entries.len() > MAX_STORED_ANSWERS
+            || (self.bytes > MAX_STORED_BYTES && self.entries.len() > 1)
+        {
+            if let Some((_, old)) = self.entries.pop_front() {
+                self.bytes -= old.len();
+            }
+        }
+    }
+
+    fn get(&self, uri: &str) -> Option<Arc<String>> {
+        self.entries
+            .iter()
+            .find(|(u, _)| u == uri)
+            .map(|(_, t)| t.clone())
+    }
+}
+
+/// Counts calls in progress while alive.
+struct ActiveGuard(watch::Sender<usize>);
+
+impl ActiveGuard {
+    fn new(active: &watch::Sender<usize>) -> Self {
+        active.send_modify(|n| *n += 1);
+        ActiveGuard(active.clone())
+    }
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+impl GeminiServer {
+    /// A server running the CLI in `cwd`. Cancelling `shutdown` kills every run.
+    pub fn new(config: Config, cwd: PathBuf, shutdown: CancellationToken) -> Self {
+        let slots = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
+        GeminiServer {
+            inner: Arc::new(Inner {
+                config,
+                cwd,
+                slots,
+                shutdown,
+                active: watch::Sender::new(0),
+                answers: Mutex::default(),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// The token whose cancellation kills every run.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.inner.shutdown.clone()
+    }
+
+    /// Waits until no call is in progress.
+    pub async fn idle(&self) {
+        let mut rx = self.inner.active.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    /// Runs one decoded call to its result. `ct` is the request's cancellation.
+    pub async fn run_call(
+        &self,
+        call: Call,
+        ct: CancellationToken,
+        progress: Option<ProgressSink>,
+    ) -> CallToolResult {
+        let _active = ActiveGuard::new(&self.inner.active);
+        let started = Instant::now();
+        match self.execute(&call, ct, progress).await {
+            Ok((success, json)) => self.render_success(success, json),
+            Err(mut failure) => {
+                if failure.duration_ms == 0 && failure.kind != ErrorKind::InputValidation {
+                    failure.duration_ms = started.elapsed().as_millis() as u64;
+                }
+                tracing::debug!(tool = call.tool.name(), kind = %failure.kind, exit = failure.exit_code, "call failed");
+                failure.into_call_tool_result()
+            }
+        }
+    }
+
+    async fn execute(
+        &self,
+        call: &Call,
+        ct: CancellationToken,
+        progress: Option<ProgressSink>,
+    ) -> Result<(Success, Option<Value>), Failure> {
+        let config = &self.inner.config;
+        let schema: Option<PreparedSchema> = match &call.schema {
+            Some(schema) => Some(
+                structured::Schema::prepare(schema)
+                    .map_err(|e| Failure::invalid_input(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let invocation = command::build(&call.request, schema.as_ref(), config.slash_commands)?;
+        let program = self.program();
+        tracing::debug!(
+            tool = call.tool.name(),
+            prompt_bytes = call.request.prompt.len(),
+            context_bytes = call.request.context.as_ref().map_or(0, String::len),
+            stdin_bytes = invocation.stdin.len(),
+            slash_escaped = invocation.slash_escaped,
+            program = %program.display(),
+            args = ?invocation.args,
+            "call"
+        );
+
+        // One token for the run: the client's cancellation or the server's shutdown.
+        let run_ct = self.inner.shutdown.child_token();
+        let link = {
+            let run_ct = run_ct.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = ct.cancelled() => run_ct.cancel(),
+                    _ = run_ct.cancelled() => {}
+                }
+            })
+        };
+        let _unlink = AbortOnDrop(link);
+        let cause = || {
+            if self.inner.shutdown.is_cancelled() {
+                CancelCause::Shutdown
+            } else {
+                CancelCause::Client
+            }
+        };
+
+        let state = Arc::new(Mutex::new(ProgressState::default()));
+        let reporter = progress.map(|sink| {
+            let state = state.clone();
+            let stop = run_ct.clone();
+            let heartbeat = config.heartbeat;
+            AbortOnDrop(tokio::spawn(sink.report(state, stop, heartbeat)))
+        });
+
+        // The concurrency bound; a queued call says so.
+        let permit = match self.inner.slots.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                {
+                    let mut s = lock(&state);
+                    s.queued = true;
+                    s.dirty = true;
+                    s.urgent = true;
+                }
+                tracing::debug!(tool = call.tool.name(), "queued");
+                tokio::select! {
+                    p = self.inner.slots.clone().acquire_owned() => p.map_err(|_| shutting_down())?,
+                    _ = run_ct.cancelled() => {
+                        let message = match cause() {
+                            CancelCause::Client => "the request was cancelled while queued",
+                            CancelCause::Shutdown => "the server is shutting down; the call was still queued",
+                        };
+                        return Err(Failure::new(ErrorKind::Cancelled, 130, message));
+                    }
+                }
+            }
+        };
+        {
+            let mut s = lock(&state);
+            s.queued = false;
+            s.started = Some(Instant::now());
+            s.dirty = true;
+            s.urgent = true;
+        }
+
+        let spec = RunSpec {
+            program,
+            args: invocation.args,
+            env_clear: false,
+            env: invocation.env,
+            env_remove: Vec::new(),
+            cwd: self.inner.cwd.clone(),
+            stdin: invocation.stdin,
+            max_output_bytes: config.max_output_bytes,
+            kill_grace: config.kill_grace,
+            private_tmp: true,
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let consume = {
+            let state = state.clone();
+            async move {
+                let mut transcript = Transcript::default();
+                while let Some(line) = rx.recv().await {
+                    let event = crate::gemini::events::parse_line(&line);
+                    if let Some(event) = &event {
+                        lock(&state).observe(event);
+                    }
+                    match event {
+                        Some(e) => transcript.push(e),
+                        None => transcript.push_line(&line),
+                    }
+                }
+                transcript
+            }
+        };
+        let (run, streamed) = tokio::join!(process::run(spec, run_ct.clone(), Some(tx)), consume);
+        drop(permit);
+        drop(reporter);
+        let out = run.map_err(spawn_failure)?;
+        tracing::debug!(
+            tool = call.tool.name(),
+            exit = ?out.status,
+            killed = ?out.killed,
+            duration_ms = out.duration.as_millis() as u64,
+            stdout_bytes = out.stdout_total,
+            stderr_bytes = out.stderr_total,
+            "run finished"
+        );
+        // The kept stdout is complete unless the cap cut it; then the streamed events are all
+        // there is.
+        let transcript = if out.stdout_total == out.stdout.len() as u64 {
+            Transcript::from_stdout(&out.stdout)
+        } else {
+            streamed
+        };
+        let success = outcome::classify(&out, &transcript, cause())?;
+        match &schema {
+            None => Ok((success, None)),
+            Some(schema) => match structured::extract_and_validate(schema, &success.answer) {
+                Ok(ok) => {
+                    let mut success = success;
+                    success.answer = ok.canonical;
+                    Ok((success, Some(ok.value)))
+                }
+                Err(err) => {
+                    let mut f = Failure::new(
+                        ErrorKind::SchemaMismatch,
+                        success.exit_code,
+                        err.reason.summary(),
+                    );
+                    f.session_id = success.session_id;
+                    f.model = success.model;
+                    f.stats = success.stats;
+                    f.duration_ms = success.duration.as_millis() as u64;
+                    f.validation_errors = Some(err.errors);
+                    f.raw_response = Some(err.raw);
+                    Err(f)
+                }
+            },
+        }
+    }
+
+    fn program(&self) -> PathBuf {
+        match &self.inner.config.gemini_bin {
+            Some(bin) => PathBuf::from(bin),
+            None => PathBuf::from(OsString::from("gemini")),
+        }
+    }
+
+    fn render_success(&self, success: Success, json: Option<Value>) -> CallToolResult {
+        let max = self.inner.config.max_result_chars;
+        let total_chars = success.answer.chars().count();
+        let (text, link) = if total_chars > max {
+            let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+            let uri = format!("{ANSWER_URI_PREFIX}{}-{id}", std::process::id());
+            let text = truncate_middle(&success.answer, max, total_chars, &uri);
+            let full = Arc::new(success.answer);
+            let size = full.len() as u64;
+            lock(&self.inner.answers).insert(uri.clone(), full);
+            let mut resource = Resource::new(uri, "full Gemini answer");
+            resource.mime_type = Some("text/plain".into());
+            resource.size = Some(size);
+            resource.description = Some(format!("The complete answer ({total_chars} characters)"));
+            (text, Some(resource))
+        } else {
+            (success.answer, None)
+        };
+        let mut structured = json!({
+            "response": text,
+            "sessionId": success.session_id,
+            "model": success.model,
+            "stats": success.stats,
+            "durationMs": success.duration.as_millis() as u64,
+            "exitCode": success.exit_code,
+            "truncated": link.is_some(),
+        });
+        if let Some(value) = json {
+            structured["json"] = value;
+        }
+        let mut content = vec![ContentBlock::text(text)];
+        if let Some(resource) = link {
+            content.push(ContentBlock::resource_link(resource));
+        }
+        let mut result = CallToolResult::success(content);
+        result.structured_content = Some(structured);
+        result
+    }
+}
+
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn shutting_down() -> Failure {
+    Failure::new(ErrorKind::Cancelled, 130, "the server is shutting down")
+}
+
+fn spawn_failure(e: SpawnError) -> Failure {
+    let (code, hint) = match &e {
+        SpawnError::NotFound(_) => (
+            127,
+            " — install the Gemini CLI (npm install -g @google/gemini-cli) or set GEMINI_CLI_BIN to its absolute path",
+        ),
+        SpawnError::NotExecutable(_) => (126, " — check GEMINI_CLI_BIN and the file's permissions"),
+        SpawnError::Other(_) => (126, ""),
+    };
+    Failure::new(ErrorKind::SpawnFailed, code, format!("{e}{hint}"))
+}
+
+/// Keeps the head and tail of `text` (`max` characters in all) around a marker that names the
+/// resource holding the whole answer.
+pub fn truncate_middle(text: &str, max: usize, total_chars: usize, uri: &str) -> String {
+    let head = max / 2;
+    let tail = max - head;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(total_chars.saturating_sub(tail))
+        .map_or(text.len(), |(i, _)| i);
+    format!(
+        "{}\n\n[… {} characters omitted; the full answer ({} characters) is the resource {} (resources/read) …]\n\n{}",
+        &text[..head_end],
+        total_chars - head - tail,
+        total_chars,
+        uri,
+        &text[tail_start..]
+    )
+}
+
+/// What progress notifications report, updated as events arrive.
+#[derive(Debug, Default)]
+struct ProgressState {
+    queued: bool,
+    started: Option<Instant>,
+    chars: usize,
+    preview: String,
+    tools: Vec<String>,
+    dirty: bool,
+    urgent: bool,
+}
+
+impl ProgressState {
+    fn observe(&mut self, event: &Event) {
+        match event {
+            Event::AssistantText(text) => {
+                self.chars += text.chars().count();
+                self.preview.push_str(text);
+                let n = self.preview.chars().count();
+                if n > PREVIEW_CHARS {
+                    let cut = self
+                        .preview
+                        .char_indices()
+                        .nth(n - PREVIEW_CHARS)
+                        .map_or(0, |(i, _)| i);
+                    self.preview.drain(..cut);
+                }
+            }
+            Event::ToolUse { name } => {
+                self.tools.push(name.clone());
+                self.urgent = true;
+            }
+            Event::Result(_) => {}
+            _ => return,
+        }
+        self.dirty = true;
+    }
+
+    fn message(&self) -> String {
+        if self.queued {
+            return "queued: waiting for a free Gemini slot (GEMINICLI_MCP_MAX_CONCURRENCY)".into();
+        }
+        let secs = self.started.map_or(0, |s| s.elapsed().as_secs());
+        let mut m = format!("running {secs}s");
+        if self.chars > 0 {
+            m.push_str(&format!(", {} chars", self.chars));
+        }
+        if !self.tools.is_empty() {
+            m.push_str(&format!(", tools: {}", self.tools.join(", ")));
+        }
+        let preview = self.preview.replace(['\n', '\r'], " ");
+        let preview = preview.trim();
+        if !preview.is_empty() {
+            m.push_str(&format!(": …{preview}"));
+        }
+        m
+    }
+}
+
+/// Where one call's progress notifications go.
+pub struct ProgressSink {
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+}
+
+impl ProgressSink {
+    /// A sink for `token`, sending through `peer`.
+    pub fn new(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
+        ProgressSink { peer, token }
+    }
+
+    async fn report(
+        self,
+        state: Arc<Mutex<ProgressState>>,
+        stop: CancellationToken,
+        heartbeat: Duration,
+    ) {
+        let mut sent = 0u32;
+        let mut last: Option<Instant> = None;
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let message = {
+                let mut s = lock(&state);
+                let since = last.map_or(Duration::MAX, |l| l.elapsed());
+                let due =
+                    (s.dirty && (s.urgent || since >= PROGRESS_MIN_INTERVAL)) || since >= heartbeat;
+                if !due {
+                    continue;
+                }
+                s.dirty = false;
+                s.urgent = false;
+                s.message()
+            };
+            sent += 1;
+            last = Some(Instant::now());
+            let param = ProgressNotificationParam::new(self.token.clone(), f64::from(sent))
+                .with_message(message);
+            if self.peer.notify_progress(param).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Protocol versions before 2025-06-18 know neither `outputSchema`, `structuredContent` nor
+/// `resource_link` content.
+fn is_legacy(version: Option<&ProtocolVersion>) -> bool {
+    version.is_some_and(|v| v.as_str() < ProtocolVersion::V_2025_06_18.as_str())
+}
+
+impl ServerHandler for GeminiServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
+                .with_title("Gemini CLI MCP server"),
+        )
+        .with_instructions(
+            "Three tools run Google's Gemini CLI headlessly: gemini_prompt (plain prompt), \
+             gemini_prompt_with_context (prompt plus a <context> block) and gemini_prompt_structured \
+             (JSON validated against a JSON Schema). Failures are results whose text starts with \
+             `[error exit=N] KIND: message`. Answers longer than the inline limit are cut in the \
+             middle and readable in full as resources.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let legacy = is_legacy(context.protocol_version().as_ref());
+        Ok(ListToolsResult::with_all_items(tools::definitions(!legacy)))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(tool) = ToolKind::from_name(&request.name) else {
+            return Err(McpError::invalid_params(
+                format!("unknown tool: {}", request.name),
+                Some(
+                    json!({"tools": [tools::GEMINI_PROMPT, tools::GEMINI_PROMPT_WITH_CONTEXT, tools::GEMINI_PROMPT_STRUCTURED]}),
+                ),
+            ));
+        };
+        let legacy = is_legacy(context.protocol_version().as_ref());
+        let mut result = match tools::decode(tool, request.arguments.as_ref()) {
+            Err(failure) => failure.into_call_tool_result(),
+            Ok(call) => {
+                let progress = context
+                    .meta
+                    .get_progress_token()
+                    .map(|token| ProgressSink::new(context.peer.clone(), token));
+                self.run_call(call, context.ct.clone(), progress).await
+            }
+        };
+        if legacy {
+            result.structured_content = None;
+            result.content.retain(|c| c.as_resource_link().is_none());
+        }
+        Ok(CallToolResponse::Complete(result))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let store = lock(&self.inner.answers);
+        let resources = store
+            .entries
+            .iter()
+            .map(|(uri, text)| {
+                let mut r = Resource::new(uri.clone(), "full Gemini answer");
+                r.mime_type = Some("text/plain".into());
+                r.size = Some(text.len() as u64);
+                r
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let text = lock(&self.inner.answers).get(&request.uri);
+        match text {
+            Some(text) => Ok(ReadResourceResponse::Complete(ReadResourceResult::new(vec![
+                ResourceContents::text(text.as_str(), request.uri.clone())
+                    .with_mime_type("text/plain"),
+            ]))),
+            None => Err(McpError::resource_not_found(
+                format!(
+                    "no stored answer at {} (answers are kept in memory, at most {MAX_STORED_ANSWERS}, oldest evicted first)",
+                    request.uri
+                ),
+                None,
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_head_and_tail() {
+        let text: String = ('a'..='z').cycle().take(1000).collect();
+        let out = truncate_middle(&text, 100, 1000, "geminicli-mcp://answers/1");
+        assert!(out.starts_with(&text[..50]));
+        assert!(out.ends_with(&text[950..]));
+        assert!(out.contains("900 characters omitted"));
+        assert!(out.contains("geminicli-mcp://answers/1"));
+    }
+
+    #[test]
+    fn store_evicts_oldest_first() {
+        let mut store = AnswerStore::default();
+        for i in 0..(MAX_STORED_ANSWERS + 2) {
+            store.insert(format!("u{i}"), Arc::new("x".into()));
+        }
+        assert!(store.get("u0").is_none());
+        assert!(store.get("u1").is_none());
+        assert!(store.get("u2").is_some());
+        assert_eq!(store.entries.len(), MAX_STORED_ANSWERS);
+    }
+
+    #[test]
+    fn legacy_versions() {
+        assert!(is_legacy(Some(&ProtocolVersion::V_2025_03_26)));
+        assert!(!is_legacy(Some(&ProtocolVersion::V_2025_06_18)));
+        assert!(!is_legacy(None));
+    }
+
+    #[test]
+    fn progress_message_has_content() {
+        let mut s = ProgressState {
+            started: Some(Instant::now()),
+            ..Default::default()
+        };
+        s.observe(&Event::ToolUse {
+            name: "list_directory".into(),
+        });
+        s.observe(&Event::AssistantText("Hello\nthere".into()));
+        let m = s.message();
+        assert!(m.contains("tools: list_directory"), "{m}");
+        assert!(m.contains("…Hello there"), "{m}");
+        s.queued = true;
+        assert!(s.message().starts_with("queued"));
+    }
+}
