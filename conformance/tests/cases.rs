@@ -1,1 +1,218 @@
-fn main() {}
+//! The cargo harness: every case file becomes its own test (libtest-mimic), run against this
+//! workspace's `geminicli-mcp` and judged against `baseline/geminicli-mcp.toml`; plus the
+//! self-test, which runs chosen cases against the deliberately broken target and checks they fail
+//! (and pass when it is not broken).
+//!
+//! Baseline mapping: a listed case that fails is reported as ignored with the baseline's reason; a
+//! listed case that passes fails (stale entry); an unlisted failure or bug fails; a `should` that
+//! failed passes with a warning on stderr; a skip is reported as ignored with its reason.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use gemini_mcp_conformance::case::{self, Case};
+use gemini_mcp_conformance::{bins, run_case, Baseline, Outcome, Profile, RunConfig, Target};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+/// The baseline file of this workspace's server.
+fn baseline_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("baseline")
+        .join("geminicli-mcp.toml")
+}
+
+/// The timeout scale from `GEMINI_MCP_CONFORMANCE_TIMEOUT_SCALE` (default 1).
+fn timeout_scale() -> f64 {
+    std::env::var("GEMINI_MCP_CONFORMANCE_TIMEOUT_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|x: &f64| *x > 0.0)
+        .unwrap_or(1.0)
+}
+
+/// The run configuration against geminicli-mcp, located once and lazily (listing tests must not
+/// build anything).
+fn server_config() -> Result<&'static RunConfig, String> {
+    static CFG: OnceLock<Result<RunConfig, String>> = OnceLock::new();
+    CFG.get_or_init(|| {
+        let target = bins::try_locate("geminicli-mcp")?;
+        let fake = bins::try_locate("fake-gemini")?;
+        Ok(RunConfig {
+            target: Target {
+                command: vec![target.to_string_lossy().into_owned()],
+                profile: Profile::geminicli_mcp(),
+            },
+            fake_gemini: fake,
+            timeout_scale: timeout_scale(),
+            keep_dirs: std::env::var_os("GEMINI_MCP_CONFORMANCE_KEEP_DIRS").is_some(),
+        })
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// The run configuration against the broken target in `mode` ("" = not broken).
+fn broken_config(mode: &str) -> RunConfig {
+    let mut profile = Profile::geminicli_mcp();
+    profile.name = format!("broken-target[{mode}]");
+    profile.env.insert("BROKEN_TARGET_MODE".into(), mode.into());
+    RunConfig {
+        target: Target {
+            command: vec![env!("CARGO_BIN_EXE_gemini-mcp-conformance-broken-target").into()],
+            profile,
+        },
+        // The self-test cases never reach gemini; any existing file stands in for the fake.
+        fake_gemini: std::env::current_exe().expect("the test executable has a path"),
+        timeout_scale: timeout_scale(),
+        keep_dirs: false,
+    }
+}
+
+/// (mode, case id, the outcome the broken target must get): each mode breaks exactly the rule
+/// its case checks. With no mode, every one of these cases must pass.
+const SELF_TEST: &[(&str, &str, Outcome)] = &[
+    ("stdout-noise", "lifecycle/ping", Outcome::Fail),
+    (
+        "bad-args-protocol-error",
+        "arguments/missing-prompt",
+        Outcome::Fail,
+    ),
+    (
+        "fixed-version",
+        "lifecycle/initialize-version/2025-06-18",
+        Outcome::Fail,
+    ),
+    ("ignore-eof", "lifecycle/exit-on-stdin-eof", Outcome::Fail),
+    (
+        "output-schema-always",
+        "lifecycle/no-output-schema-before-2025-06-18/2025-03-26",
+        Outcome::Fail,
+    ),
+    (
+        "unknown-tool-result",
+        "lifecycle/unknown-tool-is-protocol-error",
+        Outcome::Fail,
+    ),
+    (
+        "silent-parse-error",
+        "lifecycle/malformed-json-gets-parse-error",
+        Outcome::Warn,
+    ),
+];
+
+fn main() {
+    let args = Arguments::from_args();
+    let loaded =
+        case::load_dir(&case::default_cases_dir()).expect("the cases directory is readable");
+    let baseline = Arc::new(Baseline::load(&baseline_path()).unwrap_or_else(|e| panic!("{e}")));
+    let mut trials = Vec::new();
+    let mut ids = Vec::new();
+    let mut by_id = std::collections::BTreeMap::new();
+    for c in loaded {
+        match c {
+            Ok(case) => {
+                ids.push(case.id.clone());
+                by_id.insert(case.id.clone(), case.clone());
+                trials.push(case_trial(case, baseline.clone()));
+            }
+            Err((id, e)) => {
+                ids.push(id.clone());
+                trials.push(Trial::test(id, move || {
+                    Err(format!("BUG: the case file is invalid: {e}").into())
+                }));
+            }
+        }
+    }
+    let unknown: Vec<String> = baseline
+        .unknown_entries(&ids)
+        .into_iter()
+        .map(String::from)
+        .collect();
+    trials.push(Trial::test(
+        "baseline/entries-name-existing-cases",
+        move || {
+            if unknown.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("stale baseline entries name no case: {unknown:?}").into())
+            }
+        },
+    ));
+    for (mode, id, want) in SELF_TEST {
+        let Some(case) = by_id.get(*id) else {
+            let id = id.to_string();
+            trials.push(Trial::test(format!("self-test/missing/{id}"), move || {
+                Err(format!("the self-test names case {id}, which does not exist").into())
+            }));
+            continue;
+        };
+        trials.push(self_test_trial(mode, case.clone(), *want));
+        trials.push(self_test_trial("", case.clone(), Outcome::Pass));
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// One case against geminicli-mcp, judged against the baseline.
+fn case_trial(case: Case, baseline: Arc<Baseline>) -> Trial {
+    let id = case.id.clone();
+    Trial::ignorable_test(id.clone(), move || {
+        let cfg = server_config()
+            .map_err(|e| Failed::from(format!("BUG: cannot locate the binaries: {e}")))?;
+        let r = run_case(cfg, &case);
+        let listed = baseline.reason(&id);
+        let detail = || {
+            let mut m = format!(
+                "{} {}\nrequirement: {}\n{}",
+                r.outcome.to_string().to_uppercase(),
+                id,
+                r.requirement,
+                r.message
+            );
+            if let Some(s) = r.stderr.as_deref().filter(|s| !s.is_empty()) {
+                m.push_str(&format!("\n---- target stderr ----\n{s}\n----"));
+            }
+            m
+        };
+        match (r.outcome, listed) {
+            (Outcome::Pass, None) => Ok(Completion::Completed),
+            (Outcome::Pass, Some(_)) => Err(format!(
+                "{id} passes now but is listed in {}: remove the entry (the baseline is strict both ways)",
+                baseline_path().display()
+            )
+            .into()),
+            (Outcome::Fail | Outcome::Bug | Outcome::Warn, Some(reason)) => {
+                Ok(Completion::ignored_with(format!("expected failure (baseline): {reason}")))
+            }
+            (Outcome::Skip, _) => Ok(Completion::ignored_with(format!("skipped: {}", r.message))),
+            (Outcome::Warn, None) => {
+                eprintln!("warning: {}", detail());
+                Ok(Completion::Completed)
+            }
+            (Outcome::Fail | Outcome::Bug, None) => Err(detail().into()),
+        }
+    })
+}
+
+/// One self-test: `case` against the broken target in `mode` must end as `want`.
+fn self_test_trial(mode: &'static str, case: Case, want: Outcome) -> Trial {
+    let name = format!(
+        "self-test/{}/{}",
+        if mode.is_empty() { "not-broken" } else { mode },
+        case.id
+    );
+    Trial::test(name, move || {
+        let r = run_case(&broken_config(mode), &case);
+        if r.outcome == want {
+            Ok(())
+        } else {
+            Err(format!(
+                "against the broken target in mode {mode:?}, case {} ended {} instead of {want}:\n{}\n---- stderr ----\n{}",
+                case.id,
+                r.outcome,
+                r.message,
+                r.stderr.unwrap_or_default()
+            )
+            .into())
+        }
+    })
+}

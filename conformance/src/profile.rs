@@ -1,0 +1,217 @@
+//! Target profiles: how a wrapper under test learns where the gemini executable is, and how the
+//! suite's abstract tool, argument and setting names map to the wrapper's own. The built-in profile
+//! is geminicli-mcp's.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The suite's abstract tool names; cases use these and the profile maps them.
+pub const ABSTRACT_TOOLS: &[&str] = &["prompt", "prompt_with_context", "prompt_structured"];
+
+/// The suite's abstract argument names.
+pub const ABSTRACT_ARGUMENTS: &[&str] = &["prompt", "context", "schema", "model"];
+
+/// The suite's abstract target settings (the values are strings, as env vars are).
+pub const ABSTRACT_SETTINGS: &[&str] = &[
+    "max-output-bytes",
+    "kill-grace-ms",
+    "eof-grace-ms",
+    "max-concurrency",
+    "heartbeat-ms",
+    "max-result-chars",
+    "debug",
+];
+
+/// How the target is told where the gemini executable is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GeminiLocation {
+    /// An environment variable holding the executable's path (e.g. `GEMINI_CLI_BIN`).
+    Env(String),
+    /// `gemini` on `PATH`: the runner puts fake-gemini under that name in a temp dir it prepends.
+    Path,
+}
+
+/// A target profile, loadable from TOML (`--profile FILE`).
+///
+/// ```toml
+/// name = "my-wrapper"
+/// gemini = { env = "MY_GEMINI" }        # or gemini = "path"
+/// protocol-versions = ["2025-06-18"]
+/// [tools]
+/// prompt = "ask_gemini"
+/// [arguments]
+/// prompt = "question"
+/// [settings]
+/// max-output-bytes = "MY_WRAPPER_MAX_BYTES"
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Profile {
+    /// A name for reports.
+    pub name: String,
+    /// How the target finds gemini.
+    pub gemini: GeminiLocation,
+    /// Protocol versions the target negotiates, oldest first; the last one is used for the
+    /// handshake unless a case asks for another.
+    pub protocol_versions: Vec<String>,
+    /// Abstract tool name → the target's tool name; an unmapped tool skips the cases using it.
+    #[serde(default)]
+    pub tools: BTreeMap<String, String>,
+    /// Abstract argument name → the target's argument name (unmapped: the same name).
+    #[serde(default)]
+    pub arguments: BTreeMap<String, String>,
+    /// Abstract setting → the env var the target reads it from; an unmapped setting skips the
+    /// cases that need it.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// Extra environment for the target in every case.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Capabilities the target claims beyond the core (e.g. `"structured-content"`,
+    /// `"progress"`, `"process-group-kill"`); cases that `require` a missing one are skipped.
+    #[serde(default)]
+    pub features: Vec<String>,
+}
+
+impl Profile {
+    /// The built-in profile of geminicli-mcp, the reference contract.
+    pub fn geminicli_mcp() -> Profile {
+        let map = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        };
+        Profile {
+            name: "geminicli-mcp".into(),
+            gemini: GeminiLocation::Env("GEMINI_CLI_BIN".into()),
+            protocol_versions: ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+                .map(String::from)
+                .to_vec(),
+            tools: map(&[
+                ("prompt", "gemini_prompt"),
+                ("prompt_with_context", "gemini_prompt_with_context"),
+                ("prompt_structured", "gemini_prompt_structured"),
+            ]),
+            arguments: map(&[
+                ("prompt", "prompt"),
+                ("context", "context"),
+                ("schema", "schema"),
+                ("model", "model"),
+            ]),
+            settings: map(&[
+                ("max-output-bytes", "GEMINICLI_MCP_MAX_OUTPUT_BYTES"),
+                ("kill-grace-ms", "GEMINICLI_MCP_KILL_GRACE_MS"),
+                ("eof-grace-ms", "GEMINICLI_MCP_EOF_GRACE_MS"),
+                ("max-concurrency", "GEMINICLI_MCP_MAX_CONCURRENCY"),
+                ("heartbeat-ms", "GEMINICLI_MCP_HEARTBEAT_MS"),
+                ("max-result-chars", "GEMINICLI_MCP_MAX_RESULT_CHARS"),
+                ("debug", "GEMINICLI_MCP_DEBUG"),
+            ]),
+            env: BTreeMap::new(),
+            features: [
+                "structured-content",
+                "error-prefix",
+                "prompt-on-stdin",
+                "progress",
+                "process-group-kill",
+                "subreaper",
+                "eof-grace",
+                "concurrency-bound",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+
+    /// A built-in profile by name.
+    pub fn builtin(name: &str) -> Option<Profile> {
+        (name == "geminicli-mcp").then(Profile::geminicli_mcp)
+    }
+
+    /// Reads a profile file (TOML).
+    pub fn load(path: &Path) -> Result<Profile, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read profile {}: {e}", path.display()))?;
+        let profile: Profile =
+            toml::from_str(&text).map_err(|e| format!("profile {}: {e}", path.display()))?;
+        profile.validate()?;
+        Ok(profile)
+    }
+
+    /// Checks that the profile only names abstract tools, arguments and settings the suite knows.
+    pub fn validate(&self) -> Result<(), String> {
+        for (kind, keys, known) in [
+            (
+                "tool",
+                self.tools.keys().collect::<Vec<_>>(),
+                ABSTRACT_TOOLS,
+            ),
+            (
+                "argument",
+                self.arguments.keys().collect(),
+                ABSTRACT_ARGUMENTS,
+            ),
+            ("setting", self.settings.keys().collect(), ABSTRACT_SETTINGS),
+        ] {
+            if let Some(k) = keys.into_iter().find(|k| !known.contains(&k.as_str())) {
+                return Err(format!(
+                    "profile {}: unknown abstract {kind} {k:?} (known: {known:?})",
+                    self.name
+                ));
+            }
+        }
+        if self.protocol_versions.is_empty() {
+            return Err(format!("profile {}: protocol-versions is empty", self.name));
+        }
+        Ok(())
+    }
+
+    /// The protocol version used for the handshake when a case does not choose one.
+    pub fn default_protocol_version(&self) -> &str {
+        self.protocol_versions
+            .last()
+            .map(String::as_str)
+            .unwrap_or("2025-06-18")
+    }
+
+    /// The target's name for an abstract tool.
+    pub fn tool(&self, abstract_name: &str) -> Option<&str> {
+        self.tools.get(abstract_name).map(String::as_str)
+    }
+
+    /// The target's name for an abstract argument.
+    pub fn argument<'a>(&'a self, abstract_name: &'a str) -> &'a str {
+        self.arguments
+            .get(abstract_name)
+            .map(String::as_str)
+            .unwrap_or(abstract_name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_is_valid_and_round_trips() {
+        let p = Profile::geminicli_mcp();
+        p.validate().unwrap();
+        let text = toml::to_string(&p).unwrap();
+        let back: Profile = toml::from_str(&text).unwrap();
+        assert_eq!(back.tool("prompt"), Some("gemini_prompt"));
+    }
+
+    #[test]
+    fn path_mode_parses() {
+        let p: Profile = toml::from_str(
+            "name = \"x\"\ngemini = \"path\"\nprotocol-versions = [\"2025-06-18\"]\n[tools]\nprompt = \"ask\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.gemini, GeminiLocation::Path);
+        assert_eq!(p.argument("prompt"), "prompt");
+    }
+}

@@ -1,0 +1,1348 @@
+//! Running one case against one target: a private temp tree (HOME, cwd, the fake's log, state and
+//! scenario dir), the target spawned without a shell and with a clean environment, the handshake,
+//! the steps, then the checks on the fake's log and on processes, and the cleanup of anything the
+//! run left alive.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::case::{Case, GeminiBinary, InvocationCheck, Level, Step};
+use crate::client::{is_response, Client};
+use crate::fakelog::{env_entry, FakeLog};
+use crate::matcher::{matches, MatchContext};
+use crate::procs;
+use crate::profile::{GeminiLocation, Profile};
+use crate::report::{CaseResult, Outcome};
+
+/// Default per-step timeout (before scaling): generous for a loaded two-core machine.
+pub const DEFAULT_STEP_TIMEOUT_MS: u64 = 30_000;
+
+/// How long the target gets to exit after its stdin closes at the end of a case (before scaling).
+const TEARDOWN_MS: u64 = 10_000;
+
+/// Environment variables passed through from the runner to the target; everything else is
+/// cleared so the runner's own environment (a real `GEMINI_API_KEY`, `RUST_LOG`, …) cannot leak
+/// into a case.
+const PASSTHROUGH_ENV: &[&str] = &[
+    "PATH",
+    "PATHEXT",
+    "SYSTEMROOT",
+    "SystemRoot",
+    "WINDIR",
+    "LANG",
+    "LC_ALL",
+    "LD_LIBRARY_PATH",
+    "DYLD_LIBRARY_PATH",
+    "LLVM_PROFILE_FILE",
+];
+
+/// The program under test.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The command line (program and arguments; no shell is involved).
+    pub command: Vec<String>,
+    /// Its profile.
+    pub profile: Profile,
+}
+
+/// Everything a run needs besides the cases.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The target.
+    pub target: Target,
+    /// The fake-gemini executable.
+    pub fake_gemini: PathBuf,
+    /// Multiplies every timeout and window (for slow machines).
+    pub timeout_scale: f64,
+    /// Keeps each case's temp dir (its path is printed in the result message).
+    pub keep_dirs: bool,
+}
+
+impl RunConfig {
+    fn scaled(&self, ms: u64) -> Duration {
+        Duration::from_millis((ms as f64 * self.timeout_scale.max(0.01)) as u64)
+    }
+
+    fn raise_hint(&self) -> String {
+        let next = (self.timeout_scale * 3.0).max(2.0);
+        format!(
+            "if the target is only slow on this machine, raise the bounds with --timeout-scale {next} \
+             (cargo test: GEMINI_MCP_CONFORMANCE_TIMEOUT_SCALE={next})"
+        )
+    }
+}
+
+/// Why a case cannot run against this target or on this system, if it cannot.
+pub fn skip_reason(cfg: &RunConfig, case: &Case) -> Option<String> {
+    let spec = &case.spec;
+    let profile = &cfg.target.profile;
+    if !spec.platforms.is_empty() && !spec.platforms.iter().any(|p| p.is_current()) {
+        return Some(format!("only on {:?}", spec.platforms));
+    }
+    if let Some(f) = spec.requires.iter().find(|f| !profile.features.contains(f)) {
+        return Some(format!("profile {} lacks feature {f:?}", profile.name));
+    }
+    if let Some(v) = &spec.protocol_version {
+        if !profile.protocol_versions.contains(v) {
+            return Some(format!(
+                "profile {} does not list protocol version {v}",
+                profile.name
+            ));
+        }
+    }
+    if let Some(s) = spec
+        .target
+        .settings
+        .keys()
+        .find(|s| !profile.settings.contains_key(*s))
+    {
+        return Some(format!(
+            "profile {} maps no env var for setting {s:?}",
+            profile.name
+        ));
+    }
+    for step in &spec.steps {
+        if let Some(t) = &step.call {
+            if profile.tool(t).is_none() {
+                return Some(format!("profile {} maps no tool for {t:?}", profile.name));
+            }
+        }
+    }
+    if spec.fake.binary == GeminiBinary::NotExecutable && !cfg!(unix) {
+        return Some("execute permission is a Unix notion".into());
+    }
+    None
+}
+
+/// The temp tree of one case.
+struct Dirs {
+    _tmp: Option<tempfile::TempDir>,
+    root: PathBuf,
+    home: PathBuf,
+    work: PathBuf,
+    log: PathBuf,
+}
+
+/// What went wrong in a case, by severity.
+#[derive(Default)]
+struct Findings {
+    must: Vec<String>,
+    should: Vec<String>,
+    bugs: Vec<String>,
+    unchecked: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl Findings {
+    fn add(&mut self, level: Level, msg: String) {
+        match level {
+            Level::Must => self.must.push(msg),
+            Level::Should => self.should.push(msg),
+        }
+    }
+}
+
+/// A step stopped the case (a `must` failure, or a bug).
+struct Stop;
+
+/// Runs one case and returns its result; never panics on a target's misbehaviour.
+pub fn run_case(cfg: &RunConfig, case: &Case) -> CaseResult {
+    let started = Instant::now();
+    let mut result = CaseResult {
+        id: case.id.clone(),
+        level: case.spec.level,
+        requirement: case.spec.requirement.clone(),
+        outcome: Outcome::Pass,
+        message: String::new(),
+        stderr: None,
+        duration_ms: 0,
+    };
+    if let Some(reason) = skip_reason(cfg, case) {
+        result.outcome = Outcome::Skip;
+        result.message = reason;
+        return result;
+    }
+    let mut findings = Findings::default();
+    let stderr = match prepare_and_run(cfg, case, &mut findings) {
+        Ok(s) => s,
+        Err(bug) => {
+            findings.bugs.push(bug);
+            None
+        }
+    };
+    result.duration_ms = started.elapsed().as_millis() as u64;
+    let (outcome, message) = if !findings.bugs.is_empty() {
+        (
+            Outcome::Bug,
+            format!(
+                "BUG (a fixture or harness problem, not a verdict on the target):\n{}",
+                findings.bugs.join("\n")
+            ),
+        )
+    } else if !findings.must.is_empty() {
+        let o = if case.spec.level == Level::Should {
+            Outcome::Warn
+        } else {
+            Outcome::Fail
+        };
+        let mut all = findings.must.clone();
+        all.extend(findings.should.iter().map(|s| format!("(should) {s}")));
+        (o, all.join("\n"))
+    } else if !findings.should.is_empty() {
+        (
+            Outcome::Warn,
+            findings
+                .should
+                .iter()
+                .map(|s| format!("(should) {s}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    } else if !findings.unchecked.is_empty() {
+        (Outcome::Skip, findings.unchecked.join("\n"))
+    } else {
+        (Outcome::Pass, String::new())
+    };
+    result.outcome = outcome;
+    result.message = message;
+    for note in &findings.notes {
+        result
+            .message
+            .push_str(if result.message.is_empty() { "" } else { "\n" });
+        result.message.push_str(note);
+    }
+    if !matches!(outcome, Outcome::Pass | Outcome::Skip) {
+        result.stderr = stderr;
+    }
+    result
+}
+
+fn make_dirs(cfg: &RunConfig) -> Result<Dirs, String> {
+    let tmp = tempfile::Builder::new()
+        .prefix("gmc-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a temp dir: {e}"))?;
+    // Canonical paths: macOS hands out /var/… whose real path is /private/var/…, and the fake
+    // logs the real one.
+    let root = tmp
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| tmp.path().to_path_buf());
+    let home = root.join("home");
+    let work = root.join("work");
+    for d in [
+        &home,
+        &work,
+        &root.join("state"),
+        &root.join("scenarios"),
+        &root.join("tmp"),
+        &root.join("bin"),
+    ] {
+        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+    }
+    let log = root.join("fake-gemini.log");
+    let tmp = if cfg.keep_dirs {
+        let _ = tmp.keep();
+        None
+    } else {
+        Some(tmp)
+    };
+    Ok(Dirs {
+        _tmp: tmp,
+        root,
+        home,
+        work,
+        log,
+    })
+}
+
+/// Where the target will find "gemini" for this case.
+fn gemini_path(cfg: &RunConfig, case: &Case, dirs: &Dirs) -> Result<PathBuf, String> {
+    let name = format!("gemini{}", std::env::consts::EXE_SUFFIX);
+    match case.spec.fake.binary {
+        GeminiBinary::Fake => {
+            if !cfg.fake_gemini.is_file() {
+                return Err(format!(
+                    "fake-gemini not found at {}",
+                    cfg.fake_gemini.display()
+                ));
+            }
+            if cfg.target.profile.gemini == GeminiLocation::Path {
+                let link = dirs.root.join("bin").join(&name);
+                place_executable(&cfg.fake_gemini, &link)?;
+                Ok(link)
+            } else {
+                Ok(cfg.fake_gemini.clone())
+            }
+        }
+        GeminiBinary::Missing => Ok(dirs.root.join("bin").join(&name)),
+        GeminiBinary::NotExecutable => {
+            let p = dirs.root.join("bin").join(&name);
+            std::fs::write(&p, "not a program\n")
+                .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644))
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(p)
+        }
+    }
+}
+
+fn place_executable(from: &Path, to: &Path) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(from, to)
+            .map_err(|e| format!("cannot link {}: {e}", to.display()))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::copy(from, to)
+            .map(|_| ())
+            .map_err(|e| format!("cannot copy {}: {e}", to.display()))
+    }
+}
+
+fn build_command(
+    cfg: &RunConfig,
+    case: &Case,
+    dirs: &Dirs,
+    gemini: &Path,
+) -> Result<Command, String> {
+    let profile = &cfg.target.profile;
+    let (program, args) = cfg
+        .target
+        .command
+        .split_first()
+        .ok_or("the target command line is empty")?;
+    // A relative program path means relative to where the runner was started, not to the case's
+    // cwd the child runs in.
+    let program = if Path::new(program).components().count() > 1 {
+        std::fs::canonicalize(program).map_err(|e| format!("target {program}: {e}"))?
+    } else {
+        PathBuf::from(program)
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(&dirs.work)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_clear();
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    for k in PASSTHROUGH_ENV {
+        if let Ok(v) = std::env::var(k) {
+            env.insert(k.to_string(), v);
+        }
+    }
+    let home = dirs.home.to_string_lossy().into_owned();
+    env.insert("HOME".into(), home.clone());
+    env.insert("USERPROFILE".into(), home);
+    let tmp = dirs.root.join("tmp").to_string_lossy().into_owned();
+    for k in ["TMPDIR", "TEMP", "TMP"] {
+        env.insert(k.into(), tmp.clone());
+    }
+    env.insert(
+        "FAKE_GEMINI_LOG".into(),
+        dirs.log.to_string_lossy().into_owned(),
+    );
+    env.insert(
+        "FAKE_GEMINI_STATE".into(),
+        dirs.root.join("state").to_string_lossy().into_owned(),
+    );
+    env.insert(
+        "FAKE_GEMINI_SCENARIO_DIR".into(),
+        dirs.root.join("scenarios").to_string_lossy().into_owned(),
+    );
+    let fake = &case.spec.fake;
+    if let Some(s) = &fake.scenario {
+        let path = dirs.root.join("scenarios").join(s);
+        let value = if fake.files.contains_key(s) {
+            path.to_string_lossy().into_owned()
+        } else {
+            s.clone()
+        };
+        env.insert("FAKE_GEMINI_SCENARIO".into(), value);
+    }
+    env.extend(fake.env.clone());
+    match &profile.gemini {
+        GeminiLocation::Env(var) => {
+            env.insert(var.clone(), gemini.to_string_lossy().into_owned());
+        }
+        GeminiLocation::Path => {
+            let dir = gemini
+                .parent()
+                .expect("the gemini path has a parent")
+                .to_path_buf();
+            let mut paths = vec![dir];
+            if let Some(p) = env.get("PATH") {
+                paths.extend(std::env::split_paths(p));
+            }
+            if case.spec.fake.binary == GeminiBinary::Missing {
+                let name = format!("gemini{}", std::env::consts::EXE_SUFFIX);
+                if let Some(found) = paths.iter().map(|d| d.join(&name)).find(|p| p.is_file()) {
+                    return Err(format!(
+                        "SKIP: a gemini executable is on PATH ({}), so \"not found\" cannot be arranged",
+                        found.display()
+                    ));
+                }
+            }
+            let joined = std::env::join_paths(paths).map_err(|e| e.to_string())?;
+            env.insert("PATH".into(), joined.to_string_lossy().into_owned());
+        }
+    }
+    env.extend(profile.env.clone());
+    for (setting, value) in &case.spec.target.settings {
+        let var = profile
+            .settings
+            .get(setting)
+            .expect("checked by skip_reason");
+        env.insert(var.clone(), value.clone());
+    }
+    env.extend(case.spec.target.env.clone());
+    cmd.envs(env);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Its own process group, so the cleanup can kill whatever the target started in it.
+        cmd.process_group(0);
+    }
+    Ok(cmd)
+}
+
+/// Placeholders a case may use in strings (keys included): `{tool.X}`, `{arg.X}`, `{cwd}`,
+/// `{home}`.
+struct Vars {
+    map: Vec<(String, String)>,
+}
+
+impl Vars {
+    fn new(profile: &Profile, dirs: &Dirs) -> Vars {
+        let mut map = Vec::new();
+        for (a, t) in &profile.tools {
+            map.push((format!("{{tool.{a}}}"), t.clone()));
+        }
+        for a in crate::profile::ABSTRACT_ARGUMENTS {
+            map.push((format!("{{arg.{a}}}"), profile.argument(a).to_string()));
+        }
+        map.push(("{cwd}".into(), dirs.work.to_string_lossy().into_owned()));
+        map.push(("{home}".into(), dirs.home.to_string_lossy().into_owned()));
+        Vars { map }
+    }
+
+    fn str(&self, s: &str) -> String {
+        if !s.contains('{') {
+            return s.to_string();
+        }
+        self.map
+            .iter()
+            .fold(s.to_string(), |acc, (k, v)| acc.replace(k, v))
+    }
+
+    fn value(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(self.str(s)),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.value(x)).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, x)| (self.str(k), self.value(x)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Expands the value generators of sent values: `{ "$repeat" = { text = "a", times = N } }` and
+/// `{ "$concat" = [ … ] }` (both produce strings), so a case can send a 1 MiB prompt without
+/// holding it.
+fn generate(v: &Value) -> Result<Value, String> {
+    if let Value::Object(o) = v {
+        if o.len() == 1 {
+            if let Some(r) = o.get("$repeat") {
+                let text = r
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .ok_or("$repeat needs `text`")?;
+                let times = r
+                    .get("times")
+                    .and_then(Value::as_u64)
+                    .ok_or("$repeat needs `times`")?;
+                return Ok(Value::String(text.repeat(times as usize)));
+            }
+            if let Some(parts) = o.get("$concat") {
+                let parts = parts.as_array().ok_or("$concat needs an array")?;
+                let mut s = String::new();
+                for p in parts {
+                    match generate(p)? {
+                        Value::String(x) => s.push_str(&x),
+                        other => s.push_str(&other.to_string()),
+                    }
+                }
+                return Ok(Value::String(s));
+            }
+        }
+        let mut out = Map::new();
+        for (k, x) in o {
+            out.insert(k.clone(), generate(x)?);
+        }
+        return Ok(Value::Object(out));
+    }
+    if let Value::Array(a) = v {
+        return a
+            .iter()
+            .map(generate)
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array);
+    }
+    Ok(v.clone())
+}
+
+fn json_of(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 2000 {
+        let mut cut = 2000;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}… ({} bytes)", &s[..cut], s.len())
+    } else {
+        s
+    }
+}
+
+struct Run<'a> {
+    cfg: &'a RunConfig,
+    case: &'a Case,
+    client: Client,
+    dirs: Dirs,
+    vars: Vars,
+    ctx: MatchContext,
+    labels: BTreeMap<String, Value>,
+    processes_unchecked: bool,
+}
+
+/// Sets up, runs and tears down a case; returns the target's stderr, or a bug.
+fn prepare_and_run(
+    cfg: &RunConfig,
+    case: &Case,
+    findings: &mut Findings,
+) -> Result<Option<String>, String> {
+    let dirs = make_dirs(cfg)?;
+    for (name, text) in &case.spec.fake.files {
+        let p = dirs.root.join("scenarios").join(name);
+        std::fs::write(&p, text)
+            .map_err(|e| format!("cannot write scenario {}: {e}", p.display()))?;
+    }
+    let gemini = gemini_path(cfg, case, &dirs)?;
+    let mut cmd = match build_command(cfg, case, &dirs, &gemini) {
+        Ok(c) => c,
+        Err(e) if e.starts_with("SKIP: ") => {
+            findings
+                .unchecked
+                .push(e.trim_start_matches("SKIP: ").to_string());
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start the target {:?}: {e}", cfg.target.command))?;
+    let vars = Vars::new(&cfg.target.profile, &dirs);
+    let mut run = Run {
+        cfg,
+        case,
+        client: Client::new(child),
+        dirs,
+        vars,
+        ctx: MatchContext {
+            protocol_versions: cfg.target.profile.protocol_versions.clone(),
+        },
+        labels: BTreeMap::new(),
+        processes_unchecked: false,
+    };
+    let outcome = run.steps(findings);
+    run.teardown(findings, outcome.is_ok());
+    if run.processes_unchecked {
+        if let Some(r) = procs::unsupported_reason() {
+            findings.unchecked.push(r.to_string());
+        }
+    }
+    if cfg.keep_dirs {
+        findings
+            .notes
+            .push(format!("temp dir kept: {}", run.dirs.root.display()));
+    }
+    Ok(Some(run.client.stderr()))
+}
+
+impl Run<'_> {
+    fn timeout(&self, step: Option<&Step>) -> (Duration, u64) {
+        let ms = step
+            .and_then(|s| s.timeout_ms)
+            .or(self.case.spec.timeout_ms)
+            .unwrap_or(DEFAULT_STEP_TIMEOUT_MS);
+        (self.cfg.scaled(ms), ms)
+    }
+
+    fn timed_out(&self, n: usize, what: &str, ms: u64) -> String {
+        format!(
+            "step {n} ({what}): nothing within {} ms ({ms} ms × scale {}); {}",
+            (ms as f64 * self.cfg.timeout_scale) as u64,
+            self.cfg.timeout_scale,
+            self.cfg.raise_hint()
+        )
+    }
+
+    fn steps(&mut self, findings: &mut Findings) -> Result<(), Stop> {
+        if self.case.spec.handshake.unwrap_or(true) {
+            self.handshake(findings)?;
+        }
+        for (i, step) in self.case.spec.steps.iter().enumerate() {
+            let level = step.level.unwrap_or(Level::Must);
+            if let Err(msg) = self.step(i + 1, step) {
+                if let Some(bug) = msg.strip_prefix("BUG: ") {
+                    findings.bugs.push(format!("step {}: {bug}", i + 1));
+                    return Err(Stop);
+                }
+                findings.add(level, msg);
+                if level == Level::Must {
+                    return Err(Stop);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn handshake(&mut self, findings: &mut Findings) -> Result<(), Stop> {
+        let version = self.case.spec.protocol_version.clone().unwrap_or_else(|| {
+            self.cfg
+                .target
+                .profile
+                .default_protocol_version()
+                .to_string()
+        });
+        let (deadline, ms) = self.timeout(None);
+        let id = self
+            .client
+            .request(
+                "initialize",
+                Some(json!({
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "gemini-mcp-conformance", "version": env!("CARGO_PKG_VERSION")}
+                })),
+            )
+            .map_err(|e| {
+                findings.must.push(format!("handshake: cannot write initialize: {e}"));
+                Stop
+            })?;
+        match self.client.response(&id, Instant::now() + deadline) {
+            Some(r) if r.get("result").is_some() => {}
+            Some(r) => {
+                findings
+                    .must
+                    .push(format!("handshake: initialize failed: {}", json_of(&r)));
+                return Err(Stop);
+            }
+            None => {
+                findings.must.push(self.timed_out(0, "initialize", ms));
+                return Err(Stop);
+            }
+        }
+        let _ = self.client.notify("notifications/initialized", None);
+        Ok(())
+    }
+
+    fn label_id(&self, label: &str) -> Result<Value, String> {
+        self.labels
+            .get(label)
+            .cloned()
+            .ok_or_else(|| format!("BUG: no earlier request is labelled {label:?}"))
+    }
+
+    fn expect_subset(
+        &self,
+        n: usize,
+        what: &str,
+        expected: &Value,
+        actual: &Value,
+    ) -> Result<(), String> {
+        let expected = self.vars.value(expected);
+        matches(&expected, actual, &self.ctx)
+            .map_err(|e| format!("step {n} ({what}): {e}\n  message: {}", json_of(actual)))
+    }
+
+    fn step(&mut self, n: usize, s: &Step) -> Result<(), String> {
+        let (timeout, ms) = self.timeout(Some(s));
+        let deadline = Instant::now() + timeout;
+        let within = |d: u64| self.cfg.scaled(s.within_ms.unwrap_or(d));
+
+        if s.call.is_some() || s.request.is_some() {
+            let (method, params, what) = if let Some(tool) = &s.call {
+                let name = self
+                    .cfg
+                    .target
+                    .profile
+                    .tool(tool)
+                    .expect("checked by skip_reason")
+                    .to_string();
+                let mut args = Map::new();
+                if let Some(Value::Object(a)) = &s.arguments {
+                    for (k, v) in a {
+                        args.insert(self.cfg.target.profile.argument(k).to_string(), v.clone());
+                    }
+                } else if let Some(other) = &s.arguments {
+                    // Deliberately malformed arguments (not an object) are sent as written.
+                    return self.send_call(n, s, &name, other.clone(), deadline, ms);
+                }
+                let what = format!("call {tool}");
+                (
+                    "tools/call".to_string(),
+                    Some(json!({"name": name, "arguments": Value::Object(args)})),
+                    what,
+                )
+            } else {
+                let r = s.request.as_ref().expect("checked");
+                let method = r
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .ok_or("BUG: a `request` needs a string `method`")?
+                    .to_string();
+                let what = format!("request {method}");
+                (method, r.get("params").cloned(), what)
+            };
+            let params = match params {
+                Some(p) => Some(generate(&self.vars.value(&p)).map_err(|e| format!("BUG: {e}"))?),
+                None => None,
+            };
+            return self.send_request(n, s, &method, params, &what, deadline, ms);
+        }
+        if let Some(nf) = &s.notify {
+            let method = nf
+                .get("method")
+                .and_then(Value::as_str)
+                .ok_or("BUG: `notify` needs a `method`")?;
+            let params = match nf.get("params") {
+                Some(p) => Some(generate(&self.vars.value(p)).map_err(|e| format!("BUG: {e}"))?),
+                None => None,
+            };
+            return self
+                .client
+                .notify(method, params)
+                .map_err(|e| format!("step {n} (notify {method}): {e}"));
+        }
+        if let Some(raw) = &s.send_raw {
+            let mut bytes = self.vars.str(raw).into_bytes();
+            bytes.push(b'\n');
+            return self
+                .client
+                .send_raw(bytes)
+                .map_err(|e| format!("step {n} (send-raw): {e}"));
+        }
+        if let Some(label) = &s.cancel {
+            let id = self.label_id(label)?;
+            return self
+                .client
+                .notify(
+                    "notifications/cancelled",
+                    Some(json!({"requestId": id, "reason": "cancelled by the conformance case"})),
+                )
+                .map_err(|e| format!("step {n} (cancel {label}): {e}"));
+        }
+        if let Some(label) = &s.await_response {
+            let id = self.label_id(label)?;
+            let what = format!("await-response {label}");
+            return match self.client.response(&id, deadline) {
+                Some(r) => self.check_response(n, &what, s, &r),
+                None => Err(self.no_answer(n, &what, ms)),
+            };
+        }
+        if let Some(pattern) = &s.expect_message {
+            let pattern = self.vars.value(pattern);
+            let ctx = self.ctx.clone();
+            return match self
+                .client
+                .wait_for(deadline, |m| matches(&pattern, m, &ctx).is_ok())
+            {
+                Some(_) => Ok(()),
+                None => Err(format!(
+                    "{}\n  wanted: {}\n  unclaimed messages: {}",
+                    self.no_answer(n, "expect-message", ms),
+                    json_of(&pattern),
+                    self.unclaimed()
+                )),
+            };
+        }
+        if let Some(pattern) = &s.expect_notification {
+            let pattern = self.vars.value(pattern);
+            let ctx = self.ctx.clone();
+            let found = self.client.wait_for(deadline, |m| {
+                m.get("method").is_some()
+                    && m.get("id").is_none()
+                    && matches(&pattern, m, &ctx).is_ok()
+            });
+            return match found {
+                Some(_) => Ok(()),
+                None => Err(format!(
+                    "{}\n  wanted: {}\n  notifications seen: {}",
+                    self.no_answer(n, "expect-notification", ms),
+                    json_of(&pattern),
+                    self.notifications_seen()
+                )),
+            };
+        }
+        if let Some(pattern) = &s.expect_no_notification {
+            self.client.listen_until(Instant::now() + within(0));
+            let pattern = self.vars.value(pattern);
+            let hit = self.client.received.iter().find(|r| {
+                r.message.get("method").is_some()
+                    && r.message.get("id").is_none()
+                    && matches(&pattern, &r.message, &self.ctx).is_ok()
+            });
+            return match hit {
+                Some(r) => Err(format!(
+                    "step {n} (expect-no-notification): got {}",
+                    json_of(&r.message)
+                )),
+                None => Ok(()),
+            };
+        }
+        if let Some(label) = &s.expect_no_response {
+            let id = self.label_id(label)?;
+            self.client.listen_until(Instant::now() + within(1000));
+            let hit = self
+                .client
+                .received
+                .iter()
+                .find(|r| is_response(&r.message) && r.message.get("id") == Some(&id));
+            return match hit {
+                Some(r) => Err(format!(
+                    "step {n} (expect-no-response {label}): the request was answered: {}",
+                    json_of(&r.message)
+                )),
+                None => Ok(()),
+            };
+        }
+        if let Some(want) = s.wait_invocations {
+            loop {
+                let have = FakeLog::read(&self.dirs.log).invocations.len();
+                if have >= want {
+                    return Ok(());
+                }
+                if Instant::now() >= deadline {
+                    return Err(format!(
+                        "step {n} (wait-invocations {want}): the fake logged {have} invocation(s) within {ms} ms × scale {}; {}\n  unclaimed messages: {}",
+                        self.cfg.timeout_scale,
+                        self.cfg.raise_hint(),
+                        self.unclaimed()
+                    ));
+                }
+                self.client.drain();
+                std::thread::sleep(Duration::from_millis(25));
+            }
+        }
+        if let Some(want) = s.expect_invocations {
+            let have = FakeLog::read(&self.dirs.log).invocations.len();
+            return if have == want {
+                Ok(())
+            } else {
+                Err(format!("step {n} (expect-invocations): the fake logged {have} invocation(s), expected {want}"))
+            };
+        }
+        if let Some(ms) = s.sleep_ms {
+            let until = Instant::now() + self.cfg.scaled(ms);
+            // Keep reading while sleeping: a target must never block on a full stdout pipe.
+            self.client.listen_until(until);
+            if let Some(rest) = until.checked_duration_since(Instant::now()) {
+                std::thread::sleep(rest);
+            }
+            return Ok(());
+        }
+        if s.close_stdin {
+            self.client.close_stdin();
+            return Ok(());
+        }
+        if s.disconnect {
+            self.client.disconnect();
+            return Ok(());
+        }
+        if s.expect_exit {
+            let bound = s.within_ms.map(|w| self.cfg.scaled(w)).unwrap_or(timeout);
+            return match self.client.wait_exit(Instant::now() + bound) {
+                None => Err(format!(
+                    "step {n} (expect-exit): the target is still running after {} ms; {}",
+                    bound.as_millis(),
+                    self.cfg.raise_hint()
+                )),
+                Some(status) => match (s.exit_code, status.code()) {
+                    (Some(want), Some(got)) if want != got => {
+                        Err(format!("step {n} (expect-exit): exit code {got}, expected {want}"))
+                    }
+                    (Some(want), None) => Err(format!("step {n} (expect-exit): killed by a signal ({status}), expected exit code {want}")),
+                    _ => Ok(()),
+                },
+            };
+        }
+        if s.expect_processes_gone {
+            if procs::unsupported_reason().is_some() {
+                self.processes_unchecked = true;
+                return Ok(());
+            }
+            let log = FakeLog::read(&self.dirs.log);
+            let left = procs::wait_gone(&log.pids(), within(10_000));
+            return if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "step {n} (expect-processes-gone): still alive after {} ms: {}",
+                    within(10_000).as_millis(),
+                    left.iter()
+                        .map(|p| procs::describe(*p))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            };
+        }
+        Err("BUG: a step without an action".into())
+    }
+
+    fn no_answer(&self, n: usize, what: &str, ms: u64) -> String {
+        if self.client.stdout_ended() {
+            format!("step {n} ({what}): the target closed its stdout (exited?) before answering")
+        } else {
+            self.timed_out(n, what, ms)
+        }
+    }
+
+    fn unclaimed(&self) -> String {
+        let v: Vec<String> = self
+            .client
+            .received
+            .iter()
+            .filter(|r| !r.consumed)
+            .map(|r| json_of(&r.message))
+            .take(5)
+            .collect();
+        if v.is_empty() {
+            "none".into()
+        } else {
+            v.join("\n    ")
+        }
+    }
+
+    fn notifications_seen(&self) -> String {
+        let v: Vec<String> = self
+            .client
+            .received
+            .iter()
+            .filter(|r| r.message.get("id").is_none())
+            .map(|r| json_of(&r.message))
+            .take(8)
+            .collect();
+        if v.is_empty() {
+            "none".into()
+        } else {
+            v.join("\n    ")
+        }
+    }
+
+    fn send_call(
+        &mut self,
+        n: usize,
+        s: &Step,
+        name: &str,
+        args: Value,
+        deadline: Instant,
+        ms: u64,
+    ) -> Result<(), String> {
+        let params = json!({"name": name, "arguments": args});
+        self.send_request(n, s, "tools/call", Some(params), "call", deadline, ms)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn send_request(
+        &mut self,
+        n: usize,
+        s: &Step,
+        method: &str,
+        params: Option<Value>,
+        what: &str,
+        deadline: Instant,
+        ms: u64,
+    ) -> Result<(), String> {
+        let mut params = params;
+        if let Some(tok) = &s.progress_token {
+            let p = params.get_or_insert_with(|| json!({}));
+            if let Some(o) = p.as_object_mut() {
+                let meta = o.entry("_meta").or_insert_with(|| json!({}));
+                meta["progressToken"] = tok.clone();
+            }
+        }
+        let id = self
+            .client
+            .request(method, params)
+            .map_err(|e| format!("step {n} ({what}): {e}"))?;
+        if let Some(l) = &s.label {
+            self.labels.insert(l.clone(), id.clone());
+        }
+        if s.no_wait {
+            return Ok(());
+        }
+        match self.client.response(&id, deadline) {
+            Some(r) => self.check_response(n, what, s, &r),
+            None => Err(self.no_answer(n, what, ms)),
+        }
+    }
+
+    fn check_response(&self, n: usize, what: &str, s: &Step, r: &Value) -> Result<(), String> {
+        match &s.expect {
+            Some(e) => self.expect_subset(n, what, e, r),
+            None => Ok(()),
+        }
+    }
+
+    fn teardown(&mut self, findings: &mut Findings, completed: bool) {
+        self.client.close_stdin();
+        let exited = self
+            .client
+            .wait_exit(Instant::now() + self.cfg.scaled(TEARDOWN_MS))
+            .is_some();
+        if !exited {
+            self.client.kill();
+        }
+        self.client.drain();
+        let log = FakeLog::read(&self.dirs.log);
+        let pids = log.pids();
+        let spec = &self.case.spec;
+        if completed {
+            if spec.processes.none_left {
+                if procs::unsupported_reason().is_some() {
+                    self.processes_unchecked = true;
+                } else {
+                    let within = self.cfg.scaled(spec.processes.within_ms.unwrap_or(10_000));
+                    let left = procs::wait_gone(&pids, within);
+                    if !left.is_empty() {
+                        let how = if exited {
+                            "after the target exited"
+                        } else {
+                            "after the target was killed at teardown"
+                        };
+                        findings.must.push(format!(
+                            "processes: still alive {} ms {how}: {}",
+                            within.as_millis(),
+                            left.iter()
+                                .map(|p| procs::describe(*p))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                }
+            }
+            self.check_log(&log, findings);
+        }
+        procs::kill_all(&pids);
+        if !self.client.violations.is_empty() {
+            findings.must.push(format!(
+                "stdout: the target wrote lines that are not JSON-RPC messages (stdout is the protocol channel): {}",
+                self.client.violations.join("; ")
+            ));
+        }
+        // The fake's own failure makes the whole case meaningless: report it as a bug.
+        for f in &log.fixture_failures {
+            findings
+                .bugs
+                .push(format!("fake-gemini failed (exit 99): {}", json_of(f)));
+        }
+        for l in log.unparsed.iter().take(3) {
+            findings.bugs.push(format!(
+                "fake-gemini's log has a line that is not JSON: {l:?}"
+            ));
+        }
+        let marker = "fake-gemini: ";
+        if log.fixture_failures.is_empty() {
+            if let Some(r) = self
+                .client
+                .received
+                .iter()
+                .find(|r| r.message.to_string().contains(marker))
+            {
+                findings.bugs.push(format!(
+                    "fake-gemini reported its own failure (\"fake-gemini: …\", exit 99) in: {}",
+                    json_of(&r.message)
+                ));
+            }
+        }
+    }
+
+    fn check_log(&self, log: &FakeLog, findings: &mut Findings) {
+        let spec = &self.case.spec;
+        if let Some(want) = spec.log.count {
+            if log.invocations.len() != want {
+                findings.must.push(format!(
+                    "log: the fake was invoked {} time(s), expected {want}",
+                    log.invocations.len()
+                ));
+            }
+        }
+        for (ci, check) in spec.log.invocation.iter().enumerate() {
+            let records: Vec<(usize, &Value)> = match check.index {
+                Some(i) => match log.invocations.get(i) {
+                    Some(r) => vec![(i, r)],
+                    None => {
+                        findings.must.push(format!(
+                            "log.invocation[{ci}]: no invocation #{i} (the fake logged {})",
+                            log.invocations.len()
+                        ));
+                        continue;
+                    }
+                },
+                None => {
+                    if log.invocations.is_empty() && !check.if_invoked {
+                        findings
+                            .must
+                            .push(format!("log.invocation[{ci}]: the fake was never invoked"));
+                    }
+                    log.invocations.iter().enumerate().collect()
+                }
+            };
+            for (i, rec) in records {
+                for problem in check_invocation(rec, check, &self.vars) {
+                    findings
+                        .must
+                        .push(format!("log: invocation #{i}: {problem}"));
+                }
+            }
+        }
+    }
+}
+
+fn argv_of(rec: &Value) -> Vec<String> {
+    rec.get("argv")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|x| x.as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn has_flag(argv: &[String], flag: &str, value: Option<&str>) -> bool {
+    argv.iter().enumerate().any(|(i, a)| match value {
+        None => a == flag || a.starts_with(&format!("{flag}=")),
+        Some(v) => {
+            *a == format!("{flag}={v}")
+                || (a == flag && argv.get(i + 1).map(String::as_str) == Some(v))
+        }
+    })
+}
+
+fn short(s: &str) -> String {
+    if s.chars().count() > 300 {
+        format!(
+            "{:?}… ({} bytes)",
+            s.chars().take(300).collect::<String>(),
+            s.len()
+        )
+    } else {
+        format!("{s:?}")
+    }
+}
+
+/// The problems of one invocation record against one check (empty: it holds).
+fn check_invocation(rec: &Value, c: &InvocationCheck, vars: &Vars) -> Vec<String> {
+    let mut p = Vec::new();
+    let argv = argv_of(rec);
+    for a in &c.argv_contains {
+        let a = vars.str(a);
+        if !argv.contains(&a) {
+            p.push(format!("argv lacks {a:?}: {argv:?}"));
+        }
+    }
+    for a in &c.argv_not_contains {
+        let a = vars.str(a);
+        if argv.contains(&a) {
+            p.push(format!("argv contains {a:?}: {argv:?}"));
+        }
+    }
+    for (flag, v) in &c.argv_flags {
+        let ok = match v {
+            Value::Bool(true) => has_flag(&argv, flag, None),
+            Value::Bool(false) => !has_flag(&argv, flag, None),
+            Value::String(s) => has_flag(&argv, flag, Some(s)),
+            other => has_flag(&argv, flag, Some(&other.to_string())),
+        };
+        if !ok {
+            p.push(format!("argv flag {flag} = {v} does not hold: {argv:?}"));
+        }
+    }
+    for r in &c.argv_none_match {
+        let re = regex::Regex::new(r).expect("validated at load");
+        if let Some(a) = argv.iter().find(|a| re.is_match(a)) {
+            p.push(format!("argv element {} matches /{r}/", short(a)));
+        }
+    }
+    let stdin = rec.get("stdin").and_then(Value::as_str).unwrap_or_default();
+    if let Some(want) = &c.stdin_equals {
+        let want = vars.str(want);
+        if stdin != want {
+            p.push(format!(
+                "stdin is {}, expected {}",
+                short(stdin),
+                short(&want)
+            ));
+        }
+    }
+    for s in &c.stdin_contains {
+        if !stdin.contains(&vars.str(s)) {
+            p.push(format!("stdin lacks {}: {}", short(s), short(stdin)));
+        }
+    }
+    for s in &c.stdin_not_contains {
+        if stdin.contains(&vars.str(s)) {
+            p.push(format!("stdin contains {}", short(s)));
+        }
+    }
+    if let Some(min) = c.stdin_bytes_at_least {
+        let got = rec
+            .get("stdin_bytes")
+            .and_then(Value::as_u64)
+            .unwrap_or(stdin.len() as u64);
+        if got < min {
+            p.push(format!("stdin has {got} bytes, expected at least {min}"));
+        }
+    }
+    let prompt = rec
+        .get("prompt")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if let Some(want) = &c.prompt_equals {
+        let want = vars.str(want);
+        if prompt != want {
+            p.push(format!(
+                "prompt is {}, expected {}",
+                short(prompt),
+                short(&want)
+            ));
+        }
+    }
+    for s in &c.prompt_contains {
+        if !prompt.contains(&vars.str(s)) {
+            p.push(format!("prompt lacks {}: {}", short(s), short(prompt)));
+        }
+    }
+    for s in &c.prompt_not_contains {
+        if prompt.contains(&vars.str(s)) {
+            p.push(format!("prompt contains {}", short(s)));
+        }
+    }
+    for r in &c.prompt_matches {
+        let re = regex::Regex::new(r).expect("validated at load");
+        if !re.is_match(prompt) {
+            p.push(format!("prompt does not match /{r}/: {}", short(prompt)));
+        }
+    }
+    for (s, want) in &c.prompt_occurrences {
+        let got = prompt.matches(&vars.str(s)).count();
+        if got != *want {
+            p.push(format!(
+                "prompt holds {s:?} {got} time(s), expected {want}: {}",
+                short(prompt)
+            ));
+        }
+    }
+    for k in &c.env_present {
+        if env_entry(rec, k).is_none() {
+            p.push(format!("env lacks {k}"));
+        }
+    }
+    for k in &c.env_absent {
+        if env_entry(rec, k).is_some() {
+            p.push(format!("env has {k}"));
+        }
+    }
+    for (k, want) in &c.env_value {
+        match env_entry(rec, k) {
+            Some(Ok(v)) if v == *want => {}
+            Some(Err(h)) if h == sha256_hex(want) => {}
+            other => p.push(format!("env {k} is {other:?}, expected {want:?}")),
+        }
+    }
+    for (k, secret) in &c.env_sha256_of {
+        match env_entry(rec, k) {
+            Some(Err(h)) if h == sha256_hex(secret) => {}
+            Some(Ok(v)) if v == *secret => {}
+            Some(Err(_)) => p.push(format!(
+                "env {k} arrived with a different value (SHA-256 differs)"
+            )),
+            Some(Ok(_)) => p.push(format!("env {k} arrived with a different value")),
+            None => p.push(format!("env lacks {k}")),
+        }
+    }
+    if let Some(want) = &c.cwd {
+        let want = PathBuf::from(vars.str(want));
+        let got = PathBuf::from(rec.get("cwd").and_then(Value::as_str).unwrap_or_default());
+        let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        if canon(&got) != canon(&want) {
+            p.push(format!(
+                "cwd is {}, expected {}",
+                got.display(),
+                want.display()
+            ));
+        }
+    }
+    p
+}
+
+/// Lowercase hex SHA-256 of a string, as fake-gemini logs hidden env values.
+pub fn sha256_hex(s: &str) -> String {
+    Sha256::digest(s.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_in_both_spellings() {
+        let argv: Vec<String> = [
+            "--output-format",
+            "json",
+            "--approval-mode=yolo",
+            "--skip-trust",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert!(has_flag(&argv, "--output-format", Some("json")));
+        assert!(has_flag(&argv, "--approval-mode", Some("yolo")));
+        assert!(has_flag(&argv, "--skip-trust", None));
+        assert!(!has_flag(&argv, "--model", None));
+    }
+
+    #[test]
+    fn generators_expand() {
+        let v =
+            generate(&json!({"p": {"$concat": ["x", {"$repeat": {"text": "ab", "times": 3}}]}}))
+                .unwrap();
+        assert_eq!(v, json!({"p": "xababab"}));
+    }
+
+    #[test]
+    fn sha256_matches_known_vector() {
+        assert_eq!(
+            sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}
