@@ -1,0 +1,28 @@
+//! fake-gemini: a faithful, scriptable stand-in for Google's Gemini CLI 0.61.
+//!
+//! The binary emulates the real CLI's command line, input rules, output formats, failure classes
+//! and process model; scenarios (built-in or TOML files) script what the model does. The library
+//! exposes the pieces so tests (and the committed JSON Schema) reach them.
+
+pub mod cli;
+pub mod clock;
+pub mod ids;
+pub mod input;
+pub mod log;
+pub mod output;
+pub mod proc;
+pub mod run;
+pub mod scenario;
+pub mod session;
+pub mod texts;
+
+/// The binary's entry point: descendant role, launcher, or worker.
+pub fn main_entry() -> ! {
+    proc::holder_role();
+    let argv: Vec<String> = std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    if proc::should_relaunch() {
+        proc::launcher(&argv);
+    }
+    let code = run::worker(argv);
+    proc::exit_now(code)
+}

@@ -1,0 +1,65 @@
+//! The real CLI's fixed texts: help, messages and the Node stack traces it prints on stderr.
+//!
+//! Every string here was copied from a capture of Gemini CLI 0.61.0 (`tests/captures/`) unless its
+//! comment says "from source"; stack traces name a plausible install root instead of the masked one.
+
+/// `gemini --help` of 0.61.0, verbatim (stdout, exit 0).
+pub const HELP_0_61: &str = include_str!("help-0.61.txt");
+
+/// Where the emulated bundle lives in stack traces (the real one prints its install path).
+pub const CLI_ROOT: &str = "/usr/local/lib";
+
+/// TERM=dumb warnings, first line.
+pub const TERM_DUMB: &str = "Warning: Basic terminal detected (TERM=dumb). Visual rendering will be limited. For the best experience, use a terminal emulator with truecolor support.";
+/// Printed whenever 256 colours are not detected.
+pub const NO_256: &str = "Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience.";
+/// Printed twice under yolo.
+pub const YOLO: &str = "YOLO mode is enabled. All tool calls will be automatically approved.";
+/// Printed on almost every real run (no bundled ripgrep).
+pub const RIPGREP: &str = "Ripgrep is not available. Falling back to GrepTool.";
+/// The random start-up metrics noise (about 8 % of real runs).
+pub const STARTUP_NOISE: [&str; 2] = [
+    "[STARTUP] Phase 'cleanup_ops' was started but never ended. Skipping metrics.",
+    "[STARTUP] Cannot measure phase 'cleanup_ops': start mark 'startup:cleanup_ops:start' not found (likely cleared by reset).",
+];
+/// Exit 42 without input.
+pub const NO_INPUT: &str = "No input provided via stdin. Input can be provided by piping data into gemini or using the --prompt option.";
+/// Exit 55 (wrapped in red unless NO_COLOR).
+pub const UNTRUSTED: &str = "Gemini CLI is not running in a trusted directory. To proceed, either use `--skip-trust`, set the `GEMINI_CLI_TRUST_WORKSPACE=true` environment variable, or trust this directory in interactive mode. For more details, see https://geminicli.com/docs/cli/trusted-folders/#headless-and-automated-environments";
+/// Exit 41, `{settings}` = the settings.json path.
+pub const AUTH_MISSING: &str = "Please set an Auth method in your {settings} or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA";
+/// Exit 41 with an unusable auth method.
+pub const AUTH_INVALID: &str = "Invalid auth method selected.";
+/// Exit 53.
+pub const TURN_LIMIT: &str = "Reached max session turns for this session. Increase the number of turns by specifying maxSessionTurns in settings.json.";
+/// The INVALID_STREAM message (empty model response).
+pub const EMPTY_RESPONSE: &str = "The model returned an empty response with no text or thoughts. This may be a transient API issue; please try again.";
+/// Appended to quota messages in stream-json.
+pub const QUOTA_HINT: &str = "Please wait and try again later. To increase your limits, request a quota increase through AI Studio, or switch to another /auth method";
+/// Daily quota message.
+pub const QUOTA_DAILY: &str = "You have exhausted your daily quota on this model.";
+/// Retryable 429 message.
+pub const QUOTA_RETRYABLE: &str = "Resource has been exhausted (e.g. check quota).";
+/// The prefix of the "unexpected" path; no newline before the error.
+pub const CRITICAL: &str = "An unexpected critical error occurred:";
+/// Loop detection warning.
+pub const LOOP_DETECTED: &str = "Loop detected, stopping execution";
+/// Cancellation (from source).
+pub const CANCELLED: &str = "Operation cancelled.";
+/// Sandbox image failure, observed with `--sandbox` and no docker.
+pub const SANDBOX_FAILED: &str = "Fatal error: Failed to relaunch the CLI process.\nFatalSandboxError: Sandbox image 'us-docker.pkg.dev/gemini-code-dev/gemini-cli/sandbox:{version}' is missing or could not be pulled. Please check the image name, your network connection, or notify gemini-cli-dev@google.com if the issue persists.\n    at start_sandbox (file://{root}/node_modules/@google/gemini-cli/bundle/gemini-3HFX2LNT.js:10350:13)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)\n    at async relaunchOnExitCode (file://{root}/node_modules/@google/gemini-cli/bundle/gemini-3HFX2LNT.js:16790:24)\n    at async main (file://{root}/node_modules/@google/gemini-cli/bundle/gemini-3HFX2LNT.js:17442:7)\n";
+/// Missing include directory stack (after the `Error: …` line).
+pub const INCLUDE_DIR_STACK: &str = "    at WorkspaceContext.resolveAndValidateDir (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:348294:13)\n    at WorkspaceContext.addDirectories (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:348259:31)\n    at WorkspaceContext.addDirectory (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:348243:26)\n    at Config._initialize (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:379190:29)\n    at async main (file://{root}/node_modules/@google/gemini-cli/bundle/gemini-3HFX2LNT.js:17571:5)\n";
+/// Stack of an `_ApiError` thrown by the HTTP layer (400/500 …), closing line `{` included.
+pub const API_ERROR_STACK: &str = "    at throwErrorIfNotOK (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:267833:24)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)\n    at async file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:267596:7\n    at async Models.generateContentStream (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:268692:16)\n    at async file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:311457:19\n    at async file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:288018:23\n    at async retryWithBackoff (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:308039:23)\n    at async GeminiChat.makeApiCallAndProcessStream (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:332326:28)\n    at async GeminiChat.streamWithRetries (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:332079:29)\n    at async Turn.run (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:333001:24) {\n";
+/// Stack of a classified quota error (TerminalQuotaError / RetryableQuotaError), `{line}` = 307344 or 307333 and `{col}`.
+pub const QUOTA_STACK: &str = "    at classifyGoogleError (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:{pos})\n    at retryWithBackoff (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:308062:29)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)\n    at async GeminiChat.makeApiCallAndProcessStream (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:332326:28)\n    at async GeminiChat.streamWithRetries (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:332079:29)\n    at async Turn.run (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:333001:24)\n    at async GeminiClient.processTurn (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:346675:22)\n    at async GeminiClient.sendMessageStream (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:346772:14)\n    at async file://{root}/node_modules/@google/gemini-cli/bundle/gemini-3HFX2LNT.js:12198:26\n    at async main (file://{root}/node_modules/@google/gemini-cli/bundle/gemini-3HFX2LNT.js:17627:5) {\n";
+/// Stack of a malformed SSE chunk.
+pub const JSON_PARSE_STACK: &str = "    at JSON.parse (<anonymous>)\n    at parseJSONFromBytes (node:internal/deps/undici/undici:5880:19)\n    at successSteps (node:internal/deps/undici/undici:5861:27)\n    at fullyReadBody (node:internal/deps/undici/undici:4753:9)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)\n    at async consumeBody (node:internal/deps/undici/undici:5870:7)\n";
+/// A network failure during the router call (no network), the stack of each retry block.
+pub const FETCH_FAILED_STACK: &str = "    at file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:267671:13\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)\n    at async Models.generateContent (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:268643:16)\n    at async file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:311412:26\n    at async file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:288018:23\n    at async retryWithBackoff (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:308039:23)\n    at async BaseLlmClient._generateWithRetry (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:308334:14)\n    at async BaseLlmClient.generateJson (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:308227:21)\n    at async NumericalClassifierStrategy.route (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:360170:28)\n    at async CompositeStrategy.route (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:360242:26)\n";
+
+/// Fills `{root}` (and `{version}`) in a template.
+pub fn fill(template: &str, version: &str) -> String {
+    template.replace("{root}", CLI_ROOT).replace("{version}", version)
+}
