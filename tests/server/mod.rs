@@ -1,0 +1,210 @@
+//! End-to-end checks of the server binary over stdio against fake-gemini, for what the
+//! conformance suite does not pin: each tool's happy path, one error kind, the argument/stdin
+//! split, cancellation leaving no process, piped stdin EOF, truncation into a resource, older
+//! protocol versions, and every result validating against its tool's `outputSchema`.
+
+mod smoke;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gemini_mcp_conformance::client::Client;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+/// How long any single step may take before the test fails.
+pub const STEP: Duration = Duration::from_secs(30);
+
+/// A running server with its own fake-gemini log, state and working directory.
+pub struct Harness {
+    /// The JSON-RPC connection.
+    pub client: Client,
+    /// fake-gemini's invocation log (one JSON object per run).
+    pub log: PathBuf,
+    /// Output schemas by tool name, from `tools/list`.
+    pub output_schemas: Vec<(String, Value)>,
+    _dir: TempDir,
+}
+
+impl Harness {
+    /// Starts the server with `env` on top of the test defaults and completes `initialize`
+    /// with `protocol_version`.
+    pub fn start_with(env: &[(&str, &str)], protocol_version: &str) -> Harness {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let log = dir.path().join("fake-gemini.log");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).expect("work dir");
+        let mut cmd = Command::new(gemini_mcp_conformance::bins::locate("geminicli-mcp"));
+        cmd.current_dir(&work)
+            .env(
+                "GEMINI_CLI_BIN",
+                gemini_mcp_conformance::bins::locate("fake-gemini"),
+            )
+            .env("FAKE_GEMINI_LOG", &log)
+            .env("FAKE_GEMINI_STATE", dir.path().join("state"))
+            .env("GEMINICLI_MCP_KILL_GRACE_MS", "300")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // The client's kill() signals the whole group it leads.
+            cmd.process_group(0);
+        }
+        let mut client = Client::new(cmd.spawn().expect("spawn geminicli-mcp"));
+        let id = client
+            .request(
+                "initialize",
+                Some(json!({
+                    "protocolVersion": protocol_version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "server-tests", "version": "0"}
+                })),
+            )
+            .expect("send initialize");
+        let init = client
+            .response(&id, deadline())
+            .expect("initialize answered");
+        assert!(init.get("result").is_some(), "initialize failed: {init}");
+        client
+            .notify("notifications/initialized", None)
+            .expect("send initialized");
+        let mut h = Harness {
+            client,
+            log,
+            output_schemas: Vec::new(),
+            _dir: dir,
+        };
+        let tools = h.rpc("tools/list", None);
+        for tool in tools["result"]["tools"].as_array().expect("tools") {
+            if let Some(schema) = tool.get("outputSchema") {
+                h.output_schemas
+                    .push((tool["name"].as_str().unwrap().to_owned(), schema.clone()));
+            }
+        }
+        h
+    }
+
+    /// Starts the server on protocol 2025-06-18 with `env`.
+    pub fn start(env: &[(&str, &str)]) -> Harness {
+        Harness::start_with(env, "2025-06-18")
+    }
+
+    /// Sends a request and waits for its response.
+    pub fn rpc(&mut self, method: &str, params: Option<Value>) -> Value {
+        let id = self.client.request(method, params).expect("send");
+        self.client
+            .response(&id, deadline())
+            .unwrap_or_else(|| panic!("no response to {method}; stderr: {}", self.client.stderr()))
+    }
+
+    /// Calls `tool` and returns its `result`, after checking it against the tool's output schema.
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let response = self.rpc(
+            "tools/call",
+            Some(json!({"name": tool, "arguments": arguments})),
+        );
+        let result = response
+            .get("result")
+            .unwrap_or_else(|| panic!("tools/call was a JSON-RPC error: {response}"))
+            .clone();
+        self.check_output_schema(tool, &result);
+        result
+    }
+
+    /// Asserts that `structuredContent` validates against the tool's advertised `outputSchema`.
+    pub fn check_output_schema(&self, tool: &str, result: &Value) {
+        let Some((_, schema)) = self.output_schemas.iter().find(|(n, _)| n == tool) else {
+            return;
+        };
+        let structured = result
+            .get("structuredContent")
+            .expect("structuredContent on every result");
+        let validator = jsonschema::validator_for(schema).expect("outputSchema compiles");
+        let errors: Vec<String> = validator
+            .iter_errors(structured)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{tool} result breaks its outputSchema: {errors:?}\n{structured}"
+        );
+    }
+
+    /// fake-gemini's log records so far.
+    pub fn log_records(&self) -> Vec<Value> {
+        read_log(&self.log)
+    }
+
+    /// Waits until fake-gemini has logged `n` runs and returns them.
+    pub fn wait_for_runs(&self, n: usize) -> Vec<Value> {
+        let end = deadline();
+        loop {
+            let records = self.log_records();
+            if records.len() >= n || Instant::now() >= end {
+                return records;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A step deadline from now.
+pub fn deadline() -> Instant {
+    Instant::now() + STEP
+}
+
+/// The records of a fake-gemini log file.
+pub fn read_log(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The text of a tool result's first content block.
+pub fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// Whether `pid` still exists as a live (not zombie) process.
+#[cfg(target_os = "linux")]
+pub fn alive(pid: i64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => {
+            // The state follows the parenthesised command name.
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|s| s.split_whitespace().next());
+            !matches!(state, Some("Z" | "X"))
+        }
+    }
+}
+
+/// Whether `pid` still exists.
+#[cfg(all(unix, not(target_os = "linux")))]
+pub fn alive(pid: i64) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
+}
+
+/// Waits up to [`STEP`] for `pid` to be gone.
+#[cfg(unix)]
+pub fn gone(pid: i64) -> bool {
+    let end = deadline();
+    while alive(pid) {
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
