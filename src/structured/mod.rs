@@ -209,6 +209,10 @@ impl Search<'_> {
 ///
 /// On failure the issues are those of the whole answer or of the first fenced block that parsed,
 /// else of the longest span that parsed.
+///
+/// Two things JavaScript's `JSON.parse` accepts are invalid JSON here, because serde_json refuses
+/// them and a Rust string cannot hold the first: an escaped lone surrogate (`"\ud800"`) and a
+/// number beyond the double range (`1e400`, which JavaScript reads as `Infinity`).
 pub fn extract_and_validate(
     schema: &PreparedSchema,
     response: &str,

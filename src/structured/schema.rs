@@ -38,13 +38,13 @@ pub enum SchemaError {
     /// Nested deeper than [`MAX_SCHEMA_DEPTH`].
     #[error("schema nests JSON objects and arrays deeper than {MAX_SCHEMA_DEPTH} levels")]
     TooDeep,
-    /// A `pattern` the linear-time engine cannot compile.
+    /// A `pattern` (or `patternProperties` key) the linear-time engine cannot compile.
     #[error(
-        "schema `pattern` at {pointer} cannot be compiled by the linear-time regex engine \
+        "schema regular expression at {pointer} cannot be compiled by the linear-time regex engine \
          (lookaround, backreferences and patterns compiling past 1 MiB are not supported): {reason}"
     )]
     Pattern {
-        /// JSON pointer of the `pattern` keyword inside the schema, e.g. `/properties/a/pattern`.
+        /// JSON pointer into the schema, e.g. `/properties/a/pattern` or `/patternProperties/^x`.
         pointer: String,
         /// The engine's own complaint.
         reason: String,
@@ -57,6 +57,16 @@ pub enum SchemaError {
     RemoteRef {
         /// What the resolver said.
         reason: String,
+    },
+    /// A `$schema` that is none of the five drafts' meta-schemas.
+    #[error(
+        "schema `$schema` {uri} is not a known draft (custom meta-schemas are never fetched); use \
+         the URI of draft-04, draft-06, draft-07, 2019-09 or 2020-12, or leave `$schema` out for \
+         2020-12"
+    )]
+    UnknownMetaSchema {
+        /// The `$schema` value.
+        uri: String,
     },
     /// Anything else the compiler refused (not valid under its draft's meta-schema, …).
     #[error("invalid schema at {pointer}: {reason}")]
@@ -163,12 +173,20 @@ fn pattern_options() -> PatternOptions<jsonschema::Regex> {
 
 fn classify_build_error(err: &ValidationError<'_>) -> SchemaError {
     let reason = err.to_string();
-    if matches!(err.kind(), ValidationErrorKind::Referencing(_)) {
-        return SchemaError::RemoteRef { reason };
-    }
-    SchemaError::Invalid {
-        pointer: err.schema_path().as_str().to_owned(),
-        reason,
+    // For a schema the compiler refuses, the "instance" is the caller's schema itself: its
+    // instance path points into what the caller wrote, the schema path into the meta-schema.
+    let pointer = err.instance_path().as_str().to_owned();
+    match err.kind() {
+        ValidationErrorKind::Referencing(jsonschema::ReferencingError::UnknownSpecification {
+            specification,
+        }) => SchemaError::UnknownMetaSchema {
+            uri: specification.clone(),
+        },
+        ValidationErrorKind::Referencing(_) => SchemaError::RemoteRef { reason },
+        ValidationErrorKind::Format { format } if format == "regex" => {
+            SchemaError::Pattern { pointer, reason }
+        }
+        _ => SchemaError::Invalid { pointer, reason },
     }
 }
 

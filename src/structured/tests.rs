@@ -124,10 +124,35 @@ fn a_pattern_the_engine_cannot_compile_is_refused_with_its_pointer(
 }
 
 #[test]
-fn a_bad_pattern_property_is_refused_too() {
-    let err = Schema::prepare(&json!({"patternProperties": {"(?=x)": {}}})).unwrap_err();
-    assert!(matches!(err, SchemaError::Invalid { .. }), "{err:?}");
-    assert!(err.to_string().contains("(?=x)"), "{err}");
+fn a_bad_pattern_property_is_refused_with_its_pointer() {
+    let err = Schema::prepare(&json!({"patternProperties": {"^a(?=x)": {}}})).unwrap_err();
+    match err {
+        SchemaError::Pattern { pointer, .. } => assert_eq!(pointer, "/patternProperties/^a(?=x)"),
+        other => panic!("expected a pattern refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_referenced_pattern_is_refused_where_it_is_written() {
+    let schema = json!({
+        "$defs": {"p": {"pattern": "(?=x)"}},
+        "properties": {"a": {"$ref": "#/$defs/p"}}
+    });
+    match Schema::prepare(&schema) {
+        Err(SchemaError::Pattern { pointer, .. }) => assert_eq!(pointer, "/$defs/p/pattern"),
+        other => panic!("expected a pattern refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_unknown_meta_schema_is_refused_by_name() {
+    let err = Schema::prepare(&json!({"$schema": "https://example.com/my-meta"})).unwrap_err();
+    assert_eq!(
+        err,
+        SchemaError::UnknownMetaSchema {
+            uri: "https://example.com/my-meta".to_owned()
+        }
+    );
 }
 
 #[rstest]
@@ -153,10 +178,28 @@ fn local_references_work() {
     assert_eq!(failure.errors[0].instance_path, "/n");
 }
 
+#[rstest]
+#[case(json!({"properties": {"a": {"type": 12}}}), "/properties/a/type")]
+#[case(json!({"properties": {"a": {"type": "strin"}}}), "/properties/a/type")]
+#[case(json!({"items": {"minLength": -1}}), "/items/minLength")]
+#[case(json!({"required": "a"}), "/required")]
+fn a_schema_invalid_under_its_meta_schema_names_where(#[case] schema: Value, #[case] at: &str) {
+    match Schema::prepare(&schema) {
+        Err(SchemaError::Invalid { pointer, .. }) => assert_eq!(pointer, at),
+        other => panic!("expected an invalid-schema refusal, got {other:?}"),
+    }
+}
+
 #[test]
-fn a_schema_invalid_under_its_meta_schema_names_where() {
-    let err = Schema::prepare(&json!({"properties": {"a": {"type": 12}}})).unwrap_err();
-    assert!(matches!(err, SchemaError::Invalid { .. }), "{err:?}");
+fn boolean_schemas_are_schemas() {
+    assert!(extract_and_validate(&prepared(json!(true)), "{}").is_ok());
+    assert!(extract_and_validate(&prepared(json!(false)), "{}").is_err());
+}
+
+#[test]
+fn a_prepared_schema_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<PreparedSchema>();
 }
 
 #[test]
@@ -370,4 +413,13 @@ fn hostile_answers_return(#[case] response: String) {
         "{:?}",
         failure.errors
     );
+}
+
+#[rstest]
+#[case::lone_surrogate(r#"{"s": "\ud800"}"#)]
+#[case::beyond_double(r#"{"n": 1e400}"#)]
+fn what_serde_json_cannot_hold_is_invalid_json(#[case] response: &str) {
+    let schema = prepared(json!({"type": "object"}));
+    let failure = extract_and_validate(&schema, response).unwrap_err();
+    assert_eq!(failure.reason, FailureReason::InvalidJson, "{failure:?}");
 }
