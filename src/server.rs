@@ -3,7 +3,6 @@
 //! process tree, classified, and rendered by `error` (failures) or here (successes).
 
 use std::collections::VecDeque;
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,6 +26,7 @@ use crate::gemini::command;
 use crate::gemini::events::{Event, Transcript};
 use crate::gemini::outcome::{self, CancelCause, Success};
 use crate::gemini::process::{self, RunSpec, SpawnError};
+use crate::gemini::resolve;
 use crate::structured::{self, PreparedSchema};
 use crate::tools::{self, Call, ToolKind};
 
@@ -165,7 +165,17 @@ impl GeminiServer {
             None => None,
         };
         let invocation = command::build(&call.request, schema.as_ref(), config.slash_commands)?;
-        let program = self.program();
+        // Resolved per call: a CLI installed (or PATH fixed) after start-up is found.
+        let resolved = resolve::resolve(
+            config.gemini_bin.as_deref(),
+            std::env::var_os("PATH").as_deref(),
+            std::env::var_os("PATHEXT").as_deref(),
+            resolve::Platform::current(),
+        )
+        .map_err(|e| Failure::new(ErrorKind::SpawnFailed, e.exit_code(), e.to_string()))?;
+        let program = resolved.program;
+        let mut args = resolved.prefix_args;
+        args.extend(invocation.args);
         tracing::debug!(
             tool = call.tool.name(),
             prompt_bytes = call.request.prompt.len(),
@@ -173,7 +183,8 @@ impl GeminiServer {
             stdin_bytes = invocation.stdin.len(),
             slash_escaped = invocation.slash_escaped,
             program = %program.display(),
-            args = ?invocation.args,
+            via = %resolved.via,
+            args = ?args,
             "call"
         );
 
@@ -238,7 +249,7 @@ impl GeminiServer {
 
         let spec = RunSpec {
             program,
-            args: invocation.args,
+            args,
             env_clear: false,
             env: invocation.env,
             env_remove: Vec::new(),
@@ -310,13 +321,6 @@ impl GeminiServer {
                     Err(f)
                 }
             },
-        }
-    }
-
-    fn program(&self) -> PathBuf {
-        match &self.inner.config.gemini_bin {
-            Some(bin) => PathBuf::from(bin),
-            None => PathBuf::from(OsString::from("gemini")),
         }
     }
 
