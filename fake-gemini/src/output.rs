@@ -198,17 +198,22 @@ impl Stats {
         role_stats.tokens.add(&tokens);
     }
 
-    /// Records one failed API request of `kind` (e.g. NO_RESPONSE_TEXT).
-    pub fn api_error(&mut self, model: &str, role: &str, kind: &str) {
+    /// Records `attempts` requests of `role` that ended in one API error of `kind`
+    /// (e.g. NO_RESPONSE_TEXT after the empty-response retries).
+    pub fn api_error(&mut self, model: &str, role: &str, kind: &str, attempts: u64) {
         let m = self.model(model);
-        m.all.requests += 1;
+        m.all.requests += attempts;
         m.all.errors += 1;
         if let Some(e) = m.errors_by_type.iter_mut().find(|(k, _)| k == kind) {
             e.1 += 1;
         } else {
             m.errors_by_type.push((kind.to_string(), 1));
         }
-        let _ = role;
+        if let Some(r) = m.roles.iter_mut().find(|(n, _)| n == role) {
+            r.1.requests += attempts;
+        } else {
+            m.roles.push((role.to_string(), RoleStats { requests: attempts, ..RoleStats::default() }));
+        }
     }
 
     /// Records one tool call.
@@ -226,14 +231,11 @@ impl Stats {
             t.fail += 1;
         }
         t.duration += duration;
+        // Observed: a tool that ran counts as `accept` in default and yolo mode alike.
         if ok {
-            if yolo {
-                t.accept += 1;
-            } else {
-                t.accept += 1;
-            }
+            t.accept += 1;
         }
-        let _ = t.auto_accept;
+        let _ = yolo;
     }
 
     /// Number of tool calls.

@@ -1124,8 +1124,7 @@ impl<'a> Runner<'a> {
                         sleep_ms(delay);
                     }
                 }
-                self.stats.touch(&main);
-                self.stats.api_error(&main, "main", "NO_RESPONSE_TEXT");
+                self.stats.api_error(&main, "main", "NO_RESPONSE_TEXT", attempts as u64);
                 match self.format {
                     Format::StreamJson => {
                         self.emit("error", json!({"severity": "error", "message": texts::EMPTY_RESPONSE}));

@@ -1,0 +1,19 @@
+//! fake-gemini's integration tests: one binary, a module per area.
+
+#[path = "integration/support.rs"]
+mod support;
+
+#[path = "integration/captures.rs"]
+mod captures;
+#[path = "integration/cli_surface.rs"]
+mod cli_surface;
+#[path = "integration/log_format.rs"]
+mod log_format;
+#[path = "integration/process_model.rs"]
+mod process_model;
+#[path = "integration/scenarios.rs"]
+mod scenarios;
+#[path = "integration/schema.rs"]
+mod schema;
+#[path = "integration/sessions.rs"]
+mod sessions;

@@ -1,0 +1,1 @@
+//! process_model
