@@ -186,7 +186,7 @@ mod tests {
         assert_eq!(drain_lines(&mut rx), ["abc", "de", ""]);
         head.finish();
         assert_eq!(drain_lines(&mut rx), ["f"]);
-        assert_eq!(head.into_parts(), (b"abc\nde\n\nf".to_vec(), 10));
+        assert_eq!(head.into_parts(), (b"abc\nde\n\nf".to_vec(), 9));
     }
 
     #[test]

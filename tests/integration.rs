@@ -1,0 +1,4 @@
+//! The server's integration tests: one test binary, a module per area.
+
+mod process;
+mod server;

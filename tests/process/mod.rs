@@ -1,0 +1,368 @@
+//! Process supervision (`geminicli_mcp::gemini::process`): output kept under caps without
+//! deadlock, stdin delivered, whole-tree termination on cancel, cap, drop and exit, spawn errors,
+//! the private temporary directory.
+
+mod child;
+
+use std::time::Duration;
+
+use geminicli_mcp::gemini::process::{
+    run, KillReason, RunOutput, RunSpec, SpawnError, Stream, Termination,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// A spec for `program` found on PATH, with a 1 MiB cap and a 2 s grace.
+#[cfg(unix)]
+fn command(program: &str, args: &[&str]) -> RunSpec {
+    RunSpec {
+        program: program.into(),
+        args: args.iter().map(Into::into).collect(),
+        env_clear: false,
+        env: vec![("LC_ALL".into(), "C".into())],
+        env_remove: Vec::new(),
+        cwd: std::env::temp_dir(),
+        stdin: Vec::new(),
+        max_output_bytes: 1 << 20,
+        kill_grace: Duration::from_secs(2),
+        private_tmp: false,
+    }
+}
+
+/// Runs `spec` to its end without cancellation.
+async fn run_to_end(spec: RunSpec) -> RunOutput {
+    run(spec, CancellationToken::new(), None)
+        .await
+        .expect("spawned")
+}
+
+/// A run in the background whose stdout lines the test reads as they come.
+struct Background {
+    task: tokio::task::JoinHandle<Result<RunOutput, SpawnError>>,
+    lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    cancel: CancellationToken,
+}
+
+impl Background {
+    fn start(spec: RunSpec) -> Self {
+        let (tx, lines) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(run(spec, cancel.clone(), Some(tx)));
+        Background {
+            task,
+            lines,
+            cancel,
+        }
+    }
+
+    /// The pids the child reports on its `pids …` line.
+    async fn pids(&mut self) -> Vec<i32> {
+        while let Some(line) = self.lines.recv().await {
+            if let Some(pids) = child::parse_pids(&line) {
+                return pids;
+            }
+        }
+        panic!("the child ended without reporting its pids");
+    }
+
+    /// The `tmpdir MODE PATH` line of the tmpdir modes.
+    async fn tmpdir(&mut self) -> (String, std::path::PathBuf) {
+        while let Some(line) = self.lines.recv().await {
+            let line = String::from_utf8(line).unwrap();
+            if let Some(rest) = line.strip_prefix("tmpdir ") {
+                let (mode, path) = rest.split_once(' ').unwrap();
+                return (mode.to_owned(), path.into());
+            }
+        }
+        panic!("the child ended without reporting its temporary directory");
+    }
+}
+
+/// Whether `pid` is dead: gone, or a zombie waiting for a reaper that is not us (init).
+#[cfg(unix)]
+fn dead(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    if unsafe { libc::kill(pid, 0) } == -1 {
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s[s.rfind(')').unwrap() + 1..].trim_start().starts_with('Z'))
+        .unwrap_or(false)
+}
+
+/// Waits (bounded) for every pid to be dead; the processes were killed, init may reap them
+/// a moment later.
+#[cfg(unix)]
+async fn all_dead(pids: &[i32]) -> bool {
+    for _ in 0..1000 {
+        if pids.iter().all(|&p| dead(p)) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn normal_exit_keeps_both_streams_and_the_code() {
+    let out = run_to_end(command("ls", &["-d", "/", "/nonexistent-geminicli-mcp"])).await;
+    assert_eq!(out.status, Some(Termination::Exited(2)));
+    assert_eq!(out.killed, None);
+    assert_eq!(out.stdout, b"/\n");
+    assert_eq!(out.stdout_total, 2);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("/nonexistent-geminicli-mcp"), "{stderr}");
+    assert_eq!(out.stderr_total, stderr.len() as u64);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn stdin_is_delivered_exactly_and_lines_add_up() {
+    let mut spec = command("cat", &[]);
+    // 1 MiB of varied bytes in lines of varied length, the last one unterminated.
+    let mut input = Vec::with_capacity(1 << 20);
+    let mut n: u32 = 1;
+    while input.len() < (1 << 20) {
+        n = n.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        input.push(if n.is_multiple_of(97) {
+            b'\n'
+        } else {
+            (n >> 16) as u8 | 1
+        });
+    }
+    input.truncate(1 << 20);
+    *input.last_mut().unwrap() = b'x';
+    spec.stdin = input.clone();
+    spec.max_output_bytes = 2 << 20;
+
+    let mut bg = Background::start(spec);
+    let out = bg.finish_collecting().await;
+    assert_eq!(out.0.status, Some(Termination::Exited(0)));
+    assert_eq!(out.0.killed, None);
+    assert!(out.0.stdout == input, "stdout differs from stdin");
+    assert_eq!(out.1.join(&b'\n'), input, "lines joined by \\n are stdout");
+}
+
+impl Background {
+    /// Ends the run and returns it with every line it forwarded.
+    async fn finish_collecting(&mut self) -> (RunOutput, Vec<Vec<u8>>) {
+        let out = (&mut self.task).await.unwrap().expect("spawned");
+        let mut lines = Vec::new();
+        while let Ok(line) = self.lines.try_recv() {
+            lines.push(line);
+        }
+        (out, lines)
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn stdout_cap_kills_the_tree_and_keeps_the_head() {
+    let mut spec = command("yes", &[]);
+    spec.max_output_bytes = 100_001;
+    let out = run_to_end(spec).await;
+    assert_eq!(out.killed, Some(KillReason::OutputLimit(Stream::Stdout)));
+    assert_eq!(out.status, Some(Termination::Signaled(libc::SIGKILL)));
+    assert_eq!(out.stdout.len(), 100_001);
+    assert!(out.stdout_total > 100_001);
+    assert!(out.stdout.chunks(2).all(|c| c == b"y\n" || c == b"y"));
+}
+
+#[tokio::test]
+async fn stderr_cap_kills_the_tree_and_keeps_the_tail() {
+    let mut spec = child::spec("flood-stderr");
+    spec.max_output_bytes = 90_000;
+    let out = run_to_end(spec).await;
+    assert_eq!(out.killed, Some(KillReason::OutputLimit(Stream::Stderr)));
+    assert_eq!(out.stderr.len(), 90_000);
+    assert!(out.stderr_total > 90_000);
+    // The tail: consecutive numbered lines, none of the first ones.
+    let text = String::from_utf8(out.stderr).unwrap();
+    let numbers: Vec<u64> = text
+        .split('\n')
+        .filter(|l| l.len() == 8 && l.starts_with('e'))
+        .map(|l| l[1..].parse().unwrap())
+        .collect();
+    assert!(numbers.len() > 9000);
+    assert!(numbers[0] > 0, "the head was kept, not the tail");
+    assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1));
+    assert_eq!(*numbers.last().unwrap() + 1, out.stderr_total / 9);
+}
+
+#[tokio::test]
+async fn both_streams_flooding_end_at_a_cap() {
+    let mut spec = child::spec("flood-both");
+    spec.max_output_bytes = 256 * 1024;
+    let out = run_to_end(spec).await;
+    assert!(
+        matches!(out.killed, Some(KillReason::OutputLimit(_))),
+        "{:?}",
+        out.killed
+    );
+    assert!(out.stdout_total > 0 && out.stderr_total > 0);
+    assert!(out.stdout.len() <= 256 * 1024 && out.stderr.len() <= 256 * 1024);
+}
+
+#[tokio::test]
+async fn both_streams_are_drained_concurrently() {
+    let mut spec = child::spec("stderr-then-stdout");
+    spec.max_output_bytes = 4 << 20;
+    let out = run_to_end(spec).await;
+    assert_eq!(out.status, Some(Termination::Exited(0)));
+    assert_eq!(out.killed, None);
+    assert!(out.stderr == vec![b'e'; 1 << 20]);
+    assert!(out.stdout.ends_with(&vec![b'o'; 1 << 20]));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn cancel_is_a_polite_signal_first() {
+    let mut bg = Background::start(command("sleep", &["1000"]));
+    // Nothing to wait for on stdout: give the child a moment to exist, then cancel.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    bg.cancel.cancel();
+    let out = bg.finish_collecting().await.0;
+    assert_eq!(out.killed, Some(KillReason::Cancelled));
+    assert_eq!(out.status, Some(Termination::Signaled(libc::SIGTERM)));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn cancel_kills_a_tree_that_ignores_sigterm() {
+    let mut spec = child::spec("tree-ignore-sigterm");
+    spec.kill_grace = Duration::from_millis(200);
+    let mut bg = Background::start(spec);
+    let pids = bg.pids().await;
+    bg.cancel.cancel();
+    let out = bg.finish_collecting().await.0;
+    assert_eq!(out.killed, Some(KillReason::Cancelled));
+    assert_eq!(out.status, Some(Termination::Signaled(libc::SIGKILL)));
+    assert!(all_dead(&pids).await, "left behind: {pids:?}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn dropping_the_run_kills_the_tree() {
+    let mut bg = Background::start(child::spec("tree-ignore-sigterm"));
+    let pids = bg.pids().await;
+    bg.task.abort();
+    assert!(bg.task.await.unwrap_err().is_cancelled());
+    assert!(all_dead(&pids).await, "left behind: {pids:?}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_descendant_holding_stdout_does_not_hang_the_run() {
+    let mut bg = Background::start(child::spec("leave-descendant"));
+    let pids = bg.pids().await;
+    let out = bg.finish_collecting().await.0;
+    assert_eq!(out.status, Some(Termination::Exited(0)));
+    assert_eq!(out.killed, None);
+    assert!(all_dead(&pids).await, "left behind: {pids:?}");
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_setsid_descendant_is_swept() {
+    geminicli_mcp::gemini::process::init_subreaper().unwrap();
+    let mut bg = Background::start(child::spec("setsid-descendant"));
+    let pids = bg.pids().await;
+    let out = bg.finish_collecting().await.0;
+    assert_eq!(out.status, Some(Termination::Exited(0)));
+    assert_eq!(out.killed, None);
+    // Killed and reaped by the sweep before `run` returned: not even a zombie.
+    let descendant = pids[1];
+    // SAFETY: signal 0 only checks for existence.
+    let exists = unsafe { libc::kill(descendant, 0) } == 0;
+    assert!(!exists, "descendant {descendant} survived the sweep");
+}
+
+#[tokio::test]
+async fn a_missing_program_is_not_found() {
+    let mut spec = child::spec("sleep");
+    spec.program = std::env::temp_dir().join("geminicli-mcp-no-such-program");
+    let err = run(spec, CancellationToken::new(), None).await.unwrap_err();
+    assert!(matches!(err, SpawnError::NotFound(_)), "{err:?}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_file_without_execute_permission_is_not_executable() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("gemini");
+    std::fs::write(&program, b"#!/bin/sh\n").unwrap();
+    let mut spec = child::spec("sleep");
+    spec.program = program;
+    let err = run(spec, CancellationToken::new(), None).await.unwrap_err();
+    assert!(matches!(err, SpawnError::NotExecutable(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn the_private_tmpdir_is_private_and_removed() {
+    let mut spec = child::spec("tmpdir");
+    spec.private_tmp = true;
+    let mut bg = Background::start(spec);
+    let (mode, path) = bg.tmpdir().await;
+    let out = bg.finish_collecting().await.0;
+    assert_eq!(out.status, Some(Termination::Exited(0)));
+    assert_eq!(mode, "700");
+    assert_ne!(path, std::env::temp_dir());
+    assert!(!path.exists(), "{} was left behind", path.display());
+}
+
+#[tokio::test]
+async fn the_private_tmpdir_is_removed_after_a_cancel() {
+    let mut spec = child::spec("tmpdir-hang");
+    spec.private_tmp = true;
+    spec.kill_grace = Duration::from_millis(100);
+    let mut bg = Background::start(spec);
+    let (_, path) = bg.tmpdir().await;
+    assert!(path.exists());
+    bg.cancel.cancel();
+    let out = bg.finish_collecting().await.0;
+    assert_eq!(out.killed, Some(KillReason::Cancelled));
+    assert!(!path.exists(), "{} was left behind", path.display());
+}
+
+/// The parent-death signal: when the thread that spawned the child exits with the run still in
+/// flight (here: its runtime forgotten, so nothing is dropped and no kill comes from us), the
+/// kernel kills the child. The same path covers a server killed by SIGKILL.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_child_dies_with_the_thread_that_spawned_it() {
+    let leader = std::thread::spawn(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (bg, pids) = runtime.block_on(async {
+            let mut bg = Background::start(child::spec("hang"));
+            let pids = bg.pids().await;
+            (bg, pids)
+        });
+        std::mem::forget(bg);
+        std::mem::forget(runtime);
+        pids[0]
+    })
+    .join()
+    .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert!(
+        runtime.block_on(all_dead(&[leader])),
+        "child {leader} outlived its spawning thread"
+    );
+}
+
+/// A run outlives Tokio's idle blocking threads (10 s): spawning happens on the runtime's
+/// long-lived threads, so the parent-death signal does not fire mid-run.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_longer_than_20_seconds_is_not_killed() {
+    let out = run_to_end(command("sleep", &["21"])).await;
+    assert_eq!(out.status, Some(Termination::Exited(0)));
+    assert_eq!(out.killed, None);
+}
