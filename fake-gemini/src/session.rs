@@ -213,8 +213,15 @@ impl Store {
         sessions.iter().position(|s| s.id == ident)
     }
 
+    /// `now`, bumped past every recorded start so that a frozen clock (FAKE_GEMINI_NOW) still
+    /// orders sessions by creation, as the real CLI's millisecond clock does.
+    fn monotonic(&self, now: i64) -> i64 {
+        self.list().iter().map(|s| s.start + 1).max().map_or(now, |m| m.max(now))
+    }
+
     /// Records a new session with its first exchange.
     pub fn create(&self, id: &str, prompt: &str, answer: &str, model: &str, now: i64) -> std::io::Result<()> {
+        let now = self.monotonic(now);
         let id8: String = id.chars().take(8).collect();
         let path = self.chats.join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
         let mut body = self.header(id, now);
@@ -242,6 +249,7 @@ impl Store {
     /// With `loss`, a resume in a later minute also writes the stub that the next start's
     /// clean-up treats as invalid, deleting the whole session (the upstream bug).
     pub fn resume(&self, s: &Session, prompt: &str, answer: &str, model: &str, now: i64, loss: bool) -> std::io::Result<()> {
+        let now = self.monotonic(now);
         let file = s.files.first().cloned().expect("a listed session has a file");
         let mut body = fs::read_to_string(&file).unwrap_or_default();
         body.push_str(&self.header(&s.id, now));
