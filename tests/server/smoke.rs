@@ -213,3 +213,56 @@ fn older_protocol_versions_get_what_they_allow() {
     assert_eq!(text(&result), "Hello there! How can I help?");
     assert!(result.get("structuredContent").is_none(), "{result}");
 }
+
+#[test]
+fn every_example_request_file_is_answered_when_piped() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/requests");
+    let state = tempfile::tempdir().unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for file in files {
+        let input = std::fs::read(&file).unwrap();
+        let ids: Vec<Value> = input
+            .split(|b| *b == b'\n')
+            .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+            .filter_map(|m| m.get("id").cloned())
+            .collect();
+        let mut child = Command::new(gemini_mcp_conformance::bins::locate("geminicli-mcp"))
+            .current_dir(state.path())
+            .env(
+                "GEMINI_CLI_BIN",
+                gemini_mcp_conformance::bins::locate("fake-gemini"),
+            )
+            .env("FAKE_GEMINI_STATE", state.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}: {:?}", file.display(), out.status);
+        let answered: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("stdout is JSON-RPC only"))
+            .filter(|m| m.get("method").is_none())
+            .map(|m| m["id"].clone())
+            .collect();
+        for id in &ids {
+            assert!(
+                answered.contains(id),
+                "{}: request {id} unanswered",
+                file.display()
+            );
+        }
+    }
+}
