@@ -118,9 +118,12 @@ pub fn resolve(
             let file = lookup
                 .existing(given)
                 .ok_or_else(|| ResolveError::NotFound {
-                    detail: format!("GEMINI_CLI_BIN={} is not an existing file", given.display()),
+                    detail: format!(
+                        "GEMINI_CLI_BIN={} is not an existing file{}",
+                        given.display(),
+                        unexpanded_hint(bin)
+                    ),
                 })?;
-            let file = std::path::absolute(&file).unwrap_or(file);
             lookup.launch(file, format!("GEMINI_CLI_BIN={}", given.display()))
         }
         Some(name) => {
@@ -155,6 +158,16 @@ pub fn resolve_from_env() -> Result<Resolved, ResolveError> {
         std::env::var_os("PATHEXT").as_deref(),
         Platform::current(),
     )
+}
+
+/// Nothing expands `~`, `$HOME` or `%APPDATA%` without a shell: say so when the value has them.
+fn unexpanded_hint(bin: &OsStr) -> &'static str {
+    let text = bin.to_string_lossy();
+    if text.starts_with('~') || text.contains('$') || text.contains('%') {
+        " (no shell runs here, so `~`, `$VAR` and `%VAR%` are not expanded: write the full path)"
+    } else {
+        ""
+    }
 }
 
 fn has_separator(bin: &OsStr, platform: Platform) -> bool {
@@ -297,6 +310,9 @@ impl Lookup {
 
     /// How to start `file`, found by `via`.
     fn launch(&self, file: PathBuf, via: String) -> Result<Resolved, ResolveError> {
+        // A relative GEMINI_CLI_BIN or PATH entry means the server's current directory; say so
+        // in the path itself rather than leave it to the spawn.
+        let file = std::path::absolute(&file).unwrap_or(file);
         let ext = extension(&file);
         match (ext.as_deref(), self.platform) {
             (Some("js" | "cjs" | "mjs"), _) => {
@@ -667,6 +683,15 @@ mod tests {
         let err = resolve(Some(missing.as_os_str()), None, None, Platform::Unix).unwrap_err();
         assert_eq!(err.exit_code(), 127);
         assert!(err.to_string().contains("is not an existing file"), "{err}");
+    }
+
+    #[rstest]
+    #[case("~/bin/gemini")]
+    #[case("$HOME/bin/gemini")]
+    #[case("%APPDATA%/npm/gemini.cmd")]
+    fn shell_syntax_in_gemini_cli_bin_gets_a_hint(#[case] bin: &str) {
+        let err = resolve(Some(OsStr::new(bin)), None, None, Platform::Unix).unwrap_err();
+        assert!(err.to_string().contains("not expanded"), "{err}");
     }
 
     #[test]

@@ -208,7 +208,12 @@ fn check_shape(schema: &Value) -> Result<(), SchemaError> {
         if depth > MAX_SCHEMA_DEPTH {
             return Err(SchemaError::TooDeep);
         }
-        stack.extend(children.map(|child| (child, depth + 1)));
+        // Scalars are neither counted nor stacked: a huge `enum` costs time, not memory.
+        stack.extend(
+            children
+                .filter(|child| child.is_object() || child.is_array())
+                .map(|child| (child, depth + 1)),
+        );
     }
     Ok(())
 }
