@@ -111,16 +111,18 @@ pub fn worker(argv: Vec<String>) -> i32 {
     let early_prompt: String = ctx.argv.join(" ");
     let mut marker_from_args = false;
     if let Some(m) = scenario::find_marker(&early_prompt) {
-        match m.and_then(|m| {
-            resolve(&m.name, &m.params).map(|r| (r, m.params)).map_err(scenario::ScenarioError::Unknown)
-        }) {
-            Ok(((n, s), p)) => {
+        let m = match m {
+            Ok(m) => m,
+            Err(e) => return ctx.fake_error(&e.to_string()),
+        };
+        match resolve(&m.name, &m.params) {
+            Ok((n, s)) => {
                 ctx.scenario_name = Some(n);
                 ctx.scenario = s;
-                ctx.params = p;
+                ctx.params = m.params;
                 marker_from_args = true;
             }
-            Err(e) => return ctx.fake_error(&e.to_string().replace("unknown scenario `", "").replace("` (not built in, not a file, not in FAKE_GEMINI_SCENARIO_DIR)", "")),
+            Err(e) => return ctx.fake_error(&e),
         }
     }
     if let Some(v) = &ctx.scenario.environment.cli_version {
@@ -275,7 +277,7 @@ pub fn worker(argv: Vec<String>) -> i32 {
 
     // Input.
     let wait = Duration::from_millis(env_ms("FAKE_GEMINI_STDIN_WAIT_MS").unwrap_or(500));
-    let stdin = input::read(wait, ctx.scenario.environment.stdin == StdinTiming::Late);
+    let stdin = input::read(wait, ctx.scenario.environment.stdin != StdinTiming::Real);
     let flag_prompt = args.nonempty("prompt").map(String::from).or_else(|| args.query_text().filter(|q| !q.is_empty()));
     let prompt = match (stdin.text.is_empty(), flag_prompt) {
         (false, Some(p)) => format!("{}\n\n{p}", stdin.text),
@@ -311,7 +313,7 @@ pub fn worker(argv: Vec<String>) -> i32 {
     if let Err(e) = check_expect(&ctx, &cwd) {
         return ctx.fake_error(&format!("expectation failed: {e}"));
     }
-    if prompt.is_empty() || (ctx.scenario.environment.stdin == StdinTiming::Late && args.nonempty("prompt").is_none() && args.query_text().is_none()) {
+    if prompt.is_empty() || ctx.scenario.environment.stdin == StdinTiming::NoInput {
         err_line(texts::NO_INPUT);
         return ctx.exit(42);
     }

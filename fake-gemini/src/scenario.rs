@@ -84,6 +84,8 @@ pub enum StdinTiming {
     Real,
     /// As if stdin arrived after the window: it is ignored.
     Late,
+    /// As if neither stdin nor a prompt arrived: exit 42, whatever was passed.
+    NoInput,
 }
 
 /// Environment facts.
