@@ -82,7 +82,7 @@ fn shortest_digits(x: f64) -> (String, i64) {
     let (digits, exponent) = split_exp(&format!("{x:e}"));
     let k = digits.len();
     let last = digits.as_bytes()[k - 1] - b'0';
-    if last % 2 == 0 {
+    if last.is_multiple_of(2) {
         return (digits, exponent);
     }
     // A tie means x sits exactly halfway: its exact expansion is the k digits below, then a 5,
@@ -97,7 +97,7 @@ fn shortest_digits(x: f64) -> (String, i64) {
         return (digits, exponent);
     }
     let lower = &exact[..k];
-    let even = if lower.as_bytes()[k - 1] % 2 == 0 {
+    let even = if (lower.as_bytes()[k - 1] - b'0').is_multiple_of(2) {
         lower.to_owned()
     } else {
         match increment(lower) {
