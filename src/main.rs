@@ -91,7 +91,13 @@ async fn serve(config: Config) -> anyhow::Result<i32> {
             result?;
             0
         }
-        signal = termination_signal() => {
+        // Cancel inside the branch: leaving the select drops the session, which cancels every
+        // request, and runs must see the shutdown (not a client cancellation) first.
+        signal = async {
+            let signal = termination_signal().await;
+            shutdown.cancel();
+            signal
+        } => {
             tracing::info!(signal, "terminating: killing every Gemini process tree");
             0
         }

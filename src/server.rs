@@ -239,6 +239,16 @@ impl GeminiServer {
                 }
             }
         };
+        if run_ct.is_cancelled() {
+            return Err(match cause() {
+                CancelCause::Client => Failure::new(
+                    ErrorKind::Cancelled,
+                    130,
+                    "the request was cancelled while queued",
+                ),
+                CancelCause::Shutdown => shutting_down(),
+            });
+        }
         {
             let mut s = lock(&state);
             s.queued = false;
