@@ -64,6 +64,7 @@ impl Sink for Head {
         let take = room.min(chunk.len());
         if take > 0 {
             let old_len = self.kept.len();
+            reserve_up_to_cap(&mut self.kept, take, self.cap);
             self.kept.extend_from_slice(&chunk[..take]);
             let mut from = old_len;
             while let Some(pos) = self.kept[from..].iter().position(|&b| b == b'\n') {
@@ -114,18 +115,38 @@ impl Sink for Tail {
     fn push(&mut self, chunk: &[u8]) -> bool {
         let was_over = self.total > self.cap as u64;
         self.total += chunk.len() as u64;
-        if chunk.len() >= self.cap {
-            self.kept.clear();
-            self.kept.extend(&chunk[chunk.len() - self.cap..]);
-        } else {
-            let overflow = (self.kept.len() + chunk.len()).saturating_sub(self.cap);
-            self.kept.drain(..overflow);
-            self.kept.extend(chunk);
+        let chunk = &chunk[chunk.len().saturating_sub(self.cap)..];
+        let overflow = (self.kept.len() + chunk.len()).saturating_sub(self.cap);
+        self.kept.drain(..overflow);
+        let (len, capacity) = (self.kept.len(), self.kept.capacity());
+        let want = grown_capacity(len, capacity, chunk.len(), self.cap);
+        if want > capacity {
+            self.kept.reserve_exact(want - len);
         }
+        self.kept.extend(chunk);
         !was_over && self.total > self.cap as u64
     }
 
     fn finish(&mut self) {}
+}
+
+/// The capacity to grow to for `extra` more bytes: doubling as usual, but never past `cap`, so a
+/// flood costs at most one cap of memory per stream instead of up to two (a doubling Vec
+/// overshoots any cap that is not a power of two).
+fn grown_capacity(len: usize, capacity: usize, extra: usize, cap: usize) -> usize {
+    if len + extra <= capacity {
+        return capacity;
+    }
+    (len + extra)
+        .max(capacity.saturating_mul(2))
+        .min(cap.max(len + extra))
+}
+
+fn reserve_up_to_cap(kept: &mut Vec<u8>, extra: usize, cap: usize) {
+    let want = grown_capacity(kept.len(), kept.capacity(), extra, cap);
+    if want > kept.capacity() {
+        kept.reserve_exact(want - kept.len());
+    }
 }
 
 /// Reads `reader` into `sink` until EOF, a read error, or `stop`; reports the first time the
@@ -230,6 +251,21 @@ mod tests {
         let mut tail = Tail::new(4);
         assert!(tail.push(b"0123456789"));
         assert_eq!(tail.into_parts(), (b"6789".to_vec(), 10));
+    }
+
+    #[test]
+    fn buffers_never_grow_past_the_cap() {
+        let cap = 3 * 64 * 1024 + 5;
+        let mut head = Head::new(cap, None);
+        let mut tail = Tail::new(cap);
+        for _ in 0..10 {
+            head.push(&[b'o'; 64 * 1024]);
+            tail.push(&[b'e'; 64 * 1024]);
+            assert!(head.kept.capacity() <= cap);
+            assert!(tail.kept.capacity() <= cap);
+        }
+        assert_eq!(head.kept.len(), cap);
+        assert_eq!(tail.kept.len(), cap);
     }
 
     #[tokio::test]

@@ -115,50 +115,87 @@ fn has_marker(pid: i32, entry: &[u8]) -> bool {
 
 /// Kills and reaps what is left of a finished run: the server's children that carry the run's
 /// marker or sit in its process group (`pgid`) or in a group or session one of them leads.
-/// `leader` is never touched (Tokio reaps it). Bounded by [`SWEEP_TIMEOUT`].
+/// `leader` is never touched (Tokio reaps it). Returns within [`SWEEP_TIMEOUT`]; processes still
+/// dying by then are left to a background task, so none stays a zombie for good.
 pub(crate) async fn sweep(marker: &Marker, pgid: i32, leader: i32) {
-    let Some(entry) = marker.entry.as_deref() else {
+    let Some(entry) = marker.entry.clone() else {
         return;
     };
+    let mut sweep = Sweep {
+        entry,
+        leader,
+        groups: HashSet::from([pgid]),
+        sessions: HashSet::new(),
+    };
     let deadline = Instant::now() + SWEEP_TIMEOUT;
-    let mut groups: HashSet<i32> = HashSet::from([pgid]);
-    let mut sessions: HashSet<i32> = HashSet::new();
-    loop {
+    while sweep.step() {
+        if Instant::now() >= deadline {
+            tokio::spawn(async move {
+                let give_up = Instant::now() + LATE_LIMIT;
+                while Instant::now() < give_up {
+                    tokio::time::sleep(LATE_POLL).await;
+                    if !sweep.step() {
+                        break;
+                    }
+                }
+            });
+            return;
+        }
+        tokio::time::sleep(SWEEP_POLL).await;
+    }
+}
+
+/// Pause between scans once the bounded sweep has returned.
+const LATE_POLL: Duration = Duration::from_secs(1);
+
+/// How long the background part of a sweep keeps trying.
+const LATE_LIMIT: Duration = Duration::from_secs(600);
+
+/// What one run's sweep knows: its marker, and the groups and sessions its processes lead.
+struct Sweep {
+    entry: Vec<u8>,
+    leader: i32,
+    groups: HashSet<i32>,
+    sessions: HashSet<i32>,
+}
+
+impl Sweep {
+    /// One scan: kills the run's live children, reaps its dead ones. Returns whether any was
+    /// found (then another scan is due: reaping one may have reparented its own children to us).
+    fn step(&mut self) -> bool {
         let mut pending = false;
         for (pid, stat) in children() {
-            if pid == leader {
+            if pid == self.leader {
                 continue;
             }
             let zombie = stat.state == b'Z';
             // A zombie's environment is gone: only its group or session can name its run.
-            let ours = groups.contains(&stat.pgrp)
-                || sessions.contains(&stat.session)
-                || (!zombie && has_marker(pid, entry));
+            let ours = self.groups.contains(&stat.pgrp)
+                || self.sessions.contains(&stat.session)
+                || (!zombie && has_marker(pid, &self.entry));
             if !ours {
                 continue;
             }
             pending = true;
             if zombie {
                 let mut status = 0;
-                // SAFETY: `pid` is our own child, not one Tokio tracks (see `ours`); WNOHANG.
+                // SAFETY: `pid` is our own child and not one Tokio tracks (the run's leader is
+                // skipped; other runs' leaders have their own group and marker); WNOHANG.
                 unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
                 continue;
             }
             if stat.pgrp == pid {
-                groups.insert(pid);
+                self.groups.insert(pid);
                 // SAFETY: plain signal to a group this run's process leads.
                 unsafe { libc::killpg(pid, libc::SIGKILL) };
             }
             if stat.session == pid {
-                sessions.insert(pid);
+                self.sessions.insert(pid);
             }
             // SAFETY: plain signal; `pid` is our unreaped child, so it cannot have been reused.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        if !pending || Instant::now() >= deadline {
-            break;
-        }
-        tokio::time::sleep(SWEEP_POLL).await;
+        pending
     }
 }
 
