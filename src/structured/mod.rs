@@ -4,6 +4,18 @@
 //! The server calls [`Schema::prepare`] before spawning (a refusal is `input_validation`, exit 42),
 //! sends [`structured_prompt`], then hands the answer to [`extract_and_validate`] (a failure is
 //! `schema_mismatch`).
+//!
+//! ```
+//! use geminicli_mcp::structured::{extract_and_validate, structured_prompt, Schema};
+//! use serde_json::json;
+//!
+//! let schema = json!({"type": "object", "required": ["n"]});
+//! let prepared = Schema::prepare(&schema).expect("within the limits and compilable");
+//! let prompt = structured_prompt("Count the moons of Mars.", None, prepared.schema());
+//! assert!(prompt.ends_with(r#"{"type":"object","required":["n"]}"#));
+//! let ok = extract_and_validate(&prepared, "Sure!\n```json\n{\"n\": 2.0}\n```").unwrap();
+//! assert_eq!(ok.canonical, r#"{"n":2}"#);
+//! ```
 
 mod canonical;
 mod extract;
