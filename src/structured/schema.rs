@@ -17,7 +17,8 @@ pub const MAX_SCHEMA_NODES: usize = 10_000;
 pub const MAX_SCHEMA_DEPTH: usize = 64;
 /// Longest string, in characters (Unicode scalar values), that is tested against a `pattern`.
 pub const MAX_PATTERN_INPUT_CHARS: usize = 65_536;
-/// Characters that all `pattern` evaluations of one response may examine together.
+/// Characters that all `pattern` evaluations of one response may examine together. Property
+/// names matched by `patternProperties` go through the same linear-time engine but are not counted.
 pub const PATTERN_BUDGET_CHARS: usize = 262_144;
 /// Compiled-program size limit per `pattern` (the `regex` crate's default is 10 MiB).
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
@@ -107,6 +108,8 @@ impl Schema {
             .offline()
             .should_validate_formats(false)
             .with_pattern_options(pattern_options())
+            // Taking `pattern` over is the one hook where the reference's per-string limit and
+            // per-response budget can sit; the matching itself stays the crate's own.
             .with_keyword(
                 "pattern",
                 move |_parent: &Map<String, Value>, value, location| {
