@@ -366,3 +366,51 @@ async fn a_run_longer_than_20_seconds_is_not_killed() {
     assert_eq!(out.status, Some(Termination::Exited(0)));
     assert_eq!(out.killed, None);
 }
+
+/// The real CLI's shape, from fake-gemini left to relaunch itself: a launcher that ignores
+/// SIGTERM and a worker that exits 0 on it. The polite signal goes to the whole group, so the
+/// worker ends cleanly and the launcher follows with its code, well before the kill.
+#[cfg(unix)]
+#[tokio::test]
+async fn cancel_reaches_the_relaunched_worker_through_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fake-gemini.jsonl");
+    let spec = RunSpec {
+        program: gemini_mcp_conformance::bins::locate("fake-gemini"),
+        args: vec!["--skip-trust".into()],
+        env_clear: false,
+        env: vec![
+            ("FAKE_GEMINI_SCENARIO".into(), "hang".into()),
+            ("FAKE_GEMINI_LOG".into(), log.clone().into()),
+            ("FAKE_GEMINI_STATE".into(), dir.path().join("state").into()),
+        ],
+        env_remove: vec!["GEMINI_CLI_NO_RELAUNCH".into()],
+        cwd: dir.path().to_owned(),
+        stdin: b"hello".to_vec(),
+        max_output_bytes: 1 << 20,
+        // Long enough that a worker missed by the polite signal shows up as a SIGKILL status.
+        kill_grace: Duration::from_secs(10),
+        private_tmp: false,
+    };
+    let bg = Background::start(spec);
+    let invocation = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let record = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|r| r["event"] == "invocation");
+        if let Some(record) = record {
+            break record;
+        }
+        assert!(!bg.task.is_finished(), "fake-gemini ended early");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let worker = invocation["pid"].as_i64().unwrap() as i32;
+    let launcher = invocation["ppid"].as_i64().unwrap() as i32;
+    assert_ne!(worker, launcher, "fake-gemini did not relaunch itself");
+    bg.cancel.cancel();
+    let out = bg.task.await.unwrap().unwrap();
+    assert_eq!(out.killed, Some(KillReason::Cancelled));
+    assert_eq!(out.status, Some(Termination::Exited(0)));
+    assert!(all_dead(&[launcher, worker]).await);
+}
