@@ -286,6 +286,40 @@ async fn a_missing_program_is_not_found() {
     assert!(matches!(err, SpawnError::NotFound(_)), "{err:?}");
 }
 
+/// A single argument past Linux's 128 KiB per-string limit fails the spawn with E2BIG: reported
+/// as an ordinary spawn failure, not as "not found".
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_argument_list_too_long_is_another_spawn_error() {
+    let mut spec = child::spec("sleep");
+    spec.args.push("x".repeat(200 * 1024).into());
+    let err = run(spec, CancellationToken::new(), None).await.unwrap_err();
+    assert!(matches!(err, SpawnError::Other(_)), "{err:?}");
+}
+
+/// A missing working directory also makes the OS say "not found"; it must not read as a
+/// missing CLI (127).
+#[tokio::test]
+async fn a_missing_working_directory_is_not_a_missing_program() {
+    let mut spec = child::spec("sleep");
+    spec.cwd = std::env::temp_dir().join("geminicli-mcp-no-such-directory");
+    let err = run(spec, CancellationToken::new(), None).await.unwrap_err();
+    assert!(matches!(err, SpawnError::Other(_)), "{err:?}");
+}
+
+/// A call cancelled before its run starts spawns nothing (the missing program would otherwise
+/// fail the spawn).
+#[tokio::test]
+async fn a_run_cancelled_before_it_starts_spawns_nothing() {
+    let mut spec = child::spec("sleep");
+    spec.program = std::env::temp_dir().join("geminicli-mcp-no-such-program");
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let out = run(spec, cancel, None).await.expect("nothing spawned");
+    assert_eq!(out.killed, Some(KillReason::Cancelled));
+    assert_eq!(out.status, None);
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn a_file_without_execute_permission_is_not_executable() {
