@@ -118,6 +118,10 @@ pub struct Step {
     pub expect_no_response: Option<String>,
     /// Waits until the fake has logged at least this many invocations.
     pub wait_invocations: Option<usize>,
+    /// Fails if any of these paths (placeholders allowed) exists.
+    pub expect_files_absent: Option<Vec<String>>,
+    /// Fails if the target's stderr so far contains this text.
+    pub expect_stderr_excludes: Option<String>,
     /// Fails unless the fake has logged exactly this many invocations now.
     pub expect_invocations: Option<usize>,
     /// Sleeps (scaled by the timeout scale).
@@ -186,6 +190,8 @@ pub struct InvocationCheck {
     pub stdin_not_contains: Vec<String>,
     /// A lower bound on the bytes the fake read from stdin.
     pub stdin_bytes_at_least: Option<u64>,
+    /// A lower bound on the size of the assembled prompt, in bytes.
+    pub prompt_bytes_at_least: Option<u64>,
     /// The exact prompt the fake assembled (stdin and `-p` combined, as the CLI does).
     pub prompt_equals: Option<String>,
     /// Substrings of the assembled prompt.
@@ -462,6 +468,8 @@ pub fn validate(spec: &CaseSpec) -> Result<(), String> {
             s.expect_no_response.is_some(),
             s.wait_invocations.is_some(),
             s.expect_invocations.is_some(),
+            s.expect_files_absent.is_some(),
+            s.expect_stderr_excludes.is_some(),
             s.sleep_ms.is_some(),
             s.close_stdin,
             s.disconnect,

@@ -460,12 +460,45 @@ impl Vars {
     }
 }
 
-/// Expands the value generators of sent values: `{ "$repeat" = { text = "a", times = N } }` and
-/// `{ "$concat" = [ … ] }` (both produce strings), so a case can send a 1 MiB prompt without
-/// holding it.
+/// Expands the value generators of sent values, so a case can send a 1 MiB prompt or a schema of
+/// 10,001 nodes without spelling it out:
+/// - `{ "$repeat" = { text = "a", times = N } }`: the text N times (a string);
+/// - `{ "$concat" = [ … ] }`: the parts joined (a string);
+/// - `{ "$array-of" = { item = X, times = N } }`: an array of N copies of X;
+/// - `{ "$nest" = { key = "items", depth = N, leaf = X, with = { type = "array" } } }`: `with`
+///   plus `key` holding the next level, N levels deep, ending in X.
 fn generate(v: &Value) -> Result<Value, String> {
     if let Value::Object(o) = v {
         if o.len() == 1 {
+            if let Some(r) = o.get("$array-of") {
+                let item = generate(r.get("item").ok_or("$array-of needs `item`")?)?;
+                let times = r
+                    .get("times")
+                    .and_then(Value::as_u64)
+                    .ok_or("$array-of needs `times`")?;
+                return Ok(Value::Array(vec![item; times as usize]));
+            }
+            if let Some(r) = o.get("$nest") {
+                let key = r
+                    .get("key")
+                    .and_then(Value::as_str)
+                    .ok_or("$nest needs `key`")?;
+                let depth = r
+                    .get("depth")
+                    .and_then(Value::as_u64)
+                    .ok_or("$nest needs `depth`")?;
+                let mut cur = generate(r.get("leaf").ok_or("$nest needs `leaf`")?)?;
+                let with = r.get("with").cloned().unwrap_or_else(|| json!({}));
+                for _ in 0..depth {
+                    let mut level = with.clone();
+                    let obj = level
+                        .as_object_mut()
+                        .ok_or("$nest `with` must be a table")?;
+                    obj.insert(key.to_string(), cur);
+                    cur = level;
+                }
+                return Ok(cur);
+            }
             if let Some(r) = o.get("$repeat") {
                 let text = r
                     .get("text")
@@ -848,6 +881,30 @@ impl Run<'_> {
                 self.client.drain();
                 std::thread::sleep(Duration::from_millis(25));
             }
+        }
+        if let Some(paths) = &s.expect_files_absent {
+            let present: Vec<String> = paths
+                .iter()
+                .map(|p| self.vars.str(p))
+                .filter(|p| Path::new(p).exists())
+                .collect();
+            return if present.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "step {n} (expect-files-absent): these exist: {present:?}"
+                ))
+            };
+        }
+        if let Some(text) = &s.expect_stderr_excludes {
+            let text = self.vars.str(text);
+            return if self.client.stderr().contains(&text) {
+                Err(format!(
+                    "step {n} (expect-stderr-excludes): the target's stderr contains {text:?}"
+                ))
+            } else {
+                Ok(())
+            };
         }
         if let Some(want) = s.expect_invocations {
             let have = FakeLog::read(&self.dirs.log).invocations.len();
