@@ -95,7 +95,8 @@ impl Termination {
 /// What one run produced.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
-    /// How the direct child ended (`None` if it could not be reaped in time after a kill).
+    /// How the direct child ended (`None` if it could not be reaped in time after a kill, or
+    /// the call was cancelled before anything was spawned).
     pub status: Option<Termination>,
     /// Set when the supervisor ended the run itself.
     pub killed: Option<KillReason>,
@@ -338,8 +339,9 @@ pub async fn run(
             _ = sleep_until(until) => tracing::debug!(pid, "a descendant holds the pipes after gemini exited"),
         }
     }
-    // Whatever is left of the tree goes: stragglers in the group, a daemonised tool. (The group
-    // id cannot have been reused while any member lives; once none does, this is a no-op.)
+    // Whatever is left of the tree goes: stragglers in the group, a daemonised tool. (While any
+    // member lives the group id cannot be reused; once none does, killpg finds no group, unless
+    // the whole pid space wrapped around within these few milliseconds.)
     tree.kill();
     #[cfg(target_os = "linux")]
     {
