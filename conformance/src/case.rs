@@ -382,11 +382,17 @@ pub fn load_file(path: &Path, id: &str) -> Result<Vec<Case>, CaseError> {
         path: path.into(),
         source,
     })?;
+    parse_case(&text, path, id)
+}
+
+/// Parses case text as if it were the file `path` with id `id` (for cases built in code, such as
+/// the self-test's).
+pub fn parse_case(text: &str, path: &Path, id: &str) -> Result<Vec<Case>, CaseError> {
     let invalid = |message: String| CaseError::Invalid {
         path: path.into(),
         message,
     };
-    let mut table: toml::Table = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
     let rows = match table.remove("row") {
         None => None,
         Some(toml::Value::Array(rows)) => Some(rows),

@@ -149,7 +149,94 @@ fn main() {
         trials.push(self_test_trial(mode, case.clone(), *want));
         trials.push(self_test_trial("", case.clone(), Outcome::Pass));
     }
+    trials.extend(harness_self_tests());
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// A case written inline for the harness's own self-tests.
+fn inline_case(id: &str, text: &str) -> Case {
+    case::parse_case(text, Path::new("<self-test>"), id)
+        .expect("the self-test case parses")
+        .remove(0)
+}
+
+/// Self-tests of the harness itself (not of a rule): a fixture failure must be a `bug`, and a
+/// timeout must say how to raise the bound.
+fn harness_self_tests() -> Vec<Trial> {
+    let fixture_bug = Trial::test("self-test/harness/fake-exit-99-is-a-bug", || {
+        let mut cfg = broken_config("");
+        cfg.fake_gemini = bins::try_locate("fake-gemini").map_err(|e| format!("BUG: {e}"))?;
+        let case = inline_case(
+            "self-test/fake-exit-99",
+            r#"
+description = "a prompt marker naming a scenario that does not exist"
+requirement = "fake-gemini's own failure (exit 99) must be reported as bug, never pass or fail."
+level = "must"
+
+[[step]]
+call = "prompt"
+arguments = { prompt = "[[fake-gemini:no-such-scenario-for-sure]]" }
+expect = { result = { content = [{ type = "text", text = "Hello there! How can I help?" }] } }
+"#,
+        );
+        let r = run_case(&cfg, &case);
+        if r.outcome == Outcome::Bug {
+            Ok(())
+        } else {
+            Err(format!(
+                "fake-gemini's exit 99 ended as {} instead of bug:\n{}",
+                r.outcome, r.message
+            )
+            .into())
+        }
+    });
+    let timeout = Trial::test("self-test/harness/timeout-says-how-to-raise-it", || {
+        let case = inline_case(
+            "self-test/timeout",
+            r#"
+description = "a target that never exits, waited for briefly"
+requirement = "A timeout's message must say how to raise the bound."
+level = "must"
+
+[[step]]
+close-stdin = true
+
+[[step]]
+expect-exit = true
+within-ms = 200
+"#,
+        );
+        let r = run_case(&broken_config("ignore-eof"), &case);
+        if r.outcome == Outcome::Fail && r.message.contains("--timeout-scale") {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected a fail naming --timeout-scale, got {}: {}",
+                r.outcome, r.message
+            )
+            .into())
+        }
+    });
+    let stderr_attached = Trial::test("self-test/harness/stderr-attached-to-failures", || {
+        let case = inline_case(
+            "self-test/stderr",
+            r#"
+description = "a ping expecting a wrong answer"
+requirement = "A failure carries the target's stderr."
+level = "must"
+
+[[step]]
+request = { method = "ping" }
+expect = { result = { nonexistent = true } }
+"#,
+        );
+        let r = run_case(&broken_config(""), &case);
+        match (r.outcome, &r.stderr) {
+            (Outcome::Fail, Some(_)) => Ok(()),
+            other => Err(format!("expected a fail with stderr attached, got {other:?}").into()),
+        }
+    });
+    vec![fixture_bug, timeout, stderr_attached]
 }
 
 /// One case against geminicli-mcp, judged against the baseline.
