@@ -117,6 +117,29 @@ fn child_program() {
     };
     match mode.as_str() {
         "sleep" => sleep_forever(),
+        "exit" => std::process::exit(0),
+        // A short-lived daemon: own session, empty environment (so no run marker), no pipes.
+        #[cfg(unix)]
+        "setsid-daemon" => {
+            use std::os::unix::process::CommandExt;
+            let mut command = Command::new("/bin/sleep");
+            command
+                .arg("0.2")
+                .env_clear()
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            // SAFETY: setsid is async-signal-safe.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::setsid();
+                    Ok(())
+                });
+            }
+            let daemon = command.spawn().expect("spawn the daemon").id();
+            say(&format!("pids {} {daemon}", std::process::id()));
+            std::process::exit(0)
+        }
         "hang" => {
             say(&format!("pids {}", std::process::id()));
             sleep_forever()

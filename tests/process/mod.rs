@@ -278,6 +278,36 @@ async fn a_setsid_descendant_is_swept() {
     assert!(!exists, "descendant {descendant} survived the sweep");
 }
 
+/// A daemon that left its run's session and environment (no marker), outlived the run and then
+/// exited by itself becomes the server's zombie (we are its subreaper): the next run's sweep
+/// reaps it, since a dead child in another session cannot be one Tokio waits for.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_stray_zombie_is_reaped_by_a_later_sweep() {
+    geminicli_mcp::gemini::process::init_subreaper().unwrap();
+    let mut bg = Background::start(child::spec("setsid-daemon"));
+    let daemon = bg.pids().await[1];
+    let out = bg.finish_collecting().await.0;
+    assert_eq!(out.status, Some(Termination::Exited(0)));
+    let zombie_of_ours = || {
+        std::fs::read_to_string(format!("/proc/{daemon}/stat")).is_ok_and(|s| {
+            let fields: Vec<&str> = s[s.rfind(')').unwrap() + 1..].split_whitespace().collect();
+            fields[0] == "Z" && fields[1] == std::process::id().to_string()
+        })
+    };
+    let mut waited = 0;
+    while !zombie_of_ours() {
+        assert!(waited < 1000, "daemon {daemon} never became our zombie");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        waited += 1;
+    }
+    let out = run_to_end(child::spec("exit")).await;
+    assert_eq!(out.status, Some(Termination::Exited(0)));
+    // SAFETY: signal 0 only checks for existence.
+    let exists = unsafe { libc::kill(daemon, 0) } == 0;
+    assert!(!exists, "zombie {daemon} was not reaped");
+}
+
 #[tokio::test]
 async fn a_missing_program_is_not_found() {
     let mut spec = child::spec("sleep");

@@ -3,8 +3,13 @@
 //! when its parent dies instead of to init; the sweep then recognises it by the run's marker in
 //! its environment (or its group / session) and kills and reaps it.
 //!
-//! Only pids proven to belong to a finished run are reaped, each with `waitpid(pid)`: a blanket
-//! `waitpid(-1)` would steal the exit statuses Tokio waits for on the server's own children.
+//! Reaping is by pid (`waitpid(pid)`), never blanket: `waitpid(-1)` would steal the exit statuses
+//! Tokio waits for on the server's own children. Those are the runs' leaders, each leading its
+//! own process group in the server's session (the server starts children only through `run`).
+//! So a dead child that is in another session (it called `setsid`: the CLI's shell tools do), or
+//! in a foreign group it does not lead, was reparented to us and is reaped whatever its run, even
+//! once its environment (and with it the marker) is gone. A dead child leading its own group in
+//! our session is left alone unless it was seen alive with the run's marker.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -163,14 +168,20 @@ impl Sweep {
     /// One scan: kills the run's live children, reaps its dead ones. Returns whether any was
     /// found (then another scan is due: reaping one may have reparented its own children to us).
     fn step(&mut self) -> bool {
+        // SAFETY: plain queries about this process.
+        let (own_pgrp, own_session) = unsafe { (libc::getpgrp(), libc::getsid(0)) };
         let mut pending = false;
         for (pid, stat) in children() {
             if pid == self.leader {
                 continue;
             }
             let zombie = stat.state == b'Z';
+            // See the module comment: such a dead child cannot be one Tokio waits for.
+            let stray = zombie
+                && (stat.session != own_session || (stat.pgrp != own_pgrp && stat.pgrp != pid));
             // A zombie's environment is gone: only its group or session can name its run.
-            let ours = self.groups.contains(&stat.pgrp)
+            let ours = stray
+                || self.groups.contains(&stat.pgrp)
                 || self.sessions.contains(&stat.session)
                 || (!zombie && has_marker(pid, &self.entry));
             if !ours {
@@ -180,7 +191,7 @@ impl Sweep {
             if zombie {
                 let mut status = 0;
                 // SAFETY: `pid` is our own child and not one Tokio tracks (the run's leader is
-                // skipped; other runs' leaders have their own group and marker); WNOHANG.
+                // skipped; other leaders lead their own group in our session); WNOHANG.
                 unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
                 continue;
             }
