@@ -153,6 +153,10 @@ pub struct Step {
     pub expect: Option<Value>,
     /// The window of `expect-no-*` checks, or the bound of a wait, in ms (scaled).
     pub within_ms: Option<u64>,
+    /// With `expect-no-notification`: only notifications arriving during this step's window count
+    /// (not those since the case started).
+    #[serde(default)]
+    pub only_new: bool,
     /// The exit code `expect-exit` requires.
     pub exit_code: Option<i32>,
     /// This step's timeout in ms (scaled), instead of the case's.
@@ -510,6 +514,12 @@ pub fn validate(spec: &CaseSpec) -> Result<(), String> {
         if s.no_wait && s.label.is_none() {
             return Err(format!(
                 "step {}: a `no-wait` request needs a `label`",
+                n + 1
+            ));
+        }
+        if s.only_new && s.expect_no_notification.is_none() {
+            return Err(format!(
+                "step {}: `only-new` belongs to `expect-no-notification`",
                 n + 1
             ));
         }

@@ -79,16 +79,32 @@ impl Verdict {
     }
 }
 
-/// An expected-failures baseline file (TOML):
+/// An expected-failures baseline file (TOML), with optional entries for one OS only (`linux`,
+/// `macos`, `windows`: Rust's `std::env::consts::OS`):
 ///
 /// ```toml
 /// [expected-failures]
-/// "termination/setsid-grandchild" = "macOS has no subreaper; the limit is documented"
+/// "termination/cancel-hang" = "why it fails everywhere"
+///
+/// [os.macos.expected-failures]
+/// "termination/cancel-setsid-grandchild-swept" = "macOS has no subreaper; the limit is documented"
 /// ```
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Baseline {
-    /// Case id → the reason it is expected to fail.
+    /// Case id → the reason it is expected to fail (on every OS).
+    #[serde(default)]
+    pub expected_failures: BTreeMap<String, String>,
+    /// OS name → entries that apply on that OS only.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub os: BTreeMap<String, OsBaseline>,
+}
+
+/// The entries of a baseline that apply on one OS.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct OsBaseline {
+    /// Case id → the reason it is expected to fail on this OS.
     #[serde(default)]
     pub expected_failures: BTreeMap<String, String>,
 }
@@ -101,14 +117,21 @@ impl Baseline {
         toml::from_str(&text).map_err(|e| format!("baseline {}: {e}", path.display()))
     }
 
-    /// The reason a case is listed, if it is.
+    /// The reason a case is listed for this OS, if it is.
     pub fn reason(&self, id: &str) -> Option<&str> {
-        self.expected_failures.get(id).map(String::as_str)
+        self.expected_failures
+            .get(id)
+            .or_else(|| {
+                self.os
+                    .get(std::env::consts::OS)
+                    .and_then(|o| o.expected_failures.get(id))
+            })
+            .map(String::as_str)
     }
 
-    /// Judges one outcome of case `id`.
+    /// Judges one outcome of case `id` (on this OS).
     pub fn verdict(&self, id: &str, outcome: Outcome) -> Verdict {
-        let listed = self.expected_failures.contains_key(id);
+        let listed = self.reason(id).is_some();
         match (outcome, listed) {
             (Outcome::Fail | Outcome::Bug, false) => Verdict::UnexpectedFailure,
             (Outcome::Fail | Outcome::Bug | Outcome::Warn, true) => Verdict::ExpectedFailure,
@@ -121,6 +144,7 @@ impl Baseline {
     pub fn unknown_entries<'a>(&'a self, known: &[String]) -> Vec<&'a str> {
         self.expected_failures
             .keys()
+            .chain(self.os.values().flat_map(|o| o.expected_failures.keys()))
             .filter(|k| !known.contains(k))
             .map(String::as_str)
             .collect()
@@ -137,7 +161,10 @@ impl Baseline {
                 (r.id.clone(), format!("{}: {reason}", r.outcome))
             })
             .collect();
-        Baseline { expected_failures }
+        Baseline {
+            expected_failures,
+            os: BTreeMap::new(),
+        }
     }
 
     /// The baseline as TOML text, with a header comment.
@@ -192,5 +219,19 @@ mod tests {
         assert_eq!(b.verdict("a/x", Outcome::Skip), Verdict::Ok);
         assert_eq!(b.unknown_entries(&["a/y".into()]), vec!["a/x"]);
         assert!(Verdict::Stale.fails_run());
+        let per_os: Baseline = toml::from_str(&format!(
+            "[os.{}.expected-failures]\n\"a/z\" = \"here only\"\n[os.elsewhere.expected-failures]\n\"a/w\" = \"not here\"\n",
+            std::env::consts::OS
+        ))
+        .unwrap();
+        assert_eq!(
+            per_os.verdict("a/z", Outcome::Fail),
+            Verdict::ExpectedFailure
+        );
+        assert_eq!(
+            per_os.verdict("a/w", Outcome::Fail),
+            Verdict::UnexpectedFailure
+        );
+        assert_eq!(per_os.verdict("a/w", Outcome::Pass), Verdict::Ok);
     }
 }

@@ -559,6 +559,8 @@ struct Run<'a> {
     vars: Vars,
     ctx: MatchContext,
     labels: BTreeMap<String, Value>,
+    /// (progress token, request id) of every request sent with a token.
+    tokens: Vec<(Value, Value)>,
     processes_unchecked: bool,
 }
 
@@ -599,6 +601,7 @@ fn prepare_and_run(
             protocol_versions: cfg.target.profile.protocol_versions.clone(),
         },
         labels: BTreeMap::new(),
+        tokens: Vec::new(),
         processes_unchecked: false,
     };
     let outcome = run.steps(findings);
@@ -817,11 +820,38 @@ impl Run<'_> {
         if let Some(pattern) = &s.expect_notification {
             let pattern = self.vars.value(pattern);
             let ctx = self.ctx.clone();
-            let found = self.client.wait_for(deadline, |m| {
-                m.get("method").is_some()
-                    && m.get("id").is_none()
-                    && matches(&pattern, m, &ctx).is_ok()
-            });
+            // Progress for a request that has been answered can never come (the MCP spec forbids
+            // it), so waiting for it would only burn the whole timeout.
+            let token_request = pattern
+                .pointer("/params/progressToken")
+                .and_then(|t| self.tokens.iter().find(|(tok, _)| tok == t))
+                .map(|(_, id)| id.clone());
+            let mut found = None;
+            while found.is_none() && Instant::now() < deadline {
+                let slice = (Instant::now() + Duration::from_millis(100)).min(deadline);
+                found = self.client.wait_for(slice, |m| {
+                    m.get("method").is_some()
+                        && m.get("id").is_none()
+                        && matches(&pattern, m, &ctx).is_ok()
+                });
+                if found.is_some() || self.client.stdout_ended() {
+                    break;
+                }
+                if let Some(id) = &token_request {
+                    if self
+                        .client
+                        .received
+                        .iter()
+                        .any(|r| is_response(&r.message) && r.message.get("id") == Some(id))
+                    {
+                        return Err(format!(
+                            "step {n} (expect-notification): the request with that progress token was answered without it\n  wanted: {}\n  notifications seen: {}",
+                            json_of(&pattern),
+                            self.notifications_seen()
+                        ));
+                    }
+                }
+            }
             return match found {
                 Some(_) => Ok(()),
                 None => Err(format!(
@@ -833,9 +863,15 @@ impl Run<'_> {
             };
         }
         if let Some(pattern) = &s.expect_no_notification {
+            self.client.drain();
+            let from = if s.only_new {
+                self.client.received.len()
+            } else {
+                0
+            };
             self.client.listen_until(Instant::now() + within(0));
             let pattern = self.vars.value(pattern);
-            let hit = self.client.received.iter().find(|r| {
+            let hit = self.client.received[from..].iter().find(|r| {
                 r.message.get("method").is_some()
                     && r.message.get("id").is_none()
                     && matches(&pattern, &r.message, &self.ctx).is_ok()
@@ -1049,6 +1085,9 @@ impl Run<'_> {
             .map_err(|e| format!("step {n} ({what}): {e}"))?;
         if let Some(l) = &s.label {
             self.labels.insert(l.clone(), id.clone());
+        }
+        if let Some(tok) = &s.progress_token {
+            self.tokens.push((tok.clone(), id.clone()));
         }
         if s.no_wait {
             return Ok(());
