@@ -53,6 +53,7 @@ pub fn spec(mode: &str) -> RunSpec {
 }
 
 /// Parses a `pids A B` line printed by the tree modes.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub fn parse_pids(line: &[u8]) -> Option<Vec<i32>> {
     let text = std::str::from_utf8(line).ok()?;
     let rest = text.strip_prefix("pids ")?;

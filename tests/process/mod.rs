@@ -56,6 +56,7 @@ impl Background {
     }
 
     /// The pids the child reports on its `pids …` line.
+    #[cfg_attr(not(unix), allow(dead_code))]
     async fn pids(&mut self) -> Vec<i32> {
         while let Some(line) = self.lines.recv().await {
             if let Some(pids) = child::parse_pids(&line) {
