@@ -6,14 +6,13 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use rmcp::service::ServerInitializeError;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
 use geminicli_mcp::config::{Cli, Config};
 use geminicli_mcp::gemini::process;
 use geminicli_mcp::server::GeminiServer;
-use geminicli_mcp::transport::{GraceTransport, InFlight};
+use geminicli_mcp::transport::{GraceTransport, InFlight, LineTransport};
 
 /// Time, beyond the kill grace, that killed runs get to be reaped before the server exits.
 const EXIT_SLACK: Duration = Duration::from_secs(2);
@@ -61,7 +60,7 @@ async fn serve(config: Config) -> anyhow::Result<i32> {
     let server = GeminiServer::new(config.clone(), cwd, shutdown.clone());
     let (read, write) = rmcp::transport::stdio_pipes();
     let transport = GraceTransport::new(
-        AsyncRwTransport::new_server(read, write),
+        LineTransport::new(read, write),
         InFlight::new(),
         config.eof_grace,
         config.kill_grace,

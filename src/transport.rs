@@ -1,8 +1,10 @@
-//! The stdio transport with an EOF grace: stdin reaching EOF is reported to rmcp only once every
-//! request read has been answered (or cancelled by the client), or once
-//! `GEMINICLI_MCP_EOF_GRACE_MS` has passed — then the remaining runs are killed, answered as
-//! cancelled, and only then does the server stop. rmcp alone gives in-flight calls 5 s after EOF,
-//! which breaks `cat requests.jsonl | geminicli-mcp`.
+//! The stdio transport. [`LineTransport`] frames JSON-RPC as one message per line and answers what
+//! cannot be routed (a line that is not JSON: -32700; JSON that is not a message: -32600, with the
+//! request's id when it has one). [`GraceTransport`] adds the EOF grace: stdin reaching EOF is
+//! reported to rmcp only once every request read has been answered (or cancelled by the client),
+//! or once `GEMINICLI_MCP_EOF_GRACE_MS` has passed — then the remaining runs are killed, answered
+//! as cancelled, and only then does the server stop. rmcp alone gives in-flight calls 5 s after
+//! EOF, which breaks `cat requests.jsonl | geminicli-mcp`.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -12,6 +14,8 @@ use std::time::Duration;
 use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -207,4 +211,220 @@ pub fn stdout_closed() -> bool {
 #[cfg(not(unix))]
 pub fn stdout_closed() -> bool {
     false
+}
+
+/// Longest accepted incoming line; longer lines are dropped (and answered as invalid requests)
+/// without being buffered whole.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Newline-delimited JSON-RPC over a reader and a writer (the server's stdin and stdout).
+pub struct LineTransport<R, W> {
+    read: BufReader<R>,
+    line: Vec<u8>,
+    discarding: bool,
+    write: Arc<tokio::sync::Mutex<W>>,
+    /// Error replies still being written; awaited before EOF is reported.
+    replies: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// Frames `read` and `write`.
+    pub fn new(read: R, write: W) -> Self {
+        LineTransport {
+            read: BufReader::new(read),
+            line: Vec::new(),
+            discarding: false,
+            write: Arc::new(tokio::sync::Mutex::new(write)),
+            replies: Vec::new(),
+        }
+    }
+
+    /// Writes one line from a task of its own, so a write cut short by cancellation of the caller
+    /// can never leave half a message on stdout.
+    fn write_line(&self, mut bytes: Vec<u8>) -> tokio::task::JoinHandle<std::io::Result<()>> {
+        bytes.push(b'\n');
+        let write = self.write.clone();
+        tokio::spawn(async move {
+            let mut w = write.lock().await;
+            w.write_all(&bytes).await?;
+            w.flush().await
+        })
+    }
+
+    /// Reads one line into `self.line`. Cancel-safe: `receive` runs inside rmcp's `select!`, so
+    /// a partial line stays in `self.line` for the next call. `None` at EOF.
+    async fn read_line(&mut self) -> Option<std::io::Result<bool>> {
+        loop {
+            let available = match self.read.fill_buf().await {
+                Ok(b) => b,
+                Err(e) => return Some(Err(e)),
+            };
+            if available.is_empty() {
+                return None;
+            }
+            let newline = available.iter().position(|b| *b == b'\n');
+            let take = newline.map_or(available.len(), |i| i + 1);
+            let mut oversized = false;
+            if !self.discarding {
+                if self.line.len() + take > MAX_LINE_BYTES {
+                    self.line.clear();
+                    self.discarding = true;
+                    oversized = true;
+                } else {
+                    self.line.extend_from_slice(&available[..take]);
+                }
+            }
+            self.read.consume(take);
+            if newline.is_some() {
+                let was_discarding = std::mem::replace(&mut self.discarding, false);
+                return Some(Ok(!(was_discarding || oversized)));
+            }
+        }
+    }
+
+    fn reply_error(&mut self, id: Value, code: i64, message: &str) {
+        let reply =
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+        self.replies.retain(|r| !r.is_finished());
+        let task = self.write_line(reply.to_string().into_bytes());
+        self.replies.push(task);
+    }
+}
+
+/// What to do with a line that did not parse as a message.
+fn unroutable(line: &[u8]) -> Option<(Value, i64, &'static str)> {
+    let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        return Some((Value::Null, -32700, "Parse error"));
+    };
+    let id = value
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())
+        .cloned();
+    let method = value.get("method").and_then(Value::as_str);
+    // Notifications nobody handles (another protocol's, or a newer MCP's) need no answer.
+    if let (None, Some(_)) = (&id, method) {
+        return None;
+    }
+    // A response we never asked for: nothing to answer either.
+    if method.is_none() && (value.get("result").is_some() || value.get("error").is_some()) {
+        return None;
+    }
+    Some((id.unwrap_or(Value::Null), -32600, "Invalid Request"))
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let bytes = serde_json::to_vec(&item);
+        let write = bytes.map(|b| self.write_line(b));
+        async move {
+            match write {
+                Ok(task) => task.await.map_err(std::io::Error::other)?,
+                Err(e) => Err(std::io::Error::other(e)),
+            }
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let Some(read) = self.read_line().await else {
+                // The answers to the last bad lines go out before the session can end.
+                for reply in self.replies.drain(..) {
+                    let _ = reply.await;
+                }
+                return None;
+            };
+            match read {
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading stdin failed");
+                    return None;
+                }
+                Ok(false) => {
+                    tracing::warn!(
+                        max = MAX_LINE_BYTES,
+                        "dropped an incoming line longer than the limit"
+                    );
+                    self.reply_error(Value::Null, -32600, "Invalid Request: message too long");
+                    continue;
+                }
+                Ok(true) => {}
+            }
+            let line = std::mem::take(&mut self.line);
+            let mut text: &[u8] = line.strip_suffix(b"\n").unwrap_or(&line);
+            text = text.strip_suffix(b"\r").unwrap_or(text);
+            text = text.strip_prefix(UTF8_BOM).unwrap_or(text);
+            if text.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
+                Ok(message) => return Some(message),
+                Err(_) => {
+                    if let Some((id, code, message)) = unroutable(text) {
+                        self.reply_error(id, code, message);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.write.lock().await.flush().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unroutable_lines() {
+        assert_eq!(unroutable(b"not json").unwrap().1, -32700);
+        assert_eq!(
+            unroutable(b"{\"jsonrpc\":\"2.0\",\"id\":41}").unwrap(),
+            (json!(41), -32600, "Invalid Request")
+        );
+        assert_eq!(unroutable(b"[1,2]").unwrap().0, Value::Null);
+        assert!(unroutable(b"{\"jsonrpc\":\"2.0\",\"method\":\"$/lsp\"}").is_none());
+        assert!(unroutable(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}").is_none());
+    }
+
+    #[tokio::test]
+    async fn lines_are_framed_and_errors_answered() {
+        let input = b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\nnope\n{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":5}\n".to_vec();
+        let (out_w, mut out_r) = tokio::io::duplex(1 << 16);
+        let mut t = LineTransport::new(&input[..], out_w);
+        let first = t.receive().await.expect("a message");
+        assert!(matches!(first, JsonRpcMessage::Request(_)));
+        assert!(t.receive().await.is_none(), "EOF after the errors");
+        drop(t);
+        let mut out = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut out_r, &mut out)
+            .await
+            .unwrap();
+        let replies: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(
+            replies.contains(
+                &json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}})
+            ),
+            "{out}"
+        );
+        assert!(replies.contains(&json!({"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"Invalid Request"}})), "{out}");
+    }
 }
