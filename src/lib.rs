@@ -8,9 +8,9 @@
 #![allow(clippy::result_large_err)]
 
 pub mod config;
-pub mod server;
 pub mod error;
 pub mod gemini;
+pub mod server;
 pub mod structured;
 pub mod tools;
 pub mod transport;
