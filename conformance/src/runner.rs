@@ -22,6 +22,21 @@ use crate::report::{CaseResult, Outcome};
 /// Default per-step timeout (before scaling): generous for a loaded two-core machine.
 pub const DEFAULT_STEP_TIMEOUT_MS: u64 = 30_000;
 
+/// How much of the target's stderr a result keeps (its end, where the failure usually is).
+const STDERR_KEPT: usize = 64 * 1024;
+
+/// The last `max` bytes of `s` (on a character boundary), marked when cut.
+fn tail(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("[… {start} bytes omitted …]\n{}", &s[start..])
+}
+
 /// How long the target gets to exit after its stdin closes at the end of a case (before scaling).
 const TEARDOWN_MS: u64 = 10_000;
 
@@ -217,7 +232,7 @@ pub fn run_case(cfg: &RunConfig, case: &Case) -> CaseResult {
         result.message.push_str(note);
     }
     if !matches!(outcome, Outcome::Pass | Outcome::Skip) {
-        result.stderr = stderr;
+        result.stderr = stderr.map(|s| tail(&s, STDERR_KEPT));
     }
     result
 }
