@@ -100,15 +100,6 @@ fn sleep_forever() -> ! {
     }
 }
 
-/// Writes `block` to `out` forever (until the pipe breaks).
-fn flood(mut out: impl Write, block: &[u8]) -> ! {
-    loop {
-        if out.write_all(block).is_err() {
-            std::process::exit(1);
-        }
-    }
-}
-
 /// The child program itself; does nothing unless [`MODE_VAR`] is set.
 #[test]
 #[ignore = "child program of the process tests, which run it with GEMINICLI_MCP_TEST_CHILD set"]
@@ -179,9 +170,17 @@ fn child_program() {
             }
             unreachable!()
         }
+        // 64 KiB to each stream in turn, forever: each write blocks until that pipe is drained,
+        // so a supervisor reading one stream at a time stalls the child for good.
         "flood-both" => {
-            std::thread::spawn(|| flood(std::io::stderr(), &[b'e'; 64 * 1024]));
-            flood(std::io::stdout(), &[b'o'; 64 * 1024])
+            let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+            loop {
+                if out.write_all(&[b'o'; 64 * 1024]).is_err()
+                    || err.write_all(&[b'e'; 64 * 1024]).is_err()
+                {
+                    std::process::exit(1);
+                }
+            }
         }
         // 1 MiB on stderr before anything on stdout: a reader that drains stdout first would
         // wait forever for a child blocked on a full stderr pipe.
