@@ -562,8 +562,15 @@ impl ServerHandler for GeminiServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let legacy = is_legacy(context.protocol_version().as_ref());
-        Ok(ListToolsResult::with_all_items(tools::definitions(!legacy)))
+        let version = context.protocol_version();
+        let mut tools = tools::definitions(!is_legacy(version.as_ref()));
+        // Tool annotations arrived with 2025-03-26.
+        if version.is_some_and(|v| v.as_str() < ProtocolVersion::V_2025_03_26.as_str()) {
+            for tool in &mut tools {
+                tool.annotations = None;
+            }
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
