@@ -402,6 +402,99 @@ mod tests {
         assert!(unroutable(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}").is_none());
     }
 
+    /// An inner transport that yields `messages`, then EOF.
+    struct Scripted(std::collections::VecDeque<RxJsonRpcMessage<RoleServer>>);
+
+    impl Transport<RoleServer> for Scripted {
+        type Error = std::io::Error;
+        fn send(
+            &mut self,
+            _item: TxJsonRpcMessage<RoleServer>,
+        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+            std::future::ready(Ok(()))
+        }
+        async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+            self.0.pop_front()
+        }
+        async fn close(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    fn call(id: i64) -> RxJsonRpcMessage<RoleServer> {
+        serde_json::from_value(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "gemini_prompt", "arguments": {}}}))
+            .expect("a request")
+    }
+
+    fn grace(
+        messages: Vec<RxJsonRpcMessage<RoleServer>>,
+        eof_grace_ms: u64,
+    ) -> (GraceTransport<Scripted>, Arc<InFlight>, CancellationToken) {
+        let in_flight = InFlight::new();
+        let shutdown = CancellationToken::new();
+        let t = GraceTransport::new(
+            Scripted(messages.into()),
+            in_flight.clone(),
+            Duration::from_millis(eof_grace_ms),
+            Duration::ZERO,
+            shutdown.clone(),
+        );
+        (t, in_flight, shutdown)
+    }
+
+    #[tokio::test]
+    async fn eof_waits_for_the_answer() {
+        let (mut t, in_flight, shutdown) = grace(vec![call(1)], 60_000);
+        assert!(t.receive().await.is_some());
+        assert_eq!(in_flight.len(), 1);
+        let answer = {
+            let in_flight = in_flight.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                in_flight.update(|ids| {
+                    ids.remove(&RequestId::Number(1));
+                });
+            })
+        };
+        assert!(t.receive().await.is_none(), "EOF once the call is answered");
+        answer.await.unwrap();
+        assert!(!shutdown.is_cancelled(), "nothing had to be killed");
+    }
+
+    #[tokio::test]
+    async fn eof_grace_expiry_kills_what_is_left() {
+        let (mut t, in_flight, shutdown) = grace(vec![call(1), call(2)], 50);
+        assert!(t.receive().await.is_some());
+        assert!(t.receive().await.is_some());
+        // The killed runs answer as soon as the shutdown reaches them.
+        let killed = {
+            let in_flight = in_flight.clone();
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                shutdown.cancelled().await;
+                in_flight.update(|ids| ids.clear());
+            })
+        };
+        assert!(t.receive().await.is_none());
+        assert!(shutdown.is_cancelled(), "the grace expired");
+        killed.await.unwrap();
+        assert!(in_flight.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_request_is_not_waited_for() {
+        let cancel: RxJsonRpcMessage<RoleServer> = serde_json::from_value(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
+        )
+        .unwrap();
+        let (mut t, in_flight, shutdown) = grace(vec![call(1), cancel], 60_000);
+        assert!(t.receive().await.is_some());
+        assert!(t.receive().await.is_some());
+        assert!(in_flight.is_empty());
+        assert!(t.receive().await.is_none());
+        assert!(!shutdown.is_cancelled());
+    }
+
     #[tokio::test]
     async fn lines_are_framed_and_errors_answered() {
         let input = b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\nnope\n{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":5}\n".to_vec();
