@@ -68,36 +68,21 @@ fn broken_config(mode: &str) -> RunConfig {
     }
 }
 
-/// (mode, case id, the outcome the broken target must get): each mode breaks exactly the rule
-/// its case checks. With no mode, every one of these cases must pass.
-const SELF_TEST: &[(&str, &str, Outcome)] = &[
-    ("stdout-noise", "lifecycle/ping", Outcome::Fail),
-    (
-        "bad-args-protocol-error",
-        "arguments/missing-prompt",
-        Outcome::Fail,
-    ),
-    (
-        "fixed-version",
-        "lifecycle/initialize-version/2025-06-18",
-        Outcome::Fail,
-    ),
-    ("ignore-eof", "lifecycle/exit-on-stdin-eof", Outcome::Fail),
-    (
-        "output-schema-always",
-        "lifecycle/no-output-schema-before-2025-06-18/2025-03-26",
-        Outcome::Fail,
-    ),
-    (
-        "unknown-tool-result",
-        "lifecycle/unknown-tool-is-protocol-error",
-        Outcome::Fail,
-    ),
-    (
-        "silent-parse-error",
-        "lifecycle/malformed-json-gets-parse-error",
-        Outcome::Warn,
-    ),
+/// (mode, case id, the outcome the broken target must get, whether the case runs fake-gemini):
+/// each mode breaks exactly the rule its case checks. With no mode, every one of these cases
+/// must pass.
+#[rustfmt::skip]
+const SELF_TEST: &[(&str, &str, Outcome, bool)] = &[
+    ("stdout-noise", "lifecycle/ping", Outcome::Fail, false),
+    ("bad-args-protocol-error", "arguments/missing-prompt", Outcome::Fail, false),
+    ("fixed-version", "lifecycle/initialize-version/2025-06-18", Outcome::Fail, false),
+    ("ignore-eof", "lifecycle/exit-on-stdin-eof", Outcome::Fail, false),
+    ("output-schema-always", "lifecycle/no-output-schema-before-2025-06-18/2025-03-26", Outcome::Fail, false),
+    ("unknown-tool-result", "lifecycle/unknown-tool-is-protocol-error", Outcome::Fail, false),
+    ("silent-parse-error", "lifecycle/malformed-json-gets-parse-error", Outcome::Warn, false),
+    ("prompt-on-argv", "transport/prompt-on-stdin", Outcome::Warn, true),
+    ("context-unescaped", "tools/context-cannot-close-its-block", Outcome::Fail, true),
+    ("no-yolo", "transport/headless-flags", Outcome::Fail, true),
 ];
 
 fn main() {
@@ -138,7 +123,7 @@ fn main() {
             }
         },
     ));
-    for (mode, id, want) in SELF_TEST {
+    for (mode, id, want, fake) in SELF_TEST {
         let Some(case) = by_id.get(*id) else {
             let id = id.to_string();
             trials.push(Trial::test(format!("self-test/missing/{id}"), move || {
@@ -146,8 +131,8 @@ fn main() {
             }));
             continue;
         };
-        trials.push(self_test_trial(mode, case.clone(), *want));
-        trials.push(self_test_trial("", case.clone(), Outcome::Pass));
+        trials.push(self_test_trial(mode, case.clone(), *want, *fake));
+        trials.push(self_test_trial("", case.clone(), Outcome::Pass, *fake));
     }
     trials.extend(harness_self_tests());
     libtest_mimic::run(&args, trials).exit();
@@ -280,15 +265,20 @@ fn case_trial(case: Case, baseline: Arc<Baseline>) -> Trial {
     })
 }
 
-/// One self-test: `case` against the broken target in `mode` must end as `want`.
-fn self_test_trial(mode: &'static str, case: Case, want: Outcome) -> Trial {
+/// One self-test: `case` against the broken target in `mode` must end as `want` (`fake`: the case
+/// runs the real fake-gemini).
+fn self_test_trial(mode: &'static str, case: Case, want: Outcome, fake: bool) -> Trial {
     let name = format!(
         "self-test/{}/{}",
         if mode.is_empty() { "not-broken" } else { mode },
         case.id
     );
     Trial::test(name, move || {
-        let r = run_case(&broken_config(mode), &case);
+        let mut cfg = broken_config(mode);
+        if fake {
+            cfg.fake_gemini = bins::try_locate("fake-gemini").map_err(|e| format!("BUG: {e}"))?;
+        }
+        let r = run_case(&cfg, &case);
         if r.outcome == want {
             Ok(())
         } else {

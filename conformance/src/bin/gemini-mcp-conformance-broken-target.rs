@@ -10,7 +10,13 @@
 //! - `ignore-eof`: keeps running after stdin closes;
 //! - `output-schema-always`: lists `outputSchema` whatever version the client negotiated;
 //! - `unknown-tool-result`: answers an unknown tool with a tool result instead of an error;
-//! - `silent-parse-error`: ignores lines that are not JSON instead of answering -32700.
+//! - `silent-parse-error`: ignores lines that are not JSON instead of answering -32700;
+//! - `prompt-on-argv`: passes the prompt as `-p PROMPT` instead of on stdin;
+//! - `context-unescaped`: lets a context close its `<context>` block early;
+//! - `no-yolo`: leaves out `--approval-mode=yolo`.
+//!
+//! Unbroken, a call runs gemini (`GEMINI_CLI_BIN`) with `-o json`, the prompt on stdin, and answers
+//! with its `response`: enough for the self-test's cases, synchronous and with no supervision.
 
 use std::io::{BufRead, Write};
 use std::process::{Command, Stdio};
@@ -157,15 +163,28 @@ fn call(params: &Value, broken: &dyn Fn(&str) -> bool) -> Result<Value, (i64, St
     }
     let mut prompt = args["prompt"].as_str().unwrap_or_default().to_string();
     if let Some(ctx) = args.get("context").and_then(Value::as_str) {
+        let ctx = if broken("context-unescaped") {
+            ctx.to_string()
+        } else {
+            ctx.replace("</context", "<\\/context")
+        };
         prompt = format!("<context>\n{ctx}\n</context>\n\n{prompt}");
     }
     let bin = std::env::var("GEMINI_CLI_BIN").unwrap_or_else(|_| "gemini".into());
+    let mut argv = vec![
+        "--output-format=json".to_string(),
+        "--skip-trust".to_string(),
+    ];
+    if !broken("no-yolo") {
+        argv.push("--approval-mode=yolo".into());
+    }
+    let on_argv = broken("prompt-on-argv");
+    if on_argv {
+        argv.push("-p".into());
+        argv.push(prompt.clone());
+    }
     let child = Command::new(&bin)
-        .args([
-            "--output-format=json",
-            "--approval-mode=yolo",
-            "--skip-trust",
-        ])
+        .args(&argv)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -175,7 +194,9 @@ fn call(params: &Value, broken: &dyn Fn(&str) -> bool) -> Result<Value, (i64, St
         Err(e) => return Ok(tool_error(127, "spawn_failed", &e.to_string())),
     };
     if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(prompt.as_bytes());
+        if !on_argv {
+            let _ = stdin.write_all(prompt.as_bytes());
+        }
     }
     let out = child
         .wait_with_output()
