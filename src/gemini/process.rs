@@ -298,6 +298,7 @@ pub async fn run(
             Event::Tripped(stream) => {
                 killed.get_or_insert(KillReason::OutputLimit(stream));
                 if phase != Phase::Killed {
+                    tracing::debug!(pid, ?stream, max, "output cap reached: killing the tree");
                     tree.kill();
                     phase = Phase::Killed;
                     deadline = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
@@ -305,6 +306,11 @@ pub async fn run(
             }
             Event::Cancelled => {
                 killed = Some(KillReason::Cancelled);
+                tracing::debug!(
+                    pid,
+                    grace_ms = grace.as_millis() as u64,
+                    "cancelled: terminating the tree"
+                );
                 if tree.terminate() {
                     phase = Phase::Grace;
                     deadline = Some(tokio::time::Instant::now() + grace);
@@ -314,6 +320,7 @@ pub async fn run(
                 }
             }
             Event::Deadline if phase == Phase::Grace => {
+                tracing::debug!(pid, "grace over: killing the tree");
                 tree.kill();
                 phase = Phase::Killed;
                 deadline = Some(tokio::time::Instant::now() + REAP_TIMEOUT);

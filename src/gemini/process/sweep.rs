@@ -131,10 +131,16 @@ pub(crate) async fn sweep(marker: &Marker, pgid: i32, leader: i32) {
         leader,
         groups: HashSet::from([pgid]),
         sessions: HashSet::new(),
+        signalled: HashSet::new(),
     };
     let deadline = Instant::now() + SWEEP_TIMEOUT;
     while sweep.step() {
         if Instant::now() >= deadline {
+            tracing::debug!(
+                pid = leader,
+                killed = sweep.signalled.len(),
+                "escaped descendants still dying after the sweep; reaping them in the background"
+            );
             tokio::spawn(async move {
                 let give_up = Instant::now() + LATE_LIMIT;
                 while Instant::now() < give_up {
@@ -147,6 +153,13 @@ pub(crate) async fn sweep(marker: &Marker, pgid: i32, leader: i32) {
             return;
         }
         tokio::time::sleep(SWEEP_POLL).await;
+    }
+    if !sweep.signalled.is_empty() {
+        tracing::debug!(
+            pid = leader,
+            killed = sweep.signalled.len(),
+            "swept escaped descendants"
+        );
     }
 }
 
@@ -162,6 +175,8 @@ struct Sweep {
     leader: i32,
     groups: HashSet<i32>,
     sessions: HashSet<i32>,
+    /// The live processes it sent SIGKILL to (for the log).
+    signalled: HashSet<i32>,
 }
 
 impl Sweep {
@@ -205,6 +220,7 @@ impl Sweep {
             }
             // SAFETY: plain signal; `pid` is our unreaped child, so it cannot have been reused.
             unsafe { libc::kill(pid, libc::SIGKILL) };
+            self.signalled.insert(pid);
         }
         pending
     }
