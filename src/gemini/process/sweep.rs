@@ -6,10 +6,10 @@
 //! Reaping is by pid (`waitpid(pid)`), never blanket: `waitpid(-1)` would steal the exit statuses
 //! Tokio waits for on the server's own children. Those are the runs' leaders, each leading its
 //! own process group in the server's session (the server starts children only through `run`).
-//! So a dead child that is in another session (it called `setsid`: the CLI's shell tools do), or
-//! in a foreign group it does not lead, was reparented to us and is reaped whatever its run, even
-//! once its environment (and with it the marker) is gone. A dead child leading its own group in
-//! our session is left alone unless it was seen alive with the run's marker.
+//! So a dead child that is in another session (it called `setsid`, as a `detached` Node.js child
+//! does), or in a foreign group it does not lead, was reparented to us and is reaped whatever its
+//! run, even once its environment (and with it the marker) is gone. A dead child leading its own
+//! group in our session is left alone unless it was seen alive with the run's marker.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
