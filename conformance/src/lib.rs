@@ -7,6 +7,8 @@
 //! expected-failures list. The binary `gemini-mcp-conformance` and the cargo harness
 //! (`tests/cases.rs`) are thin fronts over this library.
 
+#![warn(missing_docs)]
+
 pub mod bins;
 pub mod case;
 pub mod client;
