@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::error::{ErrorKind, Failure};
 use crate::gemini::command;
-use crate::gemini::events::{Event, Transcript};
+use crate::gemini::events::{self, Hint, Transcript};
 use crate::gemini::outcome::{self, CancelCause, Success};
 use crate::gemini::process::{self, RunSpec, SpawnError};
 use crate::gemini::resolve;
@@ -141,6 +141,16 @@ impl GeminiServer {
         match self.execute(&call, ct, progress).await {
             Ok((success, json)) => self.render_success(success, json),
             Err(mut failure) => {
+                let max = self.inner.config.max_result_chars;
+                for text in [&mut failure.partial_response, &mut failure.raw_response]
+                    .into_iter()
+                    .flatten()
+                {
+                    let total = text.chars().count();
+                    if total > max {
+                        *text = cut_middle(text, max, total);
+                    }
+                }
                 if failure.duration_ms == 0 && failure.kind != ErrorKind::InputValidation {
                     failure.duration_ms = started.elapsed().as_millis() as u64;
                 }
@@ -269,28 +279,24 @@ impl GeminiServer {
             kill_grace: config.kill_grace,
             private_tmp: true,
         };
+        // Streamed lines only feed progress; the transcript is parsed once at the end from the
+        // kept stdout, which holds the same lines (the supervisor streams exactly what it keeps),
+        // so a flood is held once, not twice.
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
-        let consume = {
+        let watch_progress = {
             let state = state.clone();
             async move {
-                let mut transcript = Transcript::default();
                 while let Some(line) = rx.recv().await {
-                    let event = crate::gemini::events::parse_line(&line);
-                    if let Some(event) = &event {
-                        lock(&state).observe(event);
-                    }
-                    match event {
-                        Some(e) => transcript.push(e),
-                        None => transcript.push_line(&line),
+                    if let Some(hint) = events::progress_hint(&line, PREVIEW_CHARS) {
+                        lock(&state).observe(hint);
                     }
                 }
-                transcript
             }
         };
-        let (run, streamed) = tokio::join!(process::run(spec, run_ct.clone(), Some(tx)), consume);
+        let (run, ()) = tokio::join!(process::run(spec, run_ct.clone(), Some(tx)), watch_progress);
         drop(permit);
         drop(reporter);
-        let out = run.map_err(spawn_failure)?;
+        let mut out = run.map_err(spawn_failure)?;
         tracing::debug!(
             tool = call.tool.name(),
             exit = ?out.status,
@@ -300,13 +306,9 @@ impl GeminiServer {
             stderr_bytes = out.stderr_total,
             "run finished"
         );
-        // The kept stdout is complete unless the cap cut it; then the streamed events are all
-        // there is.
-        let transcript = if out.stdout_total == out.stdout.len() as u64 {
-            Transcript::from_stdout(&out.stdout)
-        } else {
-            streamed
-        };
+        let transcript = Transcript::from_stdout(&out.stdout);
+        // Parsed: the raw bytes (up to the cap) are no longer needed.
+        out.stdout = Vec::new();
         let success = outcome::classify(&out, &transcript, cause())?;
         match &schema {
             None => Ok((success, None)),
@@ -402,6 +404,24 @@ fn spawn_failure(e: SpawnError) -> Failure {
     Failure::new(ErrorKind::SpawnFailed, code, format!("{e}{hint}"))
 }
 
+/// Keeps the head and tail of `text` (`max` characters in all) around a marker saying how much
+/// was left out: for partial answers and raw responses in error results.
+pub fn cut_middle(text: &str, max: usize, total_chars: usize) -> String {
+    let head = max / 2;
+    let tail = max - head;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(total_chars.saturating_sub(tail))
+        .map_or(text.len(), |(i, _)| i);
+    format!(
+        "{}\n\n[… {} characters omitted …]\n\n{}",
+        &text[..head_end],
+        total_chars - head - tail,
+        &text[tail_start..]
+    )
+}
+
 /// Keeps the head and tail of `text` (`max` characters in all) around a marker that names the
 /// resource holding the whole answer.
 pub fn truncate_middle(text: &str, max: usize, total_chars: usize, uri: &str) -> String {
@@ -435,11 +455,11 @@ struct ProgressState {
 }
 
 impl ProgressState {
-    fn observe(&mut self, event: &Event) {
-        match event {
-            Event::AssistantText(text) => {
-                self.chars += text.chars().count();
-                self.preview.push_str(text);
+    fn observe(&mut self, hint: Hint) {
+        match hint {
+            Hint::Text { chars, tail } => {
+                self.chars += chars;
+                self.preview.push_str(&tail);
                 let n = self.preview.chars().count();
                 if n > PREVIEW_CHARS {
                     let cut = self
@@ -450,12 +470,10 @@ impl ProgressState {
                     self.preview.drain(..cut);
                 }
             }
-            Event::ToolUse { name } => {
-                self.tools.push(name.clone());
+            Hint::Tool(name) => {
+                self.tools.push(name);
                 self.urgent = true;
             }
-            Event::Result(_) => {}
-            _ => return,
         }
         self.dirty = true;
     }
@@ -684,10 +702,11 @@ mod tests {
             started: Some(Instant::now()),
             ..Default::default()
         };
-        s.observe(&Event::ToolUse {
-            name: "list_directory".into(),
+        s.observe(Hint::Tool("list_directory".into()));
+        s.observe(Hint::Text {
+            chars: 11,
+            tail: "Hello\nthere".into(),
         });
-        s.observe(&Event::AssistantText("Hello\nthere".into()));
         let m = s.message();
         assert!(m.contains("tools: list_directory"), "{m}");
         assert!(m.contains("…Hello there"), "{m}");

@@ -3,6 +3,9 @@
 
 use serde_json::Value;
 
+/// Most characters of assistant text a failure carries as its partial answer (head and tail).
+pub const PARTIAL_MAX_CHARS: usize = 200_000;
+
 /// One stream-json event, reduced to what the server uses.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -76,7 +79,13 @@ impl ResultEvent {
 
 /// Parses one stdout line. `None` for a line that is not a JSON object (noise).
 pub fn parse_line(line: &[u8]) -> Option<Event> {
-    let text = String::from_utf8_lossy(line);
+    // Only a whole object can be an event; this also skips a line the output cap cut, without
+    // copying it.
+    let bytes = line.trim_ascii();
+    if !(bytes.starts_with(b"{") && bytes.ends_with(b"}")) {
+        return None;
+    }
+    let text = String::from_utf8_lossy(bytes);
     let text = text.trim();
     if !text.starts_with('{') {
         return None;
@@ -124,6 +133,58 @@ pub fn parse_line(line: &[u8]) -> Option<Event> {
     Some(event)
 }
 
+/// What progress reporting needs from one line, read without building a JSON tree: the streamed
+/// text chunk or the tool called. Much cheaper than [`parse_line`] on large deltas, so progress
+/// keeps up with a flood instead of queueing it in memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hint {
+    /// An assistant text chunk: its length in characters and its last characters.
+    Text {
+        /// Characters in the chunk.
+        chars: usize,
+        /// The chunk's last characters (at most `tail` of them, as asked).
+        tail: String,
+    },
+    /// A tool call.
+    Tool(String),
+}
+
+/// Reads the progress [`Hint`] of one stdout line, keeping at most `tail` trailing characters.
+pub fn progress_hint(line: &[u8], tail: usize) -> Option<Hint> {
+    #[derive(serde::Deserialize)]
+    struct Raw<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+        #[serde(default, borrow)]
+        role: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default, borrow)]
+        content: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default, borrow)]
+        tool_name: Option<std::borrow::Cow<'a, str>>,
+    }
+    let bytes = line.trim_ascii();
+    if !(bytes.starts_with(b"{") && bytes.ends_with(b"}")) {
+        return None;
+    }
+    let raw: Raw<'_> = serde_json::from_slice(bytes).ok()?;
+    match (raw.kind.as_ref(), raw.role.as_deref()) {
+        ("message", Some("assistant")) => {
+            let content = raw.content.unwrap_or_default();
+            let chars = content.chars().count();
+            let start = content
+                .char_indices()
+                .nth(chars.saturating_sub(tail))
+                .map_or(content.len(), |(i, _)| i);
+            Some(Hint::Text {
+                chars,
+                tail: content[start..].to_owned(),
+            })
+        }
+        ("tool_use", _) => Some(Hint::Tool(raw.tool_name.unwrap_or_default().into_owned())),
+        _ => None,
+    }
+}
+
 /// Everything read from one run's stdout, accumulated event by event.
 #[derive(Debug, Clone, Default)]
 pub struct Transcript {
@@ -131,11 +192,11 @@ pub struct Transcript {
     pub session_id: Option<String>,
     /// From `init` (the requested model).
     pub model: Option<String>,
-    /// Text of the current (last) model turn: reset by every `tool_use`, exactly as `-o json`
-    /// builds `response`.
-    pub last_turn: String,
     /// All assistant text of the run, turns separated by a newline: what survives a failure.
     pub all_text: String,
+    /// Where the current (last) model turn starts in `all_text`: moved by every `tool_use`,
+    /// exactly as `-o json` builds `response`. An offset, not a copy: answers can be megabytes.
+    pub last_turn_start: usize,
     /// Names of the tools the model called, in order.
     pub tools: Vec<String>,
     /// Non-fatal `error` events (severity, message).
@@ -169,15 +230,12 @@ impl Transcript {
                 self.session_id = session_id.or(self.session_id.take());
                 self.model = model.or(self.model.take());
             }
-            Event::AssistantText(text) => {
-                self.last_turn.push_str(&text);
-                self.all_text.push_str(&text);
-            }
+            Event::AssistantText(text) => self.all_text.push_str(&text),
             Event::ToolUse { name } => {
-                self.last_turn.clear();
                 if !self.all_text.is_empty() && !self.all_text.ends_with('\n') {
                     self.all_text.push('\n');
                 }
+                self.last_turn_start = self.all_text.len();
                 self.tools.push(name);
             }
             Event::Error { severity, message } => self.errors.push((severity, message)),
@@ -188,7 +246,12 @@ impl Transcript {
 
     /// Parses a whole stdout buffer (lines split on `\n`, the last one even without it).
     pub fn from_stdout(stdout: &[u8]) -> Self {
-        let mut t = Transcript::default();
+        // The text is at most the output: one exact allocation instead of doubling growth, which
+        // would hold up to twice a flood's size.
+        let mut t = Transcript {
+            all_text: String::with_capacity(stdout.len()),
+            ..Transcript::default()
+        };
         for line in stdout.split(|b| *b == b'\n') {
             if !line.is_empty() {
                 t.push_line(line);
@@ -199,12 +262,32 @@ impl Transcript {
 
     /// The answer: the text of the last model turn, as `-o json` would put in `response`.
     pub fn answer(&self) -> &str {
-        &self.last_turn
+        &self.all_text[self.last_turn_start..]
     }
 
-    /// All text seen, when there is any: the partial answer reported with a failure.
+    /// All text seen, when there is any: the partial answer reported with a failure. Past
+    /// [`PARTIAL_MAX_CHARS`] only the head and the tail are kept.
     pub fn partial(&self) -> Option<String> {
-        (!self.all_text.is_empty()).then(|| self.all_text.clone())
+        if self.all_text.is_empty() {
+            return None;
+        }
+        let total = self.all_text.chars().count();
+        if total <= PARTIAL_MAX_CHARS {
+            return Some(self.all_text.clone());
+        }
+        let half = PARTIAL_MAX_CHARS / 2;
+        let head_end = self.all_text.char_indices().nth(half).map_or(0, |(i, _)| i);
+        let tail_start = self
+            .all_text
+            .char_indices()
+            .nth(total - half)
+            .map_or(self.all_text.len(), |(i, _)| i);
+        Some(format!(
+            "{}\n\n[… {} characters omitted …]\n\n{}",
+            &self.all_text[..head_end],
+            total - 2 * half,
+            &self.all_text[tail_start..]
+        ))
     }
 }
 
@@ -277,6 +360,39 @@ mod tests {
             r.error_message.as_deref(),
             Some("Reached max session turns")
         );
+    }
+
+    #[test]
+    fn long_partials_keep_head_and_tail() {
+        let mut t = Transcript::default();
+        t.push(Event::AssistantText(
+            "a".repeat(PARTIAL_MAX_CHARS) + &"b".repeat(10),
+        ));
+        let p = t.partial().unwrap();
+        assert!(p.starts_with('a') && p.ends_with("bbbbbbbbbb"));
+        assert!(p.contains("[… 10 characters omitted …]"));
+    }
+
+    #[test]
+    fn progress_hints() {
+        let line = br#"{"type":"message","timestamp":"t","role":"assistant","content":"h\u00e9llo world","delta":true}"#;
+        assert_eq!(
+            progress_hint(line, 5),
+            Some(Hint::Text {
+                chars: 11,
+                tail: "world".into()
+            })
+        );
+        let tool = br#"{"type":"tool_use","tool_name":"list_directory","tool_id":"x","parameters":{"a":[1,{"b":2}]}}"#;
+        assert_eq!(
+            progress_hint(tool, 5),
+            Some(Hint::Tool("list_directory".into()))
+        );
+        assert_eq!(
+            progress_hint(br#"{"type":"result","status":"success","stats":{}}"#, 5),
+            None
+        );
+        assert_eq!(progress_hint(b"noise", 5), None);
     }
 
     #[test]
