@@ -132,6 +132,9 @@ pub struct Step {
     /// Acts as a client that vanished: closes stdin and stops reading stdout.
     #[serde(default)]
     pub disconnect: bool,
+    /// Kills the target alone with SIGKILL (Unix): a server that dies without cleaning up.
+    #[serde(default)]
+    pub kill_target: bool,
     /// Waits for the target to exit (optionally with `exit-code`).
     #[serde(default)]
     pub expect_exit: bool,
@@ -483,6 +486,7 @@ pub fn validate(spec: &CaseSpec) -> Result<(), String> {
             s.sleep_ms.is_some(),
             s.close_stdin,
             s.disconnect,
+            s.kill_target,
             s.expect_exit,
             s.expect_processes_gone,
         ]

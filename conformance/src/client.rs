@@ -297,6 +297,26 @@ impl Client {
         }
     }
 
+    /// Kills the target process alone with SIGKILL (not its group) and reaps it: a server that
+    /// dies without a chance to clean up. Unix only; elsewhere it is [`Client::kill`].
+    pub fn kill_target_only(&mut self) {
+        if self.exit_status.is_some() {
+            return;
+        }
+        #[cfg(unix)]
+        {
+            // SAFETY: plain syscall on a pid we spawned and have not reaped yet.
+            unsafe {
+                libc::kill(self.child.id() as libc::pid_t, libc::SIGKILL);
+            }
+            if let Ok(s) = self.child.wait() {
+                self.exit_status = Some(s);
+            }
+        }
+        #[cfg(not(unix))]
+        self.kill();
+    }
+
     /// Kills the target (and, on Unix, the process group the runner put it in) and reaps it.
     pub fn kill(&mut self) {
         if self.exit_status.is_some() {

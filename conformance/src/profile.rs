@@ -119,6 +119,7 @@ impl Profile {
                 "progress",
                 "process-group-kill",
                 "subreaper",
+                "parent-death-signal",
                 "eof-grace",
                 "concurrency-bound",
             ]

@@ -982,6 +982,10 @@ impl Run<'_> {
             self.client.disconnect();
             return Ok(());
         }
+        if s.kill_target {
+            self.client.kill_target_only();
+            return Ok(());
+        }
         if s.expect_exit {
             let bound = s.within_ms.map(|w| self.cfg.scaled(w)).unwrap_or(timeout);
             return match self.client.wait_exit(Instant::now() + bound) {
