@@ -379,6 +379,26 @@ mod tests {
     }
 
     #[test]
+    fn readme_errors_table_lists_every_kind() {
+        let readme = include_str!("../README.md");
+        let table: Vec<&str> = readme
+            .lines()
+            .skip_while(|l| !l.starts_with("## Errors"))
+            .take_while(|l| !l.starts_with("## Differences"))
+            .filter(|l| l.starts_with("| `"))
+            .collect();
+        for kind in ErrorKind::ALL {
+            assert!(
+                table
+                    .iter()
+                    .any(|row| row.starts_with(&format!("| `{kind}` |"))),
+                "README errors table lacks {kind}"
+            );
+        }
+        assert_eq!(table.len(), ErrorKind::ALL.len(), "one row per kind");
+    }
+
+    #[test]
     fn tail_starts_on_a_char_boundary() {
         let s = "ééé".as_bytes();
         assert_eq!(tail_lossy(s, 3), "é");
