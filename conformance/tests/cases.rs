@@ -135,6 +135,7 @@ fn main() {
         trials.push(self_test_trial("", case.clone(), Outcome::Pass, *fake));
     }
     trials.extend(harness_self_tests());
+    trials.extend(path_mode_self_tests(&by_id));
     libtest_mimic::run(&args, trials).exit();
 }
 
@@ -222,6 +223,45 @@ expect = { result = { nonexistent = true } }
         }
     });
     vec![fixture_bug, timeout, stderr_attached]
+}
+
+/// Self-tests of the PATH profile mode: fake-gemini placed as `gemini` in a directory prepended to
+/// `PATH` is found, and a case wanting it missing gets it missing.
+fn path_mode_self_tests(by_id: &std::collections::BTreeMap<String, Case>) -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for id in ["transport/headless-flags", "errors/binary-not-found"] {
+        let Some(case) = by_id.get(id).cloned() else {
+            let id = id.to_string();
+            trials.push(Trial::test(
+                format!("self-test/path-mode/{id}"),
+                move || Err(format!("the self-test names case {id}, which does not exist").into()),
+            ));
+            continue;
+        };
+        trials.push(Trial::test(
+            format!("self-test/path-mode/{id}"),
+            move || {
+                let mut cfg = broken_config("");
+                cfg.target.profile.gemini = gemini_mcp_conformance::profile::GeminiLocation::Path;
+                cfg.fake_gemini =
+                    bins::try_locate("fake-gemini").map_err(|e| format!("BUG: {e}"))?;
+                let r = run_case(&cfg, &case);
+                // A real `gemini` on the runner's PATH makes "missing" impossible: that is a skip.
+                if r.outcome == Outcome::Pass
+                    || (r.outcome == Outcome::Skip && case.id.starts_with("errors/"))
+                {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "in PATH mode, {} ended {}:\n{}",
+                        case.id, r.outcome, r.message
+                    )
+                    .into())
+                }
+            },
+        ));
+    }
+    trials
 }
 
 /// One case against geminicli-mcp, judged against the baseline.
