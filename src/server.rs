@@ -310,29 +310,43 @@ impl GeminiServer {
         // Parsed: the raw bytes (up to the cap) are no longer needed.
         out.stdout = Vec::new();
         let success = outcome::classify(&out, &transcript, cause())?;
-        match &schema {
-            None => Ok((success, None)),
-            Some(schema) => match structured::extract_and_validate(schema, &success.answer) {
-                Ok(ok) => {
-                    let mut success = success;
-                    success.answer = ok.canonical;
-                    Ok((success, Some(ok.value)))
-                }
-                Err(err) => {
-                    let mut f = Failure::new(
-                        ErrorKind::SchemaMismatch,
-                        success.exit_code,
-                        err.reason.summary(),
-                    );
-                    f.session_id = success.session_id;
-                    f.model = success.model;
-                    f.stats = success.stats;
-                    f.duration_ms = success.duration.as_millis() as u64;
-                    f.validation_errors = Some(err.errors);
-                    f.raw_response = Some(err.raw);
-                    Err(f)
-                }
-            },
+        let Some(schema) = schema else {
+            return Ok((success, None));
+        };
+        // Extraction and validation are CPU-bound on answers of up to the output cap: off the
+        // async workers, so other calls' progress and cancellations are not held up.
+        let (checked, success) = tokio::task::spawn_blocking(move || {
+            let checked = structured::extract_and_validate(&schema, &success.answer);
+            (checked, success)
+        })
+        .await
+        .map_err(|e| {
+            Failure::new(
+                ErrorKind::Unknown,
+                0,
+                format!("validating the structured answer failed: {e}"),
+            )
+        })?;
+        match checked {
+            Ok(ok) => {
+                let mut success = success;
+                success.answer = ok.canonical;
+                Ok((success, Some(ok.value)))
+            }
+            Err(err) => {
+                let mut f = Failure::new(
+                    ErrorKind::SchemaMismatch,
+                    success.exit_code,
+                    err.reason.summary(),
+                );
+                f.session_id = success.session_id;
+                f.model = success.model;
+                f.stats = success.stats;
+                f.duration_ms = success.duration.as_millis() as u64;
+                f.validation_errors = Some(err.errors);
+                f.raw_response = Some(err.raw);
+                Err(f)
+            }
         }
     }
 
