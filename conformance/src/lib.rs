@@ -11,6 +11,7 @@
 
 pub mod bins;
 pub mod case;
+pub mod checks;
 pub mod client;
 pub mod fakelog;
 pub mod matcher;
@@ -19,6 +20,7 @@ pub mod profile;
 pub mod report;
 pub mod runner;
 pub mod select;
+pub mod values;
 
 pub use case::{Case, Level};
 pub use profile::Profile;
