@@ -116,9 +116,14 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.list {
         let mut out = std::io::stdout().lock();
         for c in &selected {
-            match c {
-                Ok(c) => writeln!(out, "{}\t{:?}\t{}", c.id, c.spec.level, c.spec.requirement)?,
-                Err((id, e)) => writeln!(out, "{id}\tINVALID\t{e}")?,
+            let written = match c {
+                Ok(c) => writeln!(out, "{}\t{:?}\t{}", c.id, c.spec.level, c.spec.requirement),
+                Err((id, e)) => writeln!(out, "{id}\tINVALID\t{e}"),
+            };
+            match written {
+                // `--list | head` is fine: the reader has seen enough.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+                other => other?,
             }
         }
         return Ok(ExitCode::SUCCESS);
