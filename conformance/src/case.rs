@@ -19,6 +19,15 @@ pub enum Level {
     Should,
 }
 
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Level::Must => "must",
+            Level::Should => "should",
+        })
+    }
+}
+
 /// An operating system family a case can be limited to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]

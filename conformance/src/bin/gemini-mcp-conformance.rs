@@ -117,7 +117,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         for c in &selected {
             let written = match c {
-                Ok(c) => writeln!(out, "{}\t{:?}\t{}", c.id, c.spec.level, c.spec.requirement),
+                Ok(c) => writeln!(out, "{}\t{}\t{}", c.id, c.spec.level, c.spec.requirement),
                 Err((id, e)) => writeln!(out, "{id}\tINVALID\t{e}"),
             };
             match written {
