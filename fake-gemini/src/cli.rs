@@ -33,7 +33,13 @@ pub struct Flag {
 }
 
 const fn flag(long: &'static str, short: Option<char>, kind: Kind, since: (u32, u32, u32)) -> Flag {
-    Flag { long, short, kind, choices: &[], since }
+    Flag {
+        long,
+        short,
+        kind,
+        choices: &[],
+        since,
+    }
 }
 
 /// Every option of `gemini --help` 0.61.0, in help order.
@@ -124,7 +130,11 @@ pub type Version = (u32, u32, u32);
 pub fn parse_version(s: &str) -> Option<Version> {
     let core = s.trim().split(['-', '+']).next()?;
     let mut it = core.split('.').map(|p| p.parse::<u32>().ok());
-    let v = (it.next()??, it.next().flatten().unwrap_or(0), it.next().flatten().unwrap_or(0));
+    let v = (
+        it.next()??,
+        it.next().flatten().unwrap_or(0),
+        it.next().flatten().unwrap_or(0),
+    );
     Some(v)
 }
 
@@ -203,7 +213,9 @@ fn lookup_long(name: &str, version: Version) -> Option<&'static Flag> {
 }
 
 fn lookup_short(c: char, version: Version) -> Option<&'static Flag> {
-    FLAGS.iter().find(|f| f.short == Some(c) && f.since <= version)
+    FLAGS
+        .iter()
+        .find(|f| f.short == Some(c) && f.since <= version)
 }
 
 fn looks_like_flag(s: &str) -> bool {
@@ -211,7 +223,10 @@ fn looks_like_flag(s: &str) -> bool {
 }
 
 fn split_array(v: &str) -> Vec<String> {
-    v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    v.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn set(args: &mut Args, f: &'static Flag, v: Value) {
@@ -262,7 +277,10 @@ pub fn parse(argv: &[String], version: Version) -> Result<Args, ArgError> {
                 },
             };
             let Some(f) = flag else {
-                let base = name.strip_prefix("no-").filter(|_| inline.is_none()).unwrap_or(name);
+                let base = name
+                    .strip_prefix("no-")
+                    .filter(|_| inline.is_none())
+                    .unwrap_or(name);
                 unknown.push(base.to_string());
                 let c = camel(base);
                 if c != base {
@@ -308,7 +326,11 @@ pub fn parse(argv: &[String], version: Version) -> Result<Args, ArgError> {
     }
     if !unknown.is_empty() {
         unknown.dedup();
-        let word = if unknown.len() == 1 { "argument" } else { "arguments" };
+        let word = if unknown.len() == 1 {
+            "argument"
+        } else {
+            "arguments"
+        };
         return Err(ArgError(format!("Unknown {word}: {}", unknown.join(", "))));
     }
     for f in FLAGS {
@@ -421,7 +443,8 @@ pub fn help_text(version: Version) -> String {
         let missing = FLAGS.iter().any(|f| {
             f.since > version
                 && (t.starts_with(&format!("--{} ", f.long))
-                    || f.short.is_some_and(|c| t.starts_with(&format!("-{c}, --{} ", f.long))))
+                    || f.short
+                        .is_some_and(|c| t.starts_with(&format!("-{c}, --{} ", f.long))))
         });
         if !missing {
             out.push_str(line);
@@ -452,7 +475,15 @@ mod tests {
 
     #[test]
     fn values_inline_short_and_camel_case_are_accepted() {
-        let a = p(&["--output-format=json", "-mflash", "--skipTrust", "-dy", "hello", "world"]).unwrap();
+        let a = p(&[
+            "--output-format=json",
+            "-mflash",
+            "--skipTrust",
+            "-dy",
+            "hello",
+            "world",
+        ])
+        .unwrap();
         assert_eq!(a.str("output-format"), Some("json"));
         assert_eq!(a.str("model"), Some("flash"));
         assert!(a.flag("skip-trust") && a.flag("debug") && a.flag("yolo"));
@@ -461,7 +492,16 @@ mod tests {
 
     #[test]
     fn arrays_are_greedy_repeatable_and_comma_split() {
-        let a = p(&["--include-directories", "a,b", "c", "--include-directories=d", "--", "-p", "x"]).unwrap();
+        let a = p(&[
+            "--include-directories",
+            "a,b",
+            "c",
+            "--include-directories=d",
+            "--",
+            "-p",
+            "x",
+        ])
+        .unwrap();
         assert_eq!(a.array("include-directories"), ["a", "b", "c", "d"]);
         assert_eq!(a.query, ["-p", "x"]);
     }
@@ -469,7 +509,10 @@ mod tests {
     #[test]
     fn old_versions_reject_newer_flags_and_hide_them_from_help() {
         let argv = vec!["--session-id".to_string(), "x".to_string()];
-        assert_eq!(parse(&argv, (0, 40, 0)).unwrap_err().0, "Unknown arguments: session-id, sessionId");
+        assert_eq!(
+            parse(&argv, (0, 40, 0)).unwrap_err().0,
+            "Unknown arguments: session-id, sessionId"
+        );
         assert!(parse(&["--skip-trust".to_string()], (0, 39, 0)).is_err());
         let h = help_text((0, 40, 0));
         assert!(!h.contains("--session-id") && h.contains("--skip-trust"));

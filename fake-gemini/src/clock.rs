@@ -89,7 +89,10 @@ pub fn parse_time(s: &str) -> Option<i64> {
     let mi: i64 = tp.next()?.parse().ok()?;
     let (sec, milli) = match tp.next() {
         Some(sec) => match sec.split_once('.') {
-            Some((a, b)) => (a.parse::<i64>().ok()?, format!("{b:0<3}")[..3].parse::<i64>().ok()?),
+            Some((a, b)) => (
+                a.parse::<i64>().ok()?,
+                format!("{b:0<3}")[..3].parse::<i64>().ok()?,
+            ),
             None => (sec.parse::<i64>().ok()?, 0),
         },
         None => (0, 0),

@@ -84,9 +84,15 @@ pub fn read(wait: Duration, late: bool) -> Stdin {
     if truncated || utf16_len(&text) > MAX_STDIN {
         truncated = true;
         text = truncate_utf16(&text, MAX_STDIN);
-        crate::output::err_line(&format!("Warning: stdin input truncated to {MAX_STDIN} bytes."));
+        crate::output::err_line(&format!(
+            "Warning: stdin input truncated to {MAX_STDIN} bytes."
+        ));
     }
-    Stdin { bytes, text, truncated }
+    Stdin {
+        bytes,
+        text,
+        truncated,
+    }
 }
 
 fn utf16_len(s: &str) -> usize {

@@ -19,7 +19,10 @@ pub mod texts;
 /// The binary's entry point: descendant role, launcher, or worker.
 pub fn main_entry() -> ! {
     proc::holder_role();
-    let argv: Vec<String> = std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    let argv: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     if proc::should_relaunch() {
         proc::launcher(&argv);
     }

@@ -16,10 +16,15 @@ pub fn value_logged(name: &str) -> bool {
 }
 
 fn append(record: &Value) {
-    let Some(path) = std::env::var_os("FAKE_GEMINI_LOG") else { return };
+    let Some(path) = std::env::var_os("FAKE_GEMINI_LOG") else {
+        return;
+    };
     let mut line = serde_json::to_vec(record).expect("serializes");
     line.push(b'\n');
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(&path);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path);
     match file {
         Ok(mut f) => {
             // One write call per record: O_APPEND makes it atomic with respect to other writers.
@@ -28,10 +33,14 @@ fn append(record: &Value) {
                 Ok(n) => {
                     let _ = f.write_all(&line[n..]);
                 }
-                Err(e) => crate::output::err_line(&format!("fake-gemini: cannot write FAKE_GEMINI_LOG: {e}")),
+                Err(e) => crate::output::err_line(&format!(
+                    "fake-gemini: cannot write FAKE_GEMINI_LOG: {e}"
+                )),
             }
         }
-        Err(e) => crate::output::err_line(&format!("fake-gemini: cannot open FAKE_GEMINI_LOG: {e}")),
+        Err(e) => {
+            crate::output::err_line(&format!("fake-gemini: cannot open FAKE_GEMINI_LOG: {e}"))
+        }
     }
 }
 
@@ -68,7 +77,12 @@ pub fn invocation(inv: &Invocation<'_>) {
     }
     let mut env = Map::new();
     let mut vars: Vec<(String, String)> = std::env::vars_os()
-        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
         .filter(|(k, _)| k != crate::proc::LAUNCHER_ENV)
         .collect();
     vars.sort();
@@ -84,7 +98,9 @@ pub fn invocation(inv: &Invocation<'_>) {
     for (k, v) in inv.params {
         params.insert(k.clone(), json!(v));
     }
-    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+    let cwd = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     let record = json!({
         "event": "invocation",
         "version": inv.version,

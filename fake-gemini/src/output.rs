@@ -182,11 +182,9 @@ impl Stats {
     /// Records one API response.
     pub fn response(&mut self, model: &str, role: &str, tokens: Tokens, latency: u64) {
         let m = self.model(model);
-        for r in [&mut m.all] {
-            r.requests += 1;
-            r.latency += latency;
-            r.tokens.add(&tokens);
-        }
+        m.all.requests += 1;
+        m.all.latency += latency;
+        m.all.tokens.add(&tokens);
         let role_stats = if let Some(i) = m.roles.iter().position(|(n, _)| n == role) {
             &mut m.roles[i].1
         } else {
@@ -212,7 +210,13 @@ impl Stats {
         if let Some(r) = m.roles.iter_mut().find(|(n, _)| n == role) {
             r.1.requests += attempts;
         } else {
-            m.roles.push((role.to_string(), RoleStats { requests: attempts, ..RoleStats::default() }));
+            m.roles.push((
+                role.to_string(),
+                RoleStats {
+                    requests: attempts,
+                    ..RoleStats::default()
+                },
+            ));
         }
     }
 
@@ -363,7 +367,8 @@ pub fn error_doc(session_id: &str, kind: &str, message: &str, code: Option<i64>)
     if let Some(c) = code.filter(|c| *c != 0) {
         e.insert("code".into(), json!(c));
     }
-    serde_json::to_string_pretty(&json!({"session_id": session_id, "error": e})).expect("serializes")
+    serde_json::to_string_pretty(&json!({"session_id": session_id, "error": e}))
+        .expect("serializes")
 }
 
 #[cfg(test)]
@@ -372,18 +377,29 @@ mod tests {
 
     #[test]
     fn ansi_is_stripped_but_other_controls_pass() {
-        assert_eq!(strip_ansi("red:\x1b[31mRED\x1b[0m bell:\x07 \x1b]0;t\x07x é"), "red:RED bell:\x07 x é");
+        assert_eq!(
+            strip_ansi("red:\x1b[31mRED\x1b[0m bell:\x07 \x1b]0;t\x07x é"),
+            "red:RED bell:\x07 x é"
+        );
     }
 
     #[test]
     fn stats_shapes_sum_models() {
         let mut s = Stats::default();
-        let t = Tokens { prompt: 100, candidates: 7, thoughts: 13, ..Tokens::default() };
+        let t = Tokens {
+            prompt: 100,
+            candidates: 7,
+            thoughts: 13,
+            ..Tokens::default()
+        };
         s.response("lite", "utility_router", t, 5);
         s.response("main", "main", t, 5);
         let v = s.stream_json(9);
         assert_eq!(v["total_tokens"], 240);
         assert_eq!(v["models"]["main"]["input"], 100);
-        assert_eq!(s.json()["models"]["lite"]["roles"]["utility_router"]["tokens"]["total"], 120);
+        assert_eq!(
+            s.json()["models"]["lite"]["roles"]["utility_router"]["tokens"]["total"],
+            120
+        );
     }
 }

@@ -51,7 +51,10 @@ pub fn worker_signals(ignore_sigterm: bool) {
         let g = graceful as extern "C" fn(libc::c_int) as libc::sighandler_t;
         install(libc::SIGINT, g);
         install(libc::SIGHUP, g);
-        install(libc::SIGTERM, if ignore_sigterm { libc::SIG_IGN } else { g });
+        install(
+            libc::SIGTERM,
+            if ignore_sigterm { libc::SIG_IGN } else { g },
+        );
     }
     #[cfg(not(unix))]
     let _ = ignore_sigterm;
@@ -148,9 +151,12 @@ pub fn die_by_signal(signal: i32) -> ! {
 pub fn spawn_holder(hold_ms: u64, setsid: bool) -> std::io::Result<u32> {
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
-    cmd.env(HOLDER_ENV, format!("{hold_ms}{}", if setsid { ":setsid" } else { "" }))
-        .env_remove(LAUNCHER_ENV)
-        .stdin(Stdio::null());
+    cmd.env(
+        HOLDER_ENV,
+        format!("{hold_ms}{}", if setsid { ":setsid" } else { "" }),
+    )
+    .env_remove(LAUNCHER_ENV)
+    .stdin(Stdio::null());
     #[cfg(windows)]
     if setsid {
         use std::os::windows::process::CommandExt;
@@ -159,7 +165,15 @@ pub fn spawn_holder(hold_ms: u64, setsid: bool) -> std::io::Result<u32> {
     }
     let child = cmd.spawn()?;
     let pid = child.id();
-    crate::log::spawned(pid, std::process::id(), if setsid { "setsid-grandchild" } else { "grandchild" });
+    crate::log::spawned(
+        pid,
+        std::process::id(),
+        if setsid {
+            "setsid-grandchild"
+        } else {
+            "grandchild"
+        },
+    );
     // The child is deliberately not waited for: it must outlive this process.
     std::mem::forget(child);
     Ok(pid)
@@ -167,7 +181,9 @@ pub fn spawn_holder(hold_ms: u64, setsid: bool) -> std::io::Result<u32> {
 
 /// Runs the holder role when this process was spawned as one; returns otherwise.
 pub fn holder_role() {
-    let Some(v) = std::env::var_os(HOLDER_ENV) else { return };
+    let Some(v) = std::env::var_os(HOLDER_ENV) else {
+        return;
+    };
     let v = v.to_string_lossy().into_owned();
     let (ms, setsid) = match v.split_once(':') {
         Some((ms, _)) => (ms.to_string(), true),

@@ -9,7 +9,10 @@ use serde_json::{json, Value};
 
 use crate::cli::{self, Args, Version};
 use crate::output::{self, err, err_line, event, out, Format, Stats, Tokens};
-use crate::scenario::{self, Auth, Descendant, FailureKind, Hang, Sandbox, Scenario, StdinTiming, Then, Trust, Turn, UnknownModel};
+use crate::scenario::{
+    self, Auth, Descendant, FailureKind, Hang, Sandbox, Scenario, StdinTiming, Then, Trust, Turn,
+    UnknownModel,
+};
 use crate::session::{self, Store};
 use crate::{clock, ids, input, log, proc, texts};
 
@@ -153,21 +156,27 @@ pub fn worker(argv: Vec<String>) -> i32 {
             _ => {}
         }
     }
-    let args = match cli::parse(&ctx.argv, version).and_then(|a| cli::check_conflicts(&a).map(|_| a)) {
-        Ok(a) => a,
-        Err(e) => {
-            err(format!("{}\n{}", e.0, cli::help_text(version)).as_bytes());
-            return ctx.exit(1);
-        }
-    };
+    let args =
+        match cli::parse(&ctx.argv, version).and_then(|a| cli::check_conflicts(&a).map(|_| a)) {
+            Ok(a) => a,
+            Err(e) => {
+                err(format!("{}\n{}", e.0, cli::help_text(version)).as_bytes());
+                return ctx.exit(1);
+            }
+        };
     if args.flag("acp") || args.flag("experimental-acp") {
         // ACP is emulated by a later issue; the flag is parsed so it fails here, not as unknown.
         return ctx.fake_error("--acp is not emulated yet");
     }
-    if let Some(cmd) = args.query.first().filter(|q| cli::COMMANDS.contains(&q.as_str())) {
+    if let Some(cmd) = args
+        .query
+        .first()
+        .filter(|q| cli::COMMANDS.contains(&q.as_str()))
+    {
         return ctx.fake_error(&format!("the `{cmd}` command is not emulated"));
     }
-    let has_prompt = args.nonempty("prompt").is_some() || args.query_text().is_some_and(|q| !q.is_empty());
+    let has_prompt =
+        args.nonempty("prompt").is_some() || args.query_text().is_some_and(|q| !q.is_empty());
     let headless = has_prompt
         || !input::is_tty()
         || !std::io::IsTerminal::is_terminal(&std::io::stdout())
@@ -185,7 +194,9 @@ pub fn worker(argv: Vec<String>) -> i32 {
     }
 
     // Sessions: listing and deletion end here (no trust needed).
-    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+    let cwd = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     let loss = env_is("FAKE_GEMINI_SESSION_LOSS", "1");
     let store = match Store::open(&session::state_dir(), &cwd) {
         Ok(s) => Some(s),
@@ -247,7 +258,10 @@ pub fn worker(argv: Vec<String>) -> i32 {
         } else if let Some(i) = store.as_ref().and_then(|s| s.find(&list, ident)) {
             resumed = Some(list[i].clone());
         } else {
-            let chats = store.as_ref().map(|s| s.chats.display().to_string()).unwrap_or_default();
+            let chats = store
+                .as_ref()
+                .map(|s| s.chats.display().to_string())
+                .unwrap_or_default();
             err_line(&format!("Error resuming session: Invalid session identifier \"{ident}\".\n  Searched for sessions in {chats}.\n  Use --list-sessions to see available sessions, then use --resume {{number}}, --resume {{uuid}}, or --resume latest."));
             return ctx.exit(42);
         }
@@ -278,7 +292,10 @@ pub fn worker(argv: Vec<String>) -> i32 {
     // Input.
     let wait = Duration::from_millis(env_ms("FAKE_GEMINI_STDIN_WAIT_MS").unwrap_or(500));
     let stdin = input::read(wait, ctx.scenario.environment.stdin != StdinTiming::Real);
-    let flag_prompt = args.nonempty("prompt").map(String::from).or_else(|| args.query_text().filter(|q| !q.is_empty()));
+    let flag_prompt = args
+        .nonempty("prompt")
+        .map(String::from)
+        .or_else(|| args.query_text().filter(|q| !q.is_empty()));
     let prompt = match (stdin.text.is_empty(), flag_prompt) {
         (false, Some(p)) => format!("{}\n\n{p}", stdin.text),
         (false, None) => stdin.text.clone(),
@@ -346,9 +363,6 @@ pub fn worker(argv: Vec<String>) -> i32 {
         }
     }
     let code = runner.run();
-    if code == Some(0) || code.is_none() {
-        // Record the session (a run that reached the model).
-    }
     if let (Some(st), Some(c)) = (&store, code) {
         if c == 0 && !runner.never_sent {
             let _l = st.lock();
@@ -370,12 +384,18 @@ fn settings_path() -> PathBuf {
 
 fn load_settings() -> Result<Value, String> {
     let path = settings_path();
-    let Ok(text) = std::fs::read_to_string(&path) else { return Ok(json!({})) };
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(json!({}));
+    };
     if text.trim().is_empty() {
         return Ok(json!({}));
     }
     serde_json::from_str(&text).map_err(|e| {
-        let offset: usize = text.lines().take(e.line().saturating_sub(1)).map(|l| l.len() + 1).sum::<usize>()
+        let offset: usize = text
+            .lines()
+            .take(e.line().saturating_sub(1))
+            .map(|l| l.len() + 1)
+            .sum::<usize>()
             + e.column().saturating_sub(1);
         if e.to_string().starts_with("trailing characters") {
             format!("Unexpected non-whitespace character after JSON at position {offset}")
@@ -386,7 +406,13 @@ fn load_settings() -> Result<Value, String> {
 }
 
 /// Settings (52), auth (41), sandbox (1/44). `first` = printing the YOLO notice is allowed.
-fn pre_input_checks(ctx: &Ctx, args: &Args, format: Format, yolo: bool, first: bool) -> Option<i32> {
+fn pre_input_checks(
+    ctx: &Ctx,
+    args: &Args,
+    format: Format,
+    yolo: bool,
+    first: bool,
+) -> Option<i32> {
     let env = &ctx.scenario.environment;
     let settings = match (env.settings_error.clone(), load_settings()) {
         (Some(m), _) | (None, Err(m)) => {
@@ -402,7 +428,9 @@ fn pre_input_checks(ctx: &Ctx, args: &Args, format: Format, yolo: bool, first: b
     }
     let failure = match auth {
         Auth::Authenticated => None,
-        Auth::Missing => Some(texts::AUTH_MISSING.replace("{settings}", &settings_path().display().to_string())),
+        Auth::Missing => {
+            Some(texts::AUTH_MISSING.replace("{settings}", &settings_path().display().to_string()))
+        }
         Auth::Invalid => Some(texts::AUTH_INVALID.to_string()),
         Auth::Env => auth_from_env(&settings),
         Auth::OauthWait => {
@@ -422,7 +450,11 @@ fn pre_input_checks(ctx: &Ctx, args: &Args, format: Format, yolo: bool, first: b
         if format == Format::Json {
             let doc = output::error_doc(&ids::uuid_v4(), "Error", &msg, Some(41));
             // 0.40 printed the document without a trailing newline.
-            let nl = if ctx.version() >= (0, 41, 0) { "\n" } else { "" };
+            let nl = if ctx.version() >= (0, 41, 0) {
+                "\n"
+            } else {
+                ""
+            };
             err(format!("{doc}{nl}").as_bytes());
         } else {
             err_line(&msg);
@@ -508,11 +540,16 @@ fn folder_trusted_by_files() -> bool {
     if settings["security"]["folderTrust"]["enabled"] == json!(false) {
         return true;
     }
-    let Ok(text) = std::fs::read_to_string(home_dir().join(".gemini").join("trustedFolders.json")) else {
+    let Ok(text) = std::fs::read_to_string(home_dir().join(".gemini").join("trustedFolders.json"))
+    else {
         return false;
     };
-    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&text) else { return false };
-    let Ok(cwd) = std::env::current_dir() else { return false };
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&text) else {
+        return false;
+    };
+    let Ok(cwd) = std::env::current_dir() else {
+        return false;
+    };
     map.iter().any(|(path, level)| {
         let p = std::path::Path::new(path);
         match level.as_str() {
@@ -540,13 +577,21 @@ fn noise_before_ripgrep(yolo: bool) {
 
 fn include_dirs_check(ctx: &Ctx, args: &Args) -> Option<i32> {
     let dirs = args.array("include-directories");
-    let forced = ctx.scenario.environment.missing_include_directory.as_deref();
+    let forced = ctx
+        .scenario
+        .environment
+        .missing_include_directory
+        .as_deref();
     let missing = dirs
         .iter()
         .find(|d| forced == Some(d.as_str()) || !std::path::Path::new(d).is_dir())
         .cloned()
         .or_else(|| match forced {
-            Some("*") => Some(dirs.first().cloned().unwrap_or_else(|| "/nonexistent/dir".into())),
+            Some("*") => Some(
+                dirs.first()
+                    .cloned()
+                    .unwrap_or_else(|| "/nonexistent/dir".into()),
+            ),
             Some(d) if !d.is_empty() && dirs.is_empty() => Some(d.to_string()),
             _ => None,
         })?;
@@ -582,7 +627,11 @@ fn check_expect(ctx: &Ctx, cwd: &str) -> Result<(), String> {
     let stdin = String::from_utf8_lossy(&ctx.stdin);
     if let Some(s) = &e.stdin {
         if s.as_str() != stdin {
-            return Err(format!("stdin is {} bytes, not the expected {} bytes", ctx.stdin.len(), s.len()));
+            return Err(format!(
+                "stdin is {} bytes, not the expected {} bytes",
+                ctx.stdin.len(),
+                s.len()
+            ));
         }
     }
     if let Some(s) = &e.stdin_contains {
@@ -636,8 +685,16 @@ pub fn resolve_model(requested: &str) -> (Option<&'static str>, String, bool) {
         "gemma-4-26b-a4b-it",
     ];
     match requested {
-        "auto" | "auto-gemini-3" => (Some("gemini-3.5-flash-lite"), "gemini-3.8-flash".into(), true),
-        "auto-gemini-2.5" => (Some("gemini-2.5-flash-lite"), "gemini-2.5-flash".into(), true),
+        "auto" | "auto-gemini-3" => (
+            Some("gemini-3.5-flash-lite"),
+            "gemini-3.8-flash".into(),
+            true,
+        ),
+        "auto-gemini-2.5" => (
+            Some("gemini-2.5-flash-lite"),
+            "gemini-2.5-flash".into(),
+            true,
+        ),
         "pro" => (None, "gemini-3.1-pro-preview".into(), true),
         "flash" => (None, "gemini-3.8-flash".into(), true),
         "flash-lite" => (None, "gemini-3.5-flash-lite".into(), true),
@@ -717,7 +774,13 @@ impl<'a> Runner<'a> {
 
     fn tokens(&self) -> Tokens {
         let u = &self.ctx.scenario.model.usage;
-        Tokens { prompt: u.prompt, candidates: u.candidates, thoughts: u.thoughts, cached: u.cached, tool: 0 }
+        Tokens {
+            prompt: u.prompt,
+            candidates: u.candidates,
+            thoughts: u.thoughts,
+            cached: u.cached,
+            tool: 0,
+        }
     }
 
     fn duration(&self) -> u64 {
@@ -749,7 +812,11 @@ impl<'a> Runner<'a> {
     }
 
     fn chunk(&mut self, text: &str) {
-        let clean = if self.raw { text.to_string() } else { output::strip_ansi(text) };
+        let clean = if self.raw {
+            text.to_string()
+        } else {
+            output::strip_ansi(text)
+        };
         self.turn_text.push_str(&clean);
         self.full_text.push_str(&clean);
         match self.format {
@@ -760,7 +827,10 @@ impl<'a> Runner<'a> {
                     self.write(clean.into_bytes());
                 }
             }
-            Format::StreamJson => self.emit("message", json!({"role": "assistant", "content": clean, "delta": true})),
+            Format::StreamJson => self.emit(
+                "message",
+                json!({"role": "assistant", "content": clean, "delta": true}),
+            ),
             Format::Json => {}
         }
         self.chunks_emitted += 1;
@@ -782,7 +852,10 @@ impl<'a> Runner<'a> {
         let ctx = self.ctx;
         let sc = &ctx.scenario;
         if self.format == Format::StreamJson {
-            self.emit("init", json!({"session_id": self.session_id, "model": self.requested}));
+            self.emit(
+                "init",
+                json!({"session_id": self.session_id, "model": self.requested}),
+            );
         }
         if let Some(raw) = &sc.environment.raw_stdout_before_answer {
             out(raw.as_bytes());
@@ -813,7 +886,11 @@ impl<'a> Runner<'a> {
         }
         let (_, _, known) = resolve_model(&self.requested);
         let mut failure = sc.model.failure.clone();
-        if !known && sc.model.unknown_model == UnknownModel::NotFound && failure.is_none() && sc.model.version.is_none() {
+        if !known
+            && sc.model.unknown_model == UnknownModel::NotFound
+            && failure.is_none()
+            && sc.model.version.is_none()
+        {
             failure = Some(scenario::Failure {
                 kind: FailureKind::Status,
                 status: Some(404),
@@ -834,8 +911,12 @@ impl<'a> Runner<'a> {
             ctx.log(None);
         }
         if let Some(router) = self.router_model.clone() {
-            if failure.as_ref().is_none_or(|f| f.kind != FailureKind::Network) {
-                self.stats.response(&router, "utility_router", self.tokens(), 3);
+            if failure
+                .as_ref()
+                .is_none_or(|f| f.kind != FailureKind::Network)
+            {
+                self.stats
+                    .response(&router, "utility_router", self.tokens(), 3);
             }
         }
         sleep_ms(sc.model.delay_ms);
@@ -847,7 +928,10 @@ impl<'a> Runner<'a> {
         }
         let mut turns: Vec<Turn> = sc.model.turns.clone();
         if turns.is_empty() {
-            turns.push(Turn { chunks: vec!["Hello".into(), " there! How can I help?".into()], ..Turn::default() });
+            turns.push(Turn {
+                chunks: vec!["Hello".into(), " there! How can I help?".into()],
+                ..Turn::default()
+            });
         }
         if let Some(r) = &self.reply {
             let last = turns.last_mut().expect("one turn");
@@ -855,10 +939,16 @@ impl<'a> Runner<'a> {
             last.chunks.clear();
         }
         if let Some(n) = sc.process.long_line_bytes {
-            turns = vec![Turn { text: Some(pattern(n as usize, false)), ..Turn::default() }];
+            turns = vec![Turn {
+                text: Some(pattern(n as usize, false)),
+                ..Turn::default()
+            }];
         }
         if self.non_utf8 {
-            turns = vec![Turn { chunks: vec![format!("caf{NON_UTF8_A} "), format!("{NON_UTF8_B} ok")], ..Turn::default() }];
+            turns = vec![Turn {
+                chunks: vec![format!("caf{NON_UTF8_A} "), format!("{NON_UTF8_B} ok")],
+                ..Turn::default()
+            }];
             err(b"warning: \xff\xfe not utf-8\n");
         }
         let mut warnings: Vec<&str> = Vec::new();
@@ -893,7 +983,8 @@ impl<'a> Runner<'a> {
                 tok.thoughts = self.tokens().thoughts;
             }
             if !(sc.model.loop_detected && loops >= 4) {
-                self.stats.response(&self.main_model.clone(), "main", tok, 40);
+                self.stats
+                    .response(&self.main_model.clone(), "main", tok, 40);
             }
             if suppress_calls {
                 // The loop detector suppresses the repeated call and asks the model once more.
@@ -902,7 +993,10 @@ impl<'a> Runner<'a> {
                 self.ensure_newline();
                 warnings.push(texts::LOOP_DETECTED);
                 if self.format == Format::StreamJson {
-                    self.emit("error", json!({"severity": "warning", "message": texts::LOOP_DETECTED}));
+                    self.emit(
+                        "error",
+                        json!({"severity": "warning", "message": texts::LOOP_DETECTED}),
+                    );
                 }
                 break;
             }
@@ -921,7 +1015,6 @@ impl<'a> Runner<'a> {
             }
             i += 1;
         }
-        self.finish_process_faults();
         Some(self.success(&warnings))
     }
 
@@ -958,8 +1051,6 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn finish_process_faults(&mut self) {}
-
     fn cancel(&mut self) -> ! {
         err(b"\nCancelling...\n");
         let code = self.fatal("FatalCancellationError", texts::CANCELLED, 130, false);
@@ -969,9 +1060,17 @@ impl<'a> Runner<'a> {
     /// Runs one tool call; `Some(code)` ends the run (fatal tool error).
     fn tool(&mut self, call: &scenario::ToolCall, ms: i64, n: usize) -> Option<i32> {
         let id = format!("{0}__{0}_{ms}_{n}", call.name);
-        let params = Value::Object(call.args.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+        let params = Value::Object(
+            call.args
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        );
         if self.format == Format::StreamJson {
-            self.emit("tool_use", json!({"tool_name": call.name, "tool_id": id, "parameters": params}));
+            self.emit(
+                "tool_use",
+                json!({"tool_name": call.name, "tool_id": id, "parameters": params}),
+            );
         }
         let not_registered = call.name == "run_shell_command" && !self.yolo;
         let error: Option<(String, String)> = if not_registered {
@@ -979,17 +1078,29 @@ impl<'a> Runner<'a> {
             Some(("tool_not_registered".into(), m))
         } else {
             call.error_type.as_ref().map(|t| {
-                (t.clone(), call.error_message.clone().unwrap_or_else(|| format!("{} failed", call.name)))
+                (
+                    t.clone(),
+                    call.error_message
+                        .clone()
+                        .unwrap_or_else(|| format!("{} failed", call.name)),
+                )
             })
         };
         self.stats.tool(&call.name, error.is_none(), 5, self.yolo);
         match error {
             None => {
                 let output = call.output.clone().unwrap_or_else(|| {
-                    if call.name == "list_directory" { "Directory is empty.".into() } else { String::new() }
+                    if call.name == "list_directory" {
+                        "Directory is empty.".into()
+                    } else {
+                        String::new()
+                    }
                 });
                 if self.format == Format::StreamJson {
-                    self.emit("tool_result", json!({"tool_id": id, "status": "success", "output": output}));
+                    self.emit(
+                        "tool_result",
+                        json!({"tool_id": id, "status": "success", "output": output}),
+                    );
                 }
                 None
             }
@@ -1053,7 +1164,10 @@ impl<'a> Runner<'a> {
                 let text = serde_json::to_string_pretty(&Value::Object(doc)).expect("json");
                 if self.ctx.scenario.process.invalid_json {
                     let cut = text.len() / 2;
-                    let cut = (0..=cut).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+                    let cut = (0..=cut)
+                        .rev()
+                        .find(|i| text.is_char_boundary(*i))
+                        .unwrap_or(0);
                     self.write(text.as_bytes()[..cut].to_vec());
                 } else {
                     self.write(text.into_bytes());
@@ -1071,17 +1185,37 @@ impl<'a> Runner<'a> {
                 FailureKind::EmptyResponse => 0,
                 FailureKind::MalformedStream => 1,
                 FailureKind::Network => return None,
-                FailureKind::QuotaDaily | FailureKind::RateLimit => if text { 1 } else { 173 },
+                FailureKind::QuotaDaily | FailureKind::RateLimit => {
+                    if text {
+                        1
+                    } else {
+                        173
+                    }
+                }
                 FailureKind::Status => {
                     let s = f.status.unwrap_or(500);
-                    if text || s == 404 { 1 } else { (s & 0xFF) as i32 }
+                    if text || s == 404 {
+                        1
+                    } else {
+                        (s & 0xFF) as i32
+                    }
                 }
             });
         }
-        if sc.environment.max_session_turns.is_some_and(|m| (m as usize) < sc.model.turns.len()) {
+        if sc
+            .environment
+            .max_session_turns
+            .is_some_and(|m| (m as usize) < sc.model.turns.len())
+        {
             return Some(53);
         }
-        if sc.model.turns.iter().flat_map(|t| &t.tool_calls).any(|c| c.error_type.as_deref() == Some("no_space_left")) {
+        if sc
+            .model
+            .turns
+            .iter()
+            .flat_map(|t| &t.tool_calls)
+            .any(|c| c.error_type.as_deref() == Some("no_space_left"))
+        {
             return Some(54);
         }
         Some(0)
@@ -1095,15 +1229,19 @@ impl<'a> Runner<'a> {
         ));
         let _ = std::fs::write(
             &path,
-            serde_json::to_string_pretty(&json!({"error": {"message": "fake-gemini emulated API error"}, "context": []}))
-                .expect("json"),
+            serde_json::to_string_pretty(
+                &json!({"error": {"message": "fake-gemini emulated API error"}, "context": []}),
+            )
+            .expect("json"),
         );
         path.display().to_string()
     }
 
     fn fail(&mut self, f: &scenario::Failure) -> i32 {
         let v = &self.ctx.version;
-        let delay = env_ms("FAKE_GEMINI_ATTEMPT_DELAY_MS").or(f.attempt_delay_ms).unwrap_or(20);
+        let delay = env_ms("FAKE_GEMINI_ATTEMPT_DELAY_MS")
+            .or(f.attempt_delay_ms)
+            .unwrap_or(20);
         let main = self.main_model.clone();
         let text = self.format == Format::Text;
         match f.kind {
@@ -1126,10 +1264,14 @@ impl<'a> Runner<'a> {
                         sleep_ms(delay);
                     }
                 }
-                self.stats.api_error(&main, "main", "NO_RESPONSE_TEXT", attempts as u64);
+                self.stats
+                    .api_error(&main, "main", "NO_RESPONSE_TEXT", attempts as u64);
                 match self.format {
                     Format::StreamJson => {
-                        self.emit("error", json!({"severity": "error", "message": texts::EMPTY_RESPONSE}));
+                        self.emit(
+                            "error",
+                            json!({"severity": "error", "message": texts::EMPTY_RESPONSE}),
+                        );
                         let stats = self.stream_stats(self.duration());
                         self.emit("result", json!({"status": "error", "stats": stats}));
                     }
@@ -1138,8 +1280,13 @@ impl<'a> Runner<'a> {
                         doc.insert("session_id".into(), json!(self.session_id));
                         doc.insert("response".into(), json!(""));
                         doc.insert("stats".into(), self.stats.json());
-                        doc.insert("error".into(), json!({"type": "INVALID_STREAM", "message": texts::EMPTY_RESPONSE}));
-                        out(serde_json::to_string_pretty(&Value::Object(doc)).expect("json").as_bytes());
+                        doc.insert(
+                            "error".into(),
+                            json!({"type": "INVALID_STREAM", "message": texts::EMPTY_RESPONSE}),
+                        );
+                        out(serde_json::to_string_pretty(&Value::Object(doc))
+                            .expect("json")
+                            .as_bytes());
                     }
                     Format::Text => err_line(texts::EMPTY_RESPONSE),
                 }
@@ -1162,7 +1309,11 @@ impl<'a> Runner<'a> {
                         self.emit("result", json!({"status": "error", "error": {"type": "unknown", "message": format!("[API Error: {msg}]")}, "stats": stats}));
                     }
                     Format::Json => {
-                        err(format!("{}\n", output::error_doc(&self.session_id, "SyntaxError", msg, None)).as_bytes());
+                        err(format!(
+                            "{}\n",
+                            output::error_doc(&self.session_id, "SyntaxError", msg, None)
+                        )
+                        .as_bytes());
                     }
                     Format::Text => {
                         self.ensure_newline();
@@ -1175,13 +1326,29 @@ impl<'a> Runner<'a> {
                 let daily = f.kind == FailureKind::QuotaDaily;
                 let status = 429u16;
                 let api_msg = f.message.clone().unwrap_or_else(|| {
-                    if daily { texts::QUOTA_DAILY.into() } else { texts::QUOTA_RETRYABLE.into() }
+                    if daily {
+                        texts::QUOTA_DAILY.into()
+                    } else {
+                        texts::QUOTA_RETRYABLE.into()
+                    }
                 });
                 if !daily {
-                    self.retries(status, "RESOURCE_EXHAUSTED", texts::QUOTA_RETRYABLE, f.attempts.unwrap_or(10), delay, texts::QUOTA_RETRYABLE);
+                    self.retries(
+                        status,
+                        "RESOURCE_EXHAUSTED",
+                        texts::QUOTA_RETRYABLE,
+                        f.attempts.unwrap_or(10),
+                        delay,
+                        texts::QUOTA_RETRYABLE,
+                    );
                 }
                 let (class, pos, details, reason) = if daily {
-                    ("TerminalQuotaError", "307344:16", "[ [Object], [Object] ]", "  reason: undefined,\n")
+                    (
+                        "TerminalQuotaError",
+                        "307344:16",
+                        "[ [Object], [Object] ]",
+                        "  reason: undefined,\n",
+                    )
                 } else {
                     ("RetryableQuotaError", "307333:14", "[]", "")
                 };
@@ -1191,7 +1358,12 @@ impl<'a> Runner<'a> {
                     texts::fill(texts::QUOTA_STACK, v).replace("{pos}", pos)
                 )
                 .as_bytes());
-                self.api_fatal(status, &api_msg, &format!("[API Error: {api_msg}]\n{}", texts::QUOTA_HINT), if text { 1 } else { 173 })
+                self.api_fatal(
+                    status,
+                    &api_msg,
+                    &format!("[API Error: {api_msg}]\n{}", texts::QUOTA_HINT),
+                    if text { 1 } else { 173 },
+                )
             }
             FailureKind::Status => {
                 let status = f.status.unwrap_or(500);
@@ -1204,7 +1376,10 @@ impl<'a> Runner<'a> {
                     _ => ("INTERNAL", "Internal error encountered.".into()),
                 };
                 let m = f.message.clone().unwrap_or(default_msg);
-                let body = serde_json::to_string(&json!({"error": {"code": status, "message": m, "status": state}})).expect("json");
+                let body = serde_json::to_string(
+                    &json!({"error": {"code": status, "message": m, "status": state}}),
+                )
+                .expect("json");
                 if status >= 500 || status == 429 {
                     self.retries(status, state, &m, f.attempts.unwrap_or(10), delay, &body);
                 }
@@ -1214,15 +1389,30 @@ impl<'a> Runner<'a> {
                     texts::fill(texts::API_ERROR_STACK, v)
                 )
                 .as_bytes());
-                let code = if text || status == 404 { 1 } else { (status & 0xFF) as i32 };
+                let code = if text || status == 404 {
+                    1
+                } else {
+                    (status & 0xFF) as i32
+                };
                 self.api_fatal(status, &body, &format!("[API Error: {body}]"), code)
             }
         }
     }
 
     /// `Attempt N failed…` blocks for attempts 1..N-1, then the final line.
-    fn retries(&mut self, status: u16, state: &str, msg: &str, attempts: u32, delay: u64, final_text: &str) {
-        let body = serde_json::to_string(&json!({"error": {"code": status, "message": msg, "status": state}})).expect("json");
+    fn retries(
+        &mut self,
+        status: u16,
+        state: &str,
+        msg: &str,
+        attempts: u32,
+        delay: u64,
+        final_text: &str,
+    ) {
+        let body = serde_json::to_string(
+            &json!({"error": {"code": status, "message": msg, "status": state}}),
+        )
+        .expect("json");
         let stack = texts::fill(texts::API_ERROR_STACK, &self.ctx.version);
         for n in 1..attempts.max(1) {
             err(format!(
@@ -1231,7 +1421,10 @@ impl<'a> Runner<'a> {
             .as_bytes());
             sleep_ms(delay);
         }
-        err_line(&format!("Attempt {} failed: {final_text}. Max attempts reached", attempts.max(1)));
+        err_line(&format!(
+            "Attempt {} failed: {final_text}. Max attempts reached",
+            attempts.max(1)
+        ));
     }
 
     fn api_fatal(&mut self, status: u16, json_msg: &str, stream_msg: &str, code: i32) -> i32 {
@@ -1243,7 +1436,11 @@ impl<'a> Runner<'a> {
                 self.emit("result", json!({"status": "error", "error": {"type": "unknown", "message": stream_msg}, "stats": stats}));
             }
             Format::Json => {
-                err(format!("{}\n", output::error_doc(&self.session_id, "Error", json_msg, Some(status as i64))).as_bytes());
+                err(format!(
+                    "{}\n",
+                    output::error_doc(&self.session_id, "Error", json_msg, Some(status as i64))
+                )
+                .as_bytes());
             }
             Format::Text => {
                 self.ensure_newline();
@@ -1282,7 +1479,10 @@ impl<'a> Runner<'a> {
             }
             Format::StreamJson => {
                 let block = pattern(BLOCK, false);
-                let line = event("message", json!({"role": "assistant", "content": block, "delta": true}));
+                let line = event(
+                    "message",
+                    json!({"role": "assistant", "content": block, "delta": true}),
+                );
                 let mut left = n;
                 let mut o = std::io::stdout().lock();
                 use std::io::Write;
@@ -1300,7 +1500,10 @@ impl<'a> Runner<'a> {
             }
             Format::Json => {
                 let block = pattern(BLOCK, false);
-                let head = format!("{{\n  \"session_id\": \"{}\",\n  \"response\": \"", self.session_id);
+                let head = format!(
+                    "{{\n  \"session_id\": \"{}\",\n  \"response\": \"",
+                    self.session_id
+                );
                 out(head.as_bytes());
                 let mut left = n;
                 while left > 0 {
@@ -1308,9 +1511,13 @@ impl<'a> Runner<'a> {
                     out(&block.as_bytes()[..k]);
                     left -= k as u64;
                 }
-                let stats = serde_json::to_string_pretty(&json!({"stats": self.stats.json()})).expect("json");
+                let stats = serde_json::to_string_pretty(&json!({"stats": self.stats.json()}))
+                    .expect("json");
                 // Re-indent the stats object into the outer document.
-                let inner = stats.trim_start_matches('{').trim_end_matches('}').trim_end();
+                let inner = stats
+                    .trim_start_matches('{')
+                    .trim_end_matches('}')
+                    .trim_end();
                 out(format!("\",{inner}\n}}").as_bytes());
                 0
             }
@@ -1320,7 +1527,8 @@ impl<'a> Runner<'a> {
 
 /// A deterministic filler: words (and, for text, a newline every 100 bytes).
 fn pattern(n: usize, lines: bool) -> String {
-    const WORDS: &[u8] = b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor ";
+    const WORDS: &[u8] =
+        b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor ";
     let mut s = Vec::with_capacity(n);
     let mut i = 0usize;
     while s.len() < n {

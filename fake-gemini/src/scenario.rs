@@ -174,7 +174,12 @@ fn d13() -> u64 {
 
 impl Default for Usage {
     fn default() -> Self {
-        Usage { prompt: 100, candidates: 7, thoughts: 13, cached: 0 }
+        Usage {
+            prompt: 100,
+            candidates: 7,
+            thoughts: 13,
+            cached: 0,
+        }
     }
 }
 
@@ -603,13 +608,21 @@ fn parse_marker_body(body: &str) -> Result<Marker, ScenarioError> {
 }
 
 fn num<T: std::str::FromStr>(scenario: &str, key: &str, v: &str) -> Result<T, ScenarioError> {
-    v.parse()
-        .map_err(|_| ScenarioError::Param(scenario.into(), format!("`{key}` must be a number, got `{v}`")))
+    v.parse().map_err(|_| {
+        ScenarioError::Param(
+            scenario.into(),
+            format!("`{key}` must be a number, got `{v}`"),
+        )
+    })
 }
 
 /// Applies marker parameters. Keys mean the same in every scenario, except `delay-ms`, which
 /// is the start-up latency for `slow-start` and the answer delay elsewhere.
-pub fn apply_params(name: &str, s: &mut Scenario, params: &[(String, String)]) -> Result<(), ScenarioError> {
+pub fn apply_params(
+    name: &str,
+    s: &mut Scenario,
+    params: &[(String, String)],
+) -> Result<(), ScenarioError> {
     for (k, v) in params {
         match k.as_str() {
             "text" => {
@@ -644,7 +657,10 @@ pub fn apply_params(name: &str, s: &mut Scenario, params: &[(String, String)]) -
             }
             "attempts" | "attempt-delay-ms" | "status" | "message" => {
                 let f = s.model.failure.as_mut().ok_or_else(|| {
-                    ScenarioError::Param(name.into(), format!("`{k}` needs a scenario with an API failure"))
+                    ScenarioError::Param(
+                        name.into(),
+                        format!("`{k}` needs a scenario with an API failure"),
+                    )
                 })?;
                 match k.as_str() {
                     "attempts" => f.attempts = Some(num(name, k, v)?),
@@ -659,14 +675,24 @@ pub fn apply_params(name: &str, s: &mut Scenario, params: &[(String, String)]) -
                 s.process.then = match v.as_str() {
                     "hang" => Then::Hang,
                     "exit" => Then::Exit,
-                    _ => return Err(ScenarioError::Param(name.into(), "`then` is hang or exit".into())),
+                    _ => {
+                        return Err(ScenarioError::Param(
+                            name.into(),
+                            "`then` is hang or exit".into(),
+                        ))
+                    }
                 }
             }
             "relaunches" => s.process.relaunches = num(name, k, v)?,
             "max-session-turns" => s.environment.max_session_turns = Some(num(name, k, v)?),
             "version" => s.environment.cli_version = Some(v.clone()),
             "exit" => s.process.exit_code = Some(num(name, k, v)?),
-            _ => return Err(ScenarioError::Param(name.into(), format!("unknown parameter `{k}`"))),
+            _ => {
+                return Err(ScenarioError::Param(
+                    name.into(),
+                    format!("unknown parameter `{k}`"),
+                ))
+            }
         }
     }
     Ok(())
@@ -697,7 +723,10 @@ mod tests {
         assert_eq!(m.name, "success");
         assert_eq!(
             m.params,
-            vec![("text".into(), "a \"b\"\n\\c".into()), ("delay-ms".into(), "5".into())]
+            vec![
+                ("text".into(), "a \"b\"\n\\c".into()),
+                ("delay-ms".into(), "5".into())
+            ]
         );
         assert!(find_marker("[[fake-gemini:x oops]]").unwrap().is_err());
         assert!(find_marker("nothing here").is_none());

@@ -51,7 +51,11 @@ impl Drop for Lock {
 fn lock(path: PathBuf) -> std::io::Result<Lock> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        match fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
             Ok(mut f) => {
                 let _ = write!(f, "{}", std::process::id());
                 return Ok(Lock(path));
@@ -115,7 +119,11 @@ impl Store {
             let base = short_name(cwd);
             let taken: Vec<String> = doc["projects"]
                 .as_object()
-                .map(|m| m.values().filter_map(|v| v.as_str().map(String::from)).collect())
+                .map(|m| {
+                    m.values()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default();
             let mut name = base.clone();
             let mut n = 1;
@@ -124,13 +132,20 @@ impl Store {
                 n += 1;
             }
             doc["projects"][cwd] = json!(name);
-            write_atomic(&pj, serde_json::to_string_pretty(&doc).expect("json").as_bytes())?;
+            write_atomic(
+                &pj,
+                serde_json::to_string_pretty(&doc).expect("json").as_bytes(),
+            )?;
             name
         };
         let project_dir = state.join("tmp").join(&short);
         let chats = project_dir.join("chats");
         fs::create_dir_all(&chats)?;
-        Ok(Store { chats, project_dir, cwd: cwd.to_string() })
+        Ok(Store {
+            chats,
+            project_dir,
+            cwd: cwd.to_string(),
+        })
     }
 
     /// Locks this project's sessions.
@@ -141,7 +156,9 @@ impl Store {
     /// All sessions, oldest start first (the listing order).
     pub fn list(&self) -> Vec<Session> {
         let mut map: Vec<Session> = Vec::new();
-        let Ok(rd) = fs::read_dir(&self.chats) else { return map };
+        let Ok(rd) = fs::read_dir(&self.chats) else {
+            return map;
+        };
         let mut files: Vec<PathBuf> = rd
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
@@ -152,17 +169,29 @@ impl Store {
             .collect();
         files.sort();
         for f in files {
-            let Ok(text) = fs::read_to_string(&f) else { continue };
+            let Ok(text) = fs::read_to_string(&f) else {
+                continue;
+            };
             let mut id = None;
             let (mut start, mut last) = (0i64, 0i64);
             let mut first = None;
             let mut summary = None;
             for line in text.lines() {
-                let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+                let Ok(v) = serde_json::from_str::<Value>(line) else {
+                    continue;
+                };
                 if let Some(s) = v["sessionId"].as_str() {
                     id = Some(s.to_string());
-                    start = v["startTime"].as_str().and_then(clock::parse_time).unwrap_or(start);
-                    last = last.max(v["lastUpdated"].as_str().and_then(clock::parse_time).unwrap_or(0));
+                    start = v["startTime"]
+                        .as_str()
+                        .and_then(clock::parse_time)
+                        .unwrap_or(start);
+                    last = last.max(
+                        v["lastUpdated"]
+                            .as_str()
+                            .and_then(clock::parse_time)
+                            .unwrap_or(0),
+                    );
                 } else if v["type"] == "user" && first.is_none() {
                     first = v["content"][0]["text"].as_str().map(String::from);
                 } else if let Some(set) = v.get("$set") {
@@ -216,14 +245,27 @@ impl Store {
     /// `now`, bumped past every recorded start so that a frozen clock (FAKE_GEMINI_NOW) still
     /// orders sessions by creation, as the real CLI's millisecond clock does.
     fn monotonic(&self, now: i64) -> i64 {
-        self.list().iter().map(|s| s.start + 1).max().map_or(now, |m| m.max(now))
+        self.list()
+            .iter()
+            .map(|s| s.start + 1)
+            .max()
+            .map_or(now, |m| m.max(now))
     }
 
     /// Records a new session with its first exchange.
-    pub fn create(&self, id: &str, prompt: &str, answer: &str, model: &str, now: i64) -> std::io::Result<()> {
+    pub fn create(
+        &self,
+        id: &str,
+        prompt: &str,
+        answer: &str,
+        model: &str,
+        now: i64,
+    ) -> std::io::Result<()> {
         let now = self.monotonic(now);
         let id8: String = id.chars().take(8).collect();
-        let path = self.chats.join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
+        let path = self
+            .chats
+            .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
         let mut body = self.header(id, now);
         body.push_str(&exchange(prompt, answer, model, now));
         write_atomic(&path, body.as_bytes())
@@ -248,15 +290,29 @@ impl Store {
     /// Appends a resumed exchange (a new header moves the session to the end of the listing).
     /// With `loss`, a resume in a later minute also writes the stub that the next start's
     /// clean-up treats as invalid, deleting the whole session (the upstream bug).
-    pub fn resume(&self, s: &Session, prompt: &str, answer: &str, model: &str, now: i64, loss: bool) -> std::io::Result<()> {
+    pub fn resume(
+        &self,
+        s: &Session,
+        prompt: &str,
+        answer: &str,
+        model: &str,
+        now: i64,
+        loss: bool,
+    ) -> std::io::Result<()> {
         let now = self.monotonic(now);
-        let file = s.files.first().cloned().expect("a listed session has a file");
+        let file = s
+            .files
+            .first()
+            .cloned()
+            .expect("a listed session has a file");
         let mut body = fs::read_to_string(&file).unwrap_or_default();
         body.push_str(&self.header(&s.id, now));
         body.push_str(&exchange(prompt, answer, model, now));
         write_atomic(&file, body.as_bytes())?;
         let id8: String = s.id.chars().take(8).collect();
-        let stub = self.chats.join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
+        let stub = self
+            .chats
+            .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
         if loss && stub != file && !stub.exists() {
             write_atomic(&stub, self.header(&s.id, now).as_bytes())?;
         }
@@ -266,17 +322,33 @@ impl Store {
     /// The start-of-command clean-up of the loss bug: a file with no user message is invalid,
     /// and every file of its short id goes with it.
     pub fn cleanup_invalid(&self) {
-        let Ok(rd) = fs::read_dir(&self.chats) else { return };
+        let Ok(rd) = fs::read_dir(&self.chats) else {
+            return;
+        };
         let files: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
         for f in &files {
-            let Ok(text) = fs::read_to_string(f) else { continue };
-            if text.lines().any(|l| l.contains("\"type\":\"user\"") && !l.contains("$set")) {
+            let Ok(text) = fs::read_to_string(f) else {
+                continue;
+            };
+            if text
+                .lines()
+                .any(|l| l.contains("\"type\":\"user\"") && !l.contains("$set"))
+            {
                 continue;
             }
-            let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-            let Some(suffix) = name.rsplit('-').next().map(String::from) else { continue };
+            let name = f
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string();
+            let Some(suffix) = name.rsplit('-').next().map(String::from) else {
+                continue;
+            };
             for g in &files {
-                if g.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(&format!("-{suffix}"))) {
+                if g.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with(&format!("-{suffix}")))
+                {
                     let _ = fs::remove_file(g);
                 }
             }
@@ -293,7 +365,10 @@ impl Store {
     /// Returns and increments the ordered-reply counter.
     pub fn next_reply_index(&self) -> u64 {
         let p = self.project_dir.join("fake-gemini-replies");
-        let n: u64 = fs::read_to_string(&p).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+        let n: u64 = fs::read_to_string(&p)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
         let _ = write_atomic(&p, (n + 1).to_string().as_bytes());
         n
     }
@@ -315,7 +390,11 @@ fn exchange(prompt: &str, answer: &str, model: &str, now: i64) -> String {
 
 /// The listing title: summary, else the first prompt (whitespace collapsed, non-ASCII removed, cut at 100).
 pub fn title(s: &Session, use_summary: bool) -> String {
-    let raw = if use_summary { s.summary.as_deref().unwrap_or(&s.first_prompt) } else { &s.first_prompt };
+    let raw = if use_summary {
+        s.summary.as_deref().unwrap_or(&s.first_prompt)
+    } else {
+        &s.first_prompt
+    };
     let ascii: String = raw.chars().filter(|c| c.is_ascii()).collect();
     let t = ascii.split_whitespace().collect::<Vec<_>>().join(" ");
     if t.chars().count() > 100 {
@@ -345,9 +424,18 @@ pub fn listing(sessions: &[Session], now: i64) -> String {
     if sessions.is_empty() {
         return "No previous sessions found for this project.".into();
     }
-    let mut out = format!("\nAvailable sessions for this project ({}):\n", sessions.len());
+    let mut out = format!(
+        "\nAvailable sessions for this project ({}):\n",
+        sessions.len()
+    );
     for (i, s) in sessions.iter().enumerate() {
-        out.push_str(&format!("  {}. {} ({}) [{}]\n", i + 1, title(s, true), relative(s.last, now), s.id));
+        out.push_str(&format!(
+            "  {}. {} ({}) [{}]\n",
+            i + 1,
+            title(s, true),
+            relative(s.last, now),
+            s.id
+        ));
     }
     out
 }
@@ -362,15 +450,34 @@ mod tests {
         let st = Store::open(dir.path(), "/tmp/cap/Sw.1").unwrap();
         assert!(st.chats.ends_with("tmp/sw-1/chats"));
         let t0 = clock::parse_time("2026-11-30T00:11:00Z").unwrap();
-        st.create("aaaaaaaa-1111-4111-8111-111111111111", "first", "a", "m", t0).unwrap();
-        st.create("bbbbbbbb-1111-4111-8111-111111111111", "second\nline", "a", "m", t0 + 1000).unwrap();
+        st.create(
+            "aaaaaaaa-1111-4111-8111-111111111111",
+            "first",
+            "a",
+            "m",
+            t0,
+        )
+        .unwrap();
+        st.create(
+            "bbbbbbbb-1111-4111-8111-111111111111",
+            "second\nline",
+            "a",
+            "m",
+            t0 + 1000,
+        )
+        .unwrap();
         let l = st.list();
         assert_eq!(l.len(), 2);
         assert_eq!(title(&l[1], true), "second line");
-        st.resume(&l[0], "again", "b", "m", t0 + 2000, false).unwrap();
+        st.resume(&l[0], "again", "b", "m", t0 + 2000, false)
+            .unwrap();
         let l = st.list();
-        assert_eq!(l[1].id, "aaaaaaaa-1111-4111-8111-111111111111", "a resume moves the session to the end");
-        assert_eq!(relative(l[0].last, t0 + 3 * 60_000), "3 minutes ago");
+        assert_eq!(
+            l[1].id, "aaaaaaaa-1111-4111-8111-111111111111",
+            "a resume moves the session to the end"
+        );
+        assert_eq!(relative(t0, t0 + 3 * 60_000), "3 minutes ago");
+        assert_eq!(relative(t0, t0 + 61 * 60_000), "1 hour ago");
         st.delete(&l[0]);
         assert_eq!(st.list().len(), 1);
     }
@@ -380,7 +487,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let st = Store::open(dir.path(), "/w/p").unwrap();
         let t0 = clock::parse_time("2026-11-30T00:11:30Z").unwrap();
-        st.create("cccccccc-1111-4111-8111-111111111111", "x", "a", "m", t0).unwrap();
+        st.create("cccccccc-1111-4111-8111-111111111111", "x", "a", "m", t0)
+            .unwrap();
         let s = st.list().remove(0);
         st.resume(&s, "y", "b", "m", t0 + 60_000, true).unwrap();
         assert_eq!(st.list().len(), 1);

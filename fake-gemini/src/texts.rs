@@ -61,5 +61,7 @@ pub const FETCH_FAILED_STACK: &str = "    at file://{root}/node_modules/@google/
 
 /// Fills `{root}` (and `{version}`) in a template.
 pub fn fill(template: &str, version: &str) -> String {
-    template.replace("{root}", CLI_ROOT).replace("{version}", version)
+    template
+        .replace("{root}", CLI_ROOT)
+        .replace("{version}", version)
 }

@@ -9,7 +9,12 @@ fn as_is(_: &mut Scenario) {}
 
 /// The mock counted one prompt and one output token for this answer.
 fn mock_usage_1_1(s: &mut Scenario) {
-    s.model.usage = Usage { prompt: 1, candidates: 1, thoughts: 0, cached: 0 };
+    s.model.usage = Usage {
+        prompt: 1,
+        candidates: 1,
+        thoughts: 0,
+        cached: 0,
+    };
 }
 use rstest::rstest;
 
@@ -40,7 +45,8 @@ fn replay(
     match env {
         Env::First => {}
         Env::NoKey => {
-            sb.set("GEMINI_API_KEY", None).set("FAKE_GEMINI_AUTH", Some("env"));
+            sb.set("GEMINI_API_KEY", None)
+                .set("FAKE_GEMINI_AUTH", Some("env"));
         }
         Env::Second => {
             sb.set("NO_COLOR", Some("1"));
@@ -51,13 +57,22 @@ fn replay(
     }
     let mut s = mock(scenario);
     if let Some(t) = text {
-        fake_gemini::scenario::apply_params(scenario, &mut s, &[("text".into(), t.into())]).unwrap();
+        fake_gemini::scenario::apply_params(scenario, &mut s, &[("text".into(), t.into())])
+            .unwrap();
     }
     tweak(&mut s);
     sb.use_scenario(&s);
     let o = sb.run(args, stdin);
-    assert_eq!(sb.mask(&o.stdout), capture(&format!("{cap}.out")), "{cap}: stdout");
-    assert_eq!(sb.mask(&o.stderr), capture(&format!("{cap}.err")), "{cap}: stderr");
+    assert_eq!(
+        sb.mask(&o.stdout),
+        capture(&format!("{cap}.out")),
+        "{cap}: stdout"
+    );
+    assert_eq!(
+        sb.mask(&o.stderr),
+        capture(&format!("{cap}.err")),
+        "{cap}: stderr"
+    );
     assert_eq!(o.status.code(), Some(rc), "{cap}: exit code");
 }
 
@@ -83,7 +98,17 @@ fn command_line(#[case] cap: &str, #[case] args: &[&str], #[case] rc: i32) {
 #[case("v40_version", &["--version"], 0)]
 #[case("v40_help", &["--help"], 0)]
 fn version_0_40(#[case] cap: &str, #[case] args: &[&str], #[case] rc: i32) {
-    replay(cap, Env::First, &[("FAKE_GEMINI_VERSION", "0.40.0")], "success", None, as_is, args, None, rc);
+    replay(
+        cap,
+        Env::First,
+        &[("FAKE_GEMINI_VERSION", "0.40.0")],
+        "success",
+        None,
+        as_is,
+        args,
+        None,
+        rc,
+    );
 }
 
 #[rstest]
@@ -106,7 +131,13 @@ fn version_0_40(#[case] cap: &str, #[case] args: &[&str], #[case] rc: i32) {
 #[case("env_trust", Env::First, &[("GEMINI_CLI_TRUST_WORKSPACE", "true")], &["-p", "hi"], 0)]
 #[case("incdir_missing", Env::First, &[], &["--include-directories", "/nonexistent/dir", "-p", "hi", "--skip-trust"], 1)]
 #[case("sandbox", Env::First, &[], &["-s", "-p", "hi", "--skip-trust"], 1)]
-fn before_the_model(#[case] cap: &str, #[case] env: Env, #[case] extra: &[(&str, &str)], #[case] args: &[&str], #[case] rc: i32) {
+fn before_the_model(
+    #[case] cap: &str,
+    #[case] env: Env,
+    #[case] extra: &[(&str, &str)],
+    #[case] args: &[&str],
+    #[case] rc: i32,
+) {
     replay(cap, env, extra, "success", None, as_is, args, None, rc);
 }
 
@@ -156,13 +187,28 @@ fn agent_first_round(#[case] cap: &str, #[case] scenario: &str, #[case] args: &[
 #[case("s_at_missing_text", "bad-at-reference", &["-p", "please read @missing.txt", "--skip-trust"], 0)]
 #[case("s_at_email_sjson", "success", &["-p", "email me at a@b.com", "-o", "stream-json", "--skip-trust"], 0)]
 #[case("s_p_only_text_stdoutpipe", "success", &["-p", "what is two plus two", "--skip-trust"], 0)]
-fn agent_second_round(#[case] cap: &str, #[case] scenario: &str, #[case] args: &[&str], #[case] rc: i32) {
+fn agent_second_round(
+    #[case] cap: &str,
+    #[case] scenario: &str,
+    #[case] args: &[&str],
+    #[case] rc: i32,
+) {
     replay(cap, Env::Second, &[], scenario, None, as_is, args, None, rc);
 }
 
 #[test]
 fn stdin_prompt_with_trailing_newline_is_sent_verbatim() {
-    replay("s_stdin_only_nl_text_stdoutpipe", Env::Second, &[], "success", None, as_is, &["--skip-trust"], Some(b"what is two plus two\n"), 0);
+    replay(
+        "s_stdin_only_nl_text_stdoutpipe",
+        Env::Second,
+        &[],
+        "success",
+        None,
+        as_is,
+        &["--skip-trust"],
+        Some(b"what is two plus two\n"),
+        0,
+    );
 }
 
 #[rstest]
@@ -177,14 +223,34 @@ fn nine_mib_of_stdin_is_truncated_and_never_sent(#[case] cap: &str, #[case] args
         n += 1;
     }
     data.truncate(9 << 20);
-    replay(cap, Env::Second, &[], "success", None, as_is, args, Some(&data), 0);
+    replay(
+        cap,
+        Env::Second,
+        &[],
+        "success",
+        None,
+        as_is,
+        args,
+        Some(&data),
+        0,
+    );
 }
 
 #[rstest]
 #[case("ansi_text", &["-m", "gemini-2.5-flash", "-p", "ANSI please", "--skip-trust"])]
 #[case("ansi_json", &["-m", "gemini-2.5-flash", "-p", "ANSI please", "-o", "json", "--skip-trust"])]
 fn ansi_is_stripped_controls_pass(#[case] cap: &str, #[case] args: &[&str]) {
-    replay(cap, Env::First, &[], "success", Some("red:\x1b[31mRED\x1b[0m bell:\x07 ctrl:\x01 é ✓"), mock_usage_1_1, args, None, 0);
+    replay(
+        cap,
+        Env::First,
+        &[],
+        "success",
+        Some("red:\x1b[31mRED\x1b[0m bell:\x07 ctrl:\x01 é ✓"),
+        mock_usage_1_1,
+        args,
+        None,
+        0,
+    );
 }
 
 #[rstest]
@@ -200,8 +266,38 @@ fn ansi_is_stripped_controls_pass(#[case] cap: &str, #[case] args: &[&str]) {
 #[case("r429_sjson", "rate-limit-retry", "RATE429 please", "stream-json", 173)]
 #[case("empty_json", "empty-response", "EMPTY please", "json", 0)]
 #[case("empty_sjson", "empty-response", "EMPTY please", "stream-json", 0)]
-#[case("badjson_sjson", "malformed-stream", "BADJSON please", "stream-json", 1)]
-fn api_failures(#[case] cap: &str, #[case] scenario: &str, #[case] prompt: &str, #[case] format: &str, #[case] rc: i32) {
-    let args = ["-m", "gemini-2.5-flash", "-p", prompt, "-o", format, "--skip-trust"];
-    replay(cap, Env::First, &[("FAKE_GEMINI_ATTEMPT_DELAY_MS", "0")], scenario, None, as_is, &args, None, rc);
+#[case(
+    "badjson_sjson",
+    "malformed-stream",
+    "BADJSON please",
+    "stream-json",
+    1
+)]
+fn api_failures(
+    #[case] cap: &str,
+    #[case] scenario: &str,
+    #[case] prompt: &str,
+    #[case] format: &str,
+    #[case] rc: i32,
+) {
+    let args = [
+        "-m",
+        "gemini-2.5-flash",
+        "-p",
+        prompt,
+        "-o",
+        format,
+        "--skip-trust",
+    ];
+    replay(
+        cap,
+        Env::First,
+        &[("FAKE_GEMINI_ATTEMPT_DELAY_MS", "0")],
+        scenario,
+        None,
+        as_is,
+        &args,
+        None,
+        rc,
+    );
 }

@@ -8,53 +8,135 @@ use crate::support::Sandbox;
 
 fn sb() -> Sandbox {
     let mut sb = Sandbox::new("proj");
-    sb.set("NO_COLOR", Some("1")).set("FAKE_GEMINI_ATTEMPT_DELAY_MS", Some("0"));
+    sb.set("NO_COLOR", Some("1"))
+        .set("FAKE_GEMINI_ATTEMPT_DELAY_MS", Some("0"));
     sb
 }
 
 fn lines(out: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(out).lines().map(|l| serde_json::from_str(l).unwrap_or(Value::Null)).collect()
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+        .collect()
 }
 
 /// (scenario marker, format, exit code, text expected in stdout, text expected in stderr)
 #[rstest]
 #[case("success", "text", 0, "Hello there! How can I help?\n", "Ripgrep")]
 #[case("tool-call", "text", 0, "Let me list files.\nHello there!", "")]
-#[case("tool-error", "stream-json", 0, "\"status\":\"error\"", "Error executing tool run_shell_command")]
-#[case("thinking", "json", 0, "\"response\": \"Hello there! How can I help?\"", "")]
+#[case(
+    "tool-error",
+    "stream-json",
+    0,
+    "\"status\":\"error\"",
+    "Error executing tool run_shell_command"
+)]
+#[case(
+    "thinking",
+    "json",
+    0,
+    "\"response\": \"Hello there! How can I help?\"",
+    ""
+)]
 #[case("auth-missing", "json", 41, "", "\"code\": 41")]
 #[case("auth-invalid", "text", 41, "", "Invalid auth method selected.")]
-#[case("untrusted-workspace", "text", 55, "", "not running in a trusted directory")]
+#[case(
+    "untrusted-workspace",
+    "text",
+    55,
+    "",
+    "not running in a trusted directory"
+)]
 #[case("no-input", "text", 42, "", "No input provided via stdin")]
 #[case("bad-at-reference", "text", 0, "Hello there!", "")]
-#[case("include-dir-missing", "text", 1, "", "[WARN] Skipping unreadable directory: /nonexistent/dir")]
-#[case("quota-daily", "json", 173, "", "You have exhausted your daily quota on this model.")]
-#[case("quota-daily", "text", 1, "", "An unexpected critical error occurred:[object Object]")]
-#[case("rate-limit-retry", "stream-json", 173, "Resource has been exhausted", "Attempt 10 failed: Resource has been exhausted")]
+#[case(
+    "include-dir-missing",
+    "text",
+    1,
+    "",
+    "[WARN] Skipping unreadable directory: /nonexistent/dir"
+)]
+#[case(
+    "quota-daily",
+    "json",
+    173,
+    "",
+    "You have exhausted your daily quota on this model."
+)]
+#[case(
+    "quota-daily",
+    "text",
+    1,
+    "",
+    "An unexpected critical error occurred:[object Object]"
+)]
+#[case(
+    "rate-limit-retry",
+    "stream-json",
+    173,
+    "Resource has been exhausted",
+    "Attempt 10 failed: Resource has been exhausted"
+)]
 #[case("api-400", "json", 144, "", "\"code\": 400")]
 #[case("api-401", "stream-json", 145, "UNAUTHENTICATED", "")]
 #[case("api-403", "stream-json", 147, "PERMISSION_DENIED", "")]
 #[case("model-not-found", "stream-json", 1, "NOT_FOUND", "")]
 #[case("model-not-found", "json", 1, "", "\"code\": 404")]
-#[case("api-500", "stream-json", 244, "INTERNAL", "Attempt 9 failed with status 500")]
+#[case(
+    "api-500",
+    "stream-json",
+    244,
+    "INTERNAL",
+    "Attempt 9 failed with status 500"
+)]
 #[case("api-503", "json", 247, "", "Attempt 10 failed")]
 #[case("empty-response", "json", 0, "INVALID_STREAM", "")]
 #[case("malformed-stream", "stream-json", 1, "partial ", "SyntaxError")]
 #[case("turn-limit", "json", 53, "", "[ERROR] {")]
 #[case("loop-detected", "json", 0, "Loop detected, stopping execution", "")]
 #[case("tool-fatal", "stream-json", 54, "no_space_left", "")]
-#[case("sandbox-error", "text", 1, "", "Fatal error: Failed to relaunch the CLI process.")]
-#[case("config-error", "json", 52, "", "Please fix the configuration file(s) and try again.")]
-#[case("cancelled", "stream-json", 130, "FatalCancellationError", "Cancelling...")]
+#[case(
+    "sandbox-error",
+    "text",
+    1,
+    "",
+    "Fatal error: Failed to relaunch the CLI process."
+)]
+#[case(
+    "config-error",
+    "json",
+    52,
+    "",
+    "Please fix the configuration file(s) and try again."
+)]
+#[case(
+    "cancelled",
+    "stream-json",
+    130,
+    "FatalCancellationError",
+    "Cancelling..."
+)]
 #[case("session-not-found", "text", 0, "Hello", "")]
 #[case("input-too-large", "stream-json", 0, "\"models\":{}", "")]
 #[case("memory-show", "json", 0, "Memory is currently empty.\n{", "")]
 #[case("slow-start", "text", 0, "Hello", "")]
 #[case("trickle", "text", 0, "tick1 tick2 ", "")]
 #[case("long-line", "text", 0, "lorem", "")]
-#[case("invalid-json", "stream-json", 0, "{\"type\":\"message\",\"timestamp\":\n", "")]
+#[case(
+    "invalid-json",
+    "stream-json",
+    0,
+    "{\"type\":\"message\",\"timestamp\":\n",
+    ""
+)]
 #[case("flood-stderr", "text", 0, "Hello", "Attempt 1 failed")]
-fn builtin_via_prompt_marker(#[case] name: &str, #[case] fmt: &str, #[case] rc: i32, #[case] out: &str, #[case] err: &str) {
+fn builtin_via_prompt_marker(
+    #[case] name: &str,
+    #[case] fmt: &str,
+    #[case] rc: i32,
+    #[case] out: &str,
+    #[case] err: &str,
+) {
     let sb = sb();
     let marker = match name {
         "slow-start" => format!("[[fake-gemini:{name} delay-ms=10]]"),
@@ -68,29 +150,70 @@ fn builtin_via_prompt_marker(#[case] name: &str, #[case] fmt: &str, #[case] rc: 
         args.push("--sandbox");
     }
     let o = sb.run(&args, None);
-    let (so, se) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let (so, se) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
     assert_eq!(o.status.code(), Some(rc), "{name}: stdout {so} stderr {se}");
     assert!(so.contains(out), "{name}: stdout lacks {out:?}: {so}");
     assert!(se.contains(err), "{name}: stderr lacks {err:?}: {se}");
-    if fmt == "stream-json" && !matches!(name, "invalid-json") && rc != 41 && rc != 55 && rc != 42 && rc != 52 {
-        assert!(lines(&o.stdout).iter().all(|v| v.is_object()), "{name}: every line is JSON");
+    if fmt == "stream-json"
+        && !matches!(name, "invalid-json")
+        && rc != 41
+        && rc != 55
+        && rc != 42
+        && rc != 52
+    {
+        assert!(
+            lines(&o.stdout).iter().all(|v| v.is_object()),
+            "{name}: every line is JSON"
+        );
     }
 }
 
 #[test]
 fn flood_stdout_writes_exactly_the_requested_bytes() {
     let sb = sb();
-    let o = sb.run(&["-p", "[[fake-gemini:flood-stdout bytes=1000000]]", "--skip-trust"], None);
+    let o = sb.run(
+        &[
+            "-p",
+            "[[fake-gemini:flood-stdout bytes=1000000]]",
+            "--skip-trust",
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(o.stdout.len(), 1_000_000 + 1, "the content plus the ensured trailing newline");
-    let o = sb.run(&["-p", "[[fake-gemini:flood-stdout bytes=200000]]", "-o", "stream-json", "--skip-trust"], None);
+    assert_eq!(
+        o.stdout.len(),
+        1_000_000 + 1,
+        "the content plus the ensured trailing newline"
+    );
+    let o = sb.run(
+        &[
+            "-p",
+            "[[fake-gemini:flood-stdout bytes=200000]]",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        None,
+    );
     let content: usize = lines(&o.stdout)
         .iter()
         .filter(|v| v["role"] == "assistant")
         .map(|v| v["content"].as_str().unwrap().len())
         .sum();
     assert_eq!(content, 200_000);
-    let o = sb.run(&["-p", "[[fake-gemini:flood-stdout bytes=70000]]", "-o", "json", "--skip-trust"], None);
+    let o = sb.run(
+        &[
+            "-p",
+            "[[fake-gemini:flood-stdout bytes=70000]]",
+            "-o",
+            "json",
+            "--skip-trust",
+        ],
+        None,
+    );
     let doc: Value = serde_json::from_slice(&o.stdout).expect("a valid document");
     assert_eq!(doc["response"].as_str().unwrap().len(), 70_000);
 }
@@ -98,7 +221,14 @@ fn flood_stdout_writes_exactly_the_requested_bytes() {
 #[test]
 fn flood_stderr_writes_the_requested_bytes_before_answering() {
     let sb = sb();
-    let o = sb.run(&["-p", "[[fake-gemini:flood-stderr bytes=3000000]]", "--skip-trust"], None);
+    let o = sb.run(
+        &[
+            "-p",
+            "[[fake-gemini:flood-stderr bytes=3000000]]",
+            "--skip-trust",
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0));
     let noise = sb.run(&["-p", "x", "--skip-trust"], None).stderr.len();
     assert_eq!(o.stderr.len(), noise + 3_000_000);
@@ -107,8 +237,20 @@ fn flood_stderr_writes_the_requested_bytes_before_answering() {
 #[test]
 fn long_line_is_one_line_of_the_requested_size() {
     let sb = sb();
-    let o = sb.run(&["-p", "[[fake-gemini:long-line bytes=300000]]", "-o", "stream-json", "--skip-trust"], None);
-    let deltas: Vec<Value> = lines(&o.stdout).into_iter().filter(|v| v["role"] == "assistant").collect();
+    let o = sb.run(
+        &[
+            "-p",
+            "[[fake-gemini:long-line bytes=300000]]",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        None,
+    );
+    let deltas: Vec<Value> = lines(&o.stdout)
+        .into_iter()
+        .filter(|v| v["role"] == "assistant")
+        .collect();
     assert_eq!(deltas.len(), 1);
     assert_eq!(deltas[0]["content"].as_str().unwrap().len(), 300_000);
 }
@@ -119,17 +261,35 @@ fn long_line_is_one_line_of_the_requested_size() {
 #[case("json")]
 fn non_utf8_bytes_reach_stdout_in_every_format(#[case] fmt: &str) {
     let sb = sb();
-    let o = sb.run(&["-p", "[[fake-gemini:non-utf8]]", "-o", fmt, "--skip-trust"], None);
+    let o = sb.run(
+        &["-p", "[[fake-gemini:non-utf8]]", "-o", fmt, "--skip-trust"],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0));
-    assert!(std::str::from_utf8(&o.stdout).is_err(), "stdout is not UTF-8");
+    assert!(
+        std::str::from_utf8(&o.stdout).is_err(),
+        "stdout is not UTF-8"
+    );
     assert!(o.stdout.windows(2).any(|w| w == [0xFF, 0xFE]));
-    assert!(std::str::from_utf8(&o.stderr).is_err(), "stderr is not UTF-8");
+    assert!(
+        std::str::from_utf8(&o.stderr).is_err(),
+        "stderr is not UTF-8"
+    );
 }
 
 #[test]
 fn invalid_json_truncates_the_json_document() {
     let sb = sb();
-    let o = sb.run(&["-p", "[[fake-gemini:invalid-json]]", "-o", "json", "--skip-trust"], None);
+    let o = sb.run(
+        &[
+            "-p",
+            "[[fake-gemini:invalid-json]]",
+            "-o",
+            "json",
+            "--skip-trust",
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0));
     assert!(serde_json::from_slice::<Value>(&o.stdout).is_err());
     assert!(o.stdout.starts_with(b"{\n  \"session_id\""));
@@ -139,7 +299,10 @@ fn invalid_json_truncates_the_json_document() {
 fn stdin_late_ignores_stdin_but_keeps_the_prompt() {
     let mut sb = sb();
     sb.set("FAKE_GEMINI_SCENARIO", Some("stdin-late"));
-    let o = sb.run(&["-p", "x", "-o", "stream-json", "--skip-trust"], Some(b"late"));
+    let o = sb.run(
+        &["-p", "x", "-o", "stream-json", "--skip-trust"],
+        Some(b"late"),
+    );
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(lines(&o.stdout)[1]["content"], "x");
     let o = sb.run(&["--skip-trust"], Some(b"late"));
@@ -149,7 +312,8 @@ fn stdin_late_ignores_stdin_but_keeps_the_prompt() {
 #[test]
 fn oauth_wait_fails_fast_with_no_browser() {
     let mut sb = sb();
-    sb.set("FAKE_GEMINI_SCENARIO", Some("oauth-wait")).set("NO_BROWSER", Some("true"));
+    sb.set("FAKE_GEMINI_SCENARIO", Some("oauth-wait"))
+        .set("NO_BROWSER", Some("true"));
     let o = sb.run(&["-p", "x", "--skip-trust"], None);
     assert_eq!(o.status.code(), Some(41));
 }
@@ -161,18 +325,25 @@ fn old_version_rejects_skip_trust_and_reports_its_version() {
     assert_eq!(sb.run(&["--version"], None).stdout, b"0.39.0\n");
     let o = sb.run(&["-p", "x", "--skip-trust"], None);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).starts_with("Unknown arguments: skip-trust, skipTrust\nUsage: gemini"));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .starts_with("Unknown arguments: skip-trust, skipTrust\nUsage: gemini"));
 }
 
 #[test]
 fn a_marker_in_stdin_selects_the_scenario_and_wins_over_the_env_var() {
     let mut sb = sb();
     sb.set("FAKE_GEMINI_SCENARIO", Some("api-400"));
-    let o = sb.run(&["--skip-trust"], Some(b"please [[fake-gemini:success text=\"from \\\"stdin\\\"\\nmarker\"]]"));
+    let o = sb.run(
+        &["--skip-trust"],
+        Some(b"please [[fake-gemini:success text=\"from \\\"stdin\\\"\\nmarker\"]]"),
+    );
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(o.stdout, b"from \"stdin\"\nmarker\n");
     // Without the marker the env var decides.
-    assert_eq!(sb.run(&["-p", "x", "--skip-trust"], None).status.code(), Some(1));
+    assert_eq!(
+        sb.run(&["-p", "x", "--skip-trust"], None).status.code(),
+        Some(1)
+    );
 }
 
 #[test]
@@ -180,16 +351,29 @@ fn scenario_files_resolve_by_path_and_in_the_scenario_dir() {
     let mut sb = sb();
     let dir = sb.dir.path().join("scen");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("mine.toml"), "[[model.turns]]\ntext = \"from a file\"\n").unwrap();
+    std::fs::write(
+        dir.join("mine.toml"),
+        "[[model.turns]]\ntext = \"from a file\"\n",
+    )
+    .unwrap();
     sb.set("FAKE_GEMINI_SCENARIO_DIR", Some(dir.to_str().unwrap()));
     let o = sb.run(&["-p", "[[fake-gemini:mine]]", "--skip-trust"], None);
     assert_eq!(o.stdout, b"from a file\n");
-    sb.set("FAKE_GEMINI_SCENARIO", Some(dir.join("mine.toml").to_str().unwrap()));
-    assert_eq!(sb.run(&["-p", "x", "--skip-trust"], None).stdout, b"from a file\n");
+    sb.set(
+        "FAKE_GEMINI_SCENARIO",
+        Some(dir.join("mine.toml").to_str().unwrap()),
+    );
+    assert_eq!(
+        sb.run(&["-p", "x", "--skip-trust"], None).stdout,
+        b"from a file\n"
+    );
 }
 
 #[rstest]
-#[case("[[fake-gemini:no-such-scenario]]", "unknown scenario `no-such-scenario`")]
+#[case(
+    "[[fake-gemini:no-such-scenario]]",
+    "unknown scenario `no-such-scenario`"
+)]
 #[case("[[fake-gemini:success bogus=1]]", "unknown parameter `bogus`")]
 #[case("[[fake-gemini:success text=\"unterminated]]", "unterminated")]
 fn the_fakes_own_failures_exit_99(#[case] prompt: &str, #[case] msg: &str) {
@@ -221,12 +405,18 @@ fn expectations_on_argv_stdin_env_and_cwd() {
     )
     .unwrap();
     sb.set("FAKE_GEMINI_SCENARIO", Some(f.to_str().unwrap()));
-    assert_eq!(sb.run(&["--skip-trust"], Some(b"in")).status.code(), Some(0));
+    assert_eq!(
+        sb.run(&["--skip-trust"], Some(b"in")).status.code(),
+        Some(0)
+    );
     let o = sb.run(&["--skip-trust"], Some(b"other"));
     assert_eq!(o.status.code(), Some(99));
     assert!(String::from_utf8_lossy(&o.stderr).contains("fake-gemini: expectation failed: stdin"));
     sb.set("SECRET", Some("x"));
-    assert_eq!(sb.run(&["--skip-trust"], Some(b"in")).status.code(), Some(99));
+    assert_eq!(
+        sb.run(&["--skip-trust"], Some(b"in")).status.code(),
+        Some(99)
+    );
 }
 
 #[test]
@@ -235,24 +425,41 @@ fn ordered_replies_advance_per_project() {
     let f = sb.dir.path().join("replies.toml");
     std::fs::write(&f, "[model]\nreplies = [\"one\", \"two\"]\n").unwrap();
     sb.set("FAKE_GEMINI_SCENARIO", Some(f.to_str().unwrap()));
-    let got: Vec<Vec<u8>> = (0..3).map(|_| sb.run(&["-p", "x", "--skip-trust"], None).stdout).collect();
-    assert_eq!(got, [b"one\n".to_vec(), b"two\n".to_vec(), b"one\n".to_vec()]);
+    let got: Vec<Vec<u8>> = (0..3)
+        .map(|_| sb.run(&["-p", "x", "--skip-trust"], None).stdout)
+        .collect();
+    assert_eq!(
+        got,
+        [b"one\n".to_vec(), b"two\n".to_vec(), b"one\n".to_vec()]
+    );
 }
 
 #[test]
 fn auth_env_mode_applies_the_real_check() {
     let mut sb = sb();
-    sb.set("FAKE_GEMINI_AUTH", Some("env")).set("GEMINI_API_KEY", None);
-    assert_eq!(sb.run(&["-p", "x", "--skip-trust"], None).status.code(), Some(41));
+    sb.set("FAKE_GEMINI_AUTH", Some("env"))
+        .set("GEMINI_API_KEY", None);
+    assert_eq!(
+        sb.run(&["-p", "x", "--skip-trust"], None).status.code(),
+        Some(41)
+    );
     sb.set("GOOGLE_GENAI_USE_GCA", Some("true"));
-    assert_eq!(sb.run(&["-p", "x", "--skip-trust"], None).status.code(), Some(0));
-    sb.set("GOOGLE_GENAI_USE_GCA", None).set("GEMINI_API_KEY", Some("k")).set("GOOGLE_GEMINI_BASE_URL", Some("http://x"));
+    assert_eq!(
+        sb.run(&["-p", "x", "--skip-trust"], None).status.code(),
+        Some(0)
+    );
+    sb.set("GOOGLE_GENAI_USE_GCA", None)
+        .set("GEMINI_API_KEY", Some("k"))
+        .set("GOOGLE_GEMINI_BASE_URL", Some("http://x"));
     let o = sb.run(&["-p", "x", "--skip-trust"], None);
     assert_eq!(o.status.code(), Some(41));
     assert_eq!(o.stderr, b"Invalid auth method selected.\n");
     // Authenticated by default, whatever the environment.
     sb.set("FAKE_GEMINI_AUTH", None).set("GEMINI_API_KEY", None);
-    assert_eq!(sb.run(&["-p", "x", "--skip-trust"], None).status.code(), Some(0));
+    assert_eq!(
+        sb.run(&["-p", "x", "--skip-trust"], None).status.code(),
+        Some(0)
+    );
 }
 
 #[test]
@@ -262,23 +469,40 @@ fn trust_comes_from_the_flag_the_env_var_yolo_or_trusted_folders() {
     assert_eq!(sb.run(&["-p", "x", "-y"], None).status.code(), Some(0));
     sb.set("GEMINI_CLI_TRUST_WORKSPACE", Some("true"));
     assert_eq!(sb.run(&["-p", "x"], None).status.code(), Some(0));
-    sb.set("GEMINI_CLI_TRUST_WORKSPACE", None).set("NO_COLOR", None);
+    sb.set("GEMINI_CLI_TRUST_WORKSPACE", None)
+        .set("NO_COLOR", None);
     let o = sb.run(&["-p", "x"], None);
-    assert!(o.stderr.starts_with(b"\x1b[31mGemini CLI is not running"), "red without NO_COLOR");
+    assert!(
+        o.stderr.starts_with(b"\x1b[31mGemini CLI is not running"),
+        "red without NO_COLOR"
+    );
     let gem = sb.home.join(".gemini");
     std::fs::create_dir_all(&gem).unwrap();
-    std::fs::write(gem.join("trustedFolders.json"), format!("{{{:?}: \"TRUST_FOLDER\"}}", sb.cwd.display().to_string())).unwrap();
+    std::fs::write(
+        gem.join("trustedFolders.json"),
+        format!("{{{:?}: \"TRUST_FOLDER\"}}", sb.cwd.display().to_string()),
+    )
+    .unwrap();
     assert_eq!(sb.run(&["-p", "x"], None).status.code(), Some(0));
 }
 
 #[test]
 fn failure_precedence_is_args_auth_trust_input() {
     let mut sb = sb();
-    sb.set("FAKE_GEMINI_AUTH", Some("env")).set("GEMINI_API_KEY", None);
+    sb.set("FAKE_GEMINI_AUTH", Some("env"))
+        .set("GEMINI_API_KEY", None);
     assert_eq!(sb.run(&["--bogus"], None).status.code(), Some(1));
-    assert_eq!(sb.run(&[], None).status.code(), Some(41), "auth before trust and input");
+    assert_eq!(
+        sb.run(&[], None).status.code(),
+        Some(41),
+        "auth before trust and input"
+    );
     sb.set("GEMINI_API_KEY", Some("k"));
-    assert_eq!(sb.run(&[], None).status.code(), Some(55), "trust before input");
+    assert_eq!(
+        sb.run(&[], None).status.code(),
+        Some(55),
+        "trust before input"
+    );
     assert_eq!(sb.run(&["--skip-trust"], None).status.code(), Some(42));
 }
 
@@ -286,7 +510,10 @@ fn failure_precedence_is_args_auth_trust_input() {
 fn input_too_large_limit_is_configurable() {
     let mut sb = sb();
     sb.set("FAKE_GEMINI_CONTEXT_TOKENS", Some("10"));
-    let o = sb.run(&["-p", &"word ".repeat(20), "-o", "json", "--skip-trust"], None);
+    let o = sb.run(
+        &["-p", &"word ".repeat(20), "-o", "json", "--skip-trust"],
+        None,
+    );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["response"], "");
     assert_eq!(doc["stats"]["models"], serde_json::json!({}));
@@ -298,14 +525,38 @@ fn input_too_large_limit_is_configurable() {
 #[test]
 fn models_resolve_as_the_real_cli_and_init_echoes_the_request() {
     let sb = sb();
-    for (m, version) in [("pro", "gemini-3.1-pro-preview"), ("flash", "gemini-3.8-flash"), ("gemini-2.5-pro", "gemini-2.5-pro")] {
-        let o = sb.run(&["-m", m, "-p", "x", "-o", "stream-json", "--skip-trust"], None);
+    for (m, version) in [
+        ("pro", "gemini-3.1-pro-preview"),
+        ("flash", "gemini-3.8-flash"),
+        ("gemini-2.5-pro", "gemini-2.5-pro"),
+    ] {
+        let o = sb.run(
+            &["-m", m, "-p", "x", "-o", "stream-json", "--skip-trust"],
+            None,
+        );
         let ev = lines(&o.stdout);
         assert_eq!(ev[0]["model"], m);
-        assert!(ev.last().unwrap()["stats"]["models"].get(version).is_some(), "{m}");
+        assert!(
+            ev.last().unwrap()["stats"]["models"].get(version).is_some(),
+            "{m}"
+        );
     }
-    let o = sb.run(&["-p", "x [[fake-gemini:success model=my-model]]", "-o", "json", "--skip-trust"], None);
+    let o = sb.run(
+        &[
+            "-p",
+            "x [[fake-gemini:success model=my-model]]",
+            "-o",
+            "json",
+            "--skip-trust",
+        ],
+        None,
+    );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(doc["stats"]["models"].get("my-model").is_some());
-    assert!(doc["stats"]["models"].get("gemini-3.5-flash-lite").is_some(), "auto routes through flash-lite");
+    assert!(
+        doc["stats"]["models"]
+            .get("gemini-3.5-flash-lite")
+            .is_some(),
+        "auto routes through flash-lite"
+    );
 }

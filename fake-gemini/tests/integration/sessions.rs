@@ -18,15 +18,24 @@ fn mask_titles(s: &str) -> String {
 
 fn sandbox(project: &str) -> Sandbox {
     let mut sb = Sandbox::new(project);
-    sb.set("NO_COLOR", Some("1")).set("FAKE_GEMINI_NOW", Some("2026-11-30T00:11:05.000Z"));
+    sb.set("NO_COLOR", Some("1"))
+        .set("FAKE_GEMINI_NOW", Some("2026-11-30T00:11:05.000Z"));
     sb.use_scenario(&mock("success"));
     sb
 }
 
 fn check(sb: &Sandbox, cap: &str, args: &[&str], rc: i32) -> String {
     let o = sb.run(args, None);
-    assert_eq!(mask_titles(&sb.mask(&o.stdout)), mask_titles(&capture(&format!("{cap}.out"))), "{cap}: stdout");
-    assert_eq!(sb.mask(&o.stderr), capture(&format!("{cap}.err")), "{cap}: stderr");
+    assert_eq!(
+        mask_titles(&sb.mask(&o.stdout)),
+        mask_titles(&capture(&format!("{cap}.out"))),
+        "{cap}: stdout"
+    );
+    assert_eq!(
+        sb.mask(&o.stderr),
+        capture(&format!("{cap}.err")),
+        "{cap}: stderr"
+    );
     assert_eq!(o.status.code(), Some(rc), "{cap}: exit code");
     String::from_utf8(o.stdout).unwrap()
 }
@@ -39,7 +48,10 @@ fn init_id(stream: &str) -> String {
 fn listed_ids(listing: &str) -> Vec<String> {
     listing
         .lines()
-        .filter_map(|l| l.rsplit_once('[').map(|(_, id)| id.trim_end_matches(']').to_string()))
+        .filter_map(|l| {
+            l.rsplit_once('[')
+                .map(|(_, id)| id.trim_end_matches(']').to_string())
+        })
         .collect()
 }
 
@@ -47,45 +59,272 @@ fn listed_ids(listing: &str) -> Vec<String> {
 fn create_list_and_resume_by_latest_index_and_id() {
     let sb = sandbox("sw1");
     check(&sb, "s_sess_list_empty", &["--list-sessions"], 0);
-    let a = init_id(&check(&sb, "s_sess_create1", &["-p", "first prompt alpha", "-o", "stream-json", "--skip-trust"], 0));
-    let b = init_id(&check(&sb, "s_sess_create2", &["-p", "second prompt beta", "-o", "stream-json", "--skip-trust"], 0));
-    let c = init_id(&check(&sb, "s_sess_create3", &["-p", "third prompt gamma", "-o", "stream-json", "--skip-trust"], 0));
+    let a = init_id(&check(
+        &sb,
+        "s_sess_create1",
+        &[
+            "-p",
+            "first prompt alpha",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    ));
+    let b = init_id(&check(
+        &sb,
+        "s_sess_create2",
+        &[
+            "-p",
+            "second prompt beta",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    ));
+    let c = init_id(&check(
+        &sb,
+        "s_sess_create3",
+        &[
+            "-p",
+            "third prompt gamma",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    ));
     let list = check(&sb, "s_sess_list3", &["--list-sessions"], 0);
     assert_eq!(listed_ids(&list), [a.clone(), b.clone(), c.clone()]);
-    assert!(list.contains("  1. first prompt alpha (Just now) ["), "{list}");
+    assert!(
+        list.contains("  1. first prompt alpha (Just now) ["),
+        "{list}"
+    );
 
-    let out = check(&sb, "s_sess_resume_latest", &["--resume", "latest", "-p", "resume latest delta", "-o", "stream-json", "--skip-trust"], 0);
+    let out = check(
+        &sb,
+        "s_sess_resume_latest",
+        &[
+            "--resume",
+            "latest",
+            "-p",
+            "resume latest delta",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    );
     assert_eq!(init_id(&out), c);
-    let out = check(&sb, "s_sess_resume_1", &["--resume", "1", "-p", "resume index one epsilon", "-o", "stream-json", "--skip-trust"], 0);
+    let out = check(
+        &sb,
+        "s_sess_resume_1",
+        &[
+            "--resume",
+            "1",
+            "-p",
+            "resume index one epsilon",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    );
     assert_eq!(init_id(&out), a);
-    let out = check(&sb, "s_sess_resume_uuid", &["--resume", &b, "-p", "resume by uuid zeta", "-o", "stream-json", "--skip-trust"], 0);
+    let out = check(
+        &sb,
+        "s_sess_resume_uuid",
+        &[
+            "--resume",
+            &b,
+            "-p",
+            "resume by uuid zeta",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    );
     assert_eq!(init_id(&out), b);
-    check(&sb, "s_sess_resume_random_uuid", &["--resume", "0b9d3c2e-1111-4a2b-9c3d-5e6f7a8b9c0d", "-p", "resume random", "-o", "stream-json", "--skip-trust"], 42);
-    check(&sb, "s_sess_resume_99", &["--resume", "99", "-p", "resume 99", "-o", "stream-json", "--skip-trust"], 42);
-    check(&sb, "s_sess_resume_99_json", &["--resume", "99", "-p", "x", "-o", "json", "--skip-trust"], 42);
-    let out = check(&sb, "s_sess_sessionid_new", &["--session-id", "11111111-2222-4333-8444-555555555555", "-p", "explicit session id eta", "-o", "stream-json", "--skip-trust"], 0);
+    check(
+        &sb,
+        "s_sess_resume_random_uuid",
+        &[
+            "--resume",
+            "0b9d3c2e-1111-4a2b-9c3d-5e6f7a8b9c0d",
+            "-p",
+            "resume random",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        42,
+    );
+    check(
+        &sb,
+        "s_sess_resume_99",
+        &[
+            "--resume",
+            "99",
+            "-p",
+            "resume 99",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        42,
+    );
+    check(
+        &sb,
+        "s_sess_resume_99_json",
+        &["--resume", "99", "-p", "x", "-o", "json", "--skip-trust"],
+        42,
+    );
+    let out = check(
+        &sb,
+        "s_sess_sessionid_new",
+        &[
+            "--session-id",
+            "11111111-2222-4333-8444-555555555555",
+            "-p",
+            "explicit session id eta",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    );
     assert_eq!(init_id(&out), "11111111-2222-4333-8444-555555555555");
-    let out = check(&sb, "s_sess_sessionid_notuuid", &["--session-id", "not-a-uuid", "-p", "bad id", "-o", "stream-json", "--skip-trust"], 0);
+    let out = check(
+        &sb,
+        "s_sess_sessionid_notuuid",
+        &[
+            "--session-id",
+            "not-a-uuid",
+            "-p",
+            "bad id",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    );
     assert_eq!(init_id(&out), "not-a-uuid");
-    check(&sb, "s_sess_resume_latest_json", &["--resume", "latest", "-p", "resume with json", "-o", "json", "--skip-trust"], 0);
-    check(&sb, "s_sess_resume_latest_text", &["--resume", "latest", "-p", "resume with text", "--skip-trust"], 0);
+    check(
+        &sb,
+        "s_sess_resume_latest_json",
+        &[
+            "--resume",
+            "latest",
+            "-p",
+            "resume with json",
+            "-o",
+            "json",
+            "--skip-trust",
+        ],
+        0,
+    );
+    check(
+        &sb,
+        "s_sess_resume_latest_text",
+        &[
+            "--resume",
+            "latest",
+            "-p",
+            "resume with text",
+            "--skip-trust",
+        ],
+        0,
+    );
 }
 
 #[test]
 fn existing_ids_deletion_and_other_projects() {
     let mut sb = sandbox("sw4");
-    let a = init_id(&check(&sb, "s_sess2_create_a", &["-p", "session two alpha", "-o", "stream-json", "--skip-trust"], 0));
-    check(&sb, "s_sess2_create_b", &["-p", "session two beta", "-o", "stream-json", "--skip-trust"], 0);
-    let c = init_id(&check(&sb, "s_sess2_create_c", &["-p", "session two gamma", "-o", "stream-json", "--skip-trust"], 0));
+    let a = init_id(&check(
+        &sb,
+        "s_sess2_create_a",
+        &[
+            "-p",
+            "session two alpha",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    ));
+    check(
+        &sb,
+        "s_sess2_create_b",
+        &[
+            "-p",
+            "session two beta",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    );
+    let c = init_id(&check(
+        &sb,
+        "s_sess2_create_c",
+        &[
+            "-p",
+            "session two gamma",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    ));
     check(&sb, "s_sess2_list", &["--list-sessions"], 0);
-    for (cap, fmt) in [("s_sess2_sessionid_existing", "stream-json"), ("s_sess2_sessionid_existing_json", "json")] {
-        let o = sb.run(&["--session-id", &a, "-p", "reuse id", "-o", fmt, "--skip-trust"], None);
+    for (cap, fmt) in [
+        ("s_sess2_sessionid_existing", "stream-json"),
+        ("s_sess2_sessionid_existing_json", "json"),
+    ] {
+        let o = sb.run(
+            &[
+                "--session-id",
+                &a,
+                "-p",
+                "reuse id",
+                "-o",
+                fmt,
+                "--skip-trust",
+            ],
+            None,
+        );
         assert_eq!(o.status.code(), Some(42), "{cap}");
         assert!(o.stdout.is_empty());
         assert_eq!(sb.mask(&o.stderr), capture(&format!("{cap}.err")), "{cap}");
     }
-    check(&sb, "s_sess2_resume_random_json", &["--resume", "0b9d3c2e-1111-4a2b-9c3d-5e6f7a8b9c0d", "-p", "x", "-o", "json", "--skip-trust"], 42);
-    check(&sb, "s_sess2_resume_random_text", &["--resume", "0b9d3c2e-1111-4a2b-9c3d-5e6f7a8b9c0d", "-p", "x", "--skip-trust"], 42);
+    check(
+        &sb,
+        "s_sess2_resume_random_json",
+        &[
+            "--resume",
+            "0b9d3c2e-1111-4a2b-9c3d-5e6f7a8b9c0d",
+            "-p",
+            "x",
+            "-o",
+            "json",
+            "--skip-trust",
+        ],
+        42,
+    );
+    check(
+        &sb,
+        "s_sess2_resume_random_text",
+        &[
+            "--resume",
+            "0b9d3c2e-1111-4a2b-9c3d-5e6f7a8b9c0d",
+            "-p",
+            "x",
+            "--skip-trust",
+        ],
+        42,
+    );
     check(&sb, "s_sess2_delete_1", &["--delete-session", "1"], 0);
     check(&sb, "s_sess2_list_after_delete", &["--list-sessions"], 0);
     check(&sb, "s_sess2_delete_99", &["--delete-session", "99"], 0);
@@ -95,19 +334,78 @@ fn existing_ids_deletion_and_other_projects() {
     let other = sb.dir.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
     sb.cwd = other;
-    check(&sb, "s_sess2_othercwd_resume_uuid", &["--resume", &c, "-p", "other cwd", "-o", "stream-json", "--skip-trust"], 42);
+    check(
+        &sb,
+        "s_sess2_othercwd_resume_uuid",
+        &[
+            "--resume",
+            &c,
+            "-p",
+            "other cwd",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        42,
+    );
     check(&sb, "s_sess2_othercwd_list", &["--list-sessions"], 0);
-    check(&sb, "s_sess2_othercwd_delete_1", &["--delete-session", "1"], 0);
-    check(&sb, "s_sess2_othercwd_resume_latest", &["--resume", "latest", "-p", "other cwd latest", "-o", "stream-json", "--skip-trust"], 0);
+    check(
+        &sb,
+        "s_sess2_othercwd_delete_1",
+        &["--delete-session", "1"],
+        0,
+    );
+    check(
+        &sb,
+        "s_sess2_othercwd_resume_latest",
+        &[
+            "--resume",
+            "latest",
+            "-p",
+            "other cwd latest",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    );
 }
 
 #[test]
 fn a_resume_in_a_later_minute_loses_the_session_behind_the_switch() {
     let mut sb = sandbox("sw6");
     sb.set("FAKE_GEMINI_SESSION_LOSS", Some("1"));
-    let a = init_id(&String::from_utf8(sb.run(&["-p", "session two beta", "-o", "stream-json", "--skip-trust"], None).stdout).unwrap());
+    let a = init_id(
+        &String::from_utf8(
+            sb.run(
+                &[
+                    "-p",
+                    "session two beta",
+                    "-o",
+                    "stream-json",
+                    "--skip-trust",
+                ],
+                None,
+            )
+            .stdout,
+        )
+        .unwrap(),
+    );
     sb.set("FAKE_GEMINI_NOW", Some("2026-11-30T00:12:26.000Z"));
-    let out = check(&sb, "s_sess2_rollover_resume", &["--resume", &a, "-p", "resume in a later minute", "-o", "stream-json", "--skip-trust"], 0);
+    let out = check(
+        &sb,
+        "s_sess2_rollover_resume",
+        &[
+            "--resume",
+            &a,
+            "-p",
+            "resume in a later minute",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    );
     assert_eq!(init_id(&out), a);
     check(&sb, "s_sess2_rollover_list", &["--list-sessions"], 0);
     let o = sb.run(&["--resume", &a, "-p", "x", "--skip-trust"], None);
@@ -115,9 +413,20 @@ fn a_resume_in_a_later_minute_loses_the_session_behind_the_switch() {
 
     // Without the switch the same sequence keeps the session.
     let mut sb = sandbox("sw7");
-    let a = init_id(&String::from_utf8(sb.run(&["-p", "kept", "-o", "stream-json", "--skip-trust"], None).stdout).unwrap());
+    let a = init_id(
+        &String::from_utf8(
+            sb.run(&["-p", "kept", "-o", "stream-json", "--skip-trust"], None)
+                .stdout,
+        )
+        .unwrap(),
+    );
     sb.set("FAKE_GEMINI_NOW", Some("2026-11-30T00:12:26.000Z"));
-    assert_eq!(sb.run(&["--resume", &a, "-p", "again", "--skip-trust"], None).status.code(), Some(0));
+    assert_eq!(
+        sb.run(&["--resume", &a, "-p", "again", "--skip-trust"], None)
+            .status
+            .code(),
+        Some(0)
+    );
     let list = String::from_utf8(sb.run(&["--list-sessions"], None).stdout).unwrap();
     assert_eq!(listed_ids(&list), [a]);
 }
@@ -128,7 +437,9 @@ fn concurrent_runs_record_every_session() {
     let handles: Vec<_> = (0..8)
         .map(|i| {
             let mut c = sb.cmd(&["-p", &format!("parallel {i}"), "--skip-trust"]);
-            c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+            c.stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
             c.spawn().unwrap()
         })
         .collect();

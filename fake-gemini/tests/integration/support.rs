@@ -38,7 +38,10 @@ impl Sandbox {
             dir,
             home,
             cwd,
-            env: vec![("TERM".into(), "dumb".into()), ("GEMINI_API_KEY".into(), "fake".into())],
+            env: vec![
+                ("TERM".into(), "dumb".into()),
+                ("GEMINI_API_KEY".into(), "fake".into()),
+            ],
         }
     }
 
@@ -67,7 +70,11 @@ impl Sandbox {
     pub fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
         let mut c = self.cmd(args);
         c.stdout(Stdio::piped()).stderr(Stdio::piped());
-        c.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        c.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
         let mut child = c.spawn().expect("spawn fake-gemini");
         if let Some(data) = stdin {
             let mut w = child.stdin.take().unwrap();
@@ -81,7 +88,10 @@ impl Sandbox {
 
     /// Writes a scenario file and points FAKE_GEMINI_SCENARIO at it.
     pub fn use_scenario(&mut self, s: &Scenario) -> PathBuf {
-        let path = self.dir.path().join(format!("scenario-{}.toml", self.env.len()));
+        let path = self
+            .dir
+            .path()
+            .join(format!("scenario-{}.toml", self.env.len()));
         std::fs::write(&path, toml::to_string(s).expect("toml")).unwrap();
         self.set("FAKE_GEMINI_SCENARIO", Some(path.to_str().unwrap()));
         path
@@ -111,11 +121,17 @@ static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     [
         (r"(?m)^    at .*\n", ""),
         (r"(?m)^\[STARTUP\] .*\n", ""),
-        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<UUID>"),
+        (
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            "<UUID>",
+        ),
         (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", "<TS>"),
         (r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z", "<TS>"),
         (r#""duration_ms":\d+"#, r#""duration_ms":<N>"#),
-        (r#""(totalLatencyMs|totalDurationMs|durationMs)": \d+"#, r#""$1": <N>"#),
+        (
+            r#""(totalLatencyMs|totalDurationMs|durationMs)": \d+"#,
+            r#""$1": <N>"#,
+        ),
         (r"_\d{13}_", "_<MS>_"),
         (r#""content":"00000000 [^"]*""#, r#""content":"<STDIN>""#),
     ]
@@ -136,7 +152,9 @@ pub fn mask_common(s: &str) -> String {
 
 /// A capture file's text, masked.
 pub fn capture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/captures").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/captures")
+        .join(name);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     mask_common(&String::from_utf8_lossy(&bytes))
 }
