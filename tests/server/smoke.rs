@@ -266,3 +266,34 @@ fn every_example_request_file_is_answered_when_piped() {
         }
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn sigterm_on_the_server_kills_every_tree_and_exits() {
+    let mut h = Harness::start(&[]);
+    for n in 0..2 {
+        h.client
+            .request(
+                "tools/call",
+                Some(json!({"name": "gemini_prompt", "arguments": {"prompt": format!("wait {n} [[fake-gemini:ignore-sigterm]]")}})),
+            )
+            .unwrap();
+    }
+    let runs = h.wait_for_runs(2);
+    assert_eq!(runs.len(), 2, "both calls started");
+    let server = h.client.pid() as libc::pid_t;
+    // SAFETY: plain signal to the server process this test spawned.
+    assert_eq!(unsafe { libc::kill(server, libc::SIGTERM) }, 0);
+    let status = h
+        .client
+        .wait_exit(deadline())
+        .expect("the server exits on SIGTERM");
+    assert!(status.success(), "{status:?}");
+    for run in runs {
+        let pid = run["pid"].as_i64().unwrap();
+        assert!(
+            super::gone(pid),
+            "fake-gemini {pid} outlived the server's SIGTERM"
+        );
+    }
+}
