@@ -198,13 +198,20 @@ pub fn worker(argv: Vec<String>) -> i32 {
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     let loss = env_is("FAKE_GEMINI_SESSION_LOSS", "1");
-    let store = match Store::open(&session::state_dir(), &cwd) {
+    let open_store = || match Store::open(&session::state_dir(), &cwd) {
         Ok(s) => Some(s),
         Err(e) => {
             err_line(&format!("fake-gemini: session state unavailable: {e}"));
             None
         }
     };
+    // Opening the store touches the disk; a plain run does it only after answering.
+    let needs_store_now = loss
+        || args.flag("list-sessions")
+        || args.str("delete-session").is_some()
+        || args.str("resume").is_some()
+        || args.str("session-id").is_some();
+    let mut store = if needs_store_now { open_store() } else { None };
     if loss {
         if let Some(st) = &store {
             let _l = st.lock();
@@ -354,6 +361,9 @@ pub fn worker(argv: Vec<String>) -> i32 {
         _ => ids::uuid_v4(),
     };
     let mut runner = Runner::new(&ctx, &args, format, yolo, session_id);
+    if store.is_none() && !ctx.scenario.model.replies.is_empty() {
+        store = open_store();
+    }
     if let Some(st) = &store {
         if !ctx.scenario.model.replies.is_empty() {
             let _l = st.lock();
@@ -363,6 +373,9 @@ pub fn worker(argv: Vec<String>) -> i32 {
         }
     }
     let code = runner.run();
+    if store.is_none() && code == Some(0) && !runner.never_sent {
+        store = open_store();
+    }
     if let (Some(st), Some(c)) = (&store, code) {
         if c == 0 && !runner.never_sent {
             let _l = st.lock();
