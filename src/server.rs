@@ -513,6 +513,13 @@ impl ProgressState {
     }
 }
 
+/// Whether a progress notification goes out now, `since` the last one: a change waits for
+/// [`PROGRESS_MIN_INTERVAL`] unless it is urgent (queued/started, a tool call); without changes
+/// only the heartbeat speaks.
+fn progress_due(dirty: bool, urgent: bool, since: Duration, heartbeat: Duration) -> bool {
+    (dirty && (urgent || since >= PROGRESS_MIN_INTERVAL)) || since >= heartbeat
+}
+
 /// Where one call's progress notifications go.
 pub struct ProgressSink {
     peer: Peer<RoleServer>,
@@ -542,9 +549,7 @@ impl ProgressSink {
             let message = {
                 let mut s = lock(&state);
                 let since = last.map_or(Duration::MAX, |l| l.elapsed());
-                let due =
-                    (s.dirty && (s.urgent || since >= PROGRESS_MIN_INTERVAL)) || since >= heartbeat;
-                if !due {
+                if !progress_due(s.dirty, s.urgent, since, heartbeat) {
                     continue;
                 }
                 s.dirty = false;
@@ -708,6 +713,27 @@ mod tests {
         assert!(is_legacy(Some(&ProtocolVersion::V_2025_03_26)));
         assert!(!is_legacy(Some(&ProtocolVersion::V_2025_06_18)));
         assert!(!is_legacy(None));
+    }
+
+    #[test]
+    fn progress_is_throttled_with_a_heartbeat() {
+        let hb = Duration::from_secs(10);
+        let ms = Duration::from_millis;
+        assert!(
+            progress_due(true, false, Duration::MAX, hb),
+            "the first change goes out"
+        );
+        assert!(!progress_due(true, false, ms(300), hb), "text changes wait");
+        assert!(progress_due(true, false, ms(1000), hb));
+        assert!(
+            progress_due(true, true, ms(10), hb),
+            "tool calls and queueing do not wait"
+        );
+        assert!(
+            !progress_due(false, false, ms(9_999), hb),
+            "nothing new: silence"
+        );
+        assert!(progress_due(false, false, hb, hb), "until the heartbeat");
     }
 
     #[test]
