@@ -15,8 +15,15 @@ const FLOOD: u64 = 256 << 20;
 fn fake() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     // target/<profile>/examples/<this> → target/<profile>/fake-gemini
-    let bin = exe.parent().and_then(|p| p.parent()).expect("target dir").join("fake-gemini");
-    assert!(bin.exists(), "build fake-gemini first: cargo build -p fake-gemini");
+    let bin = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("target dir")
+        .join("fake-gemini");
+    assert!(
+        bin.exists(),
+        "build fake-gemini first: cargo build -p fake-gemini"
+    );
     bin
 }
 
@@ -27,7 +34,9 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 /// Spawn → first stdout byte (or EOF when the command prints nothing).
 fn first_byte(cmd: &mut Command) -> Duration {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
     let t = Instant::now();
     let mut child = cmd.spawn().expect("spawn");
     let mut b = [0u8; 1];
@@ -39,7 +48,9 @@ fn first_byte(cmd: &mut Command) -> Duration {
 
 /// Bytes per second read from the command's stdout to EOF.
 fn throughput(cmd: &mut Command) -> (u64, f64) {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
     let t = Instant::now();
     let mut child = cmd.spawn().expect("spawn");
     let mut out = child.stdout.take().expect("stdout");
@@ -61,7 +72,10 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let run = |args: &[&str], relaunch: bool| {
         let mut c = Command::new(&fake);
-        c.args(args).current_dir(&dir).env("HOME", &dir).env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+        c.args(args)
+            .current_dir(&dir)
+            .env("HOME", &dir)
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
         if !relaunch {
             c.env("GEMINI_CLI_NO_RELAUNCH", "1");
         }
@@ -85,7 +99,9 @@ fn main() {
     );
     println!(
         "| same with `GEMINI_CLI_NO_RELAUNCH` (one process) | {:.2} ms | {:.2} ms | +{:.2} ms |",
-        ms(bs), ms(bt), ms(bs) - ms(bt)
+        ms(bs),
+        ms(bt),
+        ms(bs) - ms(bt)
     );
     let flood_arg = format!("[[fake-gemini:flood-stdout bytes={FLOOD}]]");
     let (nf, rf) = throughput(&mut run(&["-p", &flood_arg], true));

@@ -21,9 +21,10 @@ impl Run {
         let log = sb.dir.path().join("log.jsonl");
         sb.set("FAKE_GEMINI_LOG", Some(log.to_str().unwrap()));
         let mut c = sb.cmd(args);
+        let err = std::fs::File::create(sb.dir.path().join("stderr.txt")).unwrap();
         c.stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(err)
             .process_group(0);
         let mut child = c.spawn().unwrap();
         let out = BufReader::new(child.stdout.take().unwrap());
@@ -41,6 +42,10 @@ impl Run {
         let mut b = [0u8; 5];
         self.out.read_exact(&mut b).unwrap();
         assert_eq!(&b, b"Hello");
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.log.with_file_name("stderr.txt")).unwrap_or_default()
     }
 
     fn signal_group(&self, sig: i32) {
@@ -88,6 +93,13 @@ impl Run {
         self.signal_group(libc::SIGKILL);
         kill_spawned(&self.log);
         let _ = self.child.wait();
+    }
+}
+
+impl Drop for Run {
+    /// A failed assertion must not leave the fake's tree behind holding the test's pipes.
+    fn drop(&mut self) {
+        self.kill_all();
     }
 }
 
@@ -396,4 +408,38 @@ fn unsafe_dummy_stdout() -> std::process::ChildStdout {
     let out = child.stdout.take().unwrap();
     let _ = child.wait();
     out
+}
+
+#[test]
+fn oauth_wait_waits_for_a_browser_until_killed() {
+    let mut sb = sandbox();
+    let mut r = Run::start(
+        &mut sb,
+        &["-p", "[[fake-gemini:oauth-wait]]", "--skip-trust"],
+    );
+    wait_for(|| {
+        r.stderr()
+            .contains("Waiting for authentication...")
+            .then_some(())
+    });
+    assert!(r.child.try_wait().unwrap().is_none());
+    r.signal_group(libc::SIGTERM);
+    assert_eq!(r.wait().code(), Some(0));
+    assert_eq!(r.rest(), "");
+}
+
+#[test]
+fn network_down_retries_on_stderr_with_stdout_silent() {
+    let mut sb = sandbox();
+    sb.set("FAKE_GEMINI_ATTEMPT_DELAY_MS", Some("5"));
+    let mut r = Run::start(
+        &mut sb,
+        &["-p", "[[fake-gemini:network-down]]", "--skip-trust"],
+    );
+    wait_for(|| {
+        r.stderr().contains("Attempt 3 failed. Retrying with backoff... Error: exception TypeError: fetch failed sending request").then_some(())
+    });
+    r.signal_group(libc::SIGTERM);
+    assert_eq!(r.wait().code(), Some(0));
+    assert_eq!(r.rest(), "");
 }
