@@ -872,6 +872,9 @@ impl<'a> Runner<'a> {
         }
         if let Some(raw) = &sc.environment.raw_stdout_before_answer {
             out(raw.as_bytes());
+        } else if ctx.prompt.trim() == "/memory show" {
+            // The one slash command that runs with -p: raw text on stdout, then still sent.
+            out(memory_show().as_bytes());
         }
         if self.format == Format::StreamJson {
             self.emit("message", json!({"role": "user", "content": ctx.prompt}));
@@ -1535,6 +1538,24 @@ impl<'a> Runner<'a> {
                 0
             }
         }
+    }
+}
+
+/// What `/memory show` prints: the cwd's GEMINI.md, or that memory is empty.
+fn memory_show() -> String {
+    let Ok(cwd) = std::env::current_dir() else {
+        return "Memory is currently empty.\n".into();
+    };
+    let path = cwd.join("GEMINI.md");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let p = path.display();
+            format!(
+                "Current memory content from 1 file(s):\n\n---\n--- Project ---\n--- Context from: {p} ---\n{}\n--- End of Context from: {p} ---\n---\n",
+                text.trim_end()
+            )
+        }
+        Err(_) => "Memory is currently empty.\n".into(),
     }
 }
 

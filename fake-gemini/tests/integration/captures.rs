@@ -196,6 +196,45 @@ fn agent_second_round(
     replay(cap, Env::Second, &[], scenario, None, as_is, args, None, rc);
 }
 
+#[rstest]
+#[case("s_slash_memory_show_sjson", "stream-json")]
+#[case("s_slash_memory_show_json", "json")]
+#[case("s_slash_memory_show_text", "text")]
+fn memory_show_runs_without_a_scenario(#[case] cap: &str, #[case] fmt: &str) {
+    replay(
+        cap,
+        Env::Second,
+        &[],
+        "success",
+        None,
+        as_is,
+        &["-p", "/memory show", "-o", fmt, "--skip-trust"],
+        None,
+        0,
+    );
+}
+
+#[test]
+fn memory_show_prints_the_projects_gemini_md() {
+    let mut sb = Sandbox::new("sw1");
+    sb.set("NO_COLOR", Some("1"));
+    std::fs::write(
+        sb.cwd.join("GEMINI.md"),
+        "# Project rules\nAlways answer in haiku.\n",
+    )
+    .unwrap();
+    sb.use_scenario(&mock("success"));
+    let o = sb.run(
+        &["-p", "/memory show", "-o", "stream-json", "--skip-trust"],
+        None,
+    );
+    assert_eq!(
+        sb.mask(&o.stdout),
+        capture("s_slash_memory_show_gemini_md_sjson.out")
+    );
+    assert_eq!(o.status.code(), Some(0));
+}
+
 #[test]
 fn stdin_prompt_with_trailing_newline_is_sent_verbatim() {
     replay(

@@ -136,3 +136,26 @@ fn the_yolo_notice_is_printed_twice() {
         2
     );
 }
+
+#[test]
+fn the_stdin_cap_counts_utf16_units_not_bytes() {
+    let sb = Sandbox::new("cli");
+    // 5 Mi × "é": 10 MiB of UTF-8 but 5 Mi UTF-16 units, under the 8 Mi cap (from source:
+    // readStdin compares JavaScript string lengths).
+    let o = sb.run(
+        &["--skip-trust", "-o", "json"],
+        Some("é".repeat(5 << 20).as_bytes()),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("truncated"));
+    // 9 Mi × "😀" is 18 Mi units: cut at 8 Mi units with the warning.
+    let o = sb.run(
+        &["--skip-trust", "-o", "stream-json"],
+        Some("😀".repeat(9 << 20).as_bytes()),
+    );
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("Warning: stdin input truncated to 8388608 bytes."));
+    let user: Value =
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().nth(1).unwrap()).unwrap();
+    assert_eq!(user["content"].as_str().unwrap().chars().count(), 4 << 20);
+}
