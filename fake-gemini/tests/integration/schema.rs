@@ -23,3 +23,16 @@ fn every_builtin_round_trips_through_the_types() {
         assert_eq!(s, again, "{name}");
     }
 }
+
+#[test]
+fn the_readme_catalogue_lists_every_builtin() {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    for (name, _) in fake_gemini::scenario::BUILTINS {
+        assert!(
+            readme.contains(&format!("| `{name}` |")),
+            "README catalogue lacks `{name}`"
+        );
+    }
+}
