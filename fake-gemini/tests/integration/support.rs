@@ -174,6 +174,11 @@ pub fn kill_spawned(path: &Path) {
     for r in log_records(path) {
         if r["event"] == "spawned" {
             if let Some(pid) = r["pid"].as_i64() {
+                // Guard against pid reuse: only a process that still is fake-gemini.
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                if !String::from_utf8_lossy(&cmd).contains("fake-gemini") {
+                    continue;
+                }
                 // SAFETY: kill(2) on a pid this test's fake spawned.
                 unsafe {
                     libc::kill(pid as i32, libc::SIGKILL);
