@@ -864,6 +864,10 @@ impl<'a> Runner<'a> {
     fn run(&mut self) -> Option<i32> {
         let ctx = self.ctx;
         let sc = &ctx.scenario;
+        if sc.process.hang == Some(Hang::BeforeOutput) {
+            ctx.log(None);
+            proc::hang();
+        }
         if self.format == Format::StreamJson {
             self.emit(
                 "init",

@@ -289,7 +289,16 @@ fn ignore_sigterm_needs_another_signal() {
 #[test]
 fn hang_writes_nothing_until_killed() {
     let mut sb = sandbox();
-    let mut r = Run::start(&mut sb, &["-p", "[[fake-gemini:hang]]", "--skip-trust"]);
+    let mut r = Run::start(
+        &mut sb,
+        &[
+            "-p",
+            "[[fake-gemini:hang]]",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+    );
     wait_for(|| {
         log_records(&r.log)
             .iter()
