@@ -3,6 +3,7 @@
 //! The binary emulates the real CLI's command line, input rules, output formats, failure classes
 //! and process model; scenarios (built-in or TOML files) script what the model does. The library
 //! exposes the pieces so tests (and the committed JSON Schema) reach them.
+#![warn(missing_docs)]
 
 pub mod cli;
 pub mod clock;

@@ -532,6 +532,14 @@ pub struct Marker {
 }
 
 /// Finds the first marker in `text`. A malformed parameter list is an error (exit 99).
+///
+/// ```
+/// let m = fake_gemini::scenario::find_marker(r#"hi [[fake-gemini:success text="a \"b\"" delay-ms=5]]"#)
+///     .expect("a marker")
+///     .expect("well formed");
+/// assert_eq!(m.name, "success");
+/// assert_eq!(m.params, [("text".into(), "a \"b\"".into()), ("delay-ms".into(), "5".into())]);
+/// ```
 pub fn find_marker(text: &str) -> Option<Result<Marker, ScenarioError>> {
     let start = text.find("[[fake-gemini:")?;
     let body = &text[start + "[[fake-gemini:".len()..];
