@@ -29,6 +29,7 @@ use crate::gemini::process::{self, RunSpec, SpawnError};
 use crate::gemini::resolve;
 use crate::structured::{self, PreparedSchema};
 use crate::tools::{self, Call, ToolKind};
+use crate::transport::INVALID_ARGUMENTS_META;
 
 /// Most answers kept readable as resources; the oldest goes first.
 pub const MAX_STORED_ANSWERS: usize = 32;
@@ -624,7 +625,14 @@ impl ServerHandler for GeminiServer {
             ));
         };
         let legacy = is_legacy(context.protocol_version().as_ref());
-        let mut result = match tools::decode(tool, request.arguments.as_ref()) {
+        let decoded = match context.meta.get(INVALID_ARGUMENTS_META) {
+            Some(kind) => Err(Failure::invalid_input(format!(
+                "`arguments` must be a JSON object, got {}",
+                kind.as_str().unwrap_or("something else")
+            ))),
+            None => tools::decode(tool, request.arguments.as_ref()),
+        };
+        let mut result = match decoded {
             Err(failure) => failure.into_call_tool_result(),
             Ok(call) => {
                 let progress = context

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::model::{ClientNotification, ClientRequest, JsonRpcMessage, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
@@ -297,6 +297,33 @@ where
     }
 }
 
+/// `_meta` key the transport sets on a `tools/call` whose `arguments` is not an object (the SDK
+/// would reject the whole request as an unknown method); the value names the JSON type received.
+/// The server answers such a call with an `input_validation` tool error, like any bad argument.
+pub const INVALID_ARGUMENTS_META: &str = "geminicli-mcp/invalidArguments";
+
+/// A `tools/call` whose `arguments` is a JSON value other than an object, rewritten to carry
+/// empty arguments and [`INVALID_ARGUMENTS_META`].
+fn repair_tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+    let mut value: Value = serde_json::from_slice(line).ok()?;
+    if value.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let params = value.get_mut("params")?.as_object_mut()?;
+    let kind = match params.get("arguments")? {
+        Value::Object(_) | Value::Null => return None,
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+    };
+    params.insert("arguments".into(), json!({}));
+    let meta = params.entry("_meta").or_insert_with(|| json!({}));
+    meta.as_object_mut()?
+        .insert(INVALID_ARGUMENTS_META.into(), json!(kind));
+    serde_json::from_value(value).ok()
+}
+
 /// What to do with a line that did not parse as a message.
 fn unroutable(line: &[u8]) -> Option<(Value, i64, &'static str)> {
     let Ok(value) = serde_json::from_slice::<Value>(line) else {
@@ -371,6 +398,20 @@ where
                 continue;
             }
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
+                // The SDK reads a `tools/call` it cannot decode as a custom request, which it
+                // would answer "method not found".
+                Ok(JsonRpcMessage::Request(r)) if matches!(&r.request, ClientRequest::CustomRequest(c) if c.method == "tools/call") =>
+                {
+                    if let Some(repaired) = repair_tool_call(text) {
+                        return Some(repaired);
+                    }
+                    let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
+                    self.reply_error(
+                        id,
+                        -32602,
+                        "Invalid params: tools/call needs `name` (a string) and `arguments` (an object)",
+                    );
+                }
                 Ok(message) => return Some(message),
                 Err(_) => {
                     if let Some((id, code, message)) = unroutable(text) {
@@ -400,6 +441,19 @@ mod tests {
         assert_eq!(unroutable(b"[1,2]").unwrap().0, Value::Null);
         assert!(unroutable(b"{\"jsonrpc\":\"2.0\",\"method\":\"$/lsp\"}").is_none());
         assert!(unroutable(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}").is_none());
+    }
+
+    #[test]
+    fn tool_calls_with_non_object_arguments_are_repaired() {
+        let line = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gemini_prompt","arguments":"hi"}}"#;
+        let Some(JsonRpcMessage::Request(r)) = repair_tool_call(line) else {
+            panic!("not repaired")
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["params"]["arguments"], json!({}));
+        assert_eq!(v["params"]["_meta"][INVALID_ARGUMENTS_META], "a string");
+        let ok = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+        assert!(repair_tool_call(ok).is_none());
     }
 
     /// An inner transport that yields `messages`, then EOF.

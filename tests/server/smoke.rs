@@ -120,6 +120,14 @@ fn refused_arguments_never_spawn() {
             text(&result)
         );
     }
+    let not_an_object = h.rpc(
+        "tools/call",
+        Some(json!({"name": "gemini_prompt", "arguments": "hi"})),
+    );
+    assert!(
+        text(&not_an_object["result"]).starts_with("[error exit=42] input_validation: "),
+        "{not_an_object}"
+    );
     assert!(h.log_records().is_empty(), "nothing was spawned");
     let unknown = h.rpc("tools/call", Some(json!({"name": "nope", "arguments": {}})));
     assert_eq!(
