@@ -83,6 +83,13 @@ impl Ctx {
 fn resolve(reference: &str, params: &[(String, String)]) -> Result<(String, Scenario), String> {
     let dir = std::env::var_os("FAKE_GEMINI_SCENARIO_DIR").map(PathBuf::from);
     let (name, mut s) = scenario::load(reference, dir.as_deref()).map_err(|e| e.to_string())?;
+    // Precedence of the retry delay: marker parameter > FAKE_GEMINI_ATTEMPT_DELAY_MS > file.
+    if let (Some(ms), Some(f)) = (
+        env_ms("FAKE_GEMINI_ATTEMPT_DELAY_MS"),
+        s.model.failure.as_mut(),
+    ) {
+        f.attempt_delay_ms = Some(ms);
+    }
     scenario::apply_params(&name, &mut s, params).map_err(|e| e.to_string())?;
     Ok((name, s))
 }
@@ -1259,9 +1266,7 @@ impl<'a> Runner<'a> {
 
     fn fail(&mut self, f: &scenario::Failure) -> i32 {
         let v = &self.ctx.version;
-        let delay = env_ms("FAKE_GEMINI_ATTEMPT_DELAY_MS")
-            .or(f.attempt_delay_ms)
-            .unwrap_or(20);
+        let delay = f.attempt_delay_ms.unwrap_or(20);
         let main = self.main_model.clone();
         let text = self.format == Format::Text;
         match f.kind {

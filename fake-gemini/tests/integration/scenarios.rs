@@ -560,3 +560,26 @@ fn models_resolve_as_the_real_cli_and_init_echoes_the_request() {
         "auto routes through flash-lite"
     );
 }
+
+#[test]
+fn the_attempt_delay_param_wins_over_the_env_var() {
+    // A marker delay of 0 beats an env delay that would make ten attempts take minutes.
+    let mut sb = sb();
+    sb.set("FAKE_GEMINI_ATTEMPT_DELAY_MS", Some("60000"));
+    let o = sb.run(
+        &[
+            "-p",
+            "[[fake-gemini:api-500 attempts=3 attempt-delay-ms=0]]",
+            "-o",
+            "json",
+            "--skip-trust",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(244));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("Attempt 2 failed with status 500") && e.contains("Attempt 3 failed: "),
+        "{e}"
+    );
+}
