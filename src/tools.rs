@@ -404,6 +404,25 @@ mod tests {
     }
 
     #[test]
+    fn readme_quotes_the_templates() {
+        let readme = include_str!("../README.md");
+        assert!(
+            readme.contains(&format!(
+                "```text\n{}\n```",
+                crate::structured::CONTEXT_TEMPLATE
+            )),
+            "README's context block differs from structured::CONTEXT_TEMPLATE"
+        );
+        assert!(
+            readme.contains(&format!(
+                "```text\n{}\n```",
+                crate::structured::STRUCTURED_INSTRUCTION
+            )),
+            "README's structured instruction differs from structured::STRUCTURED_INSTRUCTION"
+        );
+    }
+
+    #[test]
     fn output_schema_accepts_both_shapes() {
         let schema = Value::Object((*output_schema(true)).clone());
         let validator = jsonschema::validator_for(&schema).unwrap();
