@@ -58,11 +58,13 @@ pub enum ErrorKind {
     SpawnFailed,
     /// An exit code outside the documented set, or death by a signal the server did not send.
     Unknown,
+    /// The CLI refused a flag the server passes (`Unknown argument(s): …`): it is too old (1).
+    CliTooOld,
 }
 
 impl ErrorKind {
     /// Every kind, in the README table's order.
-    pub const ALL: [ErrorKind; 22] = [
+    pub const ALL: [ErrorKind; 23] = [
         ErrorKind::Error,
         ErrorKind::AuthRequired,
         ErrorKind::InputValidation,
@@ -85,6 +87,7 @@ impl ErrorKind {
         ErrorKind::SchemaMismatch,
         ErrorKind::SpawnFailed,
         ErrorKind::Unknown,
+        ErrorKind::CliTooOld,
     ];
 
     /// The wire name (`errorKind`).
@@ -112,6 +115,7 @@ impl ErrorKind {
             ErrorKind::SchemaMismatch => "schema_mismatch",
             ErrorKind::SpawnFailed => "spawn_failed",
             ErrorKind::Unknown => "unknown",
+            ErrorKind::CliTooOld => "cli_too_old",
         }
     }
 

@@ -156,6 +156,13 @@ impl GeminiServer {
                     failure.duration_ms = started.elapsed().as_millis() as u64;
                 }
                 tracing::debug!(tool = call.tool.name(), kind = %failure.kind, exit = failure.exit_code, "call failed");
+                if failure.kind == ErrorKind::CliTooOld {
+                    // An operator problem, not a caller's: it goes to the log (and so to the
+                    // client as a log notification) besides the result.
+                    tracing::warn!(
+                        "the Gemini CLI refused a flag the server passes: it is too old; upgrade it (npm install -g @google/gemini-cli@latest) and run `geminicli-mcp doctor`"
+                    );
+                }
                 failure.into_call_tool_result()
             }
         }

@@ -297,6 +297,9 @@ fn api_error_kind(message: &str, stderr: &str, exit: i32) -> (ErrorKind, Option<
     (kind, retry)
 }
 
+/// The upgrade hint of a `cli_too_old` failure (the doctor prints the same fix).
+pub const CLI_TOO_OLD_HINT: &str = "the Gemini CLI is too old for this server (it needs --skip-trust and -o stream-json: version 0.40.0 or newer); upgrade it with `npm install -g @google/gemini-cli@latest`, then check with `geminicli-mcp doctor`";
+
 /// Known failure texts on stderr when no `result` event came (pre-run failures print plain text,
 /// `-o json` failures a JSON document).
 fn stderr_signature(stderr: &str, exit: i32) -> Option<(ErrorKind, String, Option<u64>)> {
@@ -340,7 +343,9 @@ fn stderr_signature(stderr: &str, exit: i32) -> Option<(ErrorKind, String, Optio
         ("FatalSandboxError", ErrorKind::SandboxError),
         ("Reached max session turns", ErrorKind::TurnLimit),
         ("Operation cancelled.", ErrorKind::Cancelled),
-        ("Unknown argument", ErrorKind::Error),
+        // yargs' strict mode: `Unknown argument: x` or `Unknown arguments: x, y`. The server
+        // passes only flags a current CLI knows, so this means the CLI predates one of them.
+        ("Unknown argument", ErrorKind::CliTooOld),
     ];
     for (needle, kind) in checks {
         if let Some(line) = line_with(needle) {
@@ -350,9 +355,7 @@ fn stderr_signature(stderr: &str, exit: i32) -> Option<(ErrorKind, String, Optio
                     .find(|l| l.starts_with("Error in "))
                     .map(|l| l.trim().to_owned())
                     .unwrap_or(line),
-                (ErrorKind::Error, "Unknown argument") => format!(
-                    "{line} — the Gemini CLI is too old for this server (needs --skip-trust and -o stream-json: version 0.40.0 or newer)"
-                ),
+                (ErrorKind::CliTooOld, _) => format!("{line} — {CLI_TOO_OLD_HINT}"),
                 _ => line,
             };
             return Some((kind, message, None));
@@ -593,7 +596,7 @@ mod tests {
                 "",
                 "Unknown arguments: skip-trust, skipTrust\nUsage: gemini\n"
             ),
-            (ErrorKind::Error, 1)
+            (ErrorKind::CliTooOld, 1)
         );
     }
 
