@@ -304,7 +304,12 @@ pub fn worker(argv: Vec<String>) -> i32 {
     }
 
     // Input.
-    let wait = Duration::from_millis(env_ms("FAKE_GEMINI_STDIN_WAIT_MS").unwrap_or(500));
+    // The real CLI reaches readStdin ≈2.2 s after spawn and then waits 500 ms for a first chunk;
+    // bytes written before it starts reading sit in the pipe. FAKE_GEMINI_STDIN_START_MS models
+    // that start (default 0: the fake reads at once).
+    let start = Duration::from_millis(env_ms("FAKE_GEMINI_STDIN_START_MS").unwrap_or(0));
+    let wait = start.saturating_sub(ctx.start.elapsed())
+        + Duration::from_millis(env_ms("FAKE_GEMINI_STDIN_WAIT_MS").unwrap_or(500));
     let stdin = input::read(wait, ctx.scenario.environment.stdin != StdinTiming::Real);
     let flag_prompt = args
         .nonempty("prompt")

@@ -340,3 +340,128 @@ fn api_failures(
         rc,
     );
 }
+
+/// Replays a capture whose stdin was written in timed chunks; the real CLI's timing (reads from
+/// ≈2.2 s after spawn, 500 ms window) is scaled down with FAKE_GEMINI_STDIN_START_MS/WAIT_MS.
+fn replay_timed(cap: &str, args: &[&str], chunks: &[(u64, &'static [u8])], rc: i32) {
+    use std::io::Write;
+    let mut sb = Sandbox::new("sw1");
+    sb.set("NO_COLOR", Some("1"))
+        .set("FAKE_GEMINI_STDIN_START_MS", Some("600"))
+        .set("FAKE_GEMINI_STDIN_WAIT_MS", Some("200"));
+    sb.use_scenario(&mock("success"));
+    let mut c = sb.cmd(args);
+    c.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let chunks: Vec<(u64, &'static [u8])> = chunks.to_vec();
+    let writer = std::thread::spawn(move || {
+        let t0 = std::time::Instant::now();
+        for (at, data) in chunks {
+            let due = std::time::Duration::from_millis(at);
+            std::thread::sleep(due.saturating_sub(t0.elapsed()));
+            if stdin.write_all(data).is_err() {
+                return;
+            }
+        }
+    });
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(
+        sb.mask(&o.stdout),
+        capture(&format!("{cap}.out")),
+        "{cap}: stdout"
+    );
+    assert_eq!(
+        sb.mask(&o.stderr),
+        capture(&format!("{cap}.err")),
+        "{cap}: stderr"
+    );
+    assert_eq!(o.status.code(), Some(rc), "{cap}: exit code");
+}
+
+#[rstest]
+// Real: data at 0.6 s / 2.5 s is read (window ends ≈2.7 s); at 3 s, 4 s, 5 s the CLI has exited 42.
+#[case("s_stdin_delay_0_6s_sjson", &["--skip-trust", "-o", "stream-json"], &[(150, &b"hi"[..])], 0)]
+#[case("s_stdin_delay_2_5s_sjson", &["--skip-trust", "-o", "stream-json"], &[(650, &b"hi"[..])], 0)]
+#[case("s_stdin_delay_5s_sjson", &["--skip-trust", "-o", "stream-json"], &[(2000, &b"hi"[..])], 42)]
+#[case("s_stdin_delay_0_6s_with_p_sjson", &["-p", "x", "--skip-trust", "-o", "stream-json"], &[(150, &b"hi"[..])], 0)]
+#[case("s_stdin_delay_4_0s_with_p_sjson", &["-p", "x", "--skip-trust", "-o", "stream-json"], &[(2000, &b"hi"[..])], 0)]
+#[case("s_stdin_firstchunk_then_rest_after_4s_sjson", &["--skip-trust", "-o", "stream-json"], &[(0, &b"he"[..]), (1500, &b"llo"[..])], 0)]
+fn stdin_timing(
+    #[case] cap: &str,
+    #[case] args: &[&str],
+    #[case] chunks: &[(u64, &'static [u8])],
+    #[case] rc: i32,
+) {
+    replay_timed(cap, args, chunks, rc);
+}
+
+#[rstest]
+#[case("s_at_dir_sjson", &["-p", "list @./sub/", "-o", "stream-json", "--skip-trust"])]
+#[case("s_at_exists_sjson", &["-p", "@./exists.txt summarize", "-o", "stream-json", "--skip-trust"])]
+#[case("s_at_exists_json", &["-p", "@./exists.txt summarize", "-o", "json", "--skip-trust"])]
+#[case("s_at_outside_sjson", &["-p", "summarize @/etc/hostname", "-o", "stream-json", "--skip-trust"])]
+#[case("s_at_override_sjson", &["-p", "@Override public void x()", "-o", "stream-json", "--skip-trust"])]
+#[case("s_at_two_sjson", &["-p", "compare @exists.txt and @sub/inner.txt", "-o", "stream-json", "--skip-trust"])]
+#[case("s_slash_about_sjson", &["-p", "/about", "-o", "stream-json", "--skip-trust"])]
+#[case("s_slash_nonexistent_sjson", &["-p", "/nonexistent", "-o", "stream-json", "--skip-trust"])]
+fn at_references_and_slash_commands_are_sent_as_typed(#[case] cap: &str, #[case] args: &[&str]) {
+    replay(cap, Env::Second, &[], "success", None, as_is, args, None, 0);
+}
+
+#[test]
+fn stdin_only_prompt_in_text_mode() {
+    replay(
+        "s_stdin_only_text_stdoutpipe",
+        Env::Second,
+        &[],
+        "success",
+        None,
+        as_is,
+        &["--skip-trust"],
+        Some(b"what is two plus two"),
+        0,
+    );
+}
+
+#[rstest]
+#[case("s_json_toolcall_yolo", &["-p", "TOOLCALL please", "-o", "json", "--skip-trust", "--approval-mode", "yolo"])]
+#[case("s_json_think_toolcall", &["-p", "THINK TOOLCALL please", "-o", "json", "--skip-trust"])]
+fn tool_call_json_variants(#[case] cap: &str, #[case] args: &[&str]) {
+    replay(
+        cap,
+        Env::Second,
+        &[],
+        "tool-call",
+        None,
+        as_is,
+        args,
+        None,
+        0,
+    );
+}
+
+#[test]
+fn two_mib_of_stdin_is_sent() {
+    let mut data = Vec::with_capacity(2 << 20);
+    let mut n = 0;
+    while data.len() < 2 << 20 {
+        data.extend_from_slice(format!("{n:08} abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyzAB\n").as_bytes());
+        n += 1;
+    }
+    data.truncate(2 << 20);
+    replay(
+        "s_stdin_2MiB_sjson",
+        Env::Second,
+        &[],
+        "success",
+        None,
+        as_is,
+        &["--skip-trust", "-o", "stream-json"],
+        Some(&data),
+        0,
+    );
+}

@@ -452,3 +452,31 @@ fn network_down_retries_on_stderr_with_stdout_silent() {
     assert_eq!(r.wait().code(), Some(0));
     assert_eq!(r.rest(), "");
 }
+
+/// `s_sig_*_group_json`: a signal to the group during a slow answer in json mode.
+#[rstest::rstest]
+#[case("s_sig_term_group_json", libc::SIGTERM)]
+#[case("s_sig_int_group_json", libc::SIGINT)]
+#[case("s_sig_hup_group_json", libc::SIGHUP)]
+fn group_signals_in_json_mode_match_the_captures(#[case] cap: &str, #[case] sig: i32) {
+    let mut sb = sandbox();
+    sb.set("FAKE_GEMINI_SCENARIO", Some("hang-after-output"));
+    let mut r = Run::start(
+        &mut sb,
+        &["-p", "SLOW please", "-o", "json", "--skip-trust"],
+    );
+    wait_for(|| {
+        log_records(&r.log)
+            .iter()
+            .any(|x| x["event"] == "invocation")
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    r.signal_group(sig);
+    assert_eq!(r.wait().code(), Some(0), "{cap}");
+    assert_eq!(r.rest(), crate::support::capture(&format!("{cap}.out")));
+    assert_eq!(
+        sb.mask(r.stderr().as_bytes()),
+        crate::support::capture(&format!("{cap}.err"))
+    );
+}

@@ -449,3 +449,78 @@ fn concurrent_runs_record_every_session() {
     let list = String::from_utf8(sb.run(&["--list-sessions"], None).stdout).unwrap();
     assert_eq!(listed_ids(&list).len(), 8, "{list}");
 }
+
+#[test]
+fn a_resume_moves_the_session_to_the_end_of_the_listing() {
+    let sb = sandbox("sw5");
+    let mut ids = Vec::new();
+    for p in ["prompt a", "prompt b", "prompt c"] {
+        ids.push(init_id(
+            &String::from_utf8(
+                sb.run(&["-p", p, "-o", "stream-json", "--skip-trust"], None)
+                    .stdout,
+            )
+            .unwrap(),
+        ));
+    }
+    let list = check(&sb, "s_sess3_list_before_resumes", &["--list-sessions"], 0);
+    assert_eq!(listed_ids(&list), ids);
+    let out = check(
+        &sb,
+        "s_sess3_resume_latest",
+        &[
+            "--resume",
+            "latest",
+            "-p",
+            "rl",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    );
+    assert_eq!(init_id(&out), ids[2]);
+    let out = check(
+        &sb,
+        "s_sess3_resume_1",
+        &[
+            "--resume",
+            "1",
+            "-p",
+            "r1",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        0,
+    );
+    assert_eq!(init_id(&out), ids[0]);
+    let list = check(
+        &sb,
+        "s_sess3_list_after_resume_latest_and_1",
+        &["--list-sessions"],
+        0,
+    );
+    assert_eq!(
+        listed_ids(&list),
+        [ids[1].clone(), ids[2].clone(), ids[0].clone()]
+    );
+}
+
+#[test]
+fn listing_ignores_json_output_and_tells_the_age() {
+    let mut sb = sandbox("sw1");
+    sb.run(&["-p", "one", "--skip-trust"], None);
+    sb.run(&["-p", "two", "--skip-trust"], None);
+    sb.run(
+        &["--session-id", "not-a-uuid", "-p", "three", "--skip-trust"],
+        None,
+    );
+    sb.set("FAKE_GEMINI_NOW", Some("2026-11-30T00:19:30.000Z"));
+    check(
+        &sb,
+        "s_sess_list_o_json",
+        &["--list-sessions", "-o", "json"],
+        0,
+    );
+}
