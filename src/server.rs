@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::error::{ErrorKind, Failure};
 use crate::gemini::command;
+use crate::gemini::environment;
 use crate::gemini::events::{self, Hint, Transcript};
 use crate::gemini::outcome::{self, CancelCause, Success};
 use crate::gemini::process::{self, RunSpec, SpawnError};
@@ -275,11 +276,21 @@ impl GeminiServer {
             s.urgent = true;
         }
 
+        // `minimal`: the child starts from the kept variables only; the run's own come on top.
+        let base_env = environment::base(
+            config.env_policy,
+            std::env::vars_os(),
+            &config.env_pass,
+            resolve::Platform::current(),
+        );
+        let env_clear = base_env.is_some();
+        let mut env = base_env.unwrap_or_default();
+        env.extend(invocation.env);
         let spec = RunSpec {
             program,
             args,
-            env_clear: false,
-            env: invocation.env,
+            env_clear,
+            env,
             env_remove: Vec::new(),
             cwd: self.inner.cwd.clone(),
             stdin: invocation.stdin,
@@ -290,12 +301,17 @@ impl GeminiServer {
         // Streamed lines only feed progress; the transcript is parsed once at the end from the
         // kept stdout, which holds the same lines (the supervisor streams exactly what it keeps),
         // so a flood is held once, not twice.
-        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<(process::Stream, Vec<u8>)>();
         let watch_progress = {
             let state = state.clone();
             async move {
-                while let Some(line) = rx.recv().await {
-                    if let Some(hint) = events::progress_hint(&line, PREVIEW_CHARS) {
+                while let Some((stream, line)) = rx.recv().await {
+                    let hint = match stream {
+                        process::Stream::Stdout => events::progress_hint(&line, PREVIEW_CHARS),
+                        // The CLI retries failed API calls for minutes, saying so only on stderr.
+                        process::Stream::Stderr => events::retry_hint(&line),
+                    };
+                    if let Some(hint) = hint {
                         lock(&state).observe(hint);
                     }
                 }
@@ -472,6 +488,8 @@ struct ProgressState {
     chars: usize,
     preview: String,
     tools: Vec<String>,
+    /// The CLI's latest failed API attempt: (attempt, HTTP status, last attempt).
+    retry: Option<(u32, Option<u16>, bool)>,
     dirty: bool,
     urgent: bool,
 }
@@ -496,6 +514,12 @@ impl ProgressState {
                 self.tools.push(name);
                 self.urgent = true;
             }
+            // Not urgent: the 1 s throttle applies, so a burst of attempts is one message.
+            Hint::Retry {
+                attempt,
+                status,
+                last,
+            } => self.retry = Some((attempt, status, last)),
         }
         self.dirty = true;
     }
@@ -511,6 +535,18 @@ impl ProgressState {
         }
         if !self.tools.is_empty() {
             m.push_str(&format!(", tools: {}", self.tools.join(", ")));
+        }
+        if let Some((attempt, status, last)) = self.retry {
+            let status = status.map_or(String::new(), |s| format!(" with status {s}"));
+            if last {
+                m.push_str(&format!(
+                    ", Attempt {attempt} failed{status}: the CLI gives up"
+                ));
+            } else {
+                m.push_str(&format!(
+                    ", Attempt {attempt} failed{status}, the CLI is retrying"
+                ));
+            }
         }
         let preview = self.preview.replace(['\n', '\r'], " ");
         let preview = preview.trim();
@@ -762,9 +798,18 @@ mod tests {
             chars: 11,
             tail: "Hello\nthere".into(),
         });
+        s.observe(Hint::Retry {
+            attempt: 2,
+            status: Some(429),
+            last: false,
+        });
         let m = s.message();
         assert!(m.contains("tools: list_directory"), "{m}");
         assert!(m.contains("…Hello there"), "{m}");
+        assert!(
+            m.contains("Attempt 2 failed with status 429, the CLI is retrying"),
+            "{m}"
+        );
         s.queued = true;
         assert!(s.message().starts_with("queued"));
     }

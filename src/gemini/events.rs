@@ -147,6 +147,37 @@ pub enum Hint {
     },
     /// A tool call.
     Tool(String),
+    /// The CLI reported a failed API attempt on stderr (`Attempt N failed …`).
+    Retry {
+        /// The attempt that failed (1-based, as the CLI counts).
+        attempt: u32,
+        /// The HTTP status, when the CLI named one.
+        status: Option<u16>,
+        /// True for the last attempt (`Max attempts reached`): the CLI gives up.
+        last: bool,
+    },
+}
+
+/// Reads the CLI's retry message from one stderr line: `Attempt 3 failed with status 429.
+/// Retrying with backoff...`, `Attempt 2 failed. Retrying with backoff... Error: … fetch failed`,
+/// and the final `Attempt 10 failed: …. Max attempts reached`.
+pub fn retry_hint(line: &[u8]) -> Option<Hint> {
+    let rest = line.trim_ascii().strip_prefix(b"Attempt ")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let attempt: u32 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let rest = rest[digits..].strip_prefix(b" failed")?;
+    let status = rest.strip_prefix(b" with status ").and_then(|r| {
+        let n = r.iter().take_while(|b| b.is_ascii_digit()).count();
+        std::str::from_utf8(&r[..n]).ok()?.parse().ok()
+    });
+    let last = rest
+        .windows(b"Max attempts reached".len())
+        .any(|w| w == b"Max attempts reached");
+    Some(Hint::Retry {
+        attempt,
+        status,
+        last,
+    })
 }
 
 /// Reads the progress [`Hint`] of one stdout line, keeping at most `tail` trailing characters.
@@ -304,6 +335,29 @@ mod tests {
 {"type":"message","timestamp":"t","role":"assistant","content":" there! How can I help?","delta":true}
 {"type":"result","timestamp":"t","status":"success","stats":{"total_tokens":360,"models":{"m":{}}}}
 "#;
+
+    #[test]
+    fn retry_lines_are_recognised() {
+        let hint = |l: &str| retry_hint(l.as_bytes());
+        assert_eq!(
+            hint("Attempt 3 failed with status 429. Retrying with backoff... _ApiError: {}"),
+            Some(Hint::Retry {
+                attempt: 3,
+                status: Some(429),
+                last: false
+            })
+        );
+        assert_eq!(
+            hint("Attempt 2 failed. Retrying with backoff... Error: exception TypeError: fetch failed"),
+            Some(Hint::Retry { attempt: 2, status: None, last: false })
+        );
+        assert_eq!(
+            hint("Attempt 10 failed: Resource has been exhausted (e.g. check quota).. Max attempts reached"),
+            Some(Hint::Retry { attempt: 10, status: None, last: true })
+        );
+        assert_eq!(hint("    at Attempt 3 failed"), None);
+        assert_eq!(hint("Attempts failed"), None);
+    }
 
     #[test]
     fn answer_is_the_last_turn_only() {

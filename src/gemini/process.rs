@@ -164,17 +164,19 @@ pub fn init_subreaper() -> std::io::Result<()> {
 /// open delays the result by a fraction of a second, not forever. Dropping the future kills the
 /// tree too.
 ///
-/// Every stdout line (without its `\n`, bytes as printed, `\r` included) is also sent to `lines`,
-/// when given, as it arrives, so the caller can parse stream-json events and report progress.
-/// The unterminated rest of the kept stdout, if any, is sent last, so the lines joined by `\n`
-/// are exactly `RunOutput::stdout` (a line longer than the cap arrives cut at the cap).
+/// Every line (without its `\n`, bytes as printed, `\r` included) is also sent to `lines`, when
+/// given, as it arrives, tagged with its [`Stream`], so the caller can parse stream-json events and
+/// the CLI's retry messages and report progress. The unterminated rest of the kept stdout, if
+/// any, is sent last, so the stdout lines joined by `\n` are exactly `RunOutput::stdout` (a line
+/// longer than the cap arrives cut at the cap). stderr lines come from the first `max_output_bytes`
+/// of stderr, each cut at 4 KiB: they serve progress, not the result.
 ///
 /// Spawn from a long-lived thread: on Linux the child's parent-death signal fires when the
 /// thread that spawned it exits, so never call this inside `spawn_blocking`.
 pub async fn run(
     spec: RunSpec,
     cancel: CancellationToken,
-    lines: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    lines: Option<mpsc::UnboundedSender<(Stream, Vec<u8>)>>,
 ) -> Result<RunOutput, SpawnError> {
     let started = Instant::now();
     if cancel.is_cancelled() {
@@ -261,14 +263,14 @@ pub async fn run(
     let stop = CancellationToken::new();
     let mut out = Task::spawn(pump(
         stdout,
-        Head::new(max, lines),
+        Head::new(max, lines.clone()),
         Stream::Stdout,
         trip_tx.clone(),
         stop.clone(),
     ));
     let mut err = Task::spawn(pump(
         stderr,
-        Tail::new(max),
+        Tail::new(max, lines),
         Stream::Stderr,
         trip_tx,
         stop.clone(),

@@ -36,10 +36,10 @@ async fn run_to_end(spec: RunSpec) -> RunOutput {
         .expect("spawned")
 }
 
-/// A run in the background whose stdout lines the test reads as they come.
+/// A run in the background whose lines (tagged with their stream) the test reads as they come.
 struct Background {
     task: tokio::task::JoinHandle<Result<RunOutput, SpawnError>>,
-    lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    lines: mpsc::UnboundedReceiver<(Stream, Vec<u8>)>,
     cancel: CancellationToken,
 }
 
@@ -58,7 +58,10 @@ impl Background {
     /// The pids the child reports on its `pids …` line.
     #[cfg_attr(not(unix), allow(dead_code))]
     async fn pids(&mut self) -> Vec<i32> {
-        while let Some(line) = self.lines.recv().await {
+        while let Some((stream, line)) = self.lines.recv().await {
+            if stream != Stream::Stdout {
+                continue;
+            }
             if let Some(pids) = child::parse_pids(&line) {
                 return pids;
             }
@@ -68,7 +71,10 @@ impl Background {
 
     /// The `tmpdir MODE PATH` line of the tmpdir modes.
     async fn tmpdir(&mut self) -> (String, std::path::PathBuf) {
-        while let Some(line) = self.lines.recv().await {
+        while let Some((stream, line)) = self.lines.recv().await {
+            if stream != Stream::Stdout {
+                continue;
+            }
             let line = String::from_utf8(line).unwrap();
             if let Some(rest) = line.strip_prefix("tmpdir ") {
                 let (mode, path) = rest.split_once(' ').unwrap();
@@ -145,9 +151,41 @@ async fn stdin_is_delivered_exactly_and_lines_add_up() {
     assert_eq!(out.1.join(&b'\n'), input, "lines joined by \\n are stdout");
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn stderr_lines_are_forwarded_tagged() {
+    // A shell as the test's child only, for one line on each stream in a known order.
+    let spec = command(
+        "sh",
+        &["-c", "echo out1; echo 'Attempt 1 failed' >&2; echo out2"],
+    );
+    let mut bg = Background::start(spec);
+    let (out, lines) = bg.finish_collecting_all().await;
+    assert_eq!(out.status, Some(Termination::Exited(0)));
+    let stdout: Vec<_> = lines
+        .iter()
+        .filter(|(s, _)| *s == Stream::Stdout)
+        .map(|(_, l)| l.as_slice())
+        .collect();
+    let stderr: Vec<_> = lines
+        .iter()
+        .filter(|(s, _)| *s == Stream::Stderr)
+        .map(|(_, l)| l.as_slice())
+        .collect();
+    assert_eq!(stdout, [b"out1".as_slice(), b"out2".as_slice()]);
+    assert_eq!(stderr, [b"Attempt 1 failed".as_slice()]);
+}
+
 impl Background {
-    /// Ends the run and returns it with every line it forwarded.
+    /// Ends the run and returns it with every stdout line it forwarded.
     async fn finish_collecting(&mut self) -> (RunOutput, Vec<Vec<u8>>) {
+        let (out, mut lines) = self.finish_collecting_all().await;
+        lines.retain(|(stream, _)| *stream == Stream::Stdout);
+        (out, lines.into_iter().map(|(_, line)| line).collect())
+    }
+
+    /// Ends the run and returns it with every line it forwarded, from both streams.
+    async fn finish_collecting_all(&mut self) -> (RunOutput, Vec<(Stream, Vec<u8>)>) {
         let out = (&mut self.task).await.unwrap().expect("spawned");
         let mut lines = Vec::new();
         while let Ok(line) = self.lines.try_recv() {

@@ -1,5 +1,6 @@
-//! Capped capture of one pipe: stdout keeps its head and splits it into lines, stderr keeps its
-//! tail; both count every byte and keep reading past the cap so the writer never blocks.
+//! Capped capture of one pipe: stdout keeps its head, stderr its tail; both forward the lines of
+//! what they keep (tagged with their stream), count every byte and keep reading past the cap so
+//! the writer never blocks.
 
 use std::collections::VecDeque;
 
@@ -11,6 +12,12 @@ use super::Stream;
 
 /// Bytes asked for per read: the default pipe buffer on Linux, so one read usually empties it.
 const READ_CHUNK: usize = 64 * 1024;
+/// Longest stderr line forwarded; the rest of a longer line is dropped. stderr lines only feed
+/// progress (the CLI's `Attempt N failed …` blocks), and a stack or a flood must not be held twice.
+pub(crate) const MAX_STDERR_LINE: usize = 4096;
+
+/// Where forwarded lines go: each tagged with the stream it came from.
+pub(crate) type LineSender = mpsc::UnboundedSender<(Stream, Vec<u8>)>;
 
 /// Where the bytes of one stream go.
 pub(crate) trait Sink {
@@ -29,11 +36,11 @@ pub(crate) struct Head {
     /// Start of the line not yet forwarded, an index into `kept`: lines are sliced out of the
     /// kept bytes rather than buffered twice, so a flood costs one cap of memory, not two.
     line_start: usize,
-    lines: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    lines: Option<LineSender>,
 }
 
 impl Head {
-    pub(crate) fn new(cap: usize, lines: Option<mpsc::UnboundedSender<Vec<u8>>>) -> Self {
+    pub(crate) fn new(cap: usize, lines: Option<LineSender>) -> Self {
         Head {
             kept: Vec::new(),
             cap,
@@ -46,7 +53,7 @@ impl Head {
     fn forward(&self, line: &[u8]) {
         if let Some(tx) = &self.lines {
             // A receiver that went away only means nobody wants progress any more.
-            let _ = tx.send(line.to_vec());
+            let _ = tx.send((Stream::Stdout, line.to_vec()));
         }
     }
 
@@ -89,19 +96,42 @@ impl Sink for Head {
 }
 
 /// The last `cap` bytes of stderr: the CLI prints its real error at the end, after any noise.
+/// Lines of the first `cap` bytes are forwarded (each cut at [`MAX_STDERR_LINE`]), so what waits
+/// in the channel is bounded by the cap as on stdout.
 #[derive(Debug)]
 pub(crate) struct Tail {
     kept: VecDeque<u8>,
     cap: usize,
     total: u64,
+    /// The line being assembled for forwarding (at most `MAX_STDERR_LINE` bytes of it).
+    line: Vec<u8>,
+    lines: Option<LineSender>,
 }
 
 impl Tail {
-    pub(crate) fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize, lines: Option<LineSender>) -> Self {
         Tail {
             kept: VecDeque::new(),
             cap,
             total: 0,
+            line: Vec::new(),
+            lines,
+        }
+    }
+
+    fn forward_lines(&mut self, chunk: &[u8]) {
+        let Some(tx) = &self.lines else { return };
+        for piece in chunk.split_inclusive(|&b| b == b'\n') {
+            let (body, ends) = match piece.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (piece, false),
+            };
+            let room = MAX_STDERR_LINE.saturating_sub(self.line.len());
+            self.line.extend_from_slice(&body[..room.min(body.len())]);
+            if ends {
+                // A receiver that went away only means nobody wants progress any more.
+                let _ = tx.send((Stream::Stderr, std::mem::take(&mut self.line)));
+            }
         }
     }
 
@@ -114,6 +144,10 @@ impl Tail {
 impl Sink for Tail {
     fn push(&mut self, chunk: &[u8]) -> bool {
         let was_over = self.total > self.cap as u64;
+        let forwardable = (self.cap as u64).saturating_sub(self.total) as usize;
+        if forwardable > 0 {
+            self.forward_lines(&chunk[..forwardable.min(chunk.len())]);
+        }
         self.total += chunk.len() as u64;
         let chunk = &chunk[chunk.len().saturating_sub(self.cap)..];
         let overflow = (self.kept.len() + chunk.len()).saturating_sub(self.cap);
@@ -127,7 +161,13 @@ impl Sink for Tail {
         !was_over && self.total > self.cap as u64
     }
 
-    fn finish(&mut self) {}
+    fn finish(&mut self) {
+        if let Some(tx) = self.lines.take() {
+            if !self.line.is_empty() {
+                let _ = tx.send((Stream::Stderr, std::mem::take(&mut self.line)));
+            }
+        }
+    }
 }
 
 /// The capacity to grow to for `extra` more bytes: doubling as usual, but never past `cap`, so a
@@ -190,12 +230,35 @@ where
 mod tests {
     use super::*;
 
-    fn drain_lines(rx: &mut mpsc::UnboundedReceiver<Vec<u8>>) -> Vec<String> {
+    fn drain_lines(rx: &mut mpsc::UnboundedReceiver<(Stream, Vec<u8>)>) -> Vec<String> {
         let mut out = Vec::new();
-        while let Ok(l) = rx.try_recv() {
+        while let Ok((_, l)) = rx.try_recv() {
             out.push(String::from_utf8(l).unwrap());
         }
         out
+    }
+
+    #[test]
+    fn tail_forwards_stderr_lines_tagged_and_bounded() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut tail = Tail::new(30, Some(tx));
+        tail.push(b"Attempt 1 fa");
+        tail.push(b"iled\nnext\n");
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            (Stream::Stderr, b"Attempt 1 failed".to_vec())
+        );
+        assert_eq!(rx.try_recv().unwrap(), (Stream::Stderr, b"next".to_vec()));
+        // Past the cap nothing more is forwarded (the unfinished line within it still is).
+        tail.push(b"abcdefgh\nzzz\n");
+        tail.finish();
+        assert_eq!(drain_lines(&mut rx), ["abcdefgh"]);
+
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut tail = Tail::new(1 << 20, Some(tx));
+        tail.push(&vec![b'x'; MAX_STDERR_LINE + 10]);
+        tail.push(b"\n");
+        assert_eq!(rx.try_recv().unwrap().1.len(), MAX_STDERR_LINE);
     }
 
     #[test]
@@ -235,20 +298,20 @@ mod tests {
     fn exactly_the_cap_does_not_trip() {
         let mut head = Head::new(3, None);
         assert!(!head.push(b"abc"));
-        let mut tail = Tail::new(3);
+        let mut tail = Tail::new(3, None);
         assert!(!tail.push(b"abc"));
         assert!(tail.push(b"d"));
     }
 
     #[test]
     fn tail_keeps_the_last_cap_bytes() {
-        let mut tail = Tail::new(4);
+        let mut tail = Tail::new(4, None);
         assert!(!tail.push(b"ab"));
         assert!(tail.push(b"cde"));
         assert!(!tail.push(b"f"));
         assert_eq!(tail.into_parts(), (b"cdef".to_vec(), 6));
 
-        let mut tail = Tail::new(4);
+        let mut tail = Tail::new(4, None);
         assert!(tail.push(b"0123456789"));
         assert_eq!(tail.into_parts(), (b"6789".to_vec(), 10));
     }
@@ -257,7 +320,7 @@ mod tests {
     fn buffers_never_grow_past_the_cap() {
         let cap = 3 * 64 * 1024 + 5;
         let mut head = Head::new(cap, None);
-        let mut tail = Tail::new(cap);
+        let mut tail = Tail::new(cap, None);
         for _ in 0..10 {
             head.push(&[b'o'; 64 * 1024]);
             tail.push(&[b'e'; 64 * 1024]);
