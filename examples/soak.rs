@@ -1,0 +1,385 @@
+//! Soak test: many calls to one server with a seeded random mix of scenarios, then checks that
+//! nothing leaked. Not part of `cargo nextest run` (an example, run by hand; BENCHMARKS.md has
+//! the outcome of the last run).
+//!
+//! ```sh
+//! cargo build --workspace && cargo run --example soak                 # 10,000 calls, seed 1
+//! SOAK_CALLS=500 SOAK_SEED=7 cargo run --example soak                 # a shorter run
+//! ```
+//!
+//! Scenarios: `success`, a small `flood-stdout` (half of them past a 1 MiB cap, ending as
+//! `output_limit`), `hang` cancelled after a few milliseconds, `crash`, `non-utf8`, and `relaunch`
+//! (the worker prints a chunk and hangs) cancelled too. Afterwards, with the server idle: the open
+//! file descriptors are those of the warm-up, RSS grew by less than 5 MiB, no fake-gemini the log
+//! names is alive, every call that was not cancelled was answered and no cancelled one was.
+//! Exits 1 when a check fails.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gemini_mcp_conformance::client::{is_response, Client};
+use gemini_mcp_conformance::fakelog::FakeLog;
+use serde_json::{json, Value};
+
+/// Calls made before the baseline is read: buffers, thread pools and allocator arenas reach
+/// their working size first, so what grows afterwards is a leak, not a warm-up.
+const WARM_UP: usize = 300;
+/// Calls in flight at once; the server runs 4 and queues the rest.
+const IN_FLIGHT: usize = 8;
+/// Output cap given to the server, so floods past it stay small.
+const CAP: usize = 1 << 20;
+/// No answer this long after a call was sent fails the run.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the server is watched after the last answer for responses to cancelled calls.
+const QUIET: Duration = Duration::from_secs(2);
+/// Largest RSS growth accepted between the warm-up and the end.
+const MAX_RSS_GROWTH_KIB: u64 = 5 * 1024;
+
+/// A seeded SplitMix64: reproducible without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Success,
+    FloodUnderCap,
+    FloodOverCap,
+    HangCancel,
+    Crash,
+    NonUtf8,
+    RelaunchCancel,
+}
+
+impl Kind {
+    /// Weighted draw: mostly ordinary calls, every fault often enough to matter.
+    fn draw(rng: &mut Rng) -> Kind {
+        match rng.below(100) {
+            0..=39 => Kind::Success,
+            40..=47 => Kind::FloodUnderCap,
+            48..=54 => Kind::FloodOverCap,
+            55..=69 => Kind::HangCancel,
+            70..=79 => Kind::Crash,
+            80..=89 => Kind::NonUtf8,
+            _ => Kind::RelaunchCancel,
+        }
+    }
+
+    fn marker(self) -> String {
+        match self {
+            Kind::Success => "[[fake-gemini:success]]".into(),
+            Kind::FloodUnderCap => format!("[[fake-gemini:flood-stdout bytes={}]]", CAP / 4),
+            Kind::FloodOverCap => format!("[[fake-gemini:flood-stdout bytes={}]]", CAP * 2),
+            Kind::HangCancel => "[[fake-gemini:hang]]".into(),
+            Kind::Crash => "[[fake-gemini:crash]]".into(),
+            Kind::NonUtf8 => "[[fake-gemini:non-utf8]]".into(),
+            Kind::RelaunchCancel => "[[fake-gemini:relaunch]]".into(),
+        }
+    }
+
+    /// Scenarios that never end by themselves: the client cancels them.
+    fn cancelled(self) -> bool {
+        matches!(self, Kind::HangCancel | Kind::RelaunchCancel)
+    }
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// A pid that is running (not a zombie) and is a fake-gemini: pids are reused over 10,000 calls,
+/// so a live pid alone proves nothing.
+fn alive_fake(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|r| r.split_whitespace().next());
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    state != Some("Z") && String::from_utf8_lossy(&cmdline).contains("fake-gemini")
+}
+
+struct Pending {
+    kind: Kind,
+    sent: Instant,
+    cancel_at: Option<Instant>,
+}
+
+fn main() {
+    let calls: usize = std::env::var("SOAK_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let seed: u64 = std::env::var("SOAK_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let server_bin = gemini_mcp_conformance::bins::locate("geminicli-mcp");
+    let fake = gemini_mcp_conformance::bins::locate("fake-gemini");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fake.log");
+    println!("soak: {calls} calls, seed {seed}, {IN_FLIGHT} in flight, cap {CAP} bytes");
+
+    let child = Command::new(&server_bin)
+        .env("GEMINI_CLI_BIN", &fake)
+        .env("FAKE_GEMINI_STATE", dir.path())
+        .env("FAKE_GEMINI_LOG", &log)
+        .env("GEMINICLI_MCP_KILL_GRACE_MS", "20")
+        .env("GEMINICLI_MCP_MAX_OUTPUT_BYTES", CAP.to_string())
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start geminicli-mcp");
+    let mut client = Client::new(child);
+    let pid = client.pid();
+    let id = client
+        .request(
+            "initialize",
+            Some(json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "soak", "version": "1"}})),
+        )
+        .unwrap();
+    client
+        .response(&id, Instant::now() + Duration::from_secs(30))
+        .expect("initialize answered");
+    client.notify("notifications/initialized", None).unwrap();
+
+    let started = Instant::now();
+    let mut rng = Rng(seed);
+    let mut pending: HashMap<Value, Pending> = HashMap::new();
+    let mut cancelled: HashSet<Value> = HashSet::new();
+    let mut answered_kinds: BTreeMap<String, usize> = BTreeMap::new();
+    let mut drawn: BTreeMap<Kind, usize> = BTreeMap::new();
+    let mut failures: Vec<String> = Vec::new();
+    let mut baseline: Option<(usize, u64)> = None;
+    let mut sent = 0;
+
+    while sent < calls || !pending.is_empty() {
+        let at_baseline = sent == WARM_UP && baseline.is_none();
+        if at_baseline && pending.is_empty() {
+            // Idle between warm-up and the measured calls: cancelled trees are reaped by now.
+            std::thread::sleep(Duration::from_millis(300));
+            baseline = Some((fd_count(pid), status_kib(pid, "VmRSS:")));
+            continue;
+        }
+        if sent < calls && pending.len() < IN_FLIGHT && !at_baseline {
+            let kind = Kind::draw(&mut rng);
+            *drawn.entry(kind).or_default() += 1;
+            let prompt = format!("soak call {sent} {}", kind.marker());
+            let id = client
+                .request(
+                    "tools/call",
+                    Some(json!({"name": "gemini_prompt", "arguments": {"prompt": prompt}})),
+                )
+                .unwrap();
+            let now = Instant::now();
+            let cancel_at = kind
+                .cancelled()
+                .then(|| now + Duration::from_millis(2 + rng.below(40)));
+            pending.insert(
+                id,
+                Pending {
+                    kind,
+                    sent: now,
+                    cancel_at,
+                },
+            );
+            sent += 1;
+            continue;
+        }
+
+        let now = Instant::now();
+        let due: Vec<Value> = pending
+            .iter()
+            .filter(|(_, p)| p.cancel_at.is_some_and(|t| t <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            client
+                .notify(
+                    "notifications/cancelled",
+                    Some(json!({"requestId": id, "reason": "soak"})),
+                )
+                .unwrap();
+            pending.remove(&id);
+            cancelled.insert(id);
+        }
+        let next_cancel = pending.values().filter_map(|p| p.cancel_at).min();
+        let deadline = next_cancel.unwrap_or(now + Duration::from_millis(200));
+        if let Some(m) = client.wait_for(deadline, is_response) {
+            let id = m["id"].clone();
+            if cancelled.contains(&id) {
+                failures.push(format!("a response to cancelled call {id}: {m}"));
+            } else if let Some(p) = pending.remove(&id) {
+                let kind = if m["result"]["isError"] == json!(true) {
+                    m["result"]["structuredContent"]["errorKind"]
+                        .as_str()
+                        .unwrap_or("?")
+                        .to_owned()
+                } else if m.get("error").is_some() {
+                    format!("jsonrpc {}", m["error"]["code"])
+                } else {
+                    "success".to_owned()
+                };
+                if p.kind.cancelled() {
+                    failures.push(format!("{:?} call {id} ended by itself: {kind}", p.kind));
+                }
+                *answered_kinds
+                    .entry(format!("{:?} → {kind}", p.kind))
+                    .or_default() += 1;
+            }
+        }
+        if let Some((id, p)) = pending
+            .iter()
+            .find(|(_, p)| p.cancel_at.is_none() && p.sent.elapsed() > ANSWER_TIMEOUT)
+        {
+            failures.push(format!(
+                "{:?} call {id} unanswered after {ANSWER_TIMEOUT:?}",
+                p.kind
+            ));
+            break;
+        }
+        if client.stdout_ended() {
+            failures.push("the server closed stdout".into());
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    client.listen_until(Instant::now() + QUIET);
+    for m in client
+        .received
+        .iter()
+        .filter(|r| !r.consumed)
+        .map(|r| &r.message)
+    {
+        if is_response(m) && cancelled.contains(&m["id"]) {
+            failures.push(format!("a late response to cancelled call {}", m["id"]));
+        }
+    }
+
+    let (fd_before, rss_before) = baseline.unwrap_or((0, 0));
+    let (fd_after, rss_after) = (fd_count(pid), status_kib(pid, "VmRSS:"));
+    let hwm = status_kib(pid, "VmHWM:");
+    let fake_log = FakeLog::read(&log);
+    let pids = fake_log.pids();
+    let alive: Vec<u32> = pids.iter().copied().filter(|&p| alive_fake(p)).collect();
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+
+    println!("\ncalls drawn (kind: count): {drawn:?}");
+    println!("answers (drawn kind → result: count):");
+    for (k, n) in &answered_kinds {
+        println!("  {k}: {n}");
+    }
+    println!("cancelled: {}", cancelled.len());
+    println!(
+        "wall time: {:.1} s ({:.1} ms per call)",
+        elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() * 1000.0 / calls as f64
+    );
+    println!("fds after warm-up: {fd_before}, at the end: {fd_after}");
+    println!(
+        "RSS after warm-up: {:.1} MiB, at the end: {:.1} MiB (growth {:+.2} MiB), VmHWM {:.1} MiB",
+        rss_before as f64 / 1024.0,
+        rss_after as f64 / 1024.0,
+        (rss_after as f64 - rss_before as f64) / 1024.0,
+        hwm as f64 / 1024.0
+    );
+    println!(
+        "fake-gemini pids logged: {}, alive: {}, server's children now: {:?}",
+        pids.len(),
+        alive.len(),
+        children.trim()
+    );
+    println!(
+        "fake-gemini fixture failures (exit 99): {}",
+        fake_log.fixture_failures.len()
+    );
+
+    if baseline.is_some() && fd_after > fd_before {
+        failures.push(format!("{} file descriptors leaked", fd_after - fd_before));
+    }
+    if baseline.is_some() && rss_after > rss_before + MAX_RSS_GROWTH_KIB {
+        failures.push(format!("RSS grew by {} KiB", rss_after - rss_before));
+    }
+    if !alive.is_empty() {
+        failures.push(format!("fake-gemini processes alive: {alive:?}"));
+    }
+    if !children.trim().is_empty() {
+        failures.push(format!(
+            "the server still has children: {}",
+            children.trim()
+        ));
+    }
+    if !fake_log.fixture_failures.is_empty() {
+        failures.push(format!("fixture failures: {:?}", fake_log.fixture_failures));
+    }
+    let answered: usize = answered_kinds.values().sum();
+    if answered + cancelled.len() != calls {
+        failures.push(format!(
+            "{calls} calls: {answered} answered + {} cancelled",
+            cancelled.len()
+        ));
+    }
+    client.close_stdin();
+    let exit = client.wait_exit(Instant::now() + Duration::from_secs(30));
+    println!("server exit after stdin closed: {exit:?}");
+    if !exit.is_some_and(|s| s.success()) {
+        failures.push(format!("server exit: {exit:?}"));
+    }
+    let stderr = client.stderr();
+    if !stderr.trim().is_empty() {
+        println!("server stderr (last 2000 bytes):\n{}", tail(&stderr, 2000));
+    }
+
+    if failures.is_empty() {
+        println!("\nsoak: PASS");
+    } else {
+        println!("\nsoak: FAIL");
+        for f in failures.iter().take(20) {
+            println!("  - {f}");
+        }
+        std::process::exit(1);
+    }
+}
+
+fn tail(s: &str, n: usize) -> &str {
+    let mut start = s.len().saturating_sub(n);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
