@@ -10,6 +10,14 @@ use crate::structured::{self, PreparedSchema};
 /// The CLI reads at most this many bytes of stdin (it truncates the rest and then drops the
 /// prompt without calling the API), so longer prompts are refused before spawning.
 pub const STDIN_CAP_BYTES: usize = 8 * 1024 * 1024;
+/// Longest prompt sent, in UTF-16 code units (what JavaScript's `length` counts). Observed on the
+/// real CLI 0.61.0: it silently skips the API call (exit 0, zero tokens, `models: {}`) when
+/// floor(est(session context) + L/4) > 1,048,576 tokens, L being the prompt's UTF-16 length and the
+/// session context (date, paths, a listing of up to 200 cwd entries, ~500 characters in an empty
+/// directory) estimated at 0.25 token per character: 4,193,815 ASCII characters were sent,
+/// 4,193,816 were not. The limit keeps 65,536 units (16,384 tokens) of that budget for the session
+/// context, so a prompt above it is refused instead of dropped.
+pub const MAX_PROMPT_UTF16_UNITS: usize = 4 * 1_048_576 - 65_536;
 /// Longest accepted model name.
 pub const MAX_MODEL_CHARS: usize = 256;
 
@@ -107,6 +115,12 @@ pub fn build(
             "prompt is {} bytes of UTF-8 (with its context and instructions); the Gemini CLI reads at most {} bytes from stdin and drops longer input",
             text.len(),
             STDIN_CAP_BYTES
+        )));
+    }
+    let units: usize = text.chars().map(char::len_utf16).sum();
+    if units > MAX_PROMPT_UTF16_UNITS {
+        return Err(Failure::invalid_input(format!(
+            "prompt is {units} UTF-16 code units (with its context and instructions); the limit is {MAX_PROMPT_UTF16_UNITS}: the Gemini CLI estimates a prompt at one token per 4 units and silently skips the API call when the estimate with its session context passes its 1,048,576-token window (a resumed session's history lowers that further)"
         )));
     }
     let mut args: Vec<OsString> = BASE_ARGS.iter().map(OsString::from).collect();
@@ -249,6 +263,25 @@ mod tests {
                 .len(),
             1024 * 1024
         );
+    }
+
+    #[test]
+    fn prompt_over_the_token_window_is_refused_by_utf16_units() {
+        let at = "a".repeat(MAX_PROMPT_UTF16_UNITS);
+        assert!(build(&req(&at), None, SlashCommands::Escape).is_ok());
+        let over = "a".repeat(MAX_PROMPT_UTF16_UNITS + 1);
+        let f = build(&req(&over), None, SlashCommands::Escape).unwrap_err();
+        assert_eq!((f.kind, f.exit_code), (ErrorKind::InputValidation, 42));
+        assert!(f.message.contains("4128768"), "{}", f.message);
+        // Two UTF-16 units each, four UTF-8 bytes: under the stdin cap, over the window.
+        let emoji = "😀".repeat(MAX_PROMPT_UTF16_UNITS / 2 + 1);
+        assert!(emoji.len() < STDIN_CAP_BYTES);
+        let f = build(&req(&emoji), None, SlashCommands::Escape).unwrap_err();
+        assert!(f.message.contains("UTF-16"), "{}", f.message);
+        // The context counts too.
+        let mut r = req("q");
+        r.context = Some("a".repeat(MAX_PROMPT_UTF16_UNITS));
+        assert!(build(&r, None, SlashCommands::Escape).is_err());
     }
 
     #[test]
