@@ -43,11 +43,26 @@ Environment:
   GEMINICLI_MCP_SLASH_COMMANDS    escape (default): a prompt starting with `/` is sent with a
                                   leading backslash so the CLI does not run it as a command;
                                   passthrough: sent as is (the CLI may run e.g. /memory show).
+  GEMINICLI_MCP_ENV               inherit (default): the CLI gets the server's whole environment;
+                                  minimal: only what it needs (GEMINI_*, GOOGLE_*, CLOUDSDK_*,
+                                  HOME, USER, PATH, proxies, NODE_*, locale, temp dirs; on Windows
+                                  also SystemRoot, windir, PATHEXT, COMSPEC, APPDATA, ...).
+  GEMINICLI_MCP_ENV_PASS          minimal also keeps these: comma-separated names, or prefixes
+                                  ending in `*` (e.g. SSH_AUTH_SOCK,MY_CORP_*).
+  GEMINICLI_MCP_LOG               Log filter for stderr, tracing's EnvFilter syntax (default
+                                  geminicli_mcp=warn; with GEMINICLI_MCP_DEBUG geminicli_mcp=debug).
+  GEMINICLI_MCP_HTTP              Serve Streamable HTTP on this address instead of stdio (--http).
+  GEMINICLI_MCP_HTTP_TOKEN        The bearer token HTTP clients must send (or the _FILE variant).
+  GEMINICLI_MCP_HTTP_TOKEN_FILE   A file whose first line is the bearer token.
+  GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS  Comma-separated browser origins allowed over HTTP.
 
-The server speaks MCP over stdio (stdout carries only JSON-RPC; logs go to stderr).";
+A flag wins over its variable; a variable wins over the default.
 
-/// Command line of the server binary. It takes no arguments: configuration comes from the
-/// environment so that MCP clients can set it in their `env` blocks.
+The server speaks MCP over stdio (stdout carries only JSON-RPC; logs go to stderr), or over
+Streamable HTTP with --http.";
+
+/// Command line of the server binary. Every setting is also an environment variable (MCP clients
+/// set those in their `env` blocks); a flag given wins over its variable.
 #[derive(Debug, Parser)]
 #[command(
     name = "geminicli-mcp",
@@ -55,7 +70,126 @@ The server speaks MCP over stdio (stdout carries only JSON-RPC; logs go to stder
     about = "MCP server (stdio) that runs Google's headless Gemini CLI as a tool",
     after_help = ENV_HELP
 )]
-pub struct Cli {}
+pub struct Cli {
+    /// `doctor`, or none to serve.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Settings shared by serving and the doctor.
+    #[command(flatten)]
+    pub flags: Flags,
+}
+
+/// The subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Check the installation: which gemini runs, its version and flags, auth variables (names
+    /// only), the effective configuration. Never calls a model. Exits 1 on a problem.
+    Doctor(DoctorArgs),
+}
+
+/// Options of `geminicli-mcp doctor`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DoctorArgs {
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Bound on each probe of the CLI (`--version`, `--help`), in seconds: the real CLI takes
+    /// 5-9 s to start, longer on a loaded machine.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
+    pub doctor_timeout: f64,
+}
+
+/// Settings given on the command line; each overrides the environment variable named in its help.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Flags {
+    /// The Gemini CLI to run [env: GEMINI_CLI_BIN].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub gemini_bin: Option<OsString>,
+    /// Cap per stream on bytes read from the CLI [env: GEMINICLI_MCP_MAX_OUTPUT_BYTES].
+    #[arg(long, global = true, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_output_bytes: Option<u64>,
+    /// JSON diagnostics on stderr, never prompt text [env: GEMINICLI_MCP_DEBUG].
+    #[arg(long, global = true)]
+    pub debug: bool,
+    /// Time between SIGTERM and SIGKILL of a run's tree [env: GEMINICLI_MCP_KILL_GRACE_MS].
+    #[arg(long, global = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub kill_grace_ms: Option<u64>,
+    /// Time calls in flight may take after stdin closes [env: GEMINICLI_MCP_EOF_GRACE_MS].
+    #[arg(long, global = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub eof_grace_ms: Option<u64>,
+    /// Gemini runs at once [env: GEMINICLI_MCP_MAX_CONCURRENCY].
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_concurrency: Option<u64>,
+    /// Progress heartbeat interval [env: GEMINICLI_MCP_HEARTBEAT_MS].
+    #[arg(long, global = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub heartbeat_ms: Option<u64>,
+    /// Longest answer returned inline [env: GEMINICLI_MCP_MAX_RESULT_CHARS].
+    #[arg(long, global = true, value_name = "CHARS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_result_chars: Option<u64>,
+    /// escape or passthrough [env: GEMINICLI_MCP_SLASH_COMMANDS].
+    #[arg(long, global = true, value_name = "MODE", value_parser = ["escape", "passthrough"])]
+    pub slash_commands: Option<String>,
+    /// inherit or minimal: what environment the CLI gets [env: GEMINICLI_MCP_ENV].
+    #[arg(long = "env", global = true, value_name = "POLICY", value_parser = ["inherit", "minimal"])]
+    pub env_policy: Option<String>,
+    /// Log filter for stderr, e.g. `geminicli_mcp=info` [env: GEMINICLI_MCP_LOG].
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub log: Option<String>,
+    /// Serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio [env: GEMINICLI_MCP_HTTP].
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// File whose first line is the HTTP bearer token [env: GEMINICLI_MCP_HTTP_TOKEN_FILE; or the
+    /// token itself in GEMINICLI_MCP_HTTP_TOKEN]. There is no flag for the token itself: it would
+    /// show in `ps`.
+    #[arg(long, value_name = "PATH")]
+    pub http_token_file: Option<std::path::PathBuf>,
+    /// A browser origin allowed to call over HTTP, e.g. `http://localhost:3000` (repeatable)
+    /// [env: GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS, comma-separated].
+    #[arg(long, value_name = "ORIGIN")]
+    pub http_allowed_origin: Vec<String>,
+    /// A `Host` header value (name or name:port) accepted besides the loopback names (repeatable)
+    /// [env: GEMINICLI_MCP_HTTP_ALLOWED_HOSTS, comma-separated].
+    #[arg(long, value_name = "HOST")]
+    pub http_allowed_host: Vec<String>,
+    /// Allow --http to bind an address other than loopback [env: GEMINICLI_MCP_HTTP_ALLOW_REMOTE].
+    #[arg(long)]
+    pub http_allow_remote: bool,
+}
+
+fn parse_seconds(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err("a positive number of seconds".into()),
+    }
+}
+
+/// What environment a Gemini run gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnvPolicy {
+    /// The server's whole environment, as the TypeScript reference does.
+    Inherit,
+    /// Only the variables the CLI needs on this OS (`gemini::environment`).
+    Minimal,
+}
+
+impl EnvPolicy {
+    /// The spelling in `GEMINICLI_MCP_ENV` and `--env`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnvPolicy::Inherit => "inherit",
+            EnvPolicy::Minimal => "minimal",
+        }
+    }
+
+    /// `inherit` or `minimal` (any case, trimmed); anything else is `None`.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "inherit" => Some(EnvPolicy::Inherit),
+            "minimal" => Some(EnvPolicy::Minimal),
+            _ => None,
+        }
+    }
+}
 
 /// How a prompt that starts with `/` reaches the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +221,11 @@ pub struct Config {
     pub max_result_chars: usize,
     /// How a leading `/` is passed.
     pub slash_commands: SlashCommands,
+    /// What environment a run gets (`GEMINICLI_MCP_ENV`).
+    pub env_policy: EnvPolicy,
+    /// Variables `minimal` keeps besides its own list (`GEMINICLI_MCP_ENV_PASS`): names, or
+    /// prefixes ending in `*`.
+    pub env_pass: Vec<String>,
 }
 
 impl Default for Config {
@@ -101,6 +240,8 @@ impl Default for Config {
             heartbeat: Duration::from_millis(DEFAULT_HEARTBEAT_MS),
             max_result_chars: DEFAULT_MAX_RESULT_CHARS,
             slash_commands: SlashCommands::Escape,
+            env_policy: EnvPolicy::Inherit,
+            env_pass: Vec::new(),
         }
     }
 }
@@ -146,8 +287,69 @@ impl Config {
                 Some("passthrough" | "pass-through" | "pass") => SlashCommands::Passthrough,
                 _ => SlashCommands::Escape,
             },
+            env_policy: text("GEMINICLI_MCP_ENV")
+                .and_then(|v| EnvPolicy::parse(&v))
+                .unwrap_or(d.env_policy),
+            env_pass: text("GEMINICLI_MCP_ENV_PASS")
+                .map(|v| split_list(&v))
+                .unwrap_or_default(),
         }
     }
+
+    /// The environment's configuration with the command line's flags on top (flags > env >
+    /// defaults).
+    pub fn from_env_and_flags(flags: &Flags) -> Self {
+        let mut config = Self::from_env();
+        config.apply_flags(flags);
+        config
+    }
+
+    /// Overrides every setting a flag was given for.
+    pub fn apply_flags(&mut self, flags: &Flags) {
+        let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        if let Some(bin) = flags.gemini_bin.clone().filter(|b| !b.is_empty()) {
+            self.gemini_bin = Some(bin);
+        }
+        if let Some(v) = flags.max_output_bytes {
+            self.max_output_bytes = size(v);
+        }
+        if flags.debug {
+            self.debug = true;
+        }
+        if let Some(v) = flags.kill_grace_ms {
+            self.kill_grace = Duration::from_millis(v);
+        }
+        if let Some(v) = flags.eof_grace_ms {
+            self.eof_grace = Duration::from_millis(v);
+        }
+        if let Some(v) = flags.max_concurrency {
+            self.max_concurrency = size(v);
+        }
+        if let Some(v) = flags.heartbeat_ms {
+            self.heartbeat = Duration::from_millis(v);
+        }
+        if let Some(v) = flags.max_result_chars {
+            self.max_result_chars = size(v);
+        }
+        match flags.slash_commands.as_deref() {
+            Some("passthrough") => self.slash_commands = SlashCommands::Passthrough,
+            Some("escape") => self.slash_commands = SlashCommands::Escape,
+            _ => {}
+        }
+        if let Some(policy) = flags.env_policy.as_deref().and_then(EnvPolicy::parse) {
+            self.env_policy = policy;
+        }
+    }
+}
+
+/// A comma-separated list, trimmed, empty items dropped.
+pub fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A positive base-10 integer: ASCII digits only (no sign, no spaces, no `0x`), above zero.
@@ -256,8 +458,72 @@ mod tests {
             "GEMINICLI_MCP_HEARTBEAT_MS",
             "GEMINICLI_MCP_MAX_RESULT_CHARS",
             "GEMINICLI_MCP_SLASH_COMMANDS",
+            "GEMINICLI_MCP_ENV",
+            "GEMINICLI_MCP_LOG",
+            "GEMINICLI_MCP_HTTP",
+            "GEMINICLI_MCP_HTTP_TOKEN",
+            "GEMINICLI_MCP_HTTP_TOKEN_FILE",
+            "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
         ] {
             assert!(ENV_HELP.contains(name), "{name}");
         }
+    }
+
+    #[test]
+    fn env_policy_defaults_to_inherit() {
+        assert_eq!(config(&[]).env_policy, EnvPolicy::Inherit);
+        let c = config(&[("GEMINICLI_MCP_ENV", " Minimal ")]);
+        assert_eq!(c.env_policy, EnvPolicy::Minimal);
+        let c = config(&[("GEMINICLI_MCP_ENV", "none")]);
+        assert_eq!(c.env_policy, EnvPolicy::Inherit);
+    }
+
+    #[test]
+    fn flags_win_over_env_which_wins_over_defaults() {
+        let mut c = config(&[
+            ("GEMINICLI_MCP_MAX_CONCURRENCY", "7"),
+            ("GEMINICLI_MCP_KILL_GRACE_MS", "900"),
+            ("GEMINICLI_MCP_ENV", "minimal"),
+        ]);
+        let cli = Cli::try_parse_from([
+            "geminicli-mcp",
+            "--max-concurrency",
+            "2",
+            "--env",
+            "inherit",
+            "--slash-commands",
+            "passthrough",
+        ])
+        .unwrap();
+        c.apply_flags(&cli.flags);
+        assert_eq!(c.max_concurrency, 2, "flag over env");
+        assert_eq!(c.env_policy, EnvPolicy::Inherit, "flag over env");
+        assert_eq!(c.kill_grace, Duration::from_millis(900), "env over default");
+        assert_eq!(c.heartbeat, Duration::from_millis(DEFAULT_HEARTBEAT_MS));
+        assert_eq!(c.slash_commands, SlashCommands::Passthrough);
+    }
+
+    #[test]
+    fn flags_are_checked_strictly() {
+        for bad in [
+            &["geminicli-mcp", "--max-concurrency", "0"][..],
+            &["geminicli-mcp", "--env", "all"],
+            &["geminicli-mcp", "--http-token", "x"],
+            &["geminicli-mcp", "doctor", "--doctor-timeout", "-1"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+        let cli = Cli::try_parse_from([
+            "geminicli-mcp",
+            "doctor",
+            "--json",
+            "--max-concurrency",
+            "3",
+        ])
+        .unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Doctor(ref d)) if d.json && d.doctor_timeout == 30.0)
+        );
+        assert_eq!(cli.flags.max_concurrency, Some(3), "settings are global");
     }
 }

@@ -18,8 +18,8 @@ use geminicli_mcp::transport::{GraceTransport, InFlight, LineTransport};
 const EXIT_SLACK: Duration = Duration::from_secs(2);
 
 fn main() -> anyhow::Result<()> {
-    Cli::parse();
-    let config = Config::from_env();
+    let cli = Cli::parse();
+    let config = Config::from_env_and_flags(&cli.flags);
     init_tracing(config.debug);
     if let Err(e) = process::init_subreaper() {
         tracing::warn!(error = %e, "could not become a child subreaper: descendants that leave their process group cannot be swept");

@@ -22,6 +22,8 @@ pub const ABSTRACT_SETTINGS: &[&str] = &[
     "heartbeat-ms",
     "max-result-chars",
     "debug",
+    "env-policy",
+    "env-pass",
 ];
 
 /// How the target is told where the gemini executable is.
@@ -110,6 +112,8 @@ impl Profile {
                 ("heartbeat-ms", "GEMINICLI_MCP_HEARTBEAT_MS"),
                 ("max-result-chars", "GEMINICLI_MCP_MAX_RESULT_CHARS"),
                 ("debug", "GEMINICLI_MCP_DEBUG"),
+                ("env-policy", "GEMINICLI_MCP_ENV"),
+                ("env-pass", "GEMINICLI_MCP_ENV_PASS"),
             ]),
             env: BTreeMap::new(),
             features: [

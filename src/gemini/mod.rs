@@ -2,6 +2,7 @@
 //! process tree, and reading what it printed.
 
 pub mod command;
+pub mod environment;
 pub mod events;
 pub mod outcome;
 pub mod process;
