@@ -408,6 +408,7 @@ fn a_resume_in_a_later_minute_loses_the_session_behind_the_switch() {
     );
     assert_eq!(init_id(&out), a);
     check(&sb, "s_sess2_rollover_list", &["--list-sessions"], 0);
+    check(&sb, "s_sess2_rollover_list2", &["--list-sessions"], 0);
     let o = sb.run(&["--resume", &a, "-p", "x", "--skip-trust"], None);
     assert_eq!(o.status.code(), Some(42), "the session is gone");
 
