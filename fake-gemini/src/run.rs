@@ -94,6 +94,8 @@ fn resolve(reference: &str, params: &[(String, String)]) -> Result<(String, Scen
 
 /// Runs the worker; returns the exit code.
 pub fn worker(argv: Vec<String>) -> i32 {
+    // The real worker's cleanup handlers are in place long before its first output.
+    proc::worker_signals(false);
     let mut ctx = Ctx {
         argv,
         version: std::env::var("FAKE_GEMINI_VERSION").unwrap_or_else(|_| "0.61.0".into()),
@@ -144,7 +146,6 @@ pub fn worker(argv: Vec<String>) -> i32 {
             return ctx.exit(proc::RELAUNCH_EXIT_CODE);
         }
     }
-    proc::worker_signals(false);
 
     let version = ctx.version();
     // yargs answers --help / --version before validating anything else.
