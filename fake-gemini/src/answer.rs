@@ -335,11 +335,10 @@ impl<'a> Runner<'a> {
                 self.chunk(c);
                 self.after_chunk();
             }
-            let mut tok = self.tokens();
-            if turn.thought.is_none() && sc.model.turns.is_empty() {
-                tok.thoughts = self.tokens().thoughts;
-            }
-            if !(sc.model.loop_detected && loops >= 4) {
+            // Every response reports the scenario's usage; the loop detector's extra request is
+            // not counted (observed: 4 counted responses for 6 answers).
+            let tok = self.tokens();
+            if !suppress_calls {
                 self.stats
                     .response(&self.main_model.clone(), "main", tok, 40);
             }

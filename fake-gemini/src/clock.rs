@@ -3,8 +3,22 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Milliseconds since the Unix epoch: `FAKE_GEMINI_NOW` (ISO-8601 or epoch ms) when set, else the system clock.
+/// The clock set by a prompt marker's `now=` parameter for this run (`i64::MIN`: unset).
+static NOW_OVERRIDE: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(i64::MIN);
+
+/// Sets this run's clock (a marker's `now=`): it wins over `FAKE_GEMINI_NOW`, so one server
+/// process can make each call happen in another minute.
+pub fn set_now(ms: i64) {
+    NOW_OVERRIDE.store(ms, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Milliseconds since the Unix epoch: a marker's `now=`, else `FAKE_GEMINI_NOW` (ISO-8601 or
+/// epoch ms) when set, else the system clock.
 pub fn now_ms() -> i64 {
+    let set = NOW_OVERRIDE.load(std::sync::atomic::Ordering::Relaxed);
+    if set != i64::MIN {
+        return set;
+    }
     if let Ok(v) = std::env::var("FAKE_GEMINI_NOW") {
         if let Some(ms) = parse_time(&v) {
             return ms;

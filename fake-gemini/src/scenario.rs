@@ -695,6 +695,12 @@ pub fn apply_params(
             "max-session-turns" => s.environment.max_session_turns = Some(num(name, k, v)?),
             "version" => s.environment.cli_version = Some(v.clone()),
             "exit" => s.process.exit_code = Some(num(name, k, v)?),
+            "now" => crate::clock::set_now(crate::clock::parse_time(v).ok_or_else(|| {
+                ScenarioError::Param(
+                    name.into(),
+                    format!("`now` is ISO-8601 or epoch ms, got `{v}`"),
+                )
+            })?),
             _ => {
                 return Err(ScenarioError::Param(
                     name.into(),
