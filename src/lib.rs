@@ -8,6 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod config;
+pub mod doctor;
 pub mod error;
 pub mod gemini;
 pub mod server;

@@ -9,7 +9,8 @@ use rmcp::service::ServerInitializeError;
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use geminicli_mcp::config::{Cli, Config};
+use geminicli_mcp::config::{Cli, Command, Config, DoctorArgs};
+use geminicli_mcp::doctor;
 use geminicli_mcp::gemini::process;
 use geminicli_mcp::server::GeminiServer;
 use geminicli_mcp::transport::{GraceTransport, InFlight, LineTransport};
@@ -21,6 +22,9 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = Config::from_env_and_flags(&cli.flags);
     init_tracing(config.debug);
+    if let Some(Command::Doctor(args)) = &cli.command {
+        return doctor(config, args);
+    }
     if let Err(e) = process::init_subreaper() {
         tracing::warn!(error = %e, "could not become a child subreaper: descendants that leave their process group cannot be swept");
     }
@@ -32,6 +36,23 @@ fn main() -> anyhow::Result<()> {
     // A blocking stdin read cannot be cancelled; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
     std::process::exit(code);
+}
+
+/// `geminicli-mcp doctor`: the report on stdout, exit 1 when it found a problem.
+fn doctor(config: Config, args: &DoctorArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let inputs = doctor::Inputs::from_process(config, Duration::from_secs_f64(args.doctor_timeout));
+    let report = runtime.block_on(doctor::run(inputs));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    std::process::exit(if report.ok() { 0 } else { 1 });
 }
 
 /// Logs go to stderr only (stdout is the protocol). rmcp's own debug logs quote requests and

@@ -1,0 +1,654 @@
+//! `geminicli-mcp doctor`: checks an installation without calling a model — which Gemini CLI
+//! resolves and how, its version and flags (from `--version` and `--help`, each probe bounded),
+//! which auth variables are set (names only, never values), and the effective configuration.
+//! Every problem comes with its fix; `main` exits non-zero when there is one.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, SlashCommands};
+use crate::gemini::command::{BASE_ARGS, CHILD_ENV};
+use crate::gemini::environment;
+use crate::gemini::process::{self, RunSpec};
+use crate::gemini::resolve::{self, Platform};
+
+/// The oldest CLI the server works with: 0.40.0 brought `--skip-trust`.
+pub const MIN_VERSION: (u64, u64, u64) = (0, 40, 0);
+/// Most bytes kept of a probe's output: `--help` is about 10 KiB.
+const PROBE_OUTPUT_CAP: usize = 1024 * 1024;
+/// The upgrade command, in every fix that needs it.
+const UPGRADE: &str = "npm install -g @google/gemini-cli@latest";
+
+/// Variables that select or carry the CLI's credentials. Only their names are ever reported.
+pub const AUTH_VARIABLES: [&str; 8] = [
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_GCA",
+    "GOOGLE_CLOUD_ACCESS_TOKEN",
+];
+
+/// A flag (or value) looked for in `--help`.
+#[derive(Debug, Clone, Copy)]
+pub struct Capability {
+    /// The name reported (`--skip-trust`, `stream-json`, …).
+    pub name: &'static str,
+    /// Whether the server cannot work without it.
+    pub required: bool,
+    /// What it is for, in the report.
+    pub purpose: &'static str,
+}
+
+/// The capabilities the doctor reports, required ones first.
+pub const CAPABILITIES: [Capability; 5] = [
+    Capability {
+        name: "--skip-trust",
+        required: true,
+        purpose: "headless runs in any folder (0.40.0)",
+    },
+    Capability {
+        name: "stream-json",
+        required: true,
+        purpose: "-o stream-json: answers, session ids and stats that survive failures",
+    },
+    Capability {
+        name: "--approval-mode",
+        required: true,
+        purpose: "--approval-mode=yolo: no confirmation prompt nobody could answer",
+    },
+    Capability {
+        name: "--acp",
+        required: false,
+        purpose: "Agent Client Protocol mode (not used yet)",
+    },
+    Capability {
+        name: "--session-id",
+        required: false,
+        purpose: "choosing a new session's id (0.41.0)",
+    },
+];
+
+/// One thing that stops the server from working, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// What is wrong.
+    pub message: String,
+    /// What to do about it.
+    pub fix: String,
+}
+
+/// How one probe of the CLI went.
+#[derive(Debug, Clone)]
+pub enum Probe {
+    /// The CLI was not run (it could not be resolved).
+    Skipped,
+    /// The CLI ended within the bound.
+    Finished {
+        /// Its exit code (128 + signal when a signal ended it).
+        exit_code: Option<i32>,
+        /// What it printed on stdout, lossily decoded.
+        stdout: String,
+        /// The end of what it printed on stderr.
+        stderr: String,
+        /// How long it took.
+        duration: Duration,
+    },
+    /// The bound passed; the CLI's tree was killed.
+    TimedOut(Duration),
+    /// It could not be started.
+    SpawnFailed(String),
+}
+
+impl Probe {
+    fn json(&self) -> Value {
+        match self {
+            Probe::Skipped => json!({"status": "skipped"}),
+            Probe::Finished {
+                exit_code,
+                duration,
+                ..
+            } => {
+                json!({"status": "finished", "exitCode": exit_code, "durationMs": duration.as_millis() as u64})
+            }
+            Probe::TimedOut(bound) => {
+                json!({"status": "timed_out", "timeoutMs": bound.as_millis() as u64})
+            }
+            Probe::SpawnFailed(e) => json!({"status": "spawn_failed", "error": e}),
+        }
+    }
+
+    /// stdout when the probe exited 0.
+    fn output(&self) -> Option<&str> {
+        match self {
+            Probe::Finished {
+                exit_code: Some(0),
+                stdout,
+                ..
+            } => Some(stdout),
+            _ => None,
+        }
+    }
+}
+
+/// Everything the doctor found.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The program that would run, with its leading arguments (the JS entry for node).
+    pub program: Option<(PathBuf, Vec<OsString>)>,
+    /// How it was found (`GEMINI_CLI_BIN=…`, `PATH: …`, an npm shim …).
+    pub via: Option<String>,
+    /// The `--version` probe.
+    pub version_probe: Probe,
+    /// The version `--version` printed, when it printed one.
+    pub version: Option<String>,
+    /// The `--help` probe.
+    pub help_probe: Probe,
+    /// Each capability and whether `--help` lists it (`None`: `--help` gave nothing to read).
+    pub capabilities: Vec<(Capability, Option<bool>)>,
+    /// Names of the auth variables set in the server's environment.
+    pub auth_variables: Vec<&'static str>,
+    /// Whether the CLI's cached OAuth login (`~/.gemini/oauth_creds.json`) exists.
+    pub oauth_credentials: Option<PathBuf>,
+    /// The effective configuration, by setting name.
+    pub config: Vec<(&'static str, Value)>,
+    /// What stops the server from working.
+    pub problems: Vec<Problem>,
+    /// What may go wrong but does not always (no credentials visible, …).
+    pub warnings: Vec<String>,
+}
+
+impl Report {
+    /// True when nothing stops the server from working.
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// The report as one JSON document (`--json`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "ok": self.ok(),
+            "server": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
+            "cli": {
+                "program": self.program.as_ref().map(|(p, _)| p.display().to_string()),
+                "prefixArgs": self.program.as_ref().map(|(_, a)| a.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>()),
+                "via": self.via,
+                "version": self.version,
+                "minimumVersion": format_version(MIN_VERSION),
+                "versionProbe": self.version_probe.json(),
+                "helpProbe": self.help_probe.json(),
+                "capabilities": self.capabilities.iter().map(|(c, found)| {
+                    (c.name.to_owned(), json!({"present": found, "required": c.required}))
+                }).collect::<serde_json::Map<_, _>>(),
+            },
+            "auth": {
+                "variables": self.auth_variables,
+                "oauthCredentialsFile": self.oauth_credentials.as_ref().map(|p| p.display().to_string()),
+            },
+            "config": self.config.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect::<serde_json::Map<_, _>>(),
+            "problems": self.problems.iter().map(|p| json!({"message": p.message, "fix": p.fix})).collect::<Vec<_>>(),
+            "warnings": self.warnings,
+        })
+    }
+
+    /// The report as text for a person.
+    pub fn to_text(&self) -> String {
+        let mut t = format!(
+            "geminicli-mcp {} doctor\n\nGemini CLI\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        match (&self.program, &self.via) {
+            (Some((program, prefix)), via) => {
+                let mut line = program.display().to_string();
+                for a in prefix {
+                    line.push(' ');
+                    line.push_str(&a.to_string_lossy());
+                }
+                t.push_str(&format!("  program          {line}\n"));
+                if let Some(via) = via {
+                    t.push_str(&format!("  found via        {via}\n"));
+                }
+            }
+            (None, _) => t.push_str("  program          not found\n"),
+        }
+        t.push_str(&format!(
+            "  version          {}\n",
+            match (&self.version, &self.version_probe) {
+                (Some(v), Probe::Finished { duration, .. }) =>
+                    format!("{v} (--version took {:.1} s)", duration.as_secs_f64()),
+                (_, probe) => probe_text(probe),
+            }
+        ));
+        t.push_str(&format!(
+            "  --help           {}\n",
+            match &self.help_probe {
+                Probe::Finished {
+                    exit_code: Some(0),
+                    duration,
+                    ..
+                } => format!("read (took {:.1} s)", duration.as_secs_f64()),
+                probe => probe_text(probe),
+            }
+        ));
+        for (c, found) in &self.capabilities {
+            let state = match found {
+                Some(true) => "yes",
+                Some(false) if c.required => "MISSING",
+                Some(false) => "no",
+                None => "unknown",
+            };
+            t.push_str(&format!("  {:<16} {state:<8} {}\n", c.name, c.purpose));
+        }
+        t.push_str("\nAuth (names only, never values)\n");
+        if self.auth_variables.is_empty() {
+            t.push_str("  variables        none set\n");
+        } else {
+            t.push_str(&format!(
+                "  variables        {}\n",
+                self.auth_variables.join(", ")
+            ));
+        }
+        t.push_str(&format!(
+            "  cached login     {}\n",
+            self.oauth_credentials
+                .as_ref()
+                .map_or("none".to_owned(), |p| p.display().to_string())
+        ));
+        t.push_str("\nConfiguration (flags over environment over defaults)\n");
+        for (name, value) in &self.config {
+            let value = match value {
+                Value::String(s) => s.clone(),
+                Value::Null => "(unset)".to_owned(),
+                other => other.to_string(),
+            };
+            t.push_str(&format!("  {name:<32} {value}\n"));
+        }
+        if !self.warnings.is_empty() {
+            t.push_str("\nWarnings\n");
+            for w in &self.warnings {
+                t.push_str(&format!("  ! {w}\n"));
+            }
+        }
+        if self.problems.is_empty() {
+            t.push_str("\nOK: the server can run the Gemini CLI.\n");
+        } else {
+            t.push_str(&format!("\n{} problem(s)\n", self.problems.len()));
+            for p in &self.problems {
+                t.push_str(&format!("  x {}\n    fix: {}\n", p.message, p.fix));
+            }
+        }
+        t
+    }
+}
+
+fn probe_text(probe: &Probe) -> String {
+    match probe {
+        Probe::Skipped => "not run".into(),
+        Probe::Finished {
+            exit_code, stderr, ..
+        } => {
+            let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+            format!(
+                "failed (exit {}){}",
+                exit_code.map_or("?".into(), |c| c.to_string()),
+                last.map_or(String::new(), |l| format!(": {}", l.trim()))
+            )
+        }
+        Probe::TimedOut(bound) => format!("timed out after {:.1} s", bound.as_secs_f64()),
+        Probe::SpawnFailed(e) => format!("could not start: {e}"),
+    }
+}
+
+/// `X.Y.Z` as numbers, from the first such token in `text` (`0.61.0`, `v0.40.0-preview.1`).
+pub fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
+    text.split(|c: char| c.is_whitespace() || c == 'v')
+        .find_map(|token| {
+            let core = token.split(['-', '+']).next()?;
+            let mut parts = core.split('.');
+            let v = (
+                parts.next()?.parse().ok()?,
+                parts.next()?.parse().ok()?,
+                parts.next()?.parse().ok()?,
+            );
+            parts.next().is_none().then_some(v)
+        })
+}
+
+fn format_version((a, b, c): (u64, u64, u64)) -> String {
+    format!("{a}.{b}.{c}")
+}
+
+/// Whether `help` (the CLI's `--help` text) lists `name`: a flag only where yargs defines it (a
+/// line starting with it, after an optional `-x, ` alias), since descriptions mention other
+/// flags (`--experimental-acp … use --acp instead`); a value such as `stream-json` anywhere.
+pub fn help_lists(help: &str, name: &str) -> bool {
+    if !name.starts_with("--") {
+        return help.contains(name);
+    }
+    help.lines().any(|line| {
+        let line = line.trim_start();
+        let line = match line.split_once(", ") {
+            Some((alias, rest)) if alias.len() == 2 && alias.starts_with('-') => rest,
+            _ => line,
+        };
+        line.strip_prefix(name).is_some_and(
+            |rest| !matches!(rest.chars().next(), Some(c) if c.is_ascii_alphanumeric() || c == '-'),
+        )
+    })
+}
+
+/// Inputs of a doctor run, taken from the process by `main` (tests pass their own).
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// The effective configuration.
+    pub config: Config,
+    /// Bound on each probe.
+    pub timeout: Duration,
+    /// The server's environment (auth names, PATH, the child's environment).
+    pub vars: Vec<(OsString, OsString)>,
+    /// The directory probes run in.
+    pub cwd: PathBuf,
+    /// More settings to show (the HTTP transport's), by name.
+    pub extra_config: Vec<(&'static str, Value)>,
+}
+
+impl Inputs {
+    /// Reads the process: its environment and working directory.
+    pub fn from_process(config: Config, timeout: Duration) -> Self {
+        Inputs {
+            config,
+            timeout,
+            vars: std::env::vars_os().collect(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            extra_config: Vec::new(),
+        }
+    }
+
+    fn var(&self, name: &str) -> Option<&OsString> {
+        let windows = Platform::current() == Platform::Windows;
+        self.vars
+            .iter()
+            .find(|(k, _)| {
+                if windows {
+                    k.to_string_lossy().eq_ignore_ascii_case(name)
+                } else {
+                    k == name
+                }
+            })
+            .map(|(_, v)| v)
+    }
+}
+
+/// Runs every check. The two probes run at once: each real CLI start takes seconds.
+pub async fn run(inputs: Inputs) -> Report {
+    let config = &inputs.config;
+    let mut problems = Vec::new();
+    let mut warnings = Vec::new();
+
+    let resolved = resolve::resolve(
+        config.gemini_bin.as_deref(),
+        inputs.var("PATH").map(OsString::as_os_str),
+        inputs.var("PATHEXT").map(OsString::as_os_str),
+        Platform::current(),
+    );
+    let (program, via, version_probe, help_probe) = match resolved {
+        Err(e) => {
+            let text = e.to_string();
+            let (message, fix) = match text.split_once("; ") {
+                Some((m, f)) => (m.to_owned(), f.to_owned()),
+                None => (text, format!("`{UPGRADE}`, or set GEMINI_CLI_BIN")),
+            };
+            problems.push(Problem { message, fix });
+            (None, None, Probe::Skipped, Probe::Skipped)
+        }
+        Ok(r) => {
+            let (version, help) = tokio::join!(
+                probe(&inputs, &r.program, &r.prefix_args, "--version"),
+                probe(&inputs, &r.program, &r.prefix_args, "--help"),
+            );
+            (Some((r.program, r.prefix_args)), Some(r.via), version, help)
+        }
+    };
+
+    let version = version_probe
+        .output()
+        .and_then(|out| parse_version(out).map(|v| (out.trim().to_owned(), v)));
+    for (what, p) in [("--version", &version_probe), ("--help", &help_probe)] {
+        match p {
+            Probe::TimedOut(bound) => problems.push(Problem {
+                message: format!(
+                    "`gemini {what}` did not finish within {:.1} s (timed out; its process tree was killed)",
+                    bound.as_secs_f64()
+                ),
+                fix: "run `gemini --version` by hand to see what it waits for; on a loaded machine \
+                      raise the bound with --doctor-timeout SECONDS"
+                    .into(),
+            }),
+            Probe::SpawnFailed(e) => problems.push(Problem {
+                message: format!("`gemini {what}` could not be started: {e}"),
+                fix: "check GEMINI_CLI_BIN and the file's permissions, or reinstall the CLI".into(),
+            }),
+            Probe::Finished {
+                exit_code, stderr, ..
+            } if *exit_code != Some(0) => problems.push(Problem {
+                message: format!(
+                    "`gemini {what}` failed (exit {}){}",
+                    exit_code.map_or("?".into(), |c| c.to_string()),
+                    stderr
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map_or(String::new(), |l| format!(": {}", l.trim()))
+                ),
+                fix: format!("reinstall the CLI (`{UPGRADE}`) and run `gemini --version` by hand"),
+            }),
+            _ => {}
+        }
+    }
+    if let (Some(out), None) = (version_probe.output(), &version) {
+        problems.push(Problem {
+            message: format!(
+                "`gemini --version` printed no version number ({:?})",
+                out.trim().chars().take(80).collect::<String>()
+            ),
+            fix: format!(
+                "GEMINI_CLI_BIN may point at something other than the Gemini CLI; `{UPGRADE}`"
+            ),
+        });
+    }
+    if let Some((text, v)) = &version {
+        if *v < MIN_VERSION {
+            problems.push(Problem {
+                message: format!(
+                    "the Gemini CLI is {text}, older than {}",
+                    format_version(MIN_VERSION)
+                ),
+                fix: format!(
+                    "upgrade it: `{UPGRADE}` (the server needs --skip-trust, which came with {}), then run `geminicli-mcp doctor` again",
+                    format_version(MIN_VERSION)
+                ),
+            });
+        }
+    }
+
+    let help = help_probe.output();
+    let capabilities: Vec<(Capability, Option<bool>)> = CAPABILITIES
+        .iter()
+        .map(|c| (*c, help.map(|h| help_lists(h, c.name))))
+        .collect();
+    let missing: Vec<&str> = capabilities
+        .iter()
+        .filter(|(c, found)| c.required && *found == Some(false))
+        .map(|(c, _)| c.name)
+        .collect();
+    if !missing.is_empty() {
+        problems.push(Problem {
+            message: format!(
+                "the Gemini CLI's --help lacks {} (the server passes {})",
+                missing.join(", "),
+                BASE_ARGS.join(" ")
+            ),
+            fix: format!("upgrade the CLI: `{UPGRADE}`"),
+        });
+    }
+
+    let auth_variables: Vec<&'static str> = AUTH_VARIABLES
+        .iter()
+        .copied()
+        .filter(|n| inputs.var(n).is_some_and(|v| !v.is_empty()))
+        .collect();
+    let oauth_credentials = inputs
+        .var("HOME")
+        .or_else(|| inputs.var("USERPROFILE"))
+        .map(|home| Path::new(home).join(".gemini").join("oauth_creds.json"))
+        .filter(|p| p.is_file());
+    if auth_variables.is_empty() && oauth_credentials.is_none() {
+        warnings.push(
+            "no auth variable is set and no cached login was found: unless the CLI's settings.json \
+             selects another method, calls fail with auth_required. Run `gemini` once to log in, \
+             or set GEMINI_API_KEY in the server's environment"
+                .into(),
+        );
+    }
+
+    let mut config_rows = config_rows(config);
+    config_rows.extend(inputs.extra_config.iter().cloned());
+    Report {
+        program,
+        via,
+        version_probe,
+        version: version.map(|(text, _)| text),
+        help_probe,
+        capabilities,
+        auth_variables,
+        oauth_credentials,
+        config: config_rows,
+        problems,
+        warnings,
+    }
+}
+
+/// The effective configuration under the names operators set it by.
+fn config_rows(c: &Config) -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "GEMINI_CLI_BIN",
+            json!(c
+                .gemini_bin
+                .as_ref()
+                .map(|b| b.to_string_lossy().into_owned())),
+        ),
+        ("GEMINICLI_MCP_MAX_OUTPUT_BYTES", json!(c.max_output_bytes)),
+        ("GEMINICLI_MCP_DEBUG", json!(c.debug)),
+        (
+            "GEMINICLI_MCP_KILL_GRACE_MS",
+            json!(c.kill_grace.as_millis() as u64),
+        ),
+        (
+            "GEMINICLI_MCP_EOF_GRACE_MS",
+            json!(c.eof_grace.as_millis() as u64),
+        ),
+        ("GEMINICLI_MCP_MAX_CONCURRENCY", json!(c.max_concurrency)),
+        (
+            "GEMINICLI_MCP_HEARTBEAT_MS",
+            json!(c.heartbeat.as_millis() as u64),
+        ),
+        ("GEMINICLI_MCP_MAX_RESULT_CHARS", json!(c.max_result_chars)),
+        (
+            "GEMINICLI_MCP_SLASH_COMMANDS",
+            json!(match c.slash_commands {
+                SlashCommands::Escape => "escape",
+                SlashCommands::Passthrough => "passthrough",
+            }),
+        ),
+        ("GEMINICLI_MCP_ENV", json!(c.env_policy.as_str())),
+        ("GEMINICLI_MCP_ENV_PASS", json!(c.env_pass.join(","))),
+    ]
+}
+
+/// Runs `program prefix… flag` with the environment a call would get, bounded by the timeout;
+/// on expiry the whole tree is killed, as for a cancelled call.
+async fn probe(inputs: &Inputs, program: &Path, prefix: &[OsString], flag: &str) -> Probe {
+    let config = &inputs.config;
+    let base = environment::base(
+        config.env_policy,
+        inputs.vars.iter().cloned(),
+        &config.env_pass,
+        Platform::current(),
+    );
+    let mut env = base.unwrap_or_else(|| inputs.vars.clone());
+    env.extend(
+        CHILD_ENV
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    let mut args = prefix.to_vec();
+    args.push(flag.into());
+    let spec = RunSpec {
+        program: program.to_owned(),
+        args,
+        // The probe's environment is exactly `inputs.vars` (not the doctor's own), so tests and
+        // the report agree on what the CLI saw.
+        env_clear: true,
+        env,
+        env_remove: Vec::new(),
+        cwd: inputs.cwd.clone(),
+        stdin: Vec::new(),
+        max_output_bytes: PROBE_OUTPUT_CAP,
+        kill_grace: config.kill_grace,
+        private_tmp: true,
+    };
+    let cancel = CancellationToken::new();
+    let timer = {
+        let cancel = cancel.clone();
+        let bound = inputs.timeout;
+        tokio::spawn(async move {
+            tokio::time::sleep(bound).await;
+            cancel.cancel();
+        })
+    };
+    let result = process::run(spec, cancel.clone(), None).await;
+    timer.abort();
+    match result {
+        Err(e) => Probe::SpawnFailed(e.to_string()),
+        Ok(_) if cancel.is_cancelled() => Probe::TimedOut(inputs.timeout),
+        Ok(out) => Probe::Finished {
+            exit_code: out.status.map(|s| s.code()),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: crate::error::tail_lossy(&out.stderr, 2048),
+            duration: out.duration,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse() {
+        assert_eq!(parse_version("0.61.0\n"), Some((0, 61, 0)));
+        assert_eq!(parse_version("v0.40.0-preview.1"), Some((0, 40, 0)));
+        assert_eq!(parse_version("gemini 1.2.3"), Some((1, 2, 3)));
+        assert_eq!(parse_version("Usage: gemini"), None);
+        assert!(parse_version("0.39.9").unwrap() < MIN_VERSION);
+    }
+
+    #[test]
+    fn help_flags_match_whole_words() {
+        let help = "  --acp  Starts ACP\n      --approval-mode  x\n  -o, --output-format [choices: \"text\", \"json\", \"stream-json\"]\n      --experimental-acp  deprecated, use --skip-trust instead";
+        assert!(help_lists(help, "--acp"));
+        assert!(help_lists(help, "--approval-mode"));
+        assert!(help_lists(help, "stream-json"));
+        assert!(!help_lists(help, "--approval"));
+        assert!(!help_lists(help, "--skip-trust"));
+        assert!(help_lists(help, "--output-format"));
+        assert!(!help_lists("  --experimental-acp  x", "--acp"));
+    }
+}
