@@ -330,9 +330,9 @@ impl GeminiServer {
             stderr_bytes = out.stderr_total,
             "run finished"
         );
-        let transcript = Transcript::from_stdout(&out.stdout);
-        // Parsed: the raw bytes (up to the cap) are no longer needed.
-        out.stdout = Vec::new();
+        // The text is built inside the kept stdout's own buffer: a flood at the cap is held once
+        // while it is parsed, not twice (raw bytes and their text side by side).
+        let transcript = Transcript::from_stdout_owned(std::mem::take(&mut out.stdout));
         let success = outcome::classify(&out, &transcript, cause())?;
         let Some(schema) = schema else {
             return Ok((success, None));

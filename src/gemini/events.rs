@@ -255,18 +255,25 @@ impl Transcript {
 
     /// Folds one event in.
     pub fn push(&mut self, event: Event) {
+        let mut text = std::mem::take(&mut self.all_text);
+        self.fold(event, &mut text);
+        self.all_text = text;
+    }
+
+    /// Folds one event in, its text going to `text` (which stands for `all_text`).
+    fn fold(&mut self, event: Event, text: &mut impl TextSink) {
         self.events += 1;
         match event {
             Event::Init { session_id, model } => {
                 self.session_id = session_id.or(self.session_id.take());
                 self.model = model.or(self.model.take());
             }
-            Event::AssistantText(text) => self.all_text.push_str(&text),
+            Event::AssistantText(chunk) => text.push_str(&chunk),
             Event::ToolUse { name } => {
-                if !self.all_text.is_empty() && !self.all_text.ends_with('\n') {
-                    self.all_text.push('\n');
+                if text.len() > 0 && !text.ends_with_newline() {
+                    text.push_str("\n");
                 }
-                self.last_turn_start = self.all_text.len();
+                self.last_turn_start = text.len();
                 self.tools.push(name);
             }
             Event::Error { severity, message } => self.errors.push((severity, message)),
@@ -288,6 +295,50 @@ impl Transcript {
                 t.push_line(line);
             }
         }
+        t
+    }
+
+    /// Parses a whole stdout buffer exactly as [`Transcript::from_stdout`] does, building the text
+    /// in the buffer itself: each line's text is written over lines already read, so the kept
+    /// output and its text are never held side by side (a flood at the cap costs one cap of
+    /// memory here, not two). A text that outgrows the bytes read so far (invalid UTF-8 becomes
+    /// three-byte U+FFFD) moves to its own buffer from then on.
+    pub fn from_stdout_owned(mut stdout: Vec<u8>) -> Self {
+        let mut t = Transcript::default();
+        let mut text = InPlace {
+            len: 0,
+            free_until: 0,
+            spill: None,
+        };
+        let mut pos = 0;
+        while pos < stdout.len() {
+            let end = stdout[pos..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(stdout.len(), |i| pos + i);
+            let line = &stdout[pos..end];
+            let event = match line.is_empty() {
+                true => None,
+                false => parse_line(line),
+            };
+            if event.is_none() && !line.iter().all(u8::is_ascii_whitespace) {
+                t.noise_lines += 1;
+            }
+            // From here on this line is read: its bytes may take text.
+            pos = (end + 1).min(stdout.len());
+            text.free_until = pos;
+            if let Some(event) = event {
+                t.fold(event, &mut (&mut text, &mut stdout));
+            }
+        }
+        t.all_text = match text.spill {
+            Some(spill) => spill,
+            None => {
+                stdout.truncate(text.len);
+                stdout.shrink_to_fit();
+                String::from_utf8(stdout).expect("only whole UTF-8 strings were written")
+            }
+        };
         t
     }
 
@@ -319,6 +370,70 @@ impl Transcript {
             total - 2 * half,
             &self.all_text[tail_start..]
         ))
+    }
+}
+
+/// Where [`Transcript::fold`] appends text: a `String`, or the stdout buffer being parsed.
+trait TextSink {
+    fn len(&self) -> usize;
+    fn ends_with_newline(&self) -> bool;
+    fn push_str(&mut self, s: &str);
+}
+
+impl TextSink for String {
+    fn len(&self) -> usize {
+        String::len(self)
+    }
+
+    fn ends_with_newline(&self) -> bool {
+        self.ends_with('\n')
+    }
+
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s)
+    }
+}
+
+/// The text being built at the front of the stdout buffer, over lines already read.
+struct InPlace {
+    /// Text bytes at the buffer's front.
+    len: usize,
+    /// The buffer's bytes before this index are read and free to overwrite.
+    free_until: usize,
+    /// Once the text does not fit: the whole text so far, and all that follows.
+    spill: Option<String>,
+}
+
+impl TextSink for (&mut InPlace, &mut Vec<u8>) {
+    fn len(&self) -> usize {
+        match &self.0.spill {
+            Some(spill) => spill.len(),
+            None => self.0.len,
+        }
+    }
+
+    fn ends_with_newline(&self) -> bool {
+        match &self.0.spill {
+            Some(spill) => spill.ends_with('\n'),
+            None => self.0.len > 0 && self.1[self.0.len - 1] == b'\n',
+        }
+    }
+
+    fn push_str(&mut self, s: &str) {
+        let (text, buf) = (&mut *self.0, &mut *self.1);
+        if let Some(spill) = &mut text.spill {
+            spill.push_str(s);
+        } else if text.len + s.len() <= text.free_until {
+            buf[text.len..text.len + s.len()].copy_from_slice(s.as_bytes());
+            text.len += s.len();
+        } else {
+            let written = std::str::from_utf8(&buf[..text.len])
+                .expect("only whole UTF-8 strings were written");
+            let mut spill = String::with_capacity(written.len() + s.len());
+            spill.push_str(written);
+            spill.push_str(s);
+            text.spill = Some(spill);
+        }
     }
 }
 
@@ -357,6 +472,55 @@ mod tests {
         );
         assert_eq!(hint("    at Attempt 3 failed"), None);
         assert_eq!(hint("Attempts failed"), None);
+    }
+
+    /// Asserts that the in-place parse gives the same transcript as the copying one.
+    fn assert_in_place_matches(stdout: &[u8]) {
+        let a = Transcript::from_stdout(stdout);
+        let b = Transcript::from_stdout_owned(stdout.to_vec());
+        assert_eq!(a.all_text, b.all_text);
+        assert_eq!(a.last_turn_start, b.last_turn_start);
+        assert_eq!(
+            (&a.session_id, &a.model, &a.tools, &a.errors, &a.result),
+            (&b.session_id, &b.model, &b.tools, &b.errors, &b.result)
+        );
+        assert_eq!((a.noise_lines, a.events), (b.noise_lines, b.events));
+    }
+
+    #[test]
+    fn in_place_parse_matches_the_copying_parse() {
+        assert_in_place_matches(TOOL_STREAM.as_bytes());
+        assert_in_place_matches(TOOL_STREAM.trim_end().as_bytes());
+        assert_in_place_matches(b"");
+        assert_in_place_matches(b"\n\n  \nnoise\r\n{\"type\":\"init\"}");
+        // Tool calls between chunks: the newline before each new turn is written in place too.
+        let turns = [
+            r#"{"type":"message","role":"assistant","content":"a"}"#,
+            r#"{"type":"tool_use","tool_name":"t1"}"#,
+            r#"{"type":"tool_use","tool_name":"t2"}"#,
+            r#"{"type":"message","role":"assistant","content":"b\n"}"#,
+            r#"{"type":"tool_use","tool_name":"t3"}"#,
+            r#"{"type":"message","role":"assistant","content":"\u00e9\n\tc"}"#,
+        ]
+        .join("\n");
+        assert_in_place_matches(turns.as_bytes());
+    }
+
+    #[test]
+    fn in_place_text_that_outgrows_the_read_bytes_moves_out() {
+        // Each invalid byte becomes a three-byte U+FFFD: this line's text is longer than the line.
+        let mut out = br#"{"type":"message","role":"assistant","content":"ok "}"#.to_vec();
+        out.push(b'\n');
+        out.extend_from_slice(br#"{"type":"message","role":"assistant","content":""#);
+        out.extend_from_slice(&[0xff; 300]);
+        out.extend_from_slice(b"\"}\n");
+        out.extend_from_slice(br#"{"type":"tool_use","tool_name":"t"}"#);
+        out.extend_from_slice(b"\n");
+        out.extend_from_slice(br#"{"type":"message","role":"assistant","content":"end"}"#);
+        assert_in_place_matches(&out);
+        let t = Transcript::from_stdout_owned(out);
+        assert_eq!(t.all_text.chars().filter(|&c| c == '\u{fffd}').count(), 300);
+        assert_eq!(t.answer(), "end");
     }
 
     #[test]
