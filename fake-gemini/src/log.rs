@@ -33,13 +33,29 @@ fn append(record: &Value) {
                 Ok(n) => {
                     let _ = f.write_all(&line[n..]);
                 }
-                Err(e) => crate::output::err_line(&format!(
-                    "fake-gemini: cannot write FAKE_GEMINI_LOG: {e}"
-                )),
+                Err(e) => fail(&format!("cannot write FAKE_GEMINI_LOG: {e}")),
             }
         }
-        Err(e) => {
-            crate::output::err_line(&format!("fake-gemini: cannot open FAKE_GEMINI_LOG: {e}"))
+        Err(e) => fail(&format!("cannot open FAKE_GEMINI_LOG: {e}")),
+    }
+}
+
+/// A log that cannot be written is a fixture bug: it must not pass for a run without records.
+fn fail(msg: &str) -> ! {
+    crate::output::err_line(&format!("fake-gemini: {msg}"));
+    crate::proc::exit_now(99)
+}
+
+/// Fails (exit 99) unless FAKE_GEMINI_LOG, when set, can be opened for appending; the launcher
+/// calls it before spawning so that a bad path never leaves a worker behind.
+pub fn check() {
+    if let Some(path) = std::env::var_os("FAKE_GEMINI_LOG") {
+        if let Err(e) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+        {
+            fail(&format!("cannot open FAKE_GEMINI_LOG: {e}"));
         }
     }
 }

@@ -81,6 +81,7 @@ pub fn should_relaunch() -> bool {
 /// The launcher: spawn the worker with the same argv and inherited stdio, wait, relaunch on 199,
 /// exit with the worker's code (1 when it died by a signal, as Node's `code ?? 1`).
 pub fn launcher(argv: &[String]) -> ! {
+    crate::log::check();
     launcher_signals();
     let exe = match std::env::current_exe() {
         Ok(e) => e,

@@ -110,3 +110,18 @@ fn concurrent_appends_never_interleave() {
         12
     );
 }
+
+#[test]
+fn an_unwritable_log_is_the_fakes_own_failure() {
+    let mut sb = Sandbox::new("logf");
+    let bad = sb.dir.path().join("no-such-dir").join("log.jsonl");
+    sb.set("FAKE_GEMINI_LOG", Some(bad.to_str().unwrap()));
+    for relaunch in [None, Some("1")] {
+        sb.set("GEMINI_CLI_NO_RELAUNCH", relaunch);
+        let o = sb.run(&["-p", "x", "--skip-trust"], None);
+        assert_eq!(o.status.code(), Some(99));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("fake-gemini: cannot open FAKE_GEMINI_LOG")
+        );
+    }
+}
