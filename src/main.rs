@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use geminicli_mcp::config::{Cli, Command, Config, DoctorArgs};
 use geminicli_mcp::doctor;
 use geminicli_mcp::gemini::process;
+use geminicli_mcp::logging;
 use geminicli_mcp::server::GeminiServer;
 use geminicli_mcp::transport::{GraceTransport, InFlight, LineTransport};
 
@@ -21,7 +22,12 @@ const EXIT_SLACK: Duration = Duration::from_secs(2);
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = Config::from_env_and_flags(&cli.flags);
-    init_tracing(config.debug);
+    let log_filter = cli
+        .flags
+        .log
+        .clone()
+        .or_else(|| std::env::var("GEMINICLI_MCP_LOG").ok());
+    logging::init(log_filter.as_deref(), config.debug);
     if let Some(Command::Doctor(args)) = &cli.command {
         return doctor(config, args);
     }
@@ -53,25 +59,6 @@ fn doctor(config: Config, args: &DoctorArgs) -> anyhow::Result<()> {
     }
     runtime.shutdown_timeout(Duration::from_millis(100));
     std::process::exit(if report.ok() { 0 } else { 1 });
-}
-
-/// Logs go to stderr only (stdout is the protocol). rmcp's own debug logs quote requests and
-/// answers, so it stays at `warn` even in debug mode: prompt text must never reach the log.
-fn init_tracing(debug: bool) {
-    let filter = if debug {
-        "geminicli_mcp=debug,rmcp=warn"
-    } else {
-        "geminicli_mcp=warn,rmcp=error"
-    };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
-        .with_ansi(false);
-    if debug {
-        builder.json().flatten_event(true).init();
-    } else {
-        builder.init();
-    }
 }
 
 async fn serve(config: Config) -> anyhow::Result<i32> {

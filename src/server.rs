@@ -620,9 +620,12 @@ fn is_legacy(version: Option<&ProtocolVersion>) -> bool {
 impl ServerHandler for GeminiServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
+            // Logging: the server's warnings reach the client as notifications/message.
+            #[allow(deprecated)]
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(
@@ -690,6 +693,20 @@ impl ServerHandler for GeminiServer {
             result.content.retain(|c| c.as_resource_link().is_none());
         }
         Ok(CallToolResponse::Complete(result))
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        crate::logging::register(context.peer);
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        crate::logging::set_level(&context.peer, request.level);
+        Ok(())
     }
 
     async fn list_resources(

@@ -126,6 +126,7 @@ impl Profile {
                 "parent-death-signal",
                 "eof-grace",
                 "concurrency-bound",
+                "log-notifications",
             ]
             .map(String::from)
             .to_vec(),
