@@ -260,6 +260,7 @@ impl<'a> Runner<'a> {
         let exit_hint = self.predict_exit(failure.as_ref());
         if sc.process.crash_signal.is_none()
             && sc.process.hang.is_none()
+            && sc.process.hang_after_chunks.is_none()
             && !(sc.process.descendant.is_some() && sc.process.then == Then::Hang)
             && sc.environment.cancel_after_chunks.is_none()
         {
@@ -376,6 +377,9 @@ impl<'a> Runner<'a> {
 
     fn after_chunk(&mut self) {
         let sc = &self.ctx.scenario;
+        if sc.process.hang_after_chunks == Some(self.chunks_emitted) {
+            proc::hang();
+        }
         if self.chunks_emitted != 1 {
             if let Some(n) = sc.environment.cancel_after_chunks {
                 if self.chunks_emitted == n {

@@ -336,6 +336,9 @@ pub struct Process {
     /// Hang until killed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hang: Option<Hang>,
+    /// Hang until killed once this many answer chunks were written (a stream stalling mid-way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hang_after_chunks: Option<u32>,
     /// Answer with this many bytes (in the chosen format), as fast as possible.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flood_stdout_bytes: Option<u64>,
@@ -678,6 +681,7 @@ pub fn apply_params(
                 }
             }
             "signal" => s.process.crash_signal = Some(num(name, k, v)?),
+            "after" => s.process.hang_after_chunks = Some(num(name, k, v)?),
             "hold-ms" => s.process.descendant_hold_ms = Some(num(name, k, v)?),
             "then" => {
                 s.process.then = match v.as_str() {

@@ -215,7 +215,11 @@ fn json_mode_prints_nothing_when_signalled() {
     });
     r.signal(worker, libc::SIGTERM);
     assert_eq!(r.wait().code(), Some(0));
-    assert_eq!(r.rest(), "");
+    assert_eq!(r.rest(), crate::support::capture("sig_term_child.out"));
+    assert_eq!(
+        sb.mask(r.stderr().as_bytes()),
+        crate::support::capture("sig_term_child.err")
+    );
 }
 
 #[test]
@@ -478,5 +482,117 @@ fn group_signals_in_json_mode_match_the_captures(#[case] cap: &str, #[case] sig:
     assert_eq!(
         sb.mask(r.stderr().as_bytes()),
         crate::support::capture(&format!("{cap}.err"))
+    );
+}
+
+/// The first-round `sig_*` captures and `s_sig_term_group_sjson`: a slow `tickN ` stream signalled
+/// after a known number of deltas (the stall stands in for the 500 ms cadence).
+#[rstest::rstest]
+#[case("sig_int_group", &["-m", "gemini-2.5-flash", "-o", "stream-json"], 7, libc::SIGINT, false)]
+#[case("sig_term_group", &["-m", "gemini-2.5-flash", "-o", "stream-json"], 8, libc::SIGTERM, false)]
+#[case("sig_int_group_text", &["-m", "gemini-2.5-flash"], 8, libc::SIGINT, false)]
+#[case("s_sig_term_group_sjson", &["-o", "stream-json"], 6, libc::SIGTERM, true)]
+fn signalled_streams_match_the_captures(
+    #[case] cap: &str,
+    #[case] extra: &[&str],
+    #[case] after: u32,
+    #[case] sig: i32,
+    #[case] no_color: bool,
+) {
+    let mut sb = Sandbox::new("proc");
+    if no_color {
+        sb.set("NO_COLOR", Some("1"));
+    }
+    let mut s = crate::support::mock("trickle");
+    fake_gemini::scenario::apply_params(
+        "trickle",
+        &mut s,
+        &[
+            ("count".into(), "60".into()),
+            ("interval-ms".into(), "0".into()),
+            ("after".into(), after.to_string()),
+        ],
+    )
+    .unwrap();
+    sb.use_scenario(&s);
+    let mut args = vec!["-p", "SLOW please", "--skip-trust"];
+    args.extend_from_slice(extra);
+    let mut r = Run::start(&mut sb, &args);
+    wait_for(|| {
+        log_records(&r.log)
+            .iter()
+            .any(|x| x["event"] == "invocation")
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    r.signal_group(sig);
+    assert_eq!(r.wait().code(), Some(0), "{cap}");
+    assert_eq!(
+        sb.mask(r.rest().as_bytes()),
+        crate::support::capture(&format!("{cap}.out")),
+        "{cap}: stdout"
+    );
+    assert_eq!(
+        sb.mask(r.stderr().as_bytes()),
+        crate::support::capture(&format!("{cap}.err")),
+        "{cap}: stderr"
+    );
+}
+
+#[rstest::rstest]
+#[case("sig_term_launcher", libc::SIGTERM)]
+#[case("sig_int_launcher", libc::SIGINT)]
+fn a_signal_to_the_launcher_alone_is_ignored_like_the_captures(
+    #[case] cap: &str,
+    #[case] sig: i32,
+) {
+    let mut sb = Sandbox::new("proc");
+    let mut s = crate::support::mock("trickle");
+    fake_gemini::scenario::apply_params(
+        "trickle",
+        &mut s,
+        &[
+            ("count".into(), "60".into()),
+            ("interval-ms".into(), "0".into()),
+            ("after".into(), "57".into()),
+        ],
+    )
+    .unwrap();
+    sb.use_scenario(&s);
+    let mut r = Run::start(
+        &mut sb,
+        &[
+            "-m",
+            "gemini-2.5-flash",
+            "-p",
+            "SLOW please",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+    );
+    wait_for(|| {
+        log_records(&r.log)
+            .iter()
+            .any(|x| x["event"] == "invocation")
+            .then_some(())
+    });
+    r.signal(r.child.id(), sig);
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(
+        r.child.try_wait().unwrap().is_none(),
+        "{cap}: the launcher ignores it"
+    );
+    r.signal_group(libc::SIGKILL);
+    let _ = r.child.wait();
+    assert_eq!(
+        sb.mask(r.rest().as_bytes()),
+        crate::support::capture(&format!("{cap}.out")),
+        "{cap}: stdout"
+    );
+    assert_eq!(
+        sb.mask(r.stderr().as_bytes()),
+        crate::support::capture(&format!("{cap}.err")),
+        "{cap}: stderr"
     );
 }
