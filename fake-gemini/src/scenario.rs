@@ -681,7 +681,13 @@ pub fn apply_params(
                 }
             }
             "signal" => s.process.crash_signal = Some(num(name, k, v)?),
-            "after" => s.process.hang_after_chunks = Some(num(name, k, v)?),
+            "after" => {
+                s.process.hang_after_chunks = Some(num(name, k, v)?);
+                // `after` moves the stall of hang-after-output (and its kin) to chunk N.
+                if s.process.hang == Some(Hang::AfterOutput) {
+                    s.process.hang = None;
+                }
+            }
             "hold-ms" => s.process.descendant_hold_ms = Some(num(name, k, v)?),
             "then" => {
                 s.process.then = match v.as_str() {

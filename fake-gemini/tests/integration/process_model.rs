@@ -596,3 +596,22 @@ fn a_signal_to_the_launcher_alone_is_ignored_like_the_captures(
         "{cap}: stderr"
     );
 }
+
+#[test]
+fn hang_after_output_can_stall_later() {
+    let mut sb = sandbox();
+    let mut r = Run::start(
+        &mut sb,
+        &[
+            "-p",
+            "[[fake-gemini:hang-after-output after=2]]",
+            "--skip-trust",
+        ],
+    );
+    let mut b = [0u8; 28];
+    r.out.read_exact(&mut b).unwrap();
+    assert_eq!(&b, b"Hello there! How can I help?");
+    r.signal_group(libc::SIGTERM);
+    assert_eq!(r.wait().code(), Some(0));
+    assert_eq!(r.rest(), "", "no trailing newline after a signal");
+}
