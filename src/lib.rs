@@ -11,6 +11,7 @@ pub mod config;
 pub mod doctor;
 pub mod error;
 pub mod gemini;
+pub mod http;
 pub mod logging;
 pub mod server;
 pub mod structured;

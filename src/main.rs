@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use geminicli_mcp::config::{Cli, Command, Config, DoctorArgs};
 use geminicli_mcp::doctor;
 use geminicli_mcp::gemini::process;
+use geminicli_mcp::http::{self, HttpOptions};
 use geminicli_mcp::logging;
 use geminicli_mcp::server::GeminiServer;
 use geminicli_mcp::transport::{GraceTransport, InFlight, LineTransport};
@@ -31,6 +32,10 @@ fn main() -> anyhow::Result<()> {
     if let Some(Command::Doctor(args)) = &cli.command {
         return doctor(config, args);
     }
+    let http = HttpOptions::from_flags(&cli.flags, |name| std::env::var(name).ok())?;
+    // The token must not reach a Gemini run (it inherits the environment by default), and the
+    // server has it now. Still single-threaded here, so changing the environment is sound.
+    std::env::remove_var(http::TOKEN_ENV);
     if let Err(e) = process::init_subreaper() {
         tracing::warn!(error = %e, "could not become a child subreaper: descendants that leave their process group cannot be swept");
     }
@@ -38,7 +43,10 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let code = runtime.block_on(serve(config))?;
+    let code = match http {
+        Some(options) => runtime.block_on(serve_http(config, options))?,
+        None => runtime.block_on(serve(config))?,
+    };
     // A blocking stdin read cannot be cancelled; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
     std::process::exit(code);
@@ -112,6 +120,34 @@ async fn serve(config: Config) -> anyhow::Result<i32> {
     shutdown.cancel();
     let _ = tokio::time::timeout(kill_wait, server.idle()).await;
     Ok(code)
+}
+
+/// Serves Streamable HTTP until a termination signal; then kills every run and exits 0.
+async fn serve_http(config: Config, options: HttpOptions) -> anyhow::Result<i32> {
+    let shutdown = CancellationToken::new();
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let kill_wait = config.kill_grace + EXIT_SLACK;
+    let server = GeminiServer::new(config, cwd, shutdown.clone());
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .with_context(|| format!("binding {}", options.addr))?;
+    let local = listener.local_addr().context("reading the bound address")?;
+    // Always printed (stdout is not the protocol channel here, but logs stay on stderr): the
+    // operator, and tests binding port 0, learn the address from it.
+    eprintln!(
+        "geminicli-mcp: serving MCP over Streamable HTTP at http://{local}{}",
+        http::MCP_PATH
+    );
+    let serving = http::serve(listener, options, server.clone(), shutdown.clone());
+    tokio::select! {
+        result = serving => result.context("serving HTTP")?,
+        signal = termination_signal() => {
+            tracing::info!(signal, "terminating: killing every Gemini process tree");
+        }
+    }
+    shutdown.cancel();
+    let _ = tokio::time::timeout(kill_wait, server.idle()).await;
+    Ok(0)
 }
 
 /// Resolves with the signal number on SIGTERM, SIGINT or SIGHUP.

@@ -4,6 +4,7 @@
 //! protocol versions, and every result validating against its tool's `outputSchema`.
 
 mod doctor;
+mod http;
 mod smoke;
 
 use std::path::{Path, PathBuf};

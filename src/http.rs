@@ -1,0 +1,412 @@
+//! The Streamable HTTP transport (`--http ADDR`): rmcp's `StreamableHttpService` on hyper's
+//! HTTP/1 server, behind a bearer token, with the MCP spec's `Origin` and `Host` checks. Off by
+//! default; loopback only unless `--http-allow-remote`. One server then serves several clients,
+//! which share the concurrency bound, the working directory and the environment (README).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{split_list, Flags};
+use crate::server::GeminiServer;
+
+/// The one path MCP is served on.
+pub const MCP_PATH: &str = "/mcp";
+/// The variable holding the bearer token itself.
+pub const TOKEN_ENV: &str = "GEMINICLI_MCP_HTTP_TOKEN";
+/// The variable naming a file whose first line is the token.
+pub const TOKEN_FILE_ENV: &str = "GEMINICLI_MCP_HTTP_TOKEN_FILE";
+/// Shortest token accepted: a guessable token on a port any local process can reach is no lock.
+pub const MIN_TOKEN_BYTES: usize = 16;
+/// Names accepted in `Host` besides the operator's: DNS rebinding needs a name that is not these.
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// Why the HTTP transport cannot start. Each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpConfigError {
+    /// `--http` is not an address.
+    #[error("--http {0:?} is not an address like 127.0.0.1:8765 or [::1]:8765")]
+    BadAddress(String),
+    /// A non-loopback address without the opt-in.
+    #[error(
+        "--http {0} is not a loopback address; anyone who can reach it could run Gemini with yolo \
+         in this server's folder. Pass --http-allow-remote (and --http-allowed-host NAME) if you mean it"
+    )]
+    NotLoopback(SocketAddr),
+    /// No token anywhere.
+    #[error(
+        "--http needs a bearer token: set {TOKEN_ENV}, or put it in a file named by \
+         --http-token-file / {TOKEN_FILE_ENV} (e.g. `openssl rand -hex 32`)"
+    )]
+    NoToken,
+    /// The token file cannot be read.
+    #[error("cannot read the token file {path}: {source}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A token too short to resist guessing.
+    #[error(
+        "the bearer token is shorter than {MIN_TOKEN_BYTES} bytes; use e.g. `openssl rand -hex 32`"
+    )]
+    WeakToken,
+}
+
+/// Where the token came from (for the log and the doctor; never the token itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    /// `GEMINICLI_MCP_HTTP_TOKEN`.
+    Env,
+    /// A file.
+    File(PathBuf),
+}
+
+/// Everything the HTTP transport needs.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// The bearer token clients must send.
+    token: Arc<str>,
+    /// Where the token came from.
+    pub token_source: TokenSource,
+    /// Browser origins allowed (`scheme://host:port`); any other `Origin` is refused with 403.
+    pub allowed_origins: Vec<String>,
+    /// `Host` values allowed besides the loopback names.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: never in a Debug string.
+        f.debug_struct("HttpOptions")
+            .field("addr", &self.addr)
+            .field("token_source", &self.token_source)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpOptions {
+    /// The options when `--http` / `GEMINICLI_MCP_HTTP` is set (`Ok(None)` otherwise): flags over
+    /// variables, read through `lookup`.
+    pub fn from_flags(
+        flags: &Flags,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, HttpConfigError> {
+        let Some(addr) = flags
+            .http
+            .clone()
+            .or_else(|| lookup("GEMINICLI_MCP_HTTP"))
+            .filter(|a| !a.trim().is_empty())
+        else {
+            return Ok(None);
+        };
+        let addr: SocketAddr = addr
+            .trim()
+            .parse()
+            .map_err(|_| HttpConfigError::BadAddress(addr.clone()))?;
+        let allow_remote = flags.http_allow_remote
+            || lookup("GEMINICLI_MCP_HTTP_ALLOW_REMOTE")
+                .is_some_and(|v| crate::config::parse_flag(&v));
+        if !addr.ip().is_loopback() && !allow_remote {
+            return Err(HttpConfigError::NotLoopback(addr));
+        }
+        let file = flags.http_token_file.clone().or_else(|| {
+            lookup(TOKEN_FILE_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        });
+        let (token, token_source) = match file {
+            Some(path) => (read_token_file(&path)?, TokenSource::File(path)),
+            None => match lookup(TOKEN_ENV) {
+                Some(t) => (t.trim().to_owned(), TokenSource::Env),
+                None => return Err(HttpConfigError::NoToken),
+            },
+        };
+        if token.is_empty() {
+            return Err(HttpConfigError::NoToken);
+        }
+        if token.len() < MIN_TOKEN_BYTES {
+            return Err(HttpConfigError::WeakToken);
+        }
+        let list = |flag: &[String], var: &str| -> Vec<String> {
+            if flag.is_empty() {
+                lookup(var).map(|v| split_list(&v)).unwrap_or_default()
+            } else {
+                flag.to_vec()
+            }
+        };
+        Ok(Some(HttpOptions {
+            addr,
+            token: token.into(),
+            token_source,
+            allowed_origins: list(
+                &flags.http_allowed_origin,
+                "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
+            ),
+            allowed_hosts: list(&flags.http_allowed_host, "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS"),
+        }))
+    }
+
+    /// Whether an `Authorization` header value carries the token.
+    pub fn authorized(&self, header: Option<&[u8]>) -> bool {
+        let Some(value) = header else {
+            return false;
+        };
+        // RFC 6750: the scheme is case-insensitive, one space, then the token.
+        let Some((scheme, token)) = value.split_at_checked(7) else {
+            return false;
+        };
+        scheme.eq_ignore_ascii_case(b"Bearer ") && constant_time_eq(token, self.token.as_bytes())
+    }
+}
+
+fn read_token_file(path: &Path) -> Result<String, HttpConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| HttpConfigError::TokenFile {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(text.lines().next().unwrap_or_default().trim().to_owned())
+}
+
+/// Compares without an early exit, so the time taken does not say how much of a guess matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    use http_body_util::BodyExt;
+    let mut response =
+        Response::new(http_body_util::Full::new(Bytes::from(text.to_owned())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// Serves MCP on `listener` until `shutdown` is cancelled. Every session gets a handle of the
+/// same `server`: one concurrency bound, one working directory, one environment.
+pub async fn serve(
+    listener: TcpListener,
+    options: HttpOptions,
+    server: GeminiServer,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    // The spec: servers MUST validate Origin; a present Origin not on the list gets 403. rmcp
+    // makes the check (and the Host check against DNS rebinding) once told to enforce it.
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(options.allowed_origins.clone())
+        .enforce_origin_validation()
+        .with_cancellation_token(shutdown.child_token());
+    let mcp = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let options = Arc::new(options);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of descriptors or similar: keep serving the connections we have.
+                    tracing::warn!(error = %e, "accepting an HTTP connection failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.cancelled() => return Ok(()),
+        };
+        let mcp = mcp.clone();
+        let options = options.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let mut mcp = mcp.clone();
+                let options = options.clone();
+                async move {
+                    if request.uri().path() != MCP_PATH {
+                        return Ok::<_, Infallible>(plain(
+                            StatusCode::NOT_FOUND,
+                            "not found: MCP is served on /mcp",
+                        ));
+                    }
+                    let auth = request
+                        .headers()
+                        .get(hyper::header::AUTHORIZATION)
+                        .map(|v| v.as_bytes());
+                    if !options.authorized(auth) {
+                        tracing::warn!(%peer, "HTTP request refused: missing or wrong bearer token");
+                        let mut response =
+                            plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+                        response.headers_mut().insert(
+                            hyper::header::WWW_AUTHENTICATE,
+                            hyper::header::HeaderValue::from_static("Bearer"),
+                        );
+                        return Ok(response);
+                    }
+                    tower_service::Service::call(&mut mcp, request).await
+                }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+                    }
+                }
+                _ = shutdown.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), connection).await;
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::collections::HashMap;
+
+    fn options(
+        args: &[&str],
+        vars: &[(&str, &str)],
+    ) -> Result<Option<HttpOptions>, HttpConfigError> {
+        let mut argv = vec!["geminicli-mcp"];
+        argv.extend_from_slice(args);
+        let cli = crate::config::Cli::try_parse_from(argv).unwrap();
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        HttpOptions::from_flags(&cli.flags, |name| vars.get(name).cloned())
+    }
+
+    const TOKEN: &str = "0123456789abcdef0123";
+
+    #[test]
+    fn off_by_default() {
+        assert!(options(&[], &[(TOKEN_ENV, TOKEN)]).unwrap().is_none());
+    }
+
+    #[test]
+    fn loopback_unless_told_otherwise() {
+        let err = options(&["--http", "0.0.0.0:8765"], &[(TOKEN_ENV, TOKEN)]).unwrap_err();
+        assert!(matches!(err, HttpConfigError::NotLoopback(_)), "{err}");
+        let ok = options(
+            &["--http", "0.0.0.0:8765", "--http-allow-remote"],
+            &[(TOKEN_ENV, TOKEN)],
+        );
+        assert!(ok.unwrap().is_some());
+        let ok = options(
+            &[],
+            &[("GEMINICLI_MCP_HTTP", "[::1]:0"), (TOKEN_ENV, TOKEN)],
+        );
+        assert!(ok.unwrap().unwrap().addr.ip().is_loopback());
+    }
+
+    #[test]
+    fn a_token_is_required_and_must_be_long_enough() {
+        let err = options(&["--http", "127.0.0.1:0"], &[]).unwrap_err();
+        assert!(matches!(err, HttpConfigError::NoToken));
+        let err = options(&["--http", "127.0.0.1:0"], &[(TOKEN_ENV, "short")]).unwrap_err();
+        assert!(matches!(err, HttpConfigError::WeakToken));
+    }
+
+    #[test]
+    fn the_token_file_wins_and_only_its_first_line_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, format!("  {TOKEN}-file \nsecond line\n")).unwrap();
+        let o = options(
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--http-token-file",
+                file.to_str().unwrap(),
+            ],
+            &[(TOKEN_ENV, TOKEN)],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.token_source, TokenSource::File(file.clone()));
+        assert!(o.authorized(Some(format!("Bearer {TOKEN}-file").as_bytes())));
+        assert!(!o.authorized(Some(format!("Bearer {TOKEN}").as_bytes())));
+        assert!(!format!("{o:?}").contains(TOKEN), "Debug hides the token");
+    }
+
+    #[test]
+    fn bearer_check() {
+        let o = options(&["--http", "127.0.0.1:0"], &[(TOKEN_ENV, TOKEN)])
+            .unwrap()
+            .unwrap();
+        assert!(o.authorized(Some(format!("Bearer {TOKEN}").as_bytes())));
+        assert!(o.authorized(Some(format!("bearer {TOKEN}").as_bytes())));
+        assert!(!o.authorized(Some(format!("Bearer {TOKEN}x").as_bytes())));
+        assert!(!o.authorized(Some(format!("Basic {TOKEN}").as_bytes())));
+        assert!(!o.authorized(Some(b"Bearer")));
+        assert!(!o.authorized(None));
+    }
+
+    #[test]
+    fn origins_and_hosts_from_flags_or_env() {
+        let o = options(
+            &["--http", "127.0.0.1:0"],
+            &[
+                (TOKEN_ENV, TOKEN),
+                (
+                    "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
+                    "http://localhost:3000, https://a.example",
+                ),
+            ],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            o.allowed_origins,
+            ["http://localhost:3000", "https://a.example"]
+        );
+        let o = options(
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--http-allowed-origin",
+                "http://x:1",
+            ],
+            &[
+                (TOKEN_ENV, TOKEN),
+                ("GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS", "http://y:2"),
+            ],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.allowed_origins, ["http://x:1"], "the flag wins");
+    }
+}

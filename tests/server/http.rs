@@ -1,0 +1,250 @@
+//! The Streamable HTTP transport (`--http`): the bearer token refused and accepted, a foreign
+//! `Origin` refused, and a tool call over HTTP against fake-gemini. The client is a few lines of
+//! HTTP/1.1 over a `TcpStream` (`Connection: close`), so the wire is what gets tested.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+use super::{deadline, read_log};
+
+const TOKEN: &str = "http-test-token-5f0c2a9e71d4";
+
+/// A server listening on a loopback port, killed on drop.
+struct HttpServer {
+    child: Child,
+    addr: String,
+    log: PathBuf,
+    _dir: TempDir,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl HttpServer {
+    /// Starts `geminicli-mcp --http 127.0.0.1:0` and reads the bound address from its stderr.
+    fn start() -> HttpServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let stderr_path = dir.path().join("stderr.txt");
+        let log = dir.path().join("fake-gemini.log");
+        let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
+        let child = Command::new(gemini_mcp_conformance::bins::locate("geminicli-mcp"))
+            .args(["--http", "127.0.0.1:0", "--kill-grace-ms", "300"])
+            .current_dir(dir.path())
+            .env("GEMINICLI_MCP_HTTP_TOKEN", TOKEN)
+            .env(
+                "GEMINI_CLI_BIN",
+                gemini_mcp_conformance::bins::locate("fake-gemini"),
+            )
+            .env("FAKE_GEMINI_LOG", &log)
+            .env("FAKE_GEMINI_STATE", dir.path().join("state"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn geminicli-mcp --http");
+        let end = deadline();
+        let addr = loop {
+            let text = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            if let Some(rest) = text.split("Streamable HTTP at http://").nth(1) {
+                break rest.split('/').next().unwrap().to_owned();
+            }
+            assert!(Instant::now() < end, "no listening line; stderr: {text}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        HttpServer {
+            child,
+            addr,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// POSTs `body` to /mcp with `headers`; returns the status, the headers and the body.
+    fn post(&self, headers: &[(&str, &str)], body: &Value) -> (u16, Vec<(String, String)>, String) {
+        let body = body.to_string();
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.addr,
+            body.len()
+        );
+        for (k, v) in headers {
+            request.push_str(&format!("{k}: {v}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(&body);
+        let mut stream = TcpStream::connect(&self.addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream.write_all(request.as_bytes()).expect("send");
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).expect("read the response");
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        (status, headers, dechunk(body, head))
+    }
+}
+
+/// Undoes `Transfer-Encoding: chunked` when the head says so.
+fn dechunk(body: &str, head: &str) -> String {
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return body.to_owned();
+    }
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// The JSON-RPC messages in a response body: plain JSON, or the `data:` lines of an SSE stream.
+fn messages(body: &str) -> Vec<Value> {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return vec![v];
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "http-test", "version": "0"}}})
+}
+
+const BEARER: &str = "Bearer http-test-token-5f0c2a9e71d4";
+
+#[test]
+fn a_missing_or_wrong_token_is_refused() {
+    let server = HttpServer::start();
+    let (status, headers, _) = server.post(&[], &initialize());
+    assert_eq!(status, 401);
+    assert_eq!(header(&headers, "www-authenticate"), Some("Bearer"));
+    let (status, _, _) = server.post(
+        &[("Authorization", "Bearer http-test-token-5f0c2a9e71d5")],
+        &initialize(),
+    );
+    assert_eq!(status, 401, "a token one character off");
+    let (status, _, _) = server.post(&[("Authorization", TOKEN)], &initialize());
+    assert_eq!(status, 401, "the token without the Bearer scheme");
+}
+
+#[test]
+fn a_foreign_origin_is_refused_even_with_the_token() {
+    let server = HttpServer::start();
+    let (status, _, _) = server.post(
+        &[
+            ("Authorization", BEARER),
+            ("Origin", "https://evil.example"),
+        ],
+        &initialize(),
+    );
+    assert_eq!(status, 403);
+}
+
+#[test]
+fn a_tool_call_over_http_answers_and_the_token_stays_out_of_the_child() {
+    let server = HttpServer::start();
+    let (status, headers, body) = server.post(&[("Authorization", BEARER)], &initialize());
+    assert_eq!(status, 200, "{body}");
+    let init = messages(&body);
+    assert_eq!(
+        init[0]["result"]["serverInfo"]["name"], "geminicli-mcp",
+        "{body}"
+    );
+    let session = header(&headers, "mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let with_session = [
+        ("Authorization", BEARER),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let (status, _, _) = server.post(
+        &with_session,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(status, 202);
+    let (status, _, body) = server.post(
+        &with_session,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "gemini_prompt", "arguments": {"prompt": "[[fake-gemini:success text=\"over http\"]]"}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let response = messages(&body)
+        .into_iter()
+        .find(|m| m["id"] == 2)
+        .unwrap_or_else(|| panic!("no response to the call: {body}"));
+    assert_eq!(response["result"]["isError"], false, "{response}");
+    assert_eq!(response["result"]["content"][0]["text"], "over http");
+    let runs = read_log(&server.log);
+    assert_eq!(runs.len(), 1);
+    assert!(
+        runs[0]["env"].get("GEMINICLI_MCP_HTTP_TOKEN").is_none(),
+        "the bearer token reached the CLI: {}",
+        runs[0]["env"]
+    );
+}
+
+#[test]
+fn refuses_to_start_without_a_token_or_on_a_public_address() {
+    let bin = gemini_mcp_conformance::bins::locate("geminicli-mcp");
+    let out = Command::new(&bin)
+        .args(["--http", "127.0.0.1:0"])
+        .env_remove("GEMINICLI_MCP_HTTP_TOKEN")
+        .env_remove("GEMINICLI_MCP_HTTP_TOKEN_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bearer token"));
+    let out = Command::new(&bin)
+        .args(["--http", "0.0.0.0:0"])
+        .env("GEMINICLI_MCP_HTTP_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--http-allow-remote"));
+}
