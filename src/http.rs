@@ -214,11 +214,16 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
     hosts.extend(options.allowed_hosts.iter().cloned());
+    // The server's own loopback origins: no page is served from them, so nothing hostile runs
+    // there; a rebinding page keeps its own origin (http://evil.example:PORT) and is refused.
+    let port = listener.local_addr()?.port();
+    let mut origins = options.allowed_origins.clone();
+    origins.extend(["localhost", "127.0.0.1", "[::1]"].map(|h| format!("http://{h}:{port}")));
     // The spec: servers MUST validate Origin; a present Origin not on the list gets 403. rmcp
     // makes the check (and the Host check against DNS rebinding) once told to enforce it.
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
-        .with_allowed_origins(options.allowed_origins.clone())
+        .with_allowed_origins(origins)
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token());
     let mcp = StreamableHttpService::new(

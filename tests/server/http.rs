@@ -71,11 +71,21 @@ impl HttpServer {
 
     /// POSTs `body` to /mcp with `headers`; returns the status, the headers and the body.
     fn post(&self, headers: &[(&str, &str)], body: &Value) -> (u16, Vec<(String, String)>, String) {
+        self.post_with_host(&self.addr, headers, body)
+    }
+
+    /// [`HttpServer::post`] with this `Host` header.
+    fn post_with_host(
+        &self,
+        host: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> (u16, Vec<(String, String)>, String) {
         let body = body.to_string();
         let mut request = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.addr,
+            host,
             body.len()
         );
         for (k, v) in headers {
@@ -178,6 +188,24 @@ fn a_foreign_origin_is_refused_even_with_the_token() {
             ("Authorization", BEARER),
             ("Origin", "https://evil.example"),
         ],
+        &initialize(),
+    );
+    assert_eq!(status, 403);
+    let own = format!("http://{}", server.addr);
+    let (status, _, body) = server.post(
+        &[("Authorization", BEARER), ("Origin", own.as_str())],
+        &initialize(),
+    );
+    assert_eq!(status, 200, "the server's own origin is fine: {body}");
+}
+
+#[test]
+fn a_foreign_host_is_refused_even_with_the_token() {
+    let server = HttpServer::start();
+    // DNS rebinding: a browser sends the attacker's name in Host.
+    let (status, _, _) = server.post_with_host(
+        "evil.example.com",
+        &[("Authorization", BEARER)],
         &initialize(),
     );
     assert_eq!(status, 403);
