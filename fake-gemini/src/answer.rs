@@ -46,17 +46,27 @@ pub fn resolve_model(requested: &str) -> (Option<&'static str>, String, bool) {
     }
 }
 
-/// Estimated tokens of a prompt (ASCII ≈ 4 chars a token, other chars ≈ 1.3 tokens).
-fn estimate_tokens(s: &str) -> u64 {
-    let (mut ascii, mut other) = (0u64, 0u64);
-    for c in s.chars() {
-        if c.is_ascii() {
-            ascii += 1;
-        } else {
-            other += 1;
-        }
+/// The CLI's `estimateTextTokens`: over 100,000 UTF-16 units, a quarter token per unit; below,
+/// 0.25 per ASCII unit and 1.5 per other unit.
+fn estimate_text_tokens(s: &str) -> f64 {
+    let units: Vec<u16> = s.encode_utf16().collect();
+    if units.len() > 100_000 {
+        return units.len() as f64 / 4.0;
     }
-    ascii / 4 + other * 13 / 10
+    units
+        .iter()
+        .map(|&u| if u <= 127 { 0.25 } else { 1.5 })
+        .sum()
+}
+
+/// The `<session_context>` part the CLI sends before the prompt (date, paths, a listing of the
+/// cwd) counts towards the same estimate: 492 ASCII characters in an empty directory, observed on
+/// 0.61.0, so the limit measured there is 4,193,815 prompt characters sent, 4,193,816 not.
+const SESSION_CONTEXT_TOKENS: f64 = 492.0 / 4.0;
+
+/// Whether the CLI would skip the request as too large for the context window of `limit` tokens.
+fn over_context_window(prompt: &str, limit: u64) -> bool {
+    (SESSION_CONTEXT_TOKENS + estimate_text_tokens(prompt)).floor() as u64 > limit
 }
 
 const NON_UTF8_A: char = '\u{E000}';
@@ -233,7 +243,7 @@ impl<'a> Runner<'a> {
             .context_window_tokens
             .or_else(|| env_ms("FAKE_GEMINI_CONTEXT_TOKENS"))
             .unwrap_or(1_048_576);
-        if estimate_tokens(&ctx.prompt) > limit {
+        if over_context_window(&ctx.prompt, limit) {
             self.never_sent = true;
             ctx.log(Some(0));
             return Some(self.success(&[]));
@@ -970,9 +980,19 @@ mod tests {
     }
 
     #[test]
-    fn token_estimate_weighs_non_ascii_higher() {
-        assert_eq!(estimate_tokens("abcdefgh"), 2);
-        assert_eq!(estimate_tokens("éééééééééé"), 13);
+    fn token_estimate_follows_the_cli() {
+        assert_eq!(estimate_text_tokens("abcdefgh"), 2.0);
+        assert_eq!(estimate_text_tokens("éééééééééé"), 15.0);
+        // Over 100,000 UTF-16 units every unit weighs a quarter token, ASCII or not.
+        assert_eq!(estimate_text_tokens(&"é".repeat(100_004)), 25_001.0);
+    }
+
+    #[test]
+    fn context_window_limit_is_the_measured_one() {
+        assert!(!over_context_window(&"a".repeat(4_193_815), 1_048_576));
+        assert!(over_context_window(&"a".repeat(4_193_816), 1_048_576));
+        assert!(!over_context_window(&"é".repeat(4_193_815), 1_048_576));
+        assert!(over_context_window(&"é".repeat(4_193_816), 1_048_576));
     }
 
     #[test]

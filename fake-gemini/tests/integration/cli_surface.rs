@@ -138,24 +138,24 @@ fn the_yolo_notice_is_printed_twice() {
 }
 
 #[test]
-fn the_stdin_cap_counts_utf16_units_not_bytes() {
+fn the_stdin_cap_counts_utf8_bytes_and_cuts_on_a_character_boundary() {
     let sb = Sandbox::new("cli");
-    // 5 Mi × "é": 10 MiB of UTF-8 but 5 Mi UTF-16 units, under the 8 Mi cap (from source:
-    // readStdin compares JavaScript string lengths).
+    // 4,000,000 × "é" is 8,000,000 bytes: under the 8 MiB cap, no warning.
     let o = sb.run(
         &["--skip-trust", "-o", "json"],
-        Some("é".repeat(5 << 20).as_bytes()),
+        Some("é".repeat(4_000_000).as_bytes()),
     );
     assert_eq!(o.status.code(), Some(0));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("truncated"));
-    // 9 Mi × "😀" is 18 Mi units: cut at 8 Mi units with the warning.
+    // 2,800,000 × "€" (3 bytes each) is 8.4 MB: cut to 2,796,202 characters (8,388,606 bytes),
+    // never inside a character, with the warning (observed on 0.61.0).
     let o = sb.run(
         &["--skip-trust", "-o", "stream-json"],
-        Some("😀".repeat(9 << 20).as_bytes()),
+        Some("€".repeat(2_800_000).as_bytes()),
     );
     assert!(String::from_utf8_lossy(&o.stderr)
         .contains("Warning: stdin input truncated to 8388608 bytes."));
     let user: Value =
         serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().nth(1).unwrap()).unwrap();
-    assert_eq!(user["content"].as_str().unwrap().chars().count(), 4 << 20);
+    assert_eq!(user["content"].as_str().unwrap().chars().count(), 2_796_202);
 }

@@ -509,9 +509,10 @@ fn failure_precedence_is_args_auth_trust_input() {
 #[test]
 fn input_too_large_limit_is_configurable() {
     let mut sb = sb();
-    sb.set("FAKE_GEMINI_CONTEXT_TOKENS", Some("10"));
+    // The session context alone is estimated at 123 tokens: "short" fits 200, 2,000 chars don't.
+    sb.set("FAKE_GEMINI_CONTEXT_TOKENS", Some("200"));
     let o = sb.run(
-        &["-p", &"word ".repeat(20), "-o", "json", "--skip-trust"],
+        &["-p", &"word ".repeat(400), "-o", "json", "--skip-trust"],
         None,
     );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
