@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod answer;
+pub mod api;
 pub mod cli;
 pub mod clock;
 pub mod ids;
