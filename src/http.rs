@@ -225,6 +225,8 @@ pub async fn serve(
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .enforce_origin_validation()
+        // rmcp's default (4 MiB) is below the prompt sizes stdio accepts.
+        .with_max_request_body_bytes(crate::transport::MAX_LINE_BYTES)
         .with_cancellation_token(shutdown.child_token());
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
