@@ -49,12 +49,19 @@ Environment:
                                   also SystemRoot, windir, PATHEXT, COMSPEC, APPDATA, ...).
   GEMINICLI_MCP_ENV_PASS          minimal also keeps these: comma-separated names, or prefixes
                                   ending in `*` (e.g. SSH_AUTH_SOCK,MY_CORP_*).
+  GEMINICLI_MCP_ALLOWED_ROOTS     Where a call's workspace and include_directories may point: a
+                                  path list (default: the server's working directory).
+  GEMINICLI_MCP_APPROVAL_MODE     Most permissive approval mode a call may ask for, and the mode
+                                  of calls that ask for none: plan, default, auto_edit or yolo
+                                  (default yolo; an unknown value means plan).
   GEMINICLI_MCP_LOG               Log filter for stderr, tracing's EnvFilter syntax (default
                                   geminicli_mcp=warn; with GEMINICLI_MCP_DEBUG geminicli_mcp=debug).
   GEMINICLI_MCP_HTTP              Serve Streamable HTTP on this address instead of stdio (--http).
   GEMINICLI_MCP_HTTP_TOKEN        The bearer token HTTP clients must send (or the _FILE variant).
   GEMINICLI_MCP_HTTP_TOKEN_FILE   A file whose first line is the bearer token.
   GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS  Comma-separated browser origins allowed over HTTP.
+  GEMINICLI_MCP_HTTP_ALLOWED_HOSTS    Comma-separated Host values accepted besides loopback.
+  GEMINICLI_MCP_HTTP_ALLOW_REMOTE     1, true or yes: --http may bind a non-loopback address.
 
 A flag wins over its variable; a variable wins over the default.
 
@@ -226,6 +233,9 @@ pub struct Config {
     /// Variables `minimal` keeps besides its own list (`GEMINICLI_MCP_ENV_PASS`): names, or
     /// prefixes ending in `*`.
     pub env_pass: Vec<String>,
+    /// Allowed roots and the approval ceiling (`GEMINICLI_MCP_ALLOWED_ROOTS`,
+    /// `GEMINICLI_MCP_APPROVAL_MODE`; see `policy`).
+    pub policy: crate::policy::Policy,
 }
 
 impl Default for Config {
@@ -242,6 +252,7 @@ impl Default for Config {
             slash_commands: SlashCommands::Escape,
             env_policy: EnvPolicy::Inherit,
             env_pass: Vec::new(),
+            policy: crate::policy::Policy::default(),
         }
     }
 }
@@ -293,6 +304,7 @@ impl Config {
             env_pass: text("GEMINICLI_MCP_ENV_PASS")
                 .map(|v| split_list(&v))
                 .unwrap_or_default(),
+            policy: crate::policy::Policy::from_lookup(&lookup),
         }
     }
 
@@ -464,6 +476,8 @@ mod tests {
             "GEMINICLI_MCP_HTTP_TOKEN",
             "GEMINICLI_MCP_HTTP_TOKEN_FILE",
             "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
+            "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS",
+            "GEMINICLI_MCP_HTTP_ALLOW_REMOTE",
         ] {
             assert!(ENV_HELP.contains(name), "{name}");
         }

@@ -60,11 +60,14 @@ pub enum ErrorKind {
     Unknown,
     /// The CLI refused a flag the server passes (`Unknown argument(s): …`): it is too old (1).
     CliTooOld,
+    /// `session_id` names no session of that workspace (the CLI's exit 42), or the CLI started
+    /// another session than the one asked for.
+    SessionNotFound,
 }
 
 impl ErrorKind {
     /// Every kind, in the README table's order.
-    pub const ALL: [ErrorKind; 23] = [
+    pub const ALL: [ErrorKind; 24] = [
         ErrorKind::Error,
         ErrorKind::AuthRequired,
         ErrorKind::InputValidation,
@@ -88,6 +91,7 @@ impl ErrorKind {
         ErrorKind::SpawnFailed,
         ErrorKind::Unknown,
         ErrorKind::CliTooOld,
+        ErrorKind::SessionNotFound,
     ];
 
     /// The wire name (`errorKind`).
@@ -116,6 +120,7 @@ impl ErrorKind {
             ErrorKind::SpawnFailed => "spawn_failed",
             ErrorKind::Unknown => "unknown",
             ErrorKind::CliTooOld => "cli_too_old",
+            ErrorKind::SessionNotFound => "session_not_found",
         }
     }
 

@@ -13,6 +13,7 @@ pub mod error;
 pub mod gemini;
 pub mod http;
 pub mod logging;
+pub mod policy;
 pub mod server;
 pub mod structured;
 pub mod tools;

@@ -2,7 +2,7 @@
 //! Each call is decoded, queued behind the concurrency bound, run as a supervised Gemini CLI
 //! process tree, classified, and rendered by `error` (failures) or here (successes).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,7 +17,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch, RwLock, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -28,6 +28,8 @@ use crate::gemini::events::{self, Hint, Transcript};
 use crate::gemini::outcome::{self, CancelCause, Success};
 use crate::gemini::process::{self, RunSpec, SpawnError};
 use crate::gemini::resolve;
+use crate::gemini::session;
+use crate::policy;
 use crate::structured::{self, PreparedSchema};
 use crate::tools::{self, Call, ToolKind};
 use crate::transport::INVALID_ARGUMENTS_META;
@@ -57,6 +59,10 @@ struct Inner {
     active: watch::Sender<usize>,
     answers: Mutex<AnswerStore>,
     next_id: AtomicU64,
+    /// One lock per workspace (canonical path): runs share it, while a resumed session, a
+    /// session listing or a deletion holds it alone, so no CLI starts in that project while one
+    /// of those runs (a start's clean-up is what loses sessions, reference §11.1).
+    workspaces: Mutex<HashMap<PathBuf, Arc<RwLock<()>>>>,
 }
 
 /// Answers too long to return inline, kept for `resources/read`.
@@ -116,6 +122,7 @@ impl GeminiServer {
                 active: watch::Sender::new(0),
                 answers: Mutex::default(),
                 next_id: AtomicU64::new(1),
+                workspaces: Mutex::default(),
             }),
         }
     }
@@ -183,7 +190,16 @@ impl GeminiServer {
             ),
             None => None,
         };
-        let invocation = command::build(&call.request, schema.as_ref(), config.slash_commands)?;
+        // Workspace, include directories and approval mode: checked against the operator's
+        // policy before anything runs.
+        let approval = config
+            .policy
+            .approval(call.options.approval_mode, call.options.approval_argument)?;
+        let (cwd, include_directories) = self.resolve_paths(&call.options).await?;
+        let mut request = call.request.clone();
+        request.approval_mode = Some(approval);
+        request.include_directories = include_directories;
+        let invocation = command::build(&request, schema.as_ref(), config.slash_commands)?;
         // Resolved per call: a CLI installed (or PATH fixed) after start-up is found.
         let resolved = resolve::resolve(
             config.gemini_bin.as_deref(),
@@ -234,6 +250,20 @@ impl GeminiServer {
             let heartbeat = config.heartbeat;
             AbortOnDrop(tokio::spawn(sink.report(state, stop, heartbeat)))
         });
+
+        // Session runs hold their workspace alone; every other run shares it. Taken before the
+        // concurrency slot, so a call waiting for its workspace does not hold a slot.
+        let _workspace = self
+            .lock_workspace(&cwd, call.request.resume.is_some(), &run_ct)
+            .await
+            .ok_or_else(|| match cause() {
+                CancelCause::Client => Failure::new(
+                    ErrorKind::Cancelled,
+                    130,
+                    "the request was cancelled while waiting for its workspace",
+                ),
+                CancelCause::Shutdown => shutting_down(),
+            })?;
 
         // The concurrency bound; a queued call says so.
         let permit = match self.inner.slots.clone().try_acquire_owned() {
@@ -292,7 +322,7 @@ impl GeminiServer {
             env_clear,
             env,
             env_remove: Vec::new(),
-            cwd: self.inner.cwd.clone(),
+            cwd: cwd.clone(),
             stdin: invocation.stdin,
             max_output_bytes: config.max_output_bytes,
             kill_grace: config.kill_grace,
@@ -333,7 +363,33 @@ impl GeminiServer {
         // The text is built inside the kept stdout's own buffer: a flood at the cap is held once
         // while it is parsed, not twice (raw bytes and their text side by side).
         let transcript = Transcript::from_stdout_owned(std::mem::take(&mut out.stdout));
+        if let Some(id) = call.request.resume.as_deref() {
+            // Still under the workspace's exclusive lock: no other start can clean up first.
+            remove_session_stubs(&cwd, id);
+        }
         let success = outcome::classify(&out, &transcript, cause())?;
+        if let Some(asked) = call.request.resume.as_deref() {
+            if !success
+                .session_id
+                .as_deref()
+                .is_some_and(|id| id.eq_ignore_ascii_case(asked))
+            {
+                let mut f = Failure::new(
+                    ErrorKind::SessionNotFound,
+                    success.exit_code,
+                    format!(
+                        "asked to resume session {asked}, but the CLI answered in session {}",
+                        success.session_id.as_deref().unwrap_or("(none)")
+                    ),
+                );
+                f.partial_response = Some(success.answer);
+                f.session_id = success.session_id;
+                f.model = success.model;
+                f.stats = success.stats;
+                f.duration_ms = success.duration.as_millis() as u64;
+                return Err(f);
+            }
+        }
         let Some(schema) = schema else {
             return Ok((success, None));
         };
@@ -374,6 +430,70 @@ impl GeminiServer {
         }
     }
 
+    /// The run's working directory and include directories, canonical and checked against the
+    /// allowed roots (and the client's MCP roots, asked for only when a path was given).
+    async fn resolve_paths(
+        &self,
+        options: &tools::CallOptions,
+    ) -> Result<(PathBuf, Vec<PathBuf>), Failure> {
+        if options.workspace.is_none() && options.include_directories.is_empty() {
+            return Ok((self.inner.cwd.clone(), Vec::new()));
+        }
+        let roots = self.inner.config.policy.roots(&self.inner.cwd);
+        let client_roots = client_roots(options.client.as_ref()).await?;
+        let client_roots = client_roots.as_deref();
+        let cwd = match &options.workspace {
+            Some(w) => policy::check_path(
+                "workspace",
+                w,
+                &self.inner.cwd,
+                policy::Expect::Dir,
+                &roots,
+                client_roots,
+            )?,
+            None => self.inner.cwd.clone(),
+        };
+        let include = options
+            .include_directories
+            .iter()
+            .map(|d| {
+                policy::check_path(
+                    "include_directories",
+                    d,
+                    &cwd,
+                    policy::Expect::Dir,
+                    &roots,
+                    client_roots,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((cwd, include))
+    }
+
+    /// Takes the lock of `workspace`: alone (`exclusive`) or shared. `None` when `cancel` fired
+    /// while waiting.
+    async fn lock_workspace(
+        &self,
+        workspace: &std::path::Path,
+        exclusive: bool,
+        cancel: &CancellationToken,
+    ) -> Option<WorkspaceGuard> {
+        let lock = lock(&self.inner.workspaces)
+            .entry(workspace.to_path_buf())
+            .or_default()
+            .clone();
+        tokio::select! {
+            guard = async {
+                if exclusive {
+                    WorkspaceGuard::Exclusive(lock.write_owned().await)
+                } else {
+                    WorkspaceGuard::Shared(lock.read_owned().await)
+                }
+            } => Some(guard),
+            _ = cancel.cancelled() => None,
+        }
+    }
+
     fn render_success(&self, success: Success, json: Option<Value>) -> CallToolResult {
         let max = self.inner.config.max_result_chars;
         let total_chars = success.answer.chars().count();
@@ -411,6 +531,60 @@ impl GeminiServer {
         let mut result = CallToolResult::success(content);
         result.structured_content = Some(structured);
         result
+    }
+}
+
+/// How long a client that advertises MCP roots may take to list them.
+const ROOTS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The client's MCP roots as canonical local paths, when it advertises the capability. A client
+/// that advertises roots but does not list them gets its path arguments refused: its roots are a
+/// limit the server must not skip. (Roots are deprecated by SEP-2577 but still what clients of
+/// 2025-06-18 send.)
+#[allow(deprecated)]
+async fn client_roots(peer: Option<&Peer<RoleServer>>) -> Result<Option<Vec<PathBuf>>, Failure> {
+    let Some(peer) = peer else { return Ok(None) };
+    let advertised = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.roots.is_some());
+    if !advertised {
+        return Ok(None);
+    }
+    let listed = tokio::time::timeout(ROOTS_TIMEOUT, peer.list_roots()).await;
+    match listed {
+        Ok(Ok(result)) => Ok(Some(
+            result
+                .roots
+                .iter()
+                .filter_map(|r| policy::file_uri_path(&r.uri))
+                .filter_map(|p| policy::canonical(&p).ok())
+                .collect(),
+        )),
+        Ok(Err(e)) => Err(Failure::invalid_input(format!(
+            "the client advertises MCP roots but roots/list failed ({e}); path arguments need them"
+        ))),
+        Err(_) => Err(Failure::invalid_input(format!(
+            "the client advertises MCP roots but did not answer roots/list within {} s; path arguments need them",
+            ROOTS_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// A held workspace lock (released on drop).
+#[allow(dead_code)]
+enum WorkspaceGuard {
+    Shared(tokio::sync::OwnedRwLockReadGuard<()>),
+    Exclusive(tokio::sync::OwnedRwLockWriteGuard<()>),
+}
+
+/// Removes the stub the CLI leaves when a session is resumed in a later minute (see
+/// `gemini::session`), so the next start in the workspace does not delete the session.
+fn remove_session_stubs(workspace: &std::path::Path, session_id: &str) {
+    let Some(chats) = session::gemini_dir().and_then(|g| session::chats_dir(&g, workspace)) else {
+        return;
+    };
+    for path in session::remove_stubs(&chats, session_id) {
+        tracing::debug!(path = %path.display(), "removed a resumed session's stub file");
     }
 }
 
@@ -647,7 +821,10 @@ impl ServerHandler for GeminiServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let version = context.protocol_version();
-        let mut tools = tools::definitions(!is_legacy(version.as_ref()));
+        let mut tools = tools::definitions_for(
+            !is_legacy(version.as_ref()),
+            self.inner.config.policy.approval_ceiling,
+        );
         // Tool annotations arrived with 2025-03-26.
         if version.is_some_and(|v| v.as_str() < ProtocolVersion::V_2025_03_26.as_str()) {
             for tool in &mut tools {
@@ -680,7 +857,8 @@ impl ServerHandler for GeminiServer {
         };
         let mut result = match decoded {
             Err(failure) => failure.into_call_tool_result(),
-            Ok(call) => {
+            Ok(mut call) => {
+                call.options.client = Some(context.peer.clone());
                 let progress = context
                     .meta
                     .get_progress_token()

@@ -19,6 +19,47 @@ pub const GEMINI_PROMPT_WITH_CONTEXT: &str = "gemini_prompt_with_context";
 /// `gemini_prompt_structured`.
 pub const GEMINI_PROMPT_STRUCTURED: &str = "gemini_prompt_structured";
 
+/// Optional arguments shared by the three prompt tools (issue 5). A caller that sends none of
+/// them gets the reference behaviour.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CommonArgs {
+    /// Continue an earlier conversation: the `sessionId` (a UUID) of an earlier answer. The CLI
+    /// keeps sessions per working directory, so pass the same `workspace` as that call.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Directory the CLI runs in (default: the server's working directory). Must exist and lie
+    /// under the server's allowed roots (GEMINICLI_MCP_ALLOWED_ROOTS) and the client's MCP roots.
+    #[serde(default)]
+    pub workspace: Option<String>,
+    /// More directories the CLI may read and write (`--include-directories`), under the same roots.
+    #[serde(default)]
+    pub include_directories: Option<Vec<String>>,
+    /// The CLI's approval mode: `plan` (read-only), `default` (changes refused headless),
+    /// `auto_edit` (edits approved, shell refused) or `yolo` (everything approved). Default and
+    /// upper limit: the server's GEMINICLI_MCP_APPROVAL_MODE (default yolo).
+    #[serde(default)]
+    pub approval_mode: Option<String>,
+    /// cli-agent-mcp's names for approval levels: `read-only` (plan), `workspace-write`
+    /// (auto_edit), `unlimited` (yolo). Not together with `approval_mode`.
+    #[serde(default)]
+    pub permission: Option<String>,
+}
+
+/// The issue-5 arguments of a call, decoded but not yet checked against the file system.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// `workspace`, as given.
+    pub workspace: Option<String>,
+    /// `include_directories`, as given.
+    pub include_directories: Vec<String>,
+    /// `approval_mode` or `permission`, mapped to a mode.
+    pub approval_mode: Option<crate::policy::ApprovalMode>,
+    /// Which of the two arguments gave it (for the refusal's text).
+    pub approval_argument: &'static str,
+    /// The calling client, asked for its MCP roots when the call names a path.
+    pub client: Option<rmcp::service::Peer<rmcp::service::RoleServer>>,
+}
+
 /// Arguments of `gemini_prompt`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PromptArgs {
@@ -27,6 +68,9 @@ pub struct PromptArgs {
     /// Gemini model, e.g. `gemini-2.5-pro` (default: the CLI's own choice).
     #[serde(default)]
     pub model: Option<String>,
+    #[serde(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
 }
 
 /// Arguments of `gemini_prompt_with_context`.
@@ -39,6 +83,9 @@ pub struct PromptWithContextArgs {
     /// Gemini model, e.g. `gemini-2.5-pro` (default: the CLI's own choice).
     #[serde(default)]
     pub model: Option<String>,
+    #[serde(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
 }
 
 /// Arguments of `gemini_prompt_structured`.
@@ -54,6 +101,9 @@ pub struct PromptStructuredArgs {
     /// Gemini model, e.g. `gemini-2.5-pro` (default: the CLI's own choice).
     #[serde(default)]
     pub model: Option<String>,
+    #[serde(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
 }
 
 /// Which tool a call is for.
@@ -97,6 +147,68 @@ pub struct Call {
     pub request: PromptRequest,
     /// The caller's JSON Schema (`gemini_prompt_structured` only).
     pub schema: Option<Value>,
+    /// Workspace, include directories and approval mode (all optional).
+    pub options: CallOptions,
+}
+
+fn field_str_list(args: &JsonObject, name: &str) -> Result<Vec<String>, Failure> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(Failure::invalid_input(format!(
+                    "argument `{name}` must be an array of strings, got an element that is {}",
+                    type_name(other)
+                ))),
+            })
+            .collect(),
+        Some(other) => Err(Failure::invalid_input(format!(
+            "argument `{name}` must be an array of strings, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+fn decode_options(args: &JsonObject) -> Result<CallOptions, Failure> {
+    use crate::policy::ApprovalMode;
+    let workspace = field_str(args, "workspace", false)?.filter(|s| !s.is_empty());
+    let include_directories = field_str_list(args, "include_directories")?;
+    let mode = field_str(args, "approval_mode", false)?.filter(|s| !s.is_empty());
+    let permission = field_str(args, "permission", false)?.filter(|s| !s.is_empty());
+    let approval_argument = if permission.is_some() {
+        "permission"
+    } else {
+        "approval_mode"
+    };
+    let approval_mode = match (mode, permission) {
+        (Some(_), Some(_)) => {
+            return Err(Failure::invalid_input(
+                "give either `approval_mode` or `permission`, not both",
+            ))
+        }
+        (Some(m), None) => Some(ApprovalMode::parse(&m).ok_or_else(|| {
+            Failure::invalid_input(format!(
+                "approval_mode must be one of default, auto_edit, yolo, plan (got {:?})",
+                m.chars().take(64).collect::<String>()
+            ))
+        })?),
+        (None, Some(p)) => Some(ApprovalMode::from_permission(&p).ok_or_else(|| {
+            Failure::invalid_input(format!(
+                "permission must be one of read-only, workspace-write, unlimited (got {:?})",
+                p.chars().take(64).collect::<String>()
+            ))
+        })?),
+        (None, None) => None,
+    };
+    Ok(CallOptions {
+        workspace,
+        include_directories,
+        approval_mode,
+        approval_argument,
+        client: None,
+    })
 }
 
 fn field_str(args: &JsonObject, name: &str, required: bool) -> Result<Option<String>, Failure> {
@@ -131,6 +243,11 @@ pub fn decode(tool: ToolKind, arguments: Option<&JsonObject>) -> Result<Call, Fa
     let args = arguments.unwrap_or(&empty);
     let prompt = field_str(args, "prompt", true)?.unwrap_or_default();
     let model = field_str(args, "model", false)?;
+    let session_id = field_str(args, "session_id", false)?.filter(|s| !s.is_empty());
+    if let Some(id) = &session_id {
+        crate::gemini::session::validate_session_id(id)?;
+    }
+    let options = decode_options(args)?;
     let (context, schema) = match tool {
         ToolKind::Prompt => (None, None),
         ToolKind::WithContext => (field_str(args, "context", true)?, None),
@@ -158,8 +275,11 @@ pub fn decode(tool: ToolKind, arguments: Option<&JsonObject>) -> Result<Call, Fa
             prompt,
             context,
             model,
+            resume: session_id,
+            ..PromptRequest::default()
         },
         schema,
+        options,
     })
 }
 
@@ -254,9 +374,17 @@ pub fn output_schema(structured: bool) -> Arc<JsonObject> {
 /// and run commands (not read-only, possibly destructive); answers vary (not idempotent); it talks
 /// to Google's API and whatever its tools reach (open world).
 pub fn annotations(title: &str) -> ToolAnnotations {
+    annotations_for(title, crate::policy::ApprovalMode::Yolo)
+}
+
+/// The annotations under an approval-mode ceiling (`GEMINICLI_MCP_APPROVAL_MODE`): no call can
+/// run above it, so `plan` makes every tool read-only, and `default` (headless, nothing that
+/// needs an approval runs) not destructive.
+pub fn annotations_for(title: &str, ceiling: crate::policy::ApprovalMode) -> ToolAnnotations {
+    use crate::policy::ApprovalMode;
     ToolAnnotations::with_title(title)
-        .read_only(false)
-        .destructive(true)
+        .read_only(ceiling == ApprovalMode::Plan)
+        .destructive(ceiling >= ApprovalMode::AutoEdit)
         .idempotent(false)
         .open_world(true)
 }
@@ -275,6 +403,14 @@ Schema limits: 1 MiB, 10,000 nodes, 64 levels.";
 /// The three tool definitions. `with_output_schema` is false for clients of protocol versions
 /// before 2025-06-18, which have no `outputSchema` (nor tool titles).
 pub fn definitions(with_output_schema: bool) -> Vec<Tool> {
+    definitions_for(with_output_schema, crate::policy::ApprovalMode::Yolo)
+}
+
+/// The three tool definitions, annotated for the approval-mode `ceiling`.
+pub fn definitions_for(
+    with_output_schema: bool,
+    ceiling: crate::policy::ApprovalMode,
+) -> Vec<Tool> {
     static INPUTS: LazyLock<[Arc<JsonObject>; 3]> = LazyLock::new(|| {
         [
             input_schema::<PromptArgs>(),
@@ -301,7 +437,8 @@ pub fn definitions(with_output_schema: bool) -> Vec<Tool> {
         .into_iter()
         .zip(INPUTS.iter())
         .map(|((name, title, description, structured), input)| {
-            let mut tool = Tool::new(name, description, input.clone()).annotate(annotations(title));
+            let mut tool = Tool::new(name, description, input.clone())
+                .annotate(annotations_for(title, ceiling));
             if with_output_schema {
                 tool = tool
                     .with_title(title)

@@ -163,6 +163,9 @@ pub struct Step {
     pub no_wait: bool,
     /// A subset the response (or awaited message) must match.
     pub expect: Option<Value>,
+    /// Saves parts of the response for later steps: NAME = a JSON pointer into the response
+    /// message (`/result/structuredContent/sessionId`); later strings use `{saved.NAME}`.
+    pub save: Option<std::collections::BTreeMap<String, String>>,
     /// The window of `expect-no-*` checks, or the bound of a wait, in ms (scaled).
     pub within_ms: Option<u64>,
     /// With `expect-no-notification`: only notifications arriving during this step's window count

@@ -387,7 +387,10 @@ fn build_command(
         };
         env.insert("FAKE_GEMINI_SCENARIO".into(), value);
     }
-    env.extend(fake.env.clone());
+    // `{home}` and `{cwd}` in env values: a case can point the fake's state at `$HOME/.gemini`,
+    // where the real CLI keeps it and a target looks for it.
+    let dir_vars = Vars::new(profile, &dirs.work, &dirs.home);
+    env.extend(fake.env.iter().map(|(k, v)| (k.clone(), dir_vars.str(v))));
     match &profile.gemini {
         GeminiLocation::Env(var) => {
             env.insert(var.clone(), gemini.to_string_lossy().into_owned());
@@ -422,7 +425,13 @@ fn build_command(
             .expect("checked by skip_reason");
         env.insert(var.clone(), value.clone());
     }
-    env.extend(case.spec.target.env.clone());
+    env.extend(
+        case.spec
+            .target
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), dir_vars.str(v))),
+    );
     cmd.envs(env);
     #[cfg(unix)]
     {
@@ -998,10 +1007,23 @@ impl Run<'_> {
     }
 
     fn check_response(&self, n: usize, what: &str, s: &Step, r: &Value) -> Result<(), String> {
-        match &s.expect {
-            Some(e) => self.expect_subset(n, what, e, r),
-            None => Ok(()),
+        if let Some(e) = &s.expect {
+            self.expect_subset(n, what, e, r)?;
         }
+        for (name, pointer) in s.save.iter().flatten() {
+            let value = match r.pointer(pointer) {
+                Some(Value::String(v)) => v.clone(),
+                Some(Value::Null) | None => {
+                    return Err(format!(
+                        "step {n} ({what}): nothing to save as {name} at {pointer}\n  message: {}",
+                        json_of(r)
+                    ))
+                }
+                Some(other) => other.to_string(),
+            };
+            self.vars.save(name, value);
+        }
+        Ok(())
     }
 
     fn teardown(&mut self, findings: &mut Findings, completed: bool) {

@@ -7,9 +7,11 @@ use serde_json::{json, Map, Value};
 use crate::profile::Profile;
 
 /// Placeholders a case may use in strings (keys included): `{tool.X}`, `{arg.X}`, `{cwd}`,
-/// `{home}`.
+/// `{home}`, and `{saved.NAME}` once a step's `save` took NAME from a response.
 pub(crate) struct Vars {
     map: Vec<(String, String)>,
+    /// Values saved from responses while the case runs (a later step may use them).
+    saved: std::cell::RefCell<Vec<(String, String)>>,
 }
 
 impl Vars {
@@ -23,15 +25,28 @@ impl Vars {
         }
         map.push(("{cwd}".into(), work.to_string_lossy().into_owned()));
         map.push(("{home}".into(), home.to_string_lossy().into_owned()));
-        Vars { map }
+        Vars {
+            map,
+            saved: Default::default(),
+        }
+    }
+
+    /// Makes `{saved.NAME}` stand for `value` from now on.
+    pub(crate) fn save(&self, name: &str, value: String) {
+        let key = format!("{{saved.{name}}}");
+        let mut saved = self.saved.borrow_mut();
+        saved.retain(|(k, _)| *k != key);
+        saved.push((key, value));
     }
 
     pub(crate) fn str(&self, s: &str) -> String {
         if !s.contains('{') {
             return s.to_string();
         }
+        let saved = self.saved.borrow();
         self.map
             .iter()
+            .chain(saved.iter())
             .fold(s.to_string(), |acc, (k, v)| acc.replace(k, v))
     }
 

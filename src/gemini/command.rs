@@ -49,6 +49,12 @@ pub struct PromptRequest {
     pub context: Option<String>,
     /// The model name, if any.
     pub model: Option<String>,
+    /// The session to resume (`--resume=<uuid>`), already checked to be a UUID.
+    pub resume: Option<String>,
+    /// The approval mode (`None`: yolo, the reference's), already checked against the ceiling.
+    pub approval_mode: Option<crate::policy::ApprovalMode>,
+    /// `--include-directories` entries: canonical paths already checked against the roots.
+    pub include_directories: Vec<std::path::PathBuf>,
 }
 
 /// Everything needed to start the CLI for one request.
@@ -124,8 +130,28 @@ pub fn build(
         )));
     }
     let mut args: Vec<OsString> = BASE_ARGS.iter().map(OsString::from).collect();
+    if let Some(mode) = request.approval_mode {
+        // BASE_ARGS[1] is the approval mode.
+        args[1] = format!("--approval-mode={}", mode.as_str()).into();
+    }
+    for dir in &request.include_directories {
+        // The CLI splits array values on commas: a path holding one would become two.
+        if dir.to_string_lossy().contains(',') {
+            return Err(Failure::invalid_input(format!(
+                "include directory {} contains a comma, which the Gemini CLI would split the path at",
+                dir.display()
+            )));
+        }
+        let mut arg = OsString::from("--include-directories=");
+        arg.push(dir.as_os_str());
+        args.push(arg);
+    }
     if let Some(model) = model {
         args.push(format!("--model={model}").into());
+    }
+    if let Some(id) = request.resume.as_deref() {
+        crate::gemini::session::validate_session_id(id)?;
+        args.push(format!("--resume={id}").into());
     }
     let env = CHILD_ENV
         .iter()

@@ -7,3 +7,4 @@ pub mod events;
 pub mod outcome;
 pub mod process;
 pub mod resolve;
+pub mod session;

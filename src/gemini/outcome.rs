@@ -330,7 +330,7 @@ fn stderr_signature(stderr: &str, exit: i32) -> Option<(ErrorKind, String, Optio
             .find(|l| l.contains(needle))
             .map(|l| strip_ansi(l).trim().to_owned())
     };
-    let checks: [(&str, ErrorKind); 10] = [
+    let checks: [(&str, ErrorKind); 11] = [
         ("Please set an Auth method", ErrorKind::AuthRequired),
         ("Invalid auth method selected", ErrorKind::AuthRequired),
         ("API key is missing", ErrorKind::AuthRequired),
@@ -339,6 +339,9 @@ fn stderr_signature(stderr: &str, exit: i32) -> Option<(ErrorKind, String, Optio
             ErrorKind::UntrustedWorkspace,
         ),
         ("No input provided via stdin", ErrorKind::InputValidation),
+        // `--resume <uuid>`: `Invalid session identifier …` or, in a project without sessions,
+        // `No previous sessions found for this project.` (both exit 42, plain text).
+        ("Error resuming session:", ErrorKind::SessionNotFound),
         ("Please fix the configuration file", ErrorKind::ConfigError),
         ("FatalSandboxError", ErrorKind::SandboxError),
         ("Reached max session turns", ErrorKind::TurnLimit),

@@ -1,0 +1,253 @@
+//! The CLI's sessions as the server sees them: session ids (UUIDs only), the project's chat
+//! directory, the clean-up of the stub files behind the upstream "session lost after a resume in a
+//! later minute" bug, and the parsing of `--list-sessions` / `--delete-session` output.
+//!
+//! The CLI keeps sessions per project (its cwd) under `<HOME>/.gemini`: `projects.json` maps the
+//! cwd to a short name, and `tmp/<short>/chats/session-<YYYY-MM-DDTHH-MM>-<id8>.jsonl` holds each
+//! conversation. A resume in a later clock minute than the session was made in writes the new turn
+//! into the old file *and* creates a stub (header and session context only) named after the new
+//! minute; the next CLI start in that project treats the stub as invalid and deletes every file of
+//! that short id, the real conversation included (reference §11.1). Removing the stub right after
+//! the resumed run, before any other start in the workspace, prevents the loss.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::error::Failure;
+
+/// Checks a session id: a UUID in its canonical 8-4-4-4-12 hexadecimal form. `latest` and list
+/// indexes are refused: indexes shift with every resume, and `latest` is whatever ran last.
+pub fn validate_session_id(id: &str) -> Result<(), Failure> {
+    let groups: Vec<&str> = id.split('-').collect();
+    let ok = groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure::invalid_input(format!(
+            "session_id must be a session UUID (8-4-4-4-12 hexadecimal digits, as returned in structuredContent.sessionId), got {:?}; `latest` and list numbers are not accepted",
+            id.chars().take(64).collect::<String>()
+        )))
+    }
+}
+
+/// The CLI's state directory: `$HOME/.gemini` (`USERPROFILE` on Windows), as the CLI computes it.
+pub fn gemini_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var_os("USERPROFILE").filter(|h| !h.is_empty()))?;
+    Some(PathBuf::from(home).join(".gemini"))
+}
+
+/// The chat directory of the project `workspace` (the CLI's cwd), when the CLI has registered it.
+pub fn chats_dir(gemini_dir: &Path, workspace: &Path) -> Option<PathBuf> {
+    let doc: Value =
+        serde_json::from_slice(&fs::read(gemini_dir.join("projects.json")).ok()?).ok()?;
+    let key = workspace.to_str()?;
+    let short = doc.get("projects")?.get(key)?.as_str()?;
+    // A short name is a basename the CLI derived; anything path-like is not ours to follow.
+    if short.is_empty() || short.contains(['/', '\\']) || short == ".." || short == "." {
+        return None;
+    }
+    Some(gemini_dir.join("tmp").join(short).join("chats"))
+}
+
+/// Whether a session file holds no message at all: only header lines and `$set` updates (the
+/// session context lives in a `$set`). That is the stub the CLI's clean-up deletes its session
+/// for. Anything unreadable or unexpected counts as not a stub, so it is left alone.
+pub fn is_stub(text: &str) -> bool {
+    let mut lines = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        lines += 1;
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+            return false;
+        };
+        let header = obj.contains_key("sessionId") && !obj.contains_key("type");
+        let update = obj.len() == 1 && obj.contains_key("$set");
+        if !(header || update) {
+            return false;
+        }
+    }
+    lines > 0
+}
+
+/// Removes the stub files of `session_id` in `chats` (see the module docs) and returns them.
+/// The caller holds the workspace's exclusive lock, so no CLI in that project is starting or
+/// writing a new session meanwhile.
+pub fn remove_stubs(chats: &Path, session_id: &str) -> Vec<PathBuf> {
+    let id8: String = session_id.chars().take(8).collect();
+    let suffix = format!("-{id8}.jsonl");
+    let Ok(entries) = fs::read_dir(chats) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !(name.starts_with("session-") && name.ends_with(&suffix)) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(text) = fs::read_to_string(&path) else {
+            continue;
+        };
+        // The stub must belong to this session, not to another whose id shares 8 characters.
+        let ours = text.lines().next().is_some_and(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .and_then(|v| {
+                    v.get("sessionId")
+                        .and_then(Value::as_str)
+                        .map(|s| s == session_id)
+                })
+                .unwrap_or(false)
+        });
+        if ours && is_stub(&text) && fs::remove_file(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+/// One entry of `--list-sessions`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedSession {
+    /// The session UUID (what `session_id` takes).
+    pub session_id: String,
+    /// The title: the CLI's summary, else the first prompt (free text).
+    pub title: String,
+    /// The relative age the CLI printed (`Just now`, `8 minutes ago`).
+    pub age: String,
+    /// Whether the CLI marked it `current`.
+    pub current: bool,
+}
+
+/// Parses `--list-sessions` output: `  <n>. <title> (<age>[, current]) [<id>]` per line. Titles
+/// are free text, so each entry is read from the right: the last `[…]` is the id, the `(…)`
+/// before it the age. The index is dropped: it shifts with every resume.
+pub fn parse_listing(stdout: &str) -> Vec<ListedSession> {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_end();
+            let rest = line.trim_start();
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if digits == 0 || !rest[digits..].starts_with(". ") {
+                return None;
+            }
+            let rest = &rest[digits + 2..];
+            let rest = rest.strip_suffix(']')?;
+            let open = rest.rfind(" [")?;
+            let id = &rest[open + 2..];
+            let rest = rest[..open].strip_suffix(')')?;
+            let paren = rest.rfind(" (")?;
+            let age = &rest[paren + 2..];
+            let title = &rest[..paren];
+            let (age, current) = match age.strip_suffix(", current") {
+                Some(a) => (a, true),
+                None => (age, false),
+            };
+            Some(ListedSession {
+                session_id: id.to_owned(),
+                title: title.to_owned(),
+                age: age.to_owned(),
+                current,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_uuids_are_session_ids() {
+        assert!(validate_session_id("4bbcbf8f-9030-45c0-bae1-d0d388862ff0").is_ok());
+        assert!(validate_session_id("4BBCBF8F-9030-45C0-BAE1-D0D388862FF0").is_ok());
+        for bad in [
+            "latest",
+            "1",
+            "",
+            "--help",
+            "4bbcbf8f-9030-45c0-bae1-d0d388862ff",
+            "4bbcbf8f-9030-45c0-bae1-d0d388862ff0 ",
+            "4bbcbf8f_9030-45c0-bae1-d0d388862ff0",
+            "gbbcbf8f-9030-45c0-bae1-d0d388862ff0",
+            "4bbcbf8f-9030-45c0-bae1-d0d388862ff0,x",
+        ] {
+            let f = validate_session_id(bad).unwrap_err();
+            assert_eq!(f.exit_code, 42, "{bad}");
+        }
+    }
+
+    #[test]
+    fn listing_is_parsed_from_the_right() {
+        let out = "\nAvailable sessions for this project (3):\n  1. first prompt alpha (Just now) [4bbcbf8f-9030-45c0-bae1-d0d388862ff0]\n  2. a (title) with [brackets] (8 minutes ago, current) [493bb64f-99ff-4cdc-8584-87d482912580]\n 10. {\"x\":1} (2 hours ago) [271e1853-5445-4b23-aaeb-baf3cddbe363]\n";
+        let l = parse_listing(out);
+        assert_eq!(l.len(), 3);
+        assert_eq!(l[0].title, "first prompt alpha");
+        assert_eq!(l[0].age, "Just now");
+        assert_eq!(l[1].title, "a (title) with [brackets]");
+        assert_eq!(l[1].age, "8 minutes ago");
+        assert!(l[1].current);
+        assert_eq!(l[2].session_id, "271e1853-5445-4b23-aaeb-baf3cddbe363");
+        assert!(parse_listing("No previous sessions found for this project.").is_empty());
+    }
+
+    #[test]
+    fn stubs_are_header_and_updates_only() {
+        let header = r#"{"sessionId":"s","projectHash":"h","startTime":"t","lastUpdated":"t","kind":"main"}"#;
+        let ctx =
+            r#"{"$set":{"messages":[{"type":"user","content":[{"text":"<session_context>"}]}]}}"#;
+        let msg = r#"{"id":"1","timestamp":"t","type":"user","content":"hi"}"#;
+        assert!(is_stub(&format!("{header}\n{ctx}\n")));
+        assert!(!is_stub(&format!("{header}\n{ctx}\n{msg}\n")));
+        assert!(!is_stub(""));
+        assert!(!is_stub(&format!("{header}\nnot json\n")));
+    }
+
+    #[test]
+    fn remove_stubs_removes_only_this_sessions_stub() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = "bafbe03a-0000-4000-8000-000000000001";
+        let other = "bafbe03a-0000-4000-8000-000000000002";
+        let header = |id: &str| {
+            format!(
+                r#"{{"sessionId":"{id}","projectHash":"h","startTime":"t","lastUpdated":"t","kind":"main"}}"#
+            )
+        };
+        let ctx = r#"{"$set":{"messages":[]}}"#;
+        let msg = r#"{"id":"1","timestamp":"t","type":"user","content":"hi"}"#;
+        let real = dir.path().join("session-2026-01-01T00-11-bafbe03a.jsonl");
+        let stub = dir.path().join("session-2026-01-01T00-12-bafbe03a.jsonl");
+        let foreign = dir.path().join("session-2026-01-01T00-13-bafbe03a.jsonl");
+        fs::write(&real, format!("{}\n{ctx}\n{msg}\n", header(id))).unwrap();
+        fs::write(&stub, format!("{}\n{ctx}\n", header(id))).unwrap();
+        fs::write(&foreign, format!("{}\n{ctx}\n", header(other))).unwrap();
+        assert_eq!(remove_stubs(dir.path(), id), vec![stub.clone()]);
+        assert!(real.exists() && !stub.exists() && foreign.exists());
+    }
+
+    #[test]
+    fn chats_dir_follows_projects_json() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("projects.json"),
+            r#"{"projects":{"/w/p":"p","/w/evil":"../x"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            chats_dir(dir.path(), Path::new("/w/p")),
+            Some(dir.path().join("tmp/p/chats"))
+        );
+        assert_eq!(chats_dir(dir.path(), Path::new("/w/evil")), None);
+        assert_eq!(chats_dir(dir.path(), Path::new("/w/none")), None);
+    }
+}
