@@ -149,6 +149,17 @@ pub fn canonical(path: &Path) -> std::io::Result<PathBuf> {
     Ok(p)
 }
 
+/// File extensions of the images the Gemini CLI attaches from an `@` reference (its inline
+/// image types; any case).
+pub const IMAGE_EXTENSIONS: [&str; 7] = ["png", "jpg", "jpeg", "gif", "webp", "heic", "heif"];
+
+/// Whether `path` has an image extension the CLI attaches.
+pub fn is_supported_image(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| IMAGE_EXTENSIONS.iter().any(|x| x.eq_ignore_ascii_case(e)))
+}
+
 /// What a checked path must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {

@@ -195,10 +195,13 @@ impl GeminiServer {
         let approval = config
             .policy
             .approval(call.options.approval_mode, call.options.approval_argument)?;
-        let (cwd, include_directories) = self.resolve_paths(&call.options).await?;
+        let (cwd, include_directories, image_refs) = self.resolve_paths(&call.options).await?;
         let mut request = call.request.clone();
         request.approval_mode = Some(approval);
         request.include_directories = include_directories;
+        request.image_refs = image_refs;
+        request.sandbox = call.options.sandbox;
+        request.allowed_mcp_server_names = call.options.allowed_mcp_server_names.clone();
         let invocation = command::build(&request, schema.as_ref(), config.slash_commands)?;
         // Resolved per call: a CLI installed (or PATH fixed) after start-up is found.
         let resolved = resolve::resolve(
@@ -430,14 +433,18 @@ impl GeminiServer {
         }
     }
 
-    /// The run's working directory and include directories, canonical and checked against the
-    /// allowed roots (and the client's MCP roots, asked for only when a path was given).
+    /// The run's working directory, include directories and image `@` references, canonical and
+    /// checked against the allowed roots (and the client's MCP roots, asked for only when a path
+    /// was given).
     async fn resolve_paths(
         &self,
         options: &tools::CallOptions,
-    ) -> Result<(PathBuf, Vec<PathBuf>), Failure> {
-        if options.workspace.is_none() && options.include_directories.is_empty() {
-            return Ok((self.inner.cwd.clone(), Vec::new()));
+    ) -> Result<(PathBuf, Vec<PathBuf>, Vec<String>), Failure> {
+        if options.workspace.is_none()
+            && options.include_directories.is_empty()
+            && options.image_paths.is_empty()
+        {
+            return Ok((self.inner.cwd.clone(), Vec::new(), Vec::new()));
         }
         let roots = self.inner.config.policy.roots(&self.inner.cwd);
         let client_roots = client_roots(options.client.as_ref()).await?;
@@ -467,7 +474,37 @@ impl GeminiServer {
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((cwd, include))
+        // The CLI inlines an `@` reference only when the file exists inside its workspace and
+        // drops it silently otherwise: every image is checked here instead.
+        let mut images = Vec::new();
+        for raw in &options.image_paths {
+            let path = policy::check_path(
+                "image_paths",
+                raw,
+                &cwd,
+                policy::Expect::File,
+                &roots,
+                client_roots,
+            )?;
+            if !policy::is_supported_image(&path) {
+                return Err(Failure::invalid_input(format!(
+                    "image_paths {raw:?}: not an image type the Gemini CLI attaches ({})",
+                    policy::IMAGE_EXTENSIONS.join(", ")
+                )));
+            }
+            let reference = if let Ok(rel) = path.strip_prefix(&cwd) {
+                rel.to_string_lossy().into_owned()
+            } else if include.iter().any(|d| path.starts_with(d)) {
+                path.to_string_lossy().into_owned()
+            } else {
+                return Err(Failure::invalid_input(format!(
+                    "image_paths {raw:?}: resolves to {}, outside the workspace and its include directories, where the Gemini CLI would drop it silently",
+                    path.display()
+                )));
+            };
+            images.push(command::at_reference(&reference));
+        }
+        Ok((cwd, include, images))
     }
 
     /// Takes the lock of `workspace`: alone (`exclusive`) or shared. `None` when `cancel` fired

@@ -43,6 +43,18 @@ pub struct CommonArgs {
     /// (auto_edit), `unlimited` (yolo). Not together with `approval_mode`.
     #[serde(default)]
     pub permission: Option<String>,
+    /// Run the CLI's tools in its sandbox (`--sandbox`; needs docker or podman where the server
+    /// runs). The sandbox passes the prompt on the command line, so prompts of 128 KiB or more
+    /// are refused with it.
+    #[serde(default)]
+    pub sandbox: Option<bool>,
+    /// Only these of the CLI's configured MCP servers are loaded (`--allowed-mcp-server-names`).
+    #[serde(default)]
+    pub allowed_mcp_server_names: Option<Vec<String>>,
+    /// Image files (png, jpg/jpeg, gif, webp, heic, heif) attached as `@path` references; each
+    /// must be inside `workspace` or an include directory.
+    #[serde(default)]
+    pub image_paths: Option<Vec<String>>,
 }
 
 /// The issue-5 arguments of a call, decoded but not yet checked against the file system.
@@ -56,6 +68,12 @@ pub struct CallOptions {
     pub approval_mode: Option<crate::policy::ApprovalMode>,
     /// Which of the two arguments gave it (for the refusal's text).
     pub approval_argument: &'static str,
+    /// `sandbox`.
+    pub sandbox: bool,
+    /// `allowed_mcp_server_names`, as given.
+    pub allowed_mcp_server_names: Vec<String>,
+    /// `image_paths`, as given.
+    pub image_paths: Vec<String>,
     /// The calling client, asked for its MCP roots when the call names a path.
     pub client: Option<rmcp::service::Peer<rmcp::service::RoleServer>>,
 }
@@ -151,6 +169,17 @@ pub struct Call {
     pub options: CallOptions,
 }
 
+fn field_bool(args: &JsonObject, name: &str) -> Result<bool, Failure> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(Failure::invalid_input(format!(
+            "argument `{name}` must be a boolean, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
 fn field_str_list(args: &JsonObject, name: &str) -> Result<Vec<String>, Failure> {
     match args.get(name) {
         None | Some(Value::Null) => Ok(Vec::new()),
@@ -207,6 +236,9 @@ fn decode_options(args: &JsonObject) -> Result<CallOptions, Failure> {
         include_directories,
         approval_mode,
         approval_argument,
+        sandbox: field_bool(args, "sandbox")?,
+        allowed_mcp_server_names: field_str_list(args, "allowed_mcp_server_names")?,
+        image_paths: field_str_list(args, "image_paths")?,
         client: None,
     })
 }

@@ -55,6 +55,50 @@ pub struct PromptRequest {
     pub approval_mode: Option<crate::policy::ApprovalMode>,
     /// `--include-directories` entries: canonical paths already checked against the roots.
     pub include_directories: Vec<std::path::PathBuf>,
+    /// `--sandbox`.
+    pub sandbox: bool,
+    /// `--allowed-mcp-server-names` entries.
+    pub allowed_mcp_server_names: Vec<String>,
+    /// `@path` references appended to the prompt, already checked and escaped (see
+    /// [`at_reference`]).
+    pub image_refs: Vec<String>,
+}
+
+/// With `--sandbox` the CLI relaunches itself inside the sandbox with the prompt moved from stdin
+/// into one argv element, which Linux caps at 128 KiB (`MAX_ARG_STRLEN`).
+pub const SANDBOX_MAX_PROMPT_BYTES: usize = 128 * 1024;
+
+/// Checks an MCP server name: `[A-Za-z0-9._-]+` (the CLI splits the flag's values on commas).
+pub fn validate_server_name(name: &str) -> Result<(), Failure> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure::invalid_input(format!(
+            "allowed_mcp_server_names: {:?} is not a server name ([A-Za-z0-9._-]+, not starting with '-'; no commas)",
+            preview(name)
+        )))
+    }
+}
+
+/// The CLI's `@` reference for `path`: a backslash before every character its `@` parser would
+/// end the path at or treat specially (whitespace and shell metacharacters), so a path with a
+/// space reaches the request whole.
+pub fn at_reference(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 1);
+    out.push('@');
+    for c in path.chars() {
+        if c.is_whitespace() || "()[]{};|*?$`'\"#&<>!~,\\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Everything needed to start the CLI for one request.
@@ -112,6 +156,11 @@ pub fn build(
         (None, Some(context)) => structured::wrap_context(context, &request.prompt),
         (None, None) => request.prompt.clone(),
     };
+    let text = if request.image_refs.is_empty() {
+        text
+    } else {
+        format!("{text}\n\n{}", request.image_refs.join(" "))
+    };
     let (text, slash_escaped) = match slash {
         SlashCommands::Escape => escape_slash(text),
         SlashCommands::Passthrough => (text, false),
@@ -129,7 +178,21 @@ pub fn build(
             "prompt is {units} UTF-16 code units (with its context and instructions); the limit is {MAX_PROMPT_UTF16_UNITS}: the Gemini CLI estimates a prompt at one token per 4 units and silently skips the API call when the estimate with its session context passes its 1,048,576-token window (a resumed session's history lowers that further)"
         )));
     }
+    if request.sandbox && text.len() >= SANDBOX_MAX_PROMPT_BYTES {
+        return Err(Failure::invalid_input(format!(
+            "prompt is {} bytes of UTF-8; with `sandbox` the Gemini CLI passes the prompt as one command-line argument, which is limited to {} bytes: send less or run without the sandbox",
+            text.len(),
+            SANDBOX_MAX_PROMPT_BYTES
+        )));
+    }
     let mut args: Vec<OsString> = BASE_ARGS.iter().map(OsString::from).collect();
+    if request.sandbox {
+        args.push("--sandbox=true".into());
+    }
+    for name in &request.allowed_mcp_server_names {
+        validate_server_name(name)?;
+        args.push(format!("--allowed-mcp-server-names={name}").into());
+    }
     if let Some(mode) = request.approval_mode {
         // BASE_ARGS[1] is the approval mode.
         args[1] = format!("--approval-mode={}", mode.as_str()).into();
@@ -308,6 +371,32 @@ mod tests {
         let mut r = req("q");
         r.context = Some("a".repeat(MAX_PROMPT_UTF16_UNITS));
         assert!(build(&r, None, SlashCommands::Escape).is_err());
+    }
+
+    #[test]
+    fn at_references_escape_spaces_and_metacharacters() {
+        assert_eq!(at_reference("img/a b.png"), "@img/a\\ b.png");
+        assert_eq!(at_reference("x(1).png"), "@x\\(1\\).png");
+        assert_eq!(at_reference("plain.png"), "@plain.png");
+    }
+
+    #[test]
+    fn sandbox_flags_and_prompt_limit() {
+        let mut r = req("hi");
+        r.sandbox = true;
+        r.allowed_mcp_server_names = vec!["github".into(), "my.server_1".into()];
+        let inv = build(&r, None, SlashCommands::Escape).unwrap();
+        let a = args(&inv);
+        assert!(a.contains(&"--sandbox=true".to_string()));
+        assert!(a.contains(&"--allowed-mcp-server-names=github".to_string()));
+        r.prompt = "a".repeat(SANDBOX_MAX_PROMPT_BYTES);
+        assert!(build(&r, None, SlashCommands::Escape).is_err());
+        r.prompt = "a".repeat(SANDBOX_MAX_PROMPT_BYTES - 1);
+        assert!(build(&r, None, SlashCommands::Escape).is_ok());
+        for bad in ["a,b", "", "-x", "a b"] {
+            r.allowed_mcp_server_names = vec![bad.into()];
+            assert!(build(&r, None, SlashCommands::Escape).is_err(), "{bad}");
+        }
     }
 
     #[test]
