@@ -143,23 +143,23 @@ pub struct Flags {
     #[arg(long, global = true, value_name = "FILTER")]
     pub log: Option<String>,
     /// Serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio [env: GEMINICLI_MCP_HTTP].
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, global = true, value_name = "ADDR")]
     pub http: Option<String>,
     /// File whose first line is the HTTP bearer token [env: GEMINICLI_MCP_HTTP_TOKEN_FILE; or the
     /// token itself in GEMINICLI_MCP_HTTP_TOKEN]. There is no flag for the token itself: it would
     /// show in `ps`.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, global = true, value_name = "PATH")]
     pub http_token_file: Option<std::path::PathBuf>,
     /// A browser origin allowed to call over HTTP, e.g. `http://localhost:3000` (repeatable)
     /// [env: GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS, comma-separated].
-    #[arg(long, value_name = "ORIGIN")]
+    #[arg(long, global = true, value_name = "ORIGIN")]
     pub http_allowed_origin: Vec<String>,
     /// A `Host` header value (name or name:port) accepted besides the loopback names (repeatable)
     /// [env: GEMINICLI_MCP_HTTP_ALLOWED_HOSTS, comma-separated].
-    #[arg(long, value_name = "HOST")]
+    #[arg(long, global = true, value_name = "HOST")]
     pub http_allowed_host: Vec<String>,
     /// Allow --http to bind an address other than loopback [env: GEMINICLI_MCP_HTTP_ALLOW_REMOTE].
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub http_allow_remote: bool,
 }
 

@@ -356,6 +356,8 @@ pub struct Inputs {
     pub cwd: PathBuf,
     /// More settings to show (the HTTP transport's), by name.
     pub extra_config: Vec<(&'static str, Value)>,
+    /// Problems found outside the doctor (an HTTP setting the server would refuse).
+    pub extra_problems: Vec<Problem>,
 }
 
 impl Inputs {
@@ -367,6 +369,7 @@ impl Inputs {
             vars: std::env::vars_os().collect(),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             extra_config: Vec::new(),
+            extra_problems: Vec::new(),
         }
     }
 
@@ -517,6 +520,7 @@ pub async fn run(inputs: Inputs) -> Report {
         );
     }
 
+    problems.extend(inputs.extra_problems.iter().cloned());
     let mut config_rows = config_rows(config);
     config_rows.extend(inputs.extra_config.iter().cloned());
     Report {

@@ -161,6 +161,27 @@ impl HttpOptions {
         }))
     }
 
+    /// The settings for the doctor's report, by variable name; the token only by its source.
+    pub fn describe(&self) -> Vec<(&'static str, serde_json::Value)> {
+        use serde_json::json;
+        let token = match &self.token_source {
+            TokenSource::Env => format!("set in {TOKEN_ENV}"),
+            TokenSource::File(path) => format!("read from {}", path.display()),
+        };
+        vec![
+            ("GEMINICLI_MCP_HTTP", json!(self.addr.to_string())),
+            ("GEMINICLI_MCP_HTTP_TOKEN", json!(token)),
+            (
+                "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
+                json!(self.allowed_origins.join(",")),
+            ),
+            (
+                "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS",
+                json!(self.allowed_hosts.join(",")),
+            ),
+        ]
+    }
+
     /// Whether an `Authorization` header value carries the token.
     pub fn authorized(&self, header: Option<&[u8]>) -> bool {
         let Some(value) = header else {

@@ -30,7 +30,8 @@ fn main() -> anyhow::Result<()> {
         .or_else(|| std::env::var("GEMINICLI_MCP_LOG").ok());
     logging::init(log_filter.as_deref(), config.debug);
     if let Some(Command::Doctor(args)) = &cli.command {
-        return doctor(config, args);
+        let http = HttpOptions::from_flags(&cli.flags, |name| std::env::var(name).ok());
+        return doctor(config, args, http);
     }
     let http = HttpOptions::from_flags(&cli.flags, |name| std::env::var(name).ok())?;
     // The token must not reach a Gemini run (it inherits the environment by default), and the
@@ -53,12 +54,28 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// `geminicli-mcp doctor`: the report on stdout, exit 1 when it found a problem.
-fn doctor(config: Config, args: &DoctorArgs) -> anyhow::Result<()> {
+fn doctor(
+    config: Config,
+    args: &DoctorArgs,
+    http: Result<Option<HttpOptions>, http::HttpConfigError>,
+) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let inputs = doctor::Inputs::from_process(config, Duration::from_secs_f64(args.doctor_timeout));
+    let mut inputs =
+        doctor::Inputs::from_process(config, Duration::from_secs_f64(args.doctor_timeout));
+    match http {
+        Ok(None) => inputs
+            .extra_config
+            .push(("GEMINICLI_MCP_HTTP", serde_json::Value::Null)),
+        Ok(Some(o)) => inputs.extra_config.extend(o.describe()),
+        Err(e) => inputs.extra_problems.push(doctor::Problem {
+            message: format!("the HTTP transport would not start: {e}"),
+            fix: "see `geminicli-mcp --help` (HTTP settings) and the README's Streamable HTTP section"
+                .into(),
+        }),
+    }
     let report = runtime.block_on(doctor::run(inputs));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);

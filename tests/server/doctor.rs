@@ -184,3 +184,30 @@ fn flags_override_the_environment_in_the_effective_configuration() {
     assert_eq!(r["config"]["GEMINICLI_MCP_ENV"], "minimal");
     assert_eq!(r["config"]["GEMINICLI_MCP_KILL_GRACE_MS"], 2000);
 }
+
+#[test]
+fn http_settings_are_shown_without_the_token_and_checked() {
+    let token = "doctor-http-token-0a1b2c3d4e5f";
+    let (out, _home) = doctor(
+        &["--json", "--http", "127.0.0.1:8765"],
+        &[("GEMINICLI_MCP_HTTP_TOKEN", token)],
+    );
+    let r = json_report(&out);
+    assert_eq!(out.status.code(), Some(0), "{r:#}");
+    assert_eq!(r["config"]["GEMINICLI_MCP_HTTP"], "127.0.0.1:8765");
+    assert_eq!(
+        r["config"]["GEMINICLI_MCP_HTTP_TOKEN"],
+        "set in GEMINICLI_MCP_HTTP_TOKEN"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(token));
+    let (out, _home) = doctor(
+        &["--json", "--http", "0.0.0.0:8765"],
+        &[("GEMINICLI_MCP_HTTP_TOKEN", token)],
+    );
+    let r = json_report(&out);
+    assert_eq!(out.status.code(), Some(1), "{r:#}");
+    assert!(r["problems"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("--http-allow-remote"));
+}
