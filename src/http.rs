@@ -225,6 +225,67 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
     response
 }
 
+/// A `tools/call` the SDK cannot decode (arguments that are not an object, no name) gets the
+/// answers stdio gives it (`transport::LineTransport`): an `input_validation` result through
+/// [`crate::transport::repair_tool_call`], or -32602. Every other request passes unchanged (the
+/// body is read here, bounded as rmcp bounds it, and handed on).
+async fn repair(request: Request<Incoming>) -> Result<Request<Body>, Response<Body>> {
+    use http_body_util::{BodyExt, Limited};
+    let (mut parts, body) = request.into_parts();
+    let bytes = match Limited::new(body, crate::transport::MAX_LINE_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            return Err(plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is larger than 16 MiB or was cut short",
+            ))
+        }
+    };
+    let mut bytes = bytes;
+    // Only a body naming tools/call is parsed here; rmcp parses every body anyway.
+    if parts.method == hyper::Method::POST && contains(&bytes, b"tools/call") {
+        use rmcp::model::{ClientRequest, JsonRpcMessage};
+        if let Ok(JsonRpcMessage::Request(r)) = serde_json::from_slice::<
+            rmcp::service::RxJsonRpcMessage<rmcp::service::RoleServer>,
+        >(&bytes)
+        {
+            if matches!(&r.request, ClientRequest::CustomRequest(c) if c.method == "tools/call") {
+                match crate::transport::repair_tool_call(&bytes)
+                    .and_then(|m| serde_json::to_vec(&m).ok())
+                {
+                    Some(repaired) => {
+                        bytes = Bytes::from(repaired);
+                        parts.headers.remove(hyper::header::CONTENT_LENGTH);
+                    }
+                    None => {
+                        let id = serde_json::to_value(&r.id).unwrap_or_default();
+                        let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+                            "code": -32602,
+                            "message": "Invalid params: tools/call needs `name` (a string) and `arguments` (an object)"}});
+                        let mut response = plain(StatusCode::OK, &error.to_string());
+                        response.headers_mut().insert(
+                            hyper::header::CONTENT_TYPE,
+                            hyper::header::HeaderValue::from_static("application/json"),
+                        );
+                        return Err(response);
+                    }
+                }
+            }
+        }
+    }
+    Ok(Request::from_parts(
+        parts,
+        http_body_util::Full::new(bytes).boxed(),
+    ))
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
 /// Serves MCP on `listener` until `shutdown` is cancelled. Every session gets a handle of the
 /// same `server`: one concurrency bound, one working directory, one environment.
 pub async fn serve(
@@ -296,6 +357,10 @@ pub async fn serve(
                         );
                         return Ok(response);
                     }
+                    let request = match repair(request).await {
+                        Ok(request) => request,
+                        Err(response) => return Ok(response),
+                    };
                     tower_service::Service::call(&mut mcp, request).await
                 }
             });

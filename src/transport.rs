@@ -304,7 +304,7 @@ pub const INVALID_ARGUMENTS_META: &str = "geminicli-mcp/invalidArguments";
 
 /// A `tools/call` whose `arguments` is a JSON value other than an object, rewritten to carry
 /// empty arguments and [`INVALID_ARGUMENTS_META`].
-fn repair_tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+pub fn repair_tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     let mut value: Value = serde_json::from_slice(line).ok()?;
     if value.get("method").and_then(Value::as_str) != Some("tools/call") {
         return None;

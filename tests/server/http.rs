@@ -246,6 +246,26 @@ fn a_tool_call_over_http_answers_and_the_token_stays_out_of_the_child() {
         .unwrap_or_else(|| panic!("no response to the call: {body}"));
     assert_eq!(response["result"]["isError"], false, "{response}");
     assert_eq!(response["result"]["content"][0]["text"], "over http");
+    // Bad arguments get the answers stdio gives: an input_validation result, or -32602.
+    let (_, _, body) = server.post(
+        &with_session,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "gemini_prompt", "arguments": "not an object"}}),
+    );
+    let bad = messages(&body)
+        .into_iter()
+        .find(|m| m["id"] == 3)
+        .unwrap_or_else(|| panic!("no response: {body}"));
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert!(bad["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("[error exit=42] input_validation: "));
+    let (_, _, body) = server.post(
+        &with_session,
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"arguments": {}}}),
+    );
+    assert_eq!(messages(&body)[0]["error"]["code"], -32602, "{body}");
     let runs = read_log(&server.log);
     assert_eq!(runs.len(), 1);
     assert!(
