@@ -65,7 +65,7 @@ fn estimate_text_tokens(s: &str) -> f64 {
 const SESSION_CONTEXT_TOKENS: f64 = 492.0 / 4.0;
 
 /// Whether the CLI would skip the request as too large for the context window of `limit` tokens.
-fn over_context_window(prompt: &str, limit: u64) -> bool {
+pub(crate) fn over_context_window(prompt: &str, limit: u64) -> bool {
     (SESSION_CONTEXT_TOKENS + estimate_text_tokens(prompt)).floor() as u64 > limit
 }
 

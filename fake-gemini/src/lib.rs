@@ -5,6 +5,7 @@
 //! exposes the pieces so tests (and the committed JSON Schema) reach them.
 #![warn(missing_docs)]
 
+pub mod acp;
 pub mod answer;
 pub mod api;
 pub mod cli;

@@ -60,6 +60,11 @@ pub fn check() {
     }
 }
 
+/// Appends one record of another kind (ACP mode logs an `acp-request` per incoming message).
+pub fn record(record: &Value) {
+    append(record);
+}
+
 /// Logs a descendant right after it was spawned.
 pub fn spawned(pid: u32, by: u32, kind: &str) {
     append(&json!({"event": "spawned", "pid": pid, "by": by, "kind": kind}));

@@ -78,7 +78,11 @@ impl Ctx {
     }
 }
 
-fn resolve(reference: &str, params: &[(String, String)]) -> Result<(String, Scenario), String> {
+/// Loads a scenario by name or path and applies marker parameters (also used per ACP prompt).
+pub(crate) fn resolve(
+    reference: &str,
+    params: &[(String, String)],
+) -> Result<(String, Scenario), String> {
     let dir = std::env::var_os("FAKE_GEMINI_SCENARIO_DIR").map(PathBuf::from);
     let (name, mut s) = scenario::load(reference, dir.as_deref()).map_err(|e| e.to_string())?;
     // Precedence of the retry delay: marker parameter > FAKE_GEMINI_ATTEMPT_DELAY_MS > file.
@@ -171,8 +175,8 @@ pub fn worker(argv: Vec<String>) -> i32 {
             }
         };
     if args.flag("acp") || args.flag("experimental-acp") {
-        // ACP is emulated by a later issue; the flag is parsed so it fails here, not as unknown.
-        return ctx.fake_error("--acp is not emulated yet");
+        // ACP mode: no prompt, no stdin window, no exit 41/55; the agent serves JSON-RPC on stdio.
+        return crate::acp::serve(&ctx, &args);
     }
     if let Some(cmd) = args
         .query
@@ -559,7 +563,7 @@ fn trust_check(ctx: &Ctx, args: &Args, yolo: bool) -> Option<i32> {
 }
 
 /// `security.folderTrust.enabled = false`, or the cwd (or its parent) in trustedFolders.json.
-fn folder_trusted_by_files() -> bool {
+pub(crate) fn folder_trusted_by_files() -> bool {
     let settings = load_settings().unwrap_or_default();
     if settings["security"]["folderTrust"]["enabled"] == json!(false) {
         return true;

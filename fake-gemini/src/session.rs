@@ -374,6 +374,55 @@ impl Store {
     }
 }
 
+/// ACP mode records a session as its prompts end and replays it on `session/load`.
+impl Store {
+    /// Appends `messages` (`user` / `gemini` records without id and timestamp) to session `id`,
+    /// creating the session file on first use. The caller holds the lock.
+    pub fn record(&self, id: &str, messages: &[Value], now: i64) -> std::io::Result<()> {
+        let existing = self.list().into_iter().find(|s| s.id == id);
+        let now = self.monotonic(now);
+        let t = clock::iso(now);
+        let (path, mut body) = match existing.as_ref().and_then(|s| s.files.first()) {
+            Some(f) => (f.clone(), fs::read_to_string(f).unwrap_or_default()),
+            None => {
+                let id8: String = id.chars().take(8).collect();
+                let f = self
+                    .chats
+                    .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
+                (f, self.header(id, now))
+            }
+        };
+        for m in messages {
+            let mut m = m.clone();
+            if let Some(o) = m.as_object_mut() {
+                o.insert("id".into(), json!(crate::ids::uuid_v4()));
+                o.insert("timestamp".into(), json!(t));
+            }
+            body.push_str(&m.to_string());
+            body.push('\n');
+        }
+        body.push_str(&json!({"$set": {"lastUpdated": t}}).to_string());
+        body.push('\n');
+        write_atomic(&path, body.as_bytes())
+    }
+
+    /// Every `user` and `gemini` message of a session, in file order.
+    pub fn messages(&self, s: &Session) -> Vec<Value> {
+        let mut out = Vec::new();
+        for f in &s.files {
+            let Ok(text) = fs::read_to_string(f) else {
+                continue;
+            };
+            out.extend(
+                text.lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .filter(|v| v["type"] == "user" || v["type"] == "gemini"),
+            );
+        }
+        out
+    }
+}
+
 fn exchange(prompt: &str, answer: &str, model: &str, now: i64) -> String {
     let t = clock::iso(now);
     let mut s = String::new();

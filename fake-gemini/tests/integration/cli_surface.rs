@@ -79,8 +79,6 @@ fn version_table(#[case] v: &str, #[case] args: &[&str], #[case] err: Option<&st
 }
 
 #[rstest]
-#[case(&["--acp"], "fake-gemini: --acp is not emulated yet")]
-#[case(&["--experimental-acp"], "fake-gemini: --acp is not emulated yet")]
 #[case(&["mcp", "list"], "fake-gemini: the `mcp` command is not emulated")]
 #[case(&["-i", "hi"], "fake-gemini: interactive mode is not emulated")]
 fn what_is_not_emulated_exits_99(#[case] args: &[&str], #[case] msg: &str) {

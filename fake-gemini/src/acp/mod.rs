@@ -1,0 +1,611 @@
+//! `--acp`: the Agent Client Protocol agent of Gemini CLI 0.61 — newline-delimited JSON-RPC 2.0 on
+//! stdio, stdout carrying only JSON-RPC, stderr buffered until exit, exit 0 on stdin EOF. Requests
+//! are answered in arrival order on the reading thread, except `session/prompt`, which runs on its
+//! own thread so `session/cancel` and other requests keep flowing while it streams.
+
+mod prompt;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::cli::Args;
+use crate::output::{err, out};
+use crate::run::{env_is, env_ms, Ctx};
+use crate::scenario::{Auth, Scenario, Trust};
+use crate::{ids, log, proc, session};
+
+/// Set when a scenario freezes the agent (`hang`, `hang-after-output`): nothing is written or read
+/// any more, as when Node's event loop is stuck.
+static FROZEN: AtomicBool = AtomicBool::new(false);
+
+/// Freezes the whole agent: this thread and every later writer sleep until a signal ends them.
+fn freeze() -> ! {
+    FROZEN.store(true, Ordering::SeqCst);
+    proc::hang()
+}
+
+/// A prompt in progress: its abort flag, and a condition variable so sleeps end on cancel.
+pub(crate) struct Pending {
+    aborted: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Pending {
+    fn new() -> Arc<Pending> {
+        Arc::new(Pending {
+            aborted: Mutex::new(false),
+            wake: Condvar::new(),
+        })
+    }
+
+    fn abort(&self) {
+        *self.aborted.lock().expect("lock") = true;
+        self.wake.notify_all();
+    }
+
+    pub(crate) fn is_aborted(&self) -> bool {
+        *self.aborted.lock().expect("lock")
+    }
+
+    /// Sleeps `ms`; returns true when the prompt was aborted meanwhile.
+    pub(crate) fn sleep(&self, ms: u64) -> bool {
+        let guard = self.aborted.lock().expect("lock");
+        if ms == 0 {
+            return *guard;
+        }
+        let (guard, _) = self
+            .wake
+            .wait_timeout_while(guard, Duration::from_millis(ms), |a| !*a)
+            .expect("lock");
+        *guard
+    }
+}
+
+/// One ACP session held by the agent.
+pub(crate) struct AcpSession {
+    pub(crate) id: String,
+    pub(crate) cwd: String,
+    pub(crate) mode: Mutex<String>,
+    pub(crate) model: Mutex<String>,
+    pending: Mutex<Option<Arc<Pending>>>,
+    /// Tools (or shell root commands) the client allowed "for this session".
+    pub(crate) always_allowed: Mutex<Vec<String>>,
+}
+
+/// The agent process: its configuration, sessions and the two channels.
+pub(crate) struct Agent {
+    pub(crate) version: String,
+    /// The process-level scenario (FAKE_GEMINI_SCENARIO): environment facts and the default
+    /// model behaviour of a prompt without a marker.
+    pub(crate) scenario: Scenario,
+    pub(crate) scenario_name: Option<String>,
+    pub(crate) trusted: bool,
+    initial_mode: String,
+    initial_model: String,
+    sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+    write_lock: Mutex<()>,
+    stderr: Mutex<Vec<u8>>,
+    next_request_id: AtomicU64,
+    client_waiters: Mutex<HashMap<u64, mpsc::Sender<Value>>>,
+    /// `authenticate` succeeded (its method id).
+    authenticated: Mutex<Option<String>>,
+    api_key: Mutex<Option<String>>,
+    startup_flushed: AtomicBool,
+    pub(crate) router_noise: AtomicBool,
+}
+
+impl Agent {
+    /// Writes one JSON-RPC message as a line on stdout.
+    pub(crate) fn send(&self, msg: &Value) {
+        let mut line = serde_json::to_vec(msg).expect("serializes");
+        line.push(b'\n');
+        let _g = self.write_lock.lock().expect("lock");
+        if FROZEN.load(Ordering::SeqCst) {
+            proc::hang();
+        }
+        out(&line);
+    }
+
+    /// A `session/update` notification.
+    pub(crate) fn update(&self, session_id: &str, update: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": session_id, "update": update}}));
+    }
+
+    fn respond(&self, id: &Value, result: Result<Value, Value>, msg: &Value) {
+        match result {
+            Ok(r) => self.send(&json!({"jsonrpc": "2.0", "id": id, "result": r})),
+            Err(e) => {
+                self.stderr_line(&wire::error_log_line("request", msg, &e));
+                self.send(&json!({"jsonrpc": "2.0", "id": id, "error": e}));
+            }
+        }
+    }
+
+    /// Buffers a stderr line; the real agent's stderr only arrives at exit.
+    pub(crate) fn stderr_line(&self, s: &str) {
+        let mut b = self.stderr.lock().expect("lock");
+        b.extend_from_slice(s.as_bytes());
+        b.push(b'\n');
+    }
+
+    fn flush_stderr(&self) {
+        let b = std::mem::take(&mut *self.stderr.lock().expect("lock"));
+        err(&b);
+    }
+
+    /// Sends an agent→client request and waits for the client's response message.
+    pub(crate) fn client_request(&self, method: &str, params: Value) -> Value {
+        let id = self.next_request_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = mpsc::channel();
+        self.client_waiters.lock().expect("lock").insert(id, tx);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        // The reading thread ends the process at EOF, so an unanswered request just waits.
+        rx.recv().unwrap_or(Value::Null)
+    }
+
+    /// The fake's own failure inside ACP mode: the buffered stderr, the message, exit 99.
+    pub(crate) fn fake_error(&self, msg: &str) -> ! {
+        self.flush_stderr();
+        err(format!("fake-gemini: {msg}\n").as_bytes());
+        proc::exit_now(99)
+    }
+
+    fn session(&self, params: &Value) -> Result<Arc<AcpSession>, Value> {
+        let id = params["sessionId"].as_str().unwrap_or_default();
+        self.sessions
+            .lock()
+            .expect("lock")
+            .get(id)
+            .cloned()
+            .ok_or_else(|| wire::error(-32602, &format!("Session not found: {id}"), None))
+    }
+
+    fn untrusted_noise(&self) {
+        if !self.trusted {
+            self.stderr_line("Skipping project agents due to untrusted folder. To enable, ensure that the project root is trusted.");
+        }
+        self.stderr_line(crate::texts::RIPGREP);
+        if !self.trusted {
+            self.stderr_line("Project hooks disabled because the folder is not trusted.");
+        }
+    }
+
+    /// The config's noise: the YOLO notice and the trust downgrade, then the untrusted-folder lines.
+    fn config_noise(&self, requested_mode: &str) {
+        if requested_mode == "yolo" {
+            self.stderr_line(crate::texts::YOLO);
+        }
+        if !self.trusted && matches!(requested_mode, "yolo" | "autoEdit") {
+            self.stderr_line(
+                "Approval mode overridden to \"default\" because the current folder is not trusted.",
+            );
+        }
+    }
+
+    /// Why `session/new` cannot authenticate, if it cannot (`None`: authenticated).
+    fn new_session_auth_error(&self) -> Option<String> {
+        const NO_KEY: &str = "Gemini API key is missing or not configured.";
+        let authed = self.authenticated.lock().expect("lock").clone();
+        let have_key = self.api_key.lock().expect("lock").is_some();
+        match self.effective_auth() {
+            Auth::Authenticated => None,
+            Auth::Missing => (!have_key).then(|| NO_KEY.to_string()),
+            Auth::Invalid => Some("Authentication required.".into()),
+            Auth::OauthWait => {
+                if authed.as_deref() == Some("gemini-api-key") && have_key {
+                    None
+                } else if std::env::var_os("NO_BROWSER").is_some() {
+                    Some("Failed to authenticate with user code.".into())
+                } else {
+                    // The browser login never completes: the request is never answered.
+                    freeze_request()
+                }
+            }
+            Auth::Env => {
+                let selected = selected_auth_type().or(authed);
+                let base_url = std::env::var_os("GOOGLE_GEMINI_BASE_URL").is_some();
+                let key = have_key || std::env::var("GEMINI_API_KEY").is_ok_and(|v| !v.is_empty());
+                match selected.as_deref() {
+                    Some("gemini-api-key") | None if !(selected.is_none() && base_url) => {
+                        (!key).then(|| NO_KEY.to_string())
+                    }
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    /// `session/load` needs a selected auth type (settings, `authenticate`, or a gateway URL).
+    fn load_session_auth_ok(&self) -> bool {
+        let authed = self.authenticated.lock().expect("lock").is_some();
+        match self.effective_auth() {
+            Auth::Authenticated => true,
+            Auth::Missing | Auth::Invalid | Auth::OauthWait => authed,
+            Auth::Env => {
+                authed
+                    || selected_auth_type().is_some()
+                    || std::env::var_os("GOOGLE_GEMINI_BASE_URL").is_some()
+            }
+        }
+    }
+
+    fn effective_auth(&self) -> Auth {
+        let a = self.scenario.environment.auth;
+        if a == Auth::Authenticated && env_is("FAKE_GEMINI_AUTH", "env") {
+            Auth::Env
+        } else {
+            a
+        }
+    }
+
+    fn new_session(&self, params: &Value) -> Result<Value, Value> {
+        let Some(cwd) = params["cwd"].as_str() else {
+            return Err(wire::invalid_params("cwd", "Required"));
+        };
+        if let Some(m) = self.new_session_auth_error() {
+            return Err(wire::error(-32000, &m, None));
+        }
+        self.config_noise(&self.initial_mode);
+        self.untrusted_noise();
+        if !self.startup_flushed.swap(true, Ordering::SeqCst) {
+            self.stderr_line(
+                "[STARTUP] Phase 'cli_startup' was started but never ended. Skipping metrics.",
+            );
+        }
+        let s = self.add_session(ids::uuid_v4(), cwd);
+        let mode = s.mode.lock().expect("lock").clone();
+        let model = s.model.lock().expect("lock").clone();
+        Ok(json!({"sessionId": s.id, "modes": wire::modes(&mode), "models": wire::models(&model)}))
+    }
+
+    fn add_session(&self, id: String, cwd: &str) -> Arc<AcpSession> {
+        let mode = if !self.trusted && matches!(self.initial_mode.as_str(), "yolo" | "autoEdit") {
+            "default".to_string()
+        } else {
+            self.initial_mode.clone()
+        };
+        let s = Arc::new(AcpSession {
+            id: id.clone(),
+            cwd: cwd.to_string(),
+            mode: Mutex::new(mode),
+            model: Mutex::new(self.initial_model.clone()),
+            pending: Mutex::new(None),
+            always_allowed: Mutex::new(Vec::new()),
+        });
+        self.sessions.lock().expect("lock").insert(id, s.clone());
+        s
+    }
+
+    fn load_session(&self, params: &Value) -> Result<Value, Value> {
+        let (Some(id), Some(cwd)) = (params["sessionId"].as_str(), params["cwd"].as_str()) else {
+            return Err(wire::invalid_params("sessionId", "Required"));
+        };
+        if !self.load_session_auth_ok() {
+            return Err(wire::error(-32000, "Authentication required", None));
+        }
+        self.config_noise(&self.initial_mode);
+        self.untrusted_noise();
+        let store = session::Store::open(&session::state_dir(), cwd)
+            .map_err(|e| wire::internal(&format!("fake-gemini: session state unavailable: {e}")))?;
+        let list = store.list();
+        if list.is_empty() {
+            return Err(wire::internal(
+                "No previous sessions found for this project.",
+            ));
+        }
+        let Some(found) = list.iter().find(|s| s.id == id) else {
+            return Err(wire::internal(&format!(
+                "Invalid session identifier \"{id}\".\n  Searched for sessions in {}.\n  Use --list-sessions to see available sessions, then use --resume {{number}}, --resume {{uuid}}, or --resume latest.",
+                store.chats.display()
+            )));
+        };
+        let messages = store.messages(found);
+        let s = self.add_session(id.to_string(), cwd);
+        for m in &messages {
+            prompt::replay(self, &s.id, m);
+        }
+        let mode = s.mode.lock().expect("lock").clone();
+        let model = s.model.lock().expect("lock").clone();
+        Ok(json!({"modes": wire::modes(&mode), "models": wire::models(&model)}))
+    }
+
+    fn authenticate(&self, params: &Value) -> Result<Value, Value> {
+        let Some(method) = params["methodId"].as_str() else {
+            return Err(wire::invalid_params("methodId", "Required"));
+        };
+        if !wire::AUTH_TYPES.contains(&method) {
+            let expected: Vec<String> = wire::AUTH_TYPES.iter().map(|t| format!("'{t}'")).collect();
+            return Err(wire::error(
+                -32602,
+                "Invalid params",
+                Some(
+                    json!({"_errors": [format!("Invalid enum value. Expected {}, received '{method}'", expected.join(" | "))]}),
+                ),
+            ));
+        }
+        let meta = &params["_meta"];
+        if let Some(g) = meta.get("gateway") {
+            let base_ok = g.get("baseUrl").is_none_or(Value::is_string);
+            let headers_ok = g.get("headers").is_none_or(|h| {
+                h.as_object()
+                    .is_some_and(|o| o.values().all(Value::is_string))
+            });
+            if !(g.is_object() && base_ok && headers_ok) {
+                return Err(wire::error(
+                    -32602,
+                    "Malformed gateway payload: Expected string, received number",
+                    None,
+                ));
+            }
+        }
+        match self.effective_auth() {
+            Auth::Invalid => {
+                return Err(wire::error(-32000, "Invalid auth method selected.", None))
+            }
+            Auth::OauthWait if method == "oauth-personal" => {
+                if std::env::var_os("NO_BROWSER").is_some() {
+                    return Err(wire::error(
+                        -32000,
+                        "Failed to authenticate with user code.",
+                        None,
+                    ));
+                }
+                freeze_request()
+            }
+            _ => {}
+        }
+        if let Some(k) = meta["api-key"].as_str() {
+            *self.api_key.lock().expect("lock") = Some(k.to_string());
+        }
+        *self.authenticated.lock().expect("lock") = Some(method.to_string());
+        Ok(json!({}))
+    }
+
+    fn set_mode(&self, params: &Value) -> Result<Value, Value> {
+        let s = self.session(params)?;
+        let mode = params["modeId"].as_str().unwrap_or_default();
+        if !wire::MODES.iter().any(|(id, _, _)| *id == mode) {
+            return Err(wire::internal(&format!(
+                "Invalid or unavailable mode: {mode}"
+            )));
+        }
+        if !self.trusted && mode != "default" && mode != "plan" {
+            return Err(wire::internal(
+                "Cannot enable privileged approval modes in an untrusted folder.",
+            ));
+        }
+        let changed = {
+            let mut m = s.mode.lock().expect("lock");
+            let changed = *m != mode;
+            *m = mode.to_string();
+            changed
+        };
+        if changed {
+            // The ApprovalModeChanged listener announces the change in the chat (from source).
+            self.update(
+                &s.id,
+                json!({"sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": format!("[MODE_UPDATE] {mode}")}}),
+            );
+        }
+        Ok(json!({}))
+    }
+
+    fn set_model(&self, params: &Value) -> Result<Value, Value> {
+        let s = self.session(params)?;
+        let Some(model) = params["modelId"].as_str() else {
+            return Err(wire::invalid_params("modelId", "Required"));
+        };
+        *s.model.lock().expect("lock") = model.to_string();
+        Ok(json!({}))
+    }
+
+    fn cancel(&self, params: &Value) -> Result<(), Value> {
+        let s = self.session(params)?;
+        let pending = s.pending.lock().expect("lock").take();
+        match pending {
+            Some(p) => {
+                p.abort();
+                Ok(())
+            }
+            None => Err(wire::internal("Not currently generating")),
+        }
+    }
+
+    /// Starts a prompt on its own thread; a newer prompt on the same session aborts the older.
+    fn start_prompt(self: &Arc<Self>, id: Value, msg: Value) {
+        let s = match self.session(&msg["params"]) {
+            Ok(s) => s,
+            Err(e) => {
+                log::record(&json!({"event": "acp-request", "pid": std::process::id(),
+                    "method": "session/prompt", "id": id,
+                    "sessionId": msg["params"]["sessionId"], "scenario": null}));
+                return self.respond(&id, Err(e), &msg);
+            }
+        };
+        let p = Pending::new();
+        if let Some(old) = s.pending.lock().expect("lock").replace(p.clone()) {
+            old.abort();
+        }
+        let agent = self.clone();
+        std::thread::spawn(move || {
+            let result = prompt::run(&agent, &s, &id, &msg["params"], &p);
+            {
+                let mut cur = s.pending.lock().expect("lock");
+                if cur.as_ref().is_some_and(|c| Arc::ptr_eq(c, &p)) {
+                    *cur = None;
+                }
+            }
+            agent.respond(&id, result, &msg);
+        });
+    }
+
+    fn dispatch(self: &Arc<Self>, msg: Value) {
+        let method = msg.get("method").and_then(Value::as_str).map(String::from);
+        let id = msg.get("id").cloned();
+        match (method, id) {
+            (Some(method), Some(id)) => {
+                if method != "session/prompt" {
+                    log::record(&json!({"event": "acp-request", "pid": std::process::id(),
+                        "method": method, "id": id, "sessionId": msg["params"]["sessionId"]}));
+                }
+                let params = msg.get("params").cloned().unwrap_or(Value::Null);
+                let result = match method.as_str() {
+                    "initialize" => Ok(wire::initialize_result(&self.version)),
+                    "authenticate" => self.authenticate(&params),
+                    "session/new" => {
+                        let r = self.new_session(&params);
+                        if let Ok(v) = &r {
+                            let sid = v["sessionId"].as_str().unwrap_or_default().to_string();
+                            self.respond(&id, r, &msg);
+                            // Sent from a setTimeout(0) after the response.
+                            self.update(&sid, wire::available_commands());
+                            return;
+                        }
+                        r
+                    }
+                    "session/load" => {
+                        let r = self.load_session(&params);
+                        if r.is_ok() {
+                            let sid = params["sessionId"].as_str().unwrap_or_default().to_string();
+                            self.respond(&id, r, &msg);
+                            self.update(&sid, wire::available_commands());
+                            return;
+                        }
+                        r
+                    }
+                    "session/prompt" => return self.start_prompt(id, msg),
+                    "session/set_mode" => self.set_mode(&params),
+                    "session/set_model" => self.set_model(&params),
+                    // GeminiAgent implements neither these nor any extension method.
+                    _ => Err(wire::method_not_found(&method)),
+                };
+                self.respond(&id, result, &msg);
+            }
+            (Some(method), None) => {
+                log::record(&json!({"event": "acp-request", "pid": std::process::id(),
+                    "method": method, "id": null, "sessionId": msg["params"]["sessionId"]}));
+                let r = match method.as_str() {
+                    "session/cancel" => self.cancel(&msg["params"]),
+                    _ => Err(wire::method_not_found(&method)),
+                };
+                if let Err(e) = r {
+                    self.stderr_line(&wire::error_log_line("notification", &msg, &e));
+                }
+            }
+            (None, Some(id)) => {
+                log::record(
+                    &json!({"event": "acp-response", "pid": std::process::id(), "id": id,
+                    "result": msg.get("result"), "error": msg.get("error")}),
+                );
+                let waiter = id
+                    .as_u64()
+                    .and_then(|n| self.client_waiters.lock().expect("lock").remove(&n));
+                match waiter {
+                    Some(tx) => {
+                        let _ = tx.send(msg);
+                    }
+                    None => self.stderr_line(&format!("Got response to unknown request {id}")),
+                }
+            }
+            (None, None) => self.stderr_line(&format!(
+                "Invalid message {{ message: {} }}",
+                wire::inspect(&msg)
+            )),
+        }
+    }
+}
+
+/// A request whose answer never comes (an OAuth login waiting for a browser): the agent freezes.
+fn freeze_request() -> ! {
+    freeze()
+}
+
+/// `security.auth.selectedType` from `$HOME/.gemini/settings.json`.
+fn selected_auth_type() -> Option<String> {
+    let path = crate::run::home_dir().join(".gemini").join("settings.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    v["security"]["auth"]["selectedType"]
+        .as_str()
+        .or_else(|| v["selectedAuthType"].as_str())
+        .map(String::from)
+}
+
+/// Runs the agent until stdin ends; returns the exit code (0).
+pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
+    // The invocation record: ACP has no prompt or stdin of its own, and the exit is decided by EOF.
+    ctx.log(None);
+    let trusted = match ctx.scenario.environment.trust {
+        Trust::Trusted => true,
+        Trust::Untrusted => false,
+        // Unlike a headless run, --yolo does not trust the folder: it is downgraded (observed).
+        Trust::Rules => {
+            args.flag("skip-trust")
+                || env_is("GEMINI_CLI_TRUST_WORKSPACE", "true")
+                || crate::run::folder_trusted_by_files()
+        }
+    };
+    let initial_mode = match (args.flag("yolo"), args.str("approval-mode")) {
+        (true, _) | (_, Some("yolo")) => "yolo",
+        (_, Some("auto_edit")) => "autoEdit",
+        (_, Some("plan")) => "plan",
+        _ => "default",
+    };
+    let agent = Arc::new(Agent {
+        version: ctx.version.clone(),
+        scenario: ctx.scenario.clone(),
+        scenario_name: ctx.scenario_name.clone(),
+        trusted,
+        initial_mode: initial_mode.to_string(),
+        initial_model: args.nonempty("model").unwrap_or("auto").to_string(),
+        sessions: Mutex::new(HashMap::new()),
+        write_lock: Mutex::new(()),
+        stderr: Mutex::new(Vec::new()),
+        next_request_id: AtomicU64::new(0),
+        client_waiters: Mutex::new(HashMap::new()),
+        authenticated: Mutex::new(None),
+        api_key: Mutex::new(None),
+        startup_flushed: AtomicBool::new(false),
+        router_noise: AtomicBool::new(false),
+    });
+    agent.config_noise(initial_mode);
+    agent.untrusted_noise();
+    // Start-up: the real agent reads nothing for 2.5–6 s; input sent meanwhile waits in the pipe.
+    if let Some(ms) = env_ms("FAKE_GEMINI_ACP_START_DELAY_MS") {
+        crate::run::sleep_ms(ms);
+    }
+    let stdin = std::io::stdin();
+    let mut reader = stdin.lock();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).unwrap_or(0);
+        if FROZEN.load(Ordering::SeqCst) {
+            proc::hang();
+        }
+        if n == 0 {
+            break;
+        }
+        let line = String::from_utf8_lossy(&buf);
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(msg) => agent.dispatch(msg),
+            Err(_) => agent.stderr_line(&wire::parse_error_line(line)),
+        }
+    }
+    if FROZEN.load(Ordering::SeqCst) {
+        proc::hang();
+    }
+    agent.flush_stderr();
+    0
+}

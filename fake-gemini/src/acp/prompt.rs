@@ -1,0 +1,668 @@
+//! One `session/prompt`: the scenario's model behaviour turned into the `session/update` stream the
+//! real agent sends (message and thought chunks, tool calls with their permission round trips),
+//! the result with its stop reason and `_meta.quota`, or the JSON-RPC error an API failure becomes.
+//! Also the history replay of `session/load`.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::{freeze, wire, AcpSession, Agent, Pending};
+use crate::answer::{over_context_window, resolve_model};
+use crate::run::env_ms;
+use crate::scenario::{
+    self, Descendant, FailureKind, Hang, Scenario, Then, ToolCall, Turn, UnknownModel,
+};
+use crate::{clock, log, proc, session, texts};
+
+/// Shell commands the CLI runs without asking (its `isSafeToCallWithExec` list, from source).
+const SAFE_COMMANDS: &[&str] = &[
+    "__read", "__write", "cat", "cd", "cut", "echo", "expr", "false", "grep", "head", "id", "ls",
+    "nl", "paste", "pwd", "rev", "seq", "stat", "tail", "tr", "true", "uname", "uniq", "wc",
+    "which", "whoami", "numfmt", "tac",
+];
+
+/// The outcomes a permission answer may select (`ToolConfirmationOutcome`).
+const OUTCOMES: &[&str] = &[
+    "proceed_once",
+    "proceed_always",
+    "proceed_always_and_save",
+    "proceed_always_server",
+    "proceed_always_tool",
+    "modify_with_editor",
+    "cancel",
+];
+
+/// Token totals and per-model usage of one prompt, in first-use order (a JS `Map`).
+#[derive(Default)]
+struct Usage {
+    input: u64,
+    output: u64,
+    models: Vec<(String, u64, u64)>,
+}
+
+impl Usage {
+    fn add(&mut self, model: &str, input: u64, output: u64) {
+        self.input += input;
+        self.output += output;
+        if input == 0 && output == 0 {
+            return;
+        }
+        match self.models.iter_mut().find(|m| m.0 == model) {
+            Some(m) => {
+                m.1 += input;
+                m.2 += output;
+            }
+            None => self.models.push((model.to_string(), input, output)),
+        }
+    }
+
+    fn result(&self, stop: &str) -> Value {
+        let usage: Vec<Value> = self
+            .models
+            .iter()
+            .map(|(m, i, o)| json!({"model": m, "token_count": {"input_tokens": i, "output_tokens": o}}))
+            .collect();
+        json!({"stopReason": stop, "_meta": {"quota": {
+            "token_count": {"input_tokens": self.input, "output_tokens": self.output},
+            "model_usage": usage}}})
+    }
+}
+
+fn cancelled() -> Result<Value, Value> {
+    Ok(json!({"stopReason": "cancelled"}))
+}
+
+/// The tool's ACP kind (`toAcpToolKind` of the tool's `Kind`).
+fn kind(name: &str) -> &'static str {
+    match name {
+        "list_directory" | "glob" | "search_file_content" | "grep_search" | "google_web_search" => {
+            "search"
+        }
+        "read_file" | "read_many_files" => "read",
+        "run_shell_command" => "execute",
+        "write_file" | "replace" | "edit" => "edit",
+        "web_fetch" => "fetch",
+        _ => "other",
+    }
+}
+
+fn arg<'a>(call: &'a ToolCall, key: &str) -> Option<&'a str> {
+    call.args.get(key).and_then(Value::as_str)
+}
+
+/// Whether every command of a shell line starts with a command the CLI deems safe.
+fn shell_is_safe(command: &str) -> bool {
+    command
+        .split(['&', '|', ';', '\n'])
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .all(|c| SAFE_COMMANDS.contains(&c.split_whitespace().next().unwrap_or_default()))
+}
+
+fn text_content(t: &str) -> Value {
+    json!({"type": "content", "content": {"type": "text", "text": t}})
+}
+
+/// The prompt's text as the model sees it: text blocks, and the text of embedded resources.
+fn prompt_text(blocks: &[Value]) -> String {
+    let mut s = String::new();
+    for b in blocks {
+        match b["type"].as_str() {
+            Some("text") => s.push_str(b["text"].as_str().unwrap_or_default()),
+            Some("resource") => {
+                if let Some(t) = b["resource"]["text"].as_str() {
+                    s.push('\n');
+                    s.push_str(t);
+                }
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Runs one prompt; `Ok` is the result, `Err` a JSON-RPC error object.
+pub(super) fn run(
+    agent: &Agent,
+    s: &AcpSession,
+    id: &Value,
+    params: &Value,
+    p: &Pending,
+) -> Result<Value, Value> {
+    let Some(blocks) = params["prompt"].as_array() else {
+        return Err(wire::invalid_params("prompt", "Required"));
+    };
+    let text = prompt_text(blocks);
+    let (name, sc, marker_params) = match scenario::find_marker(&text) {
+        Some(Ok(m)) => match crate::run::resolve(&m.name, &m.params) {
+            Ok((n, sc)) => (Some(n), sc, m.params),
+            Err(e) => agent.fake_error(&e),
+        },
+        Some(Err(e)) => agent.fake_error(&e.to_string()),
+        None => (
+            agent.scenario_name.clone(),
+            agent.scenario.clone(),
+            Vec::new(),
+        ),
+    };
+    let mut logged = serde_json::Map::new();
+    for (k, v) in &marker_params {
+        logged.insert(k.clone(), json!(v));
+    }
+    log::record(&json!({"event": "acp-request", "pid": std::process::id(),
+        "method": "session/prompt", "id": id, "sessionId": s.id,
+        "prompt": text, "scenario": name, "params": logged}));
+    let mut history = vec![json!({"type": "user", "content": [{"text": text}]})];
+    let result = model_run(agent, s, &sc, &text, p, &mut history);
+    if result.is_ok() {
+        record(s, &history);
+    }
+    result
+}
+
+/// Appends the exchange to the session store so `session/load` can replay it.
+fn record(s: &AcpSession, history: &[Value]) {
+    // A store that cannot be opened only costs the replay; the answer was already given.
+    if let Ok(store) = session::Store::open(&session::state_dir(), &s.cwd) {
+        let _l = store.lock();
+        let _ = store.record(&s.id, history, clock::now_ms());
+    }
+}
+
+fn model_run(
+    agent: &Agent,
+    s: &AcpSession,
+    sc: &Scenario,
+    text: &str,
+    p: &Pending,
+    history: &mut Vec<Value>,
+) -> Result<Value, Value> {
+    let pr = &sc.process;
+    if pr.stdout.is_some() || pr.stderr.is_some() || pr.exit_code.is_some() {
+        // Raw mode: exactly these bytes, protocol or not, then the exit.
+        agent.flush_stderr();
+        if let Some(e) = &pr.stderr {
+            crate::output::err(e.as_bytes());
+        }
+        if let Some(o) = &pr.stdout {
+            crate::output::out(o.as_bytes());
+        }
+        proc::exit_now(pr.exit_code.unwrap_or(0));
+    }
+    if pr.hang == Some(Hang::BeforeOutput) {
+        freeze();
+    }
+    let mut usage = Usage::default();
+    let limit = sc
+        .environment
+        .context_window_tokens
+        .or_else(|| env_ms("FAKE_GEMINI_CONTEXT_TOKENS"))
+        .unwrap_or(1_048_576);
+    if over_context_window(text, limit) {
+        // ContextWindowWillOverflow: nothing is sent.
+        return Ok(usage.result("max_tokens"));
+    }
+    let requested = s.model.lock().expect("lock").clone();
+    let (router, resolved, known) = resolve_model(&requested);
+    if router.is_some()
+        && !agent
+            .router_noise
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        agent.stderr_line(&format!("Could not find promptId in context for classifier-router. This is unexpected. Using a fallback ID: classifier-router-fallback-{}-{}", clock::now_ms(), &crate::ids::uuid_v4().replace('-', "")[..13]));
+    }
+    if p.sleep(sc.model.delay_ms) {
+        return cancelled();
+    }
+    let main = sc.model.version.clone().unwrap_or(resolved);
+    if let Some(f) = &sc.model.failure {
+        return failure(agent, f, p, &usage, &main, &requested);
+    }
+    if !known && sc.model.version.is_none() && sc.model.unknown_model == UnknownModel::NotFound {
+        return Err(api_error(404, None, &requested));
+    }
+
+    let mut turns: Vec<Turn> = if sc.model.turns.is_empty() {
+        vec![Turn {
+            chunks: vec!["Hello".into(), " there! How can I help?".into()],
+            ..Turn::default()
+        }]
+    } else {
+        sc.model.turns.clone()
+    };
+    if !sc.model.replies.is_empty() {
+        if let Ok(store) = session::Store::open(&session::state_dir(), &s.cwd) {
+            let _l = store.lock();
+            let n = store.next_reply_index() as usize;
+            let last = turns.last_mut().expect("one turn");
+            last.text = Some(sc.model.replies[n % sc.model.replies.len()].clone());
+            last.chunks.clear();
+        }
+    }
+    if sc.model.loop_detected {
+        // The model repeats its tool call: the CLI's loop detection stops the 5th response.
+        if let Some(t) = turns
+            .iter()
+            .rev()
+            .find(|t| !t.tool_calls.is_empty())
+            .cloned()
+        {
+            let calls: usize = turns.iter().map(|t| t.tool_calls.len()).sum();
+            turns.retain(|t| !t.tool_calls.is_empty());
+            for _ in calls..4 {
+                turns.push(t.clone());
+            }
+        }
+    }
+    let max_turns = sc.environment.max_session_turns;
+    let mut written = 0u32;
+    for (i, turn) in turns.iter().enumerate() {
+        if max_turns.is_some_and(|m| i as u32 + 1 > m) {
+            return Ok(usage.result("max_turn_requests"));
+        }
+        if p.is_aborted() {
+            return cancelled();
+        }
+        // The first response reports the routed model; later ones the configured id (observed).
+        let model = if i == 0 {
+            main.clone()
+        } else {
+            requested.clone()
+        };
+        if let Some(t) = &turn.thought {
+            agent.update(&s.id, json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": t}}));
+        }
+        let chunks: Vec<String> = if turn.chunks.is_empty() {
+            turn.text
+                .iter()
+                .filter(|t| !t.is_empty())
+                .cloned()
+                .collect()
+        } else {
+            turn.chunks.clone()
+        };
+        for (k, c) in chunks.iter().enumerate() {
+            if k > 0 && p.sleep(sc.model.chunk_interval_ms) {
+                return cancelled();
+            }
+            if p.is_aborted() {
+                return cancelled();
+            }
+            agent.update(&s.id, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": c}}));
+            written += 1;
+            if let Some(r) = after_chunk(agent, sc, written) {
+                return r;
+            }
+        }
+        usage.add(&model, sc.model.usage.prompt, sc.model.usage.candidates);
+        let mut calls = Vec::new();
+        for (n, call) in turn.tool_calls.iter().enumerate() {
+            calls.push(tool(agent, s, call, n, p));
+        }
+        let mut msg = json!({"type": "gemini", "content": chunks.concat(), "model": model});
+        if !calls.is_empty() {
+            msg["toolCalls"] = json!(calls);
+        }
+        history.push(msg);
+    }
+    if sc.model.loop_detected {
+        return Ok(usage.result("max_turn_requests"));
+    }
+    if max_turns.is_some_and(|m| turns.len() as u32 > m) {
+        return Ok(usage.result("max_turn_requests"));
+    }
+    if p.is_aborted() {
+        return cancelled();
+    }
+    Ok(usage.result("end_turn"))
+}
+
+/// Process faults and the scripted cancel after an answer chunk.
+fn after_chunk(agent: &Agent, sc: &Scenario, written: u32) -> Option<Result<Value, Value>> {
+    let pr = &sc.process;
+    if written == 1 {
+        if let Some(sig) = pr.crash_signal {
+            proc::die_by_signal(sig);
+        }
+        if let Some(d) = pr.descendant {
+            let hold = pr.descendant_hold_ms.unwrap_or(600_000);
+            if let Err(e) = proc::spawn_holder(hold, d == Descendant::SetsidGrandchild) {
+                agent.fake_error(&format!("cannot spawn the descendant: {e}"));
+            }
+            if pr.then == Then::Hang {
+                freeze();
+            }
+        }
+        if pr.hang == Some(Hang::AfterOutput) {
+            freeze();
+        }
+    }
+    if pr.hang_after_chunks == Some(written) {
+        freeze();
+    }
+    if sc.environment.cancel_after_chunks == Some(written) {
+        return Some(cancelled());
+    }
+    None
+}
+
+/// The API error body the CLI passes on as the JSON-RPC message (observed for 400).
+fn api_error(status: u16, message: Option<&str>, model: &str) -> Value {
+    // The same defaults the headless run prints (answer.rs).
+    let (state, default_msg) = match status {
+        400 => ("INVALID_ARGUMENT", "Invalid argument provided.".to_string()),
+        401 => ("UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.".into()),
+        403 => ("PERMISSION_DENIED", "The caller does not have permission".into()),
+        404 => ("NOT_FOUND", format!("models/{model} is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.")),
+        503 => ("UNAVAILABLE", "The model is overloaded. Please try again later.".into()),
+        _ => ("INTERNAL", "Internal error encountered.".into()),
+    };
+    let m = message.map(String::from).unwrap_or(default_msg);
+    let body = json!({"error": {"code": status, "message": m, "status": state}}).to_string();
+    wire::error(status as i64, &body, None)
+}
+
+/// An API failure: the JSON-RPC error carrying the HTTP status, or what the CLI makes of it.
+fn failure(
+    agent: &Agent,
+    f: &scenario::Failure,
+    p: &Pending,
+    usage: &Usage,
+    main: &str,
+    requested: &str,
+) -> Result<Value, Value> {
+    let delay = f.attempt_delay_ms.unwrap_or(20);
+    // Retries sleep between attempts; a cancel ends them (the request is aborted).
+    let retry = |attempts: u32| -> bool {
+        for _ in 1..attempts.max(1) {
+            if p.sleep(delay) {
+                return true;
+            }
+        }
+        p.is_aborted()
+    };
+    match f.kind {
+        FailureKind::QuotaDaily => {
+            let m = f.message.as_deref().unwrap_or(texts::QUOTA_DAILY);
+            agent.stderr_line(&format!(
+                "Error when talking to Gemini API TerminalQuotaError: {m}"
+            ));
+            Err(wire::error(429, m, None))
+        }
+        FailureKind::RateLimit => {
+            if retry(f.attempts.unwrap_or(10)) {
+                return cancelled();
+            }
+            let m = f.message.as_deref().unwrap_or(texts::QUOTA_RETRYABLE);
+            agent.stderr_line(&format!(
+                "Error when talking to Gemini API RetryableQuotaError: {m}"
+            ));
+            Err(wire::error(429, m, None))
+        }
+        FailureKind::Status => {
+            let status = f.status.unwrap_or(500);
+            if (status >= 500 || status == 429) && retry(f.attempts.unwrap_or(10)) {
+                return cancelled();
+            }
+            let e = api_error(status, f.message.as_deref(), requested);
+            agent.stderr_line(&format!(
+                "Error when talking to Gemini API _ApiError: {}",
+                e["message"].as_str().unwrap_or_default()
+            ));
+            Err(e)
+        }
+        FailureKind::EmptyResponse => {
+            if retry(f.attempts.unwrap_or(4)) {
+                return cancelled();
+            }
+            // InvalidStreamError ends the turn quietly (from source).
+            Ok(usage.result("end_turn"))
+        }
+        FailureKind::MalformedStream => {
+            let _ = main;
+            Err(wire::error(
+                500,
+                "Expected property name or '}' in JSON at position 1",
+                None,
+            ))
+        }
+        FailureKind::Network => loop {
+            // `fetch failed` retried forever; only a cancel ends the prompt.
+            if p.sleep(delay.max(1)) {
+                return cancelled();
+            }
+        },
+    }
+}
+
+/// Runs one tool call as `runTool` does; returns its record for the session history.
+fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -> Value {
+    let name = call.name.as_str();
+    let call_id = format!("{name}__{name}_{}_{n}", clock::now_ms());
+    let k = kind(name);
+    let command = arg(call, "command").unwrap_or_default();
+    let file = arg(call, "file_path").unwrap_or_default();
+    let title = match name {
+        "run_shell_command" => command.to_string(),
+        "list_directory" => arg(call, "dir_path").unwrap_or(".").to_string(),
+        _ if !file.is_empty() => file.to_string(),
+        _ => call
+            .args
+            .values()
+            .find_map(Value::as_str)
+            .unwrap_or(name)
+            .to_string(),
+    };
+    let explanation =
+        (name == "run_shell_command").then(|| format!("[current working directory {}]", s.cwd));
+    let locations = if k == "edit" && !file.is_empty() {
+        json!([{"path": Path::new(&s.cwd).join(file).display().to_string()}])
+    } else {
+        json!([])
+    };
+    let edit = k == "edit";
+    let mutating = edit || (name == "run_shell_command" && !shell_is_safe(command));
+    let mode = s.mode.lock().expect("lock").clone();
+    let record = |status: &str, display: &str| {
+        json!({"id": call_id, "name": name, "args": call.args, "status": status,
+            "resultDisplay": display, "displayName": title})
+    };
+    if mode == "plan" && mutating {
+        // Plan mode registers no mutating tools: the model gets "not found", the client nothing.
+        return record("error", &format!("Tool \"{name}\" not found in registry."));
+    }
+    let key = if name == "run_shell_command" {
+        command
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    } else {
+        name.to_string()
+    };
+    let needs_ok = match mode.as_str() {
+        "yolo" => false,
+        "autoEdit" => mutating && !edit,
+        _ => mutating,
+    } && !s.always_allowed.lock().expect("lock").contains(&key);
+    let failed = |msg: &str| {
+        agent.update(
+            &s.id,
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+            "status": "failed", "content": [text_content(msg)], "kind": k}),
+        );
+        record("error", msg)
+    };
+    if needs_ok {
+        let content = if edit {
+            let (old, new) = match name {
+                "write_file" => (json!(""), json!(arg(call, "content").unwrap_or_default())),
+                _ => (
+                    json!(arg(call, "old_string").unwrap_or_default()),
+                    json!(arg(call, "new_string").unwrap_or_default()),
+                ),
+            };
+            let change = if old == json!("") {
+                "add"
+            } else if new == json!("") {
+                "delete"
+            } else {
+                "modify"
+            };
+            json!([{"type": "diff", "path": file, "oldText": old, "newText": new, "_meta": {"kind": change}}])
+        } else {
+            json!(explanation
+                .iter()
+                .map(|e| text_content(e))
+                .collect::<Vec<_>>())
+        };
+        let options = json!([
+            {"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
+            {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "cancel", "name": "Reject", "kind": "reject_once"}
+        ]);
+        let answer = agent.client_request(
+            "session/request_permission",
+            json!({"sessionId": s.id, "options": options, "toolCall": {
+                "toolCallId": call_id, "status": "pending", "title": title,
+                "content": content, "locations": locations, "kind": k}}),
+        );
+        if answer.get("error").is_some() {
+            // The SDK rejects with the plain error object; `String(e)` is all that is left.
+            return failed("[object Object]");
+        }
+        let outcome = &answer["result"]["outcome"];
+        let chosen = match (outcome["outcome"].as_str(), outcome["optionId"].as_str()) {
+            (Some("cancelled"), _) => "cancel",
+            (Some("selected"), Some(o)) if OUTCOMES.contains(&o) => o,
+            (Some("selected"), Some(o)) => {
+                return failed(&format!(
+                    "Invalid enum value. Expected {}, received '{o}'",
+                    OUTCOMES
+                        .iter()
+                        .map(|x| format!("'{x}'"))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                ));
+            }
+            _ => return failed("Invalid permission response"),
+        };
+        match chosen {
+            // Rejected: the model is told, the client gets no update (as the source does).
+            "cancel" => {
+                return record(
+                    "cancelled",
+                    &format!("Tool \"{name}\" was canceled by the user."),
+                )
+            }
+            "proceed_once" | "modify_with_editor" => {}
+            _ => s.always_allowed.lock().expect("lock").push(key),
+        }
+    } else {
+        agent.update(
+            &s.id,
+            json!({"sessionUpdate": "tool_call", "toolCallId": call_id,
+            "status": "in_progress", "title": title,
+            "content": explanation.iter().map(|e| text_content(e)).collect::<Vec<_>>(),
+            "locations": locations, "kind": k}),
+        );
+    }
+    let _ = p;
+    if call.error_type.is_some() || call.error_message.is_some() {
+        let msg = call
+            .error_message
+            .clone()
+            .unwrap_or_else(|| format!("Tool \"{name}\" failed."));
+        return failed(&msg);
+    }
+    let display = match name {
+        "list_directory" => call
+            .output
+            .clone()
+            .unwrap_or_else(|| "Directory is empty.".into()),
+        // The shell's result display stays empty in ACP (observed).
+        "run_shell_command" => String::new(),
+        _ => call.output.clone().unwrap_or_default(),
+    };
+    let content: Vec<Value> = if display.is_empty() {
+        vec![]
+    } else {
+        vec![text_content(&display)]
+    };
+    agent.update(
+        &s.id,
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+        "status": "completed", "title": title, "content": content,
+        "locations": locations, "kind": k}),
+    );
+    record("success", &display)
+}
+
+/// Replays one stored message as `streamHistory` does.
+pub(super) fn replay(agent: &Agent, sid: &str, m: &Value) {
+    let text = match &m["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    };
+    if m["type"] == "user" {
+        if !text.trim().is_empty() {
+            agent.update(sid, json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}));
+        }
+        return;
+    }
+    if !text.trim().is_empty() {
+        agent.update(sid, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));
+    }
+    for c in m["toolCalls"].as_array().into_iter().flatten() {
+        let display = c["resultDisplay"].as_str().unwrap_or_default();
+        let content: Vec<Value> = if display.is_empty() {
+            vec![]
+        } else {
+            vec![text_content(display)]
+        };
+        let name = c["name"].as_str().unwrap_or_default();
+        let title = c["displayName"]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .unwrap_or(name);
+        agent.update(
+            sid,
+            json!({"sessionUpdate": "tool_call", "toolCallId": c["id"],
+            "status": if c["status"] == "success" { "completed" } else { "failed" },
+            "title": title, "content": content, "kind": kind(name)}),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_shell_commands_need_no_approval() {
+        assert!(shell_is_safe("echo hello-from-shell"));
+        assert!(shell_is_safe("ls -la && wc -l x | head"));
+        assert!(!shell_is_safe("rm -rf build"));
+        assert!(!shell_is_safe("echo hi; touch x"));
+    }
+
+    #[test]
+    fn usage_keeps_first_use_order_and_skips_empty_turns() {
+        let mut u = Usage::default();
+        u.add("gemini-3.8-flash", 100, 7);
+        u.add("auto", 100, 7);
+        u.add("none", 0, 0);
+        let r = u.result("end_turn");
+        assert_eq!(
+            r["_meta"]["quota"]["token_count"],
+            json!({"input_tokens": 200, "output_tokens": 14})
+        );
+        assert_eq!(r["_meta"]["quota"]["model_usage"][1]["model"], "auto");
+        assert_eq!(
+            r["_meta"]["quota"]["model_usage"].as_array().map(Vec::len),
+            Some(2)
+        );
+    }
+}

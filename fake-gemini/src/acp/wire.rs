@@ -1,0 +1,247 @@
+//! What the real agent says that never depends on a scenario: the `initialize` payload, the mode,
+//! model and command lists of `session/new`, JSON-RPC error shapes, and Node's `util.inspect`
+//! rendering of the messages it logs on stderr.
+
+use serde_json::{json, Map, Value};
+
+/// `initialize`'s result, byte for byte as observed on 0.61.0 (`version` is the emulated CLI's).
+pub fn initialize_result(version: &str) -> Value {
+    json!({
+        "protocolVersion": 1,
+        "authMethods": [
+            {"id": "oauth-personal", "name": "Log in with Google", "description": "Log in with your Google account"},
+            {"id": "gemini-api-key", "name": "Gemini API key", "description": "Use an API key with Gemini Developer API", "_meta": {"api-key": {"provider": "google"}}},
+            {"id": "vertex-ai", "name": "Vertex AI", "description": "Use an API key with Vertex AI GenAI API"},
+            {"id": "gateway", "name": "AI API Gateway", "description": "Use a custom AI API Gateway", "_meta": {"gateway": {"protocol": "google", "restartRequired": "false"}}}
+        ],
+        "agentInfo": {"name": "gemini-cli", "title": "Gemini CLI", "version": version},
+        "agentCapabilities": {
+            "loadSession": true,
+            "promptCapabilities": {"image": true, "audio": true, "embeddedContext": true},
+            "mcpCapabilities": {"http": true, "sse": true}
+        }
+    })
+}
+
+/// The auth method ids `authenticate` accepts (the CLI's `AuthType` enum, from source).
+pub const AUTH_TYPES: &[&str] = &[
+    "oauth-personal",
+    "gemini-api-key",
+    "vertex-ai",
+    "cloud-shell",
+    "compute-default-credentials",
+    "gateway",
+];
+
+/// The approval modes of `session/new` (observed; `plan` is listed on 0.61.0).
+pub const MODES: &[(&str, &str, &str)] = &[
+    ("default", "Default", "Prompts for approval"),
+    ("autoEdit", "Auto Edit", "Auto-approves edit tools"),
+    ("yolo", "YOLO", "Auto-approves all tools"),
+    ("plan", "Plan", "Read-only mode"),
+];
+
+/// `modes` of `session/new` / `session/load`.
+pub fn modes(current: &str) -> Value {
+    let list: Vec<Value> = MODES
+        .iter()
+        .map(|(id, name, d)| json!({"id": id, "name": name, "description": d}))
+        .collect();
+    json!({"availableModes": list, "currentModeId": current})
+}
+
+/// `models` of `session/new` / `session/load` (the list observed on 0.61.0).
+pub fn models(current: &str) -> Value {
+    json!({
+        "availableModels": [
+            {"modelId": "auto", "name": "Auto", "description": "Let Gemini CLI decide the best model for the task: gemini-3.1-pro-preview, gemini-3.8-flash"},
+            {"modelId": "gemini-3.1-pro-preview-customtools", "name": "gemini-3.1-pro-preview"},
+            {"modelId": "gemini-3-flash-preview", "name": "gemini-3-flash-preview"},
+            {"modelId": "gemini-2.5-pro", "name": "gemini-2.5-pro"},
+            {"modelId": "gemini-3.8-flash", "name": "gemini-3.8-flash"},
+            {"modelId": "gemini-3.5-flash-lite", "name": "gemini-3.5-flash-lite"}
+        ],
+        "currentModelId": current
+    })
+}
+
+/// The slash commands of `available_commands_update` (observed).
+const COMMANDS: &[(&str, &str)] = &[
+    ("memory", "Manage memory."),
+    ("memory show", "Shows the current memory contents."),
+    ("memory refresh", "Refreshes the memory from the source."),
+    ("memory list", "Lists the paths of the GEMINI.md files in use."),
+    ("memory inbox", "Lists memory items extracted from past sessions that are pending review."),
+    ("extensions", "Manage extensions."),
+    ("extensions list", "Lists all installed extensions."),
+    ("extensions explore", "Explore available extensions."),
+    ("extensions enable", "Enable an extension."),
+    ("extensions disable", "Disable an extension."),
+    ("extensions install", "Install an extension from a git repo or local path."),
+    ("extensions link", "Link an extension from a local path."),
+    ("extensions uninstall", "Uninstall an extension."),
+    ("extensions restart", "Restart an extension."),
+    ("extensions update", "Update an extension."),
+    ("init", "Analyzes the project and creates a tailored GEMINI.md file"),
+    ("restore", "Restore to a previous checkpoint, or list available checkpoints to restore. This will reset the conversation and file history to the state it was in when the checkpoint was created"),
+    ("restore list", "Lists all available checkpoints."),
+    ("about", "Show version and environment info"),
+    ("help", "Show available commands"),
+];
+
+/// The `available_commands_update` payload.
+pub fn available_commands() -> Value {
+    let list: Vec<Value> = COMMANDS
+        .iter()
+        .map(|(n, d)| json!({"name": n, "description": d}))
+        .collect();
+    json!({"sessionUpdate": "available_commands_update", "availableCommands": list})
+}
+
+/// A JSON-RPC error object; `data` is left out when absent, as `JSON.stringify` drops `undefined`.
+pub fn error(code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut e = Map::new();
+    e.insert("code".into(), json!(code));
+    e.insert("message".into(), json!(message));
+    if let Some(d) = data {
+        e.insert("data".into(), d);
+    }
+    Value::Object(e)
+}
+
+/// The SDK's `RequestError.methodNotFound`.
+pub fn method_not_found(method: &str) -> Value {
+    error(
+        -32601,
+        &format!("\"Method not found\": {method}"),
+        Some(json!({"method": method})),
+    )
+}
+
+/// A plain `Error` thrown by a handler: `-32603 Internal error` with `data.details`.
+pub fn internal(details: &str) -> Value {
+    error(-32603, "Internal error", Some(json!({"details": details})))
+}
+
+/// A zod validation failure: `-32602 Invalid params` with a `format()`-like tree (approximate).
+pub fn invalid_params(field: &str, problem: &str) -> Value {
+    error(
+        -32602,
+        "Invalid params",
+        Some(json!({"_errors": [], field: {"_errors": [problem]}})),
+    )
+}
+
+/// Node's `util.inspect` of a JSON value on one line, nested objects past depth 2 as `[Object]`
+/// (the real agent logs failed requests this way; line breaking of long values is not emulated).
+pub fn inspect(v: &Value) -> String {
+    fn go(v: &Value, depth: usize, out: &mut String) {
+        match v {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(&b.to_string()),
+            Value::Number(n) => out.push_str(&n.to_string()),
+            Value::String(s) => {
+                out.push('\'');
+                out.push_str(
+                    &s.replace('\\', "\\\\")
+                        .replace('\'', "\\'")
+                        .replace('\n', "\\n"),
+                );
+                out.push('\'');
+            }
+            Value::Array(a) if a.is_empty() => out.push_str("[]"),
+            Value::Array(_) if depth > 2 => out.push_str("[Array]"),
+            Value::Array(a) => {
+                out.push_str("[ ");
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    go(x, depth + 1, out);
+                }
+                out.push_str(" ]");
+            }
+            Value::Object(o) if o.is_empty() => out.push_str("{}"),
+            Value::Object(_) if depth > 2 => out.push_str("[Object]"),
+            Value::Object(o) => {
+                out.push_str("{ ");
+                for (i, (k, x)) in o.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    let plain = !k.is_empty()
+                        && k.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+                        && !k.starts_with(|c: char| c.is_ascii_digit());
+                    if plain {
+                        out.push_str(k);
+                    } else {
+                        out.push('\'');
+                        out.push_str(k);
+                        out.push('\'');
+                    }
+                    out.push_str(": ");
+                    go(x, depth + 1, out);
+                }
+                out.push_str(" }");
+            }
+        }
+    }
+    let mut s = String::new();
+    go(v, 0, &mut s);
+    s
+}
+
+/// The stderr line for a request answered with an error, as the SDK logs it.
+pub fn error_log_line(kind: &str, message: &Value, error: &Value) -> String {
+    let mut e = error.clone();
+    if let Some(o) = e.as_object_mut() {
+        o.entry("data").or_insert(Value::Null);
+    }
+    let rendered = inspect(&e).replace("data: null", "data: undefined");
+    format!("Error handling {kind} {} {rendered}", inspect(message))
+}
+
+/// `JSON.parse`'s message for a line that is not JSON (V8's wording for a bad first token).
+pub fn parse_error_line(line: &str) -> String {
+    // V8 reads `t`/`f`/`n` as the start of true/false/null and blames the first byte that breaks it.
+    let mut first = line.chars().next().unwrap_or(' ');
+    for lit in ["true", "false", "null"] {
+        if line.starts_with(&lit[..1]) {
+            if let Some((c, _)) = line.chars().zip(lit.chars()).find(|(a, b)| a != b) {
+                first = c;
+            }
+        }
+    }
+    let shown: String = if line.chars().count() > 31 {
+        format!("{}...", line.chars().take(10).collect::<String>())
+    } else {
+        line.to_string()
+    };
+    format!(
+        "Failed to parse JSON message: {line} SyntaxError: Unexpected token '{first}', \"{shown}\" is not valid JSON\n    at JSON.parse (<anonymous>)\n    at Object.start (file://{}/node_modules/@google/gemini-cli/bundle/gemini-3HFX2LNT.js:13401:38)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
+        crate::texts::CLI_ROOT
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inspect_renders_like_node() {
+        let m = json!({"jsonrpc": "2.0", "id": 9, "method": "no/such_method", "params": {}});
+        assert_eq!(
+            inspect(&m),
+            "{ jsonrpc: '2.0', id: 9, method: 'no/such_method', params: {} }"
+        );
+        let p = json!({"params": {"prompt": [{"type": "text"}]}});
+        assert_eq!(inspect(&p), "{ params: { prompt: [ [Object] ] } }");
+    }
+
+    #[test]
+    fn parse_error_names_the_first_token() {
+        let l = parse_error_line("this is not json");
+        assert!(l.starts_with("Failed to parse JSON message: this is not json SyntaxError: Unexpected token 'h', \"this is not json\" is not valid JSON\n"), "{l}");
+    }
+}
