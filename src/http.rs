@@ -348,7 +348,9 @@ pub async fn serve(
                         .get(hyper::header::AUTHORIZATION)
                         .map(|v| v.as_bytes());
                     if !options.authorized(auth) {
-                        tracing::warn!(%peer, "HTTP request refused: missing or wrong bearer token");
+                        // Info, not warn: warnings reach every connected client, and whoever
+                        // can reach the port must not be able to flood them.
+                        tracing::info!(%peer, "HTTP request refused: missing or wrong bearer token");
                         let mut response =
                             plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
                         response.headers_mut().insert(
