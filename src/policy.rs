@@ -230,6 +230,37 @@ pub fn check_path(
     Ok(path)
 }
 
+/// Checks `save_file`: its directory must exist and lie under the roots (as [`check_path`]);
+/// the file itself may be new, and must not be a directory. Returns the path to write.
+pub fn check_save_path(
+    raw: &str,
+    base: &Path,
+    roots: &[PathBuf],
+    client_roots: Option<&[PathBuf]>,
+) -> Result<PathBuf, Failure> {
+    let refuse = |rule: &str| Failure::invalid_input(format!("save_file {raw:?}: {rule}"));
+    let joined = base.join(raw);
+    let name = joined
+        .file_name()
+        .filter(|n| *n != "." && *n != "..")
+        .ok_or_else(|| refuse("names no file"))?
+        .to_owned();
+    let parent = joined.parent().ok_or_else(|| refuse("has no directory"))?;
+    let dir = check_path(
+        "save_file",
+        &parent.to_string_lossy(),
+        base,
+        Expect::Dir,
+        roots,
+        client_roots,
+    )?;
+    let path = dir.join(name);
+    if path.is_dir() {
+        return Err(refuse("is a directory"));
+    }
+    Ok(path)
+}
+
 fn join(paths: &[PathBuf]) -> String {
     if paths.is_empty() {
         return "none".into();

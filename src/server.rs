@@ -147,8 +147,14 @@ impl GeminiServer {
     ) -> CallToolResult {
         let _active = ActiveGuard::new(&self.inner.active);
         let started = Instant::now();
-        match self.execute(&call, ct, progress).await {
-            Ok((success, json)) => self.render_success(success, json),
+        let mut report = Report::default();
+        let mut result = match self.execute(&call, ct, progress, &mut report).await {
+            Ok((success, json)) => {
+                if let Some(path) = &report.save_path {
+                    report.saved = Some(save_answer(path, &success.answer));
+                }
+                self.render_success(success, json)
+            }
             Err(mut failure) => {
                 let max = self.inner.config.max_result_chars;
                 for text in [&mut failure.partial_response, &mut failure.raw_response]
@@ -173,7 +179,9 @@ impl GeminiServer {
                 }
                 failure.into_call_tool_result()
             }
-        }
+        };
+        report.decorate(&call, &mut result);
+        result
     }
 
     async fn execute(
@@ -181,6 +189,7 @@ impl GeminiServer {
         call: &Call,
         ct: CancellationToken,
         progress: Option<ProgressSink>,
+        report: &mut Report,
     ) -> Result<(Success, Option<Value>), Failure> {
         let config = &self.inner.config;
         let schema: Option<PreparedSchema> = match &call.schema {
@@ -202,6 +211,16 @@ impl GeminiServer {
         request.image_refs = image_refs;
         request.sandbox = call.options.sandbox;
         request.allowed_mcp_server_names = call.options.allowed_mcp_server_names.clone();
+        if let Some(raw) = &call.options.save_file {
+            let roots = config.policy.roots(&self.inner.cwd);
+            let client_roots = client_roots(call.options.client.as_ref()).await?;
+            report.save_path = Some(policy::check_save_path(
+                raw,
+                &cwd,
+                &roots,
+                client_roots.as_deref(),
+            )?);
+        }
         let invocation = command::build(&request, schema.as_ref(), config.slash_commands)?;
         // Resolved per call: a CLI installed (or PATH fixed) after start-up is found.
         let resolved = resolve::resolve(
@@ -246,7 +265,11 @@ impl GeminiServer {
             }
         };
 
-        let state = Arc::new(Mutex::new(ProgressState::default()));
+        let queued_since = Instant::now();
+        let state = Arc::new(Mutex::new(ProgressState {
+            note: call.options.task_note.clone(),
+            ..ProgressState::default()
+        }));
         let reporter = progress.map(|sink| {
             let state = state.clone();
             let stop = run_ct.clone();
@@ -319,6 +342,11 @@ impl GeminiServer {
         let env_clear = base_env.is_some();
         let mut env = base_env.unwrap_or_default();
         env.extend(invocation.env);
+        let queued_for = queued_since.elapsed();
+        let (spec_program, spec_args) = match call.options.debug {
+            true => (program.clone(), args.clone()),
+            false => (PathBuf::new(), Vec::new()),
+        };
         let spec = RunSpec {
             program,
             args,
@@ -363,6 +391,23 @@ impl GeminiServer {
             stderr_bytes = out.stderr_total,
             "run finished"
         );
+        if call.options.full_output {
+            report.events = Some(events::all_events(&out.stdout));
+        }
+        if call.options.debug {
+            report.debug = Some(json!({
+                "program": spec_program.display().to_string(),
+                "argv": spec_args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+                "cwd": cwd.display().to_string(),
+                "exit": out.status.map(|t| t.code()),
+                "killed": out.killed.map(|k| format!("{k:?}")),
+                "queuedMs": queued_for.as_millis() as u64,
+                "runMs": out.duration.as_millis() as u64,
+                "stdoutBytes": out.stdout_total,
+                "stderrBytes": out.stderr_total,
+                "stderrTail": crate::error::tail_lossy(&out.stderr, crate::error::STDERR_TAIL_BYTES),
+            }));
+        }
         // The text is built inside the kept stdout's own buffer: a flood at the cap is held once
         // while it is parsed, not twice (raw bytes and their text side by side).
         let transcript = Transcript::from_stdout_owned(std::mem::take(&mut out.stdout));
@@ -607,6 +652,65 @@ async fn client_roots(peer: Option<&Peer<RoleServer>>) -> Result<Option<Vec<Path
     }
 }
 
+/// What a call's optional `full_output`, `debug`, `save_file` and `task_note` add to its result.
+#[derive(Default)]
+struct Report {
+    /// Every stream-json event of the run (`full_output`).
+    events: Option<Vec<Value>>,
+    /// argv, exit, timings, stderr tail (`debug`).
+    debug: Option<Value>,
+    /// Where the answer goes (`save_file`, checked before the run).
+    save_path: Option<PathBuf>,
+    /// The outcome of writing it: the path, or why it failed.
+    saved: Option<Result<PathBuf, String>>,
+}
+
+impl Report {
+    /// Adds the report to `structuredContent` (success and error alike) and the task note to
+    /// the text.
+    fn decorate(self, call: &Call, result: &mut CallToolResult) {
+        if let Some(Value::Object(sc)) = result.structured_content.as_mut() {
+            if let Some(note) = &call.options.task_note {
+                sc.insert("taskNote".into(), json!(note));
+            }
+            if let Some(events) = self.events {
+                sc.insert("events".into(), Value::Array(events));
+            }
+            if let Some(debug) = self.debug {
+                sc.insert("debug".into(), debug);
+            }
+            match self.saved {
+                Some(Ok(path)) => {
+                    sc.insert("savedFile".into(), json!(path.display().to_string()));
+                }
+                Some(Err(e)) => {
+                    sc.insert("savedFile".into(), Value::Null);
+                    sc.insert("saveError".into(), json!(e));
+                }
+                None => {}
+            }
+        }
+        if let Some(note) = &call.options.task_note {
+            result
+                .content
+                .push(ContentBlock::text(format!("[task note] {note}")));
+        }
+    }
+}
+
+/// Writes `answer` to `path` atomically: a temporary file in the same directory, then a rename,
+/// so a reader never sees half an answer.
+fn save_answer(path: &std::path::Path, answer: &str) -> Result<PathBuf, String> {
+    use std::io::Write;
+    let dir = path.parent().ok_or("the path has no directory")?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| e.to_string())?;
+    tmp.write_all(answer.as_bytes())
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| e.to_string())?;
+    tmp.persist(path).map_err(|e| e.error.to_string())?;
+    Ok(path.to_path_buf())
+}
+
 /// A held workspace lock (released on drop).
 #[allow(dead_code)]
 enum WorkspaceGuard {
@@ -699,6 +803,8 @@ struct ProgressState {
     chars: usize,
     preview: String,
     tools: Vec<String>,
+    /// The caller's `task_note`, prefixed to every message.
+    note: Option<String>,
     /// The CLI's latest failed API attempt: (attempt, HTTP status, last attempt).
     retry: Option<(u32, Option<u16>, bool)>,
     dirty: bool,
@@ -736,6 +842,13 @@ impl ProgressState {
     }
 
     fn message(&self) -> String {
+        match &self.note {
+            Some(note) => format!("[{note}] {}", self.status()),
+            None => self.status(),
+        }
+    }
+
+    fn status(&self) -> String {
         if self.queued {
             return "queued: waiting for a free Gemini slot (GEMINICLI_MCP_MAX_CONCURRENCY)".into();
         }

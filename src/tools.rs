@@ -55,7 +55,25 @@ pub struct CommonArgs {
     /// must be inside `workspace` or an include directory.
     #[serde(default)]
     pub image_paths: Option<Vec<String>>,
+    /// Add the whole event transcript (messages, tool uses and results, errors, stats) to
+    /// `structuredContent.events`.
+    #[serde(default)]
+    pub full_output: Option<bool>,
+    /// Also write the answer to this file (atomically; under the allowed roots, its directory
+    /// must exist; relative paths start at `workspace`). Overwrites an existing file.
+    #[serde(default)]
+    pub save_file: Option<String>,
+    /// A note of yours, echoed in `structuredContent.taskNote` and in progress messages.
+    #[serde(default)]
+    pub task_note: Option<String>,
+    /// Add the CLI's argv, exit, timings and stderr tail to `structuredContent.debug` (never the
+    /// prompt).
+    #[serde(default)]
+    pub debug: Option<bool>,
 }
+
+/// Longest accepted `task_note`, in characters.
+pub const MAX_TASK_NOTE_CHARS: usize = 1000;
 
 /// The issue-5 arguments of a call, decoded but not yet checked against the file system.
 #[derive(Debug, Clone, Default)]
@@ -74,6 +92,14 @@ pub struct CallOptions {
     pub allowed_mcp_server_names: Vec<String>,
     /// `image_paths`, as given.
     pub image_paths: Vec<String>,
+    /// `full_output`.
+    pub full_output: bool,
+    /// `save_file`, as given.
+    pub save_file: Option<String>,
+    /// `task_note`.
+    pub task_note: Option<String>,
+    /// `debug`.
+    pub debug: bool,
     /// The calling client, asked for its MCP roots when the call names a path.
     pub client: Option<rmcp::service::Peer<rmcp::service::RoleServer>>,
 }
@@ -206,6 +232,14 @@ fn decode_options(args: &JsonObject) -> Result<CallOptions, Failure> {
     let include_directories = field_str_list(args, "include_directories")?;
     let mode = field_str(args, "approval_mode", false)?.filter(|s| !s.is_empty());
     let permission = field_str(args, "permission", false)?.filter(|s| !s.is_empty());
+    let task_note = field_str(args, "task_note", false)?.filter(|s| !s.is_empty());
+    if let Some(note) = &task_note {
+        if note.chars().count() > MAX_TASK_NOTE_CHARS {
+            return Err(Failure::invalid_input(format!(
+                "task_note is longer than {MAX_TASK_NOTE_CHARS} characters"
+            )));
+        }
+    }
     let approval_argument = if permission.is_some() {
         "permission"
     } else {
@@ -239,6 +273,10 @@ fn decode_options(args: &JsonObject) -> Result<CallOptions, Failure> {
         sandbox: field_bool(args, "sandbox")?,
         allowed_mcp_server_names: field_str_list(args, "allowed_mcp_server_names")?,
         image_paths: field_str_list(args, "image_paths")?,
+        full_output: field_bool(args, "full_output")?,
+        save_file: field_str(args, "save_file", false)?.filter(|s| !s.is_empty()),
+        task_note,
+        debug: field_bool(args, "debug")?,
         client: None,
     })
 }
@@ -367,6 +405,24 @@ pub fn output_schema(structured: bool) -> Arc<JsonObject> {
         },
         "rawResponse": {"type": ["string", "null"]},
     });
+    // Present only when the call asked for them (`task_note`, `full_output`, `debug`,
+    // `save_file`), on both shapes.
+    let optional = json!({
+        "taskNote": {"type": "string", "description": "The call's task_note, echoed."},
+        "events": {"type": "array", "items": {"type": "object"}, "description": "Every stream-json event of the run (full_output)."},
+        "debug": {"type": "object", "description": "argv (flags only), cwd, exit, kill reason, timings, byte counts and stderr tail (debug)."},
+        "savedFile": {"type": ["string", "null"], "description": "Where the answer was written (save_file); null when writing failed."},
+        "saveError": {"type": "string", "description": "Why writing save_file failed."},
+    });
+    let (Value::Object(mut success_props), Value::Object(mut error_props), Value::Object(optional)) =
+        (success_props, error_props, optional)
+    else {
+        unreachable!("json! object literals")
+    };
+    for (k, v) in optional {
+        success_props.insert(k.clone(), v.clone());
+        error_props.insert(k, v);
+    }
     let mut success_required = vec![
         "response",
         "sessionId",

@@ -129,6 +129,8 @@ pub struct Step {
     pub wait_invocations: Option<usize>,
     /// Fails if any of these paths (placeholders allowed) exists.
     pub expect_files_absent: Option<Vec<String>>,
+    /// Fails unless each path (placeholders allowed) is a file holding exactly this text.
+    pub expect_files: Option<std::collections::BTreeMap<String, String>>,
     /// Fails if the target's stderr so far contains this text.
     pub expect_stderr_excludes: Option<String>,
     /// Fails unless the fake has logged exactly this many invocations now.
@@ -494,6 +496,7 @@ pub fn validate(spec: &CaseSpec) -> Result<(), String> {
             s.wait_invocations.is_some(),
             s.expect_invocations.is_some(),
             s.expect_files_absent.is_some(),
+            s.expect_files.is_some(),
             s.expect_stderr_excludes.is_some(),
             s.sleep_ms.is_some(),
             s.close_stdin,

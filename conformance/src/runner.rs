@@ -836,6 +836,22 @@ impl Run<'_> {
                 ))
             };
         }
+        if let Some(files) = &s.expect_files {
+            for (path, want) in files {
+                let path = self.vars.str(path);
+                match std::fs::read_to_string(&path) {
+                    Ok(got) if got == self.vars.str(want) => {}
+                    Ok(got) => {
+                        return Err(format!(
+                            "step {n} (expect-files): {path} holds {:?}, expected {want:?}",
+                            got.chars().take(300).collect::<String>()
+                        ))
+                    }
+                    Err(e) => return Err(format!("step {n} (expect-files): {path}: {e}")),
+                }
+            }
+            return Ok(());
+        }
         if let Some(text) = &s.expect_stderr_excludes {
             let text = self.vars.str(text);
             return if self.client.stderr().contains(&text) {

@@ -216,6 +216,23 @@ pub fn progress_hint(line: &[u8], tail: usize) -> Option<Hint> {
     }
 }
 
+/// Every stream-json event of a run's stdout as JSON values, in order (`full_output`); lines
+/// that are not a JSON object (noise, raw text) are left out.
+pub fn all_events(stdout: &[u8]) -> Vec<serde_json::Value> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let line = line.trim_ascii();
+            if !line.starts_with(b"{") {
+                return None;
+            }
+            serde_json::from_slice::<serde_json::Value>(line)
+                .ok()
+                .filter(serde_json::Value::is_object)
+        })
+        .collect()
+}
+
 /// Everything read from one run's stdout, accumulated event by event.
 #[derive(Debug, Clone, Default)]
 pub struct Transcript {
