@@ -17,4 +17,5 @@ pub mod policy;
 pub mod server;
 pub mod structured;
 pub mod tools;
+pub mod toolsets;
 pub mod transport;

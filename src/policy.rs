@@ -62,6 +62,8 @@ pub struct Policy {
     /// `GEMINICLI_MCP_APPROVAL_MODE`: the most permissive approval mode a call may ask for, and
     /// the mode of calls that ask for none (default `yolo`, as the reference).
     pub approval_ceiling: ApprovalMode,
+    /// `GEMINICLI_MCP_TOOLSETS`: the opt-in tools listed besides the reference's three.
+    pub toolsets: crate::toolsets::Toolsets,
 }
 
 impl Default for Policy {
@@ -69,6 +71,7 @@ impl Default for Policy {
         Policy {
             allowed_roots: Vec::new(),
             approval_ceiling: ApprovalMode::Yolo,
+            toolsets: crate::toolsets::Toolsets::default(),
         }
     }
 }
@@ -96,6 +99,7 @@ impl Policy {
         Policy {
             allowed_roots,
             approval_ceiling,
+            toolsets: crate::toolsets::Toolsets::from_lookup(&lookup),
         }
     }
 

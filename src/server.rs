@@ -30,6 +30,7 @@ use crate::gemini::process::{self, RunSpec, SpawnError};
 use crate::gemini::resolve;
 use crate::gemini::session;
 use crate::policy;
+use crate::toolsets::{self, ExtraTool};
 use crate::structured::{self, PreparedSchema};
 use crate::tools::{self, Call, ToolKind};
 use crate::transport::INVALID_ARGUMENTS_META;
@@ -476,6 +477,147 @@ impl GeminiServer {
                 Err(f)
             }
         }
+    }
+
+    /// Runs one of the opt-in tools (`GEMINICLI_MCP_TOOLSETS`).
+    async fn call_extra(
+        &self,
+        tool: ExtraTool,
+        args: Option<&rmcp::model::JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, Failure> {
+        if tool == ExtraTool::ListModels {
+            return Ok(toolsets::list_models());
+        }
+        let empty = rmcp::model::JsonObject::new();
+        let args = args.unwrap_or(&empty);
+        let text = |name: &str| match args.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.is_empty() => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(Failure::invalid_input(format!(
+                "argument `{name}` must be a string"
+            ))),
+        };
+        let options = tools::CallOptions {
+            workspace: text("workspace")?,
+            client: Some(context.peer.clone()),
+            ..Default::default()
+        };
+        let (cwd, _, _) = self.resolve_paths(&options).await?;
+        let flag = match tool {
+            ExtraTool::DeleteSession => {
+                let id = text("session_id")?.ok_or_else(|| {
+                    Failure::invalid_input("missing required argument `session_id` (a string)")
+                })?;
+                session::validate_session_id(&id)?;
+                Some(id)
+            }
+            _ => None,
+        };
+        let arg = match &flag {
+            Some(id) => format!("--delete-session={id}"),
+            None => "--list-sessions".to_string(),
+        };
+        let run_ct = self.inner.shutdown.child_token();
+        let ct = context.ct.clone();
+        let link = {
+            let run_ct = run_ct.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = ct.cancelled() => run_ct.cancel(),
+                    _ = run_ct.cancelled() => {}
+                }
+            })
+        };
+        let _unlink = AbortOnDrop(link);
+        // Listing writes titles into session files and deletion removes them: both hold the
+        // workspace alone, like a resumed run.
+        let cancelled = || Failure::new(ErrorKind::Cancelled, 130, "the request was cancelled");
+        let _workspace = self
+            .lock_workspace(&cwd, true, &run_ct)
+            .await
+            .ok_or_else(cancelled)?;
+        let _permit = tokio::select! {
+            p = self.inner.slots.clone().acquire_owned() => p.map_err(|_| shutting_down())?,
+            _ = run_ct.cancelled() => return Err(cancelled()),
+        };
+        let out = self.run_plain(&cwd, vec![arg.into()], run_ct).await?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let exit = out.status.map_or(1, |t| t.code());
+        if out.killed.is_some() {
+            return Err(Failure::new(
+                ErrorKind::Cancelled,
+                130,
+                "the CLI was stopped before it finished",
+            ));
+        }
+        match flag {
+            Some(id) => toolsets::deleted(&cwd, &id, &stdout, &stderr, exit),
+            None if exit == 0 => Ok(toolsets::listed(&cwd, &stdout)),
+            None => {
+                let mut f = Failure::new(
+                    ErrorKind::from_exit_code(exit),
+                    exit,
+                    stderr
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("gemini --list-sessions failed")
+                        .trim()
+                        .to_string(),
+                );
+                f.stderr_tail = crate::error::tail_lossy(&out.stderr, crate::error::STDERR_TAIL_BYTES);
+                Err(f)
+            }
+        }
+    }
+
+    /// Runs the CLI with `args` (no prompt) in `cwd`, with the same program, environment and
+    /// supervision as a prompt run.
+    async fn run_plain(
+        &self,
+        cwd: &std::path::Path,
+        extra: Vec<std::ffi::OsString>,
+        ct: CancellationToken,
+    ) -> Result<process::RunOutput, Failure> {
+        let config = &self.inner.config;
+        let resolved = resolve::resolve(
+            config.gemini_bin.as_deref(),
+            std::env::var_os("PATH").as_deref(),
+            std::env::var_os("PATHEXT").as_deref(),
+            resolve::Platform::current(),
+        )
+        .map_err(|e| Failure::new(ErrorKind::SpawnFailed, e.exit_code(), e.to_string()))?;
+        let mut args = resolved.prefix_args;
+        args.extend(extra);
+        let base_env = environment::base(
+            config.env_policy,
+            std::env::vars_os(),
+            &config.env_pass,
+            resolve::Platform::current(),
+        );
+        let env_clear = base_env.is_some();
+        let mut env = base_env.unwrap_or_default();
+        env.extend(
+            command::CHILD_ENV
+                .iter()
+                .map(|(k, v)| (std::ffi::OsString::from(k), std::ffi::OsString::from(v))),
+        );
+        let spec = RunSpec {
+            program: resolved.program,
+            args,
+            env_clear,
+            env,
+            env_remove: Vec::new(),
+            cwd: cwd.to_path_buf(),
+            stdin: Vec::new(),
+            max_output_bytes: config.max_output_bytes,
+            kill_grace: config.kill_grace,
+            private_tmp: true,
+        };
+        process::run(spec, ct, None).await.map_err(spawn_failure)
     }
 
     /// The run's working directory, include directories and image `@` references, canonical and
@@ -975,6 +1117,10 @@ impl ServerHandler for GeminiServer {
             !is_legacy(version.as_ref()),
             self.inner.config.policy.approval_ceiling,
         );
+        tools.extend(toolsets::definitions(
+            self.inner.config.policy.toolsets,
+            !is_legacy(version.as_ref()),
+        ));
         // Tool annotations arrived with 2025-03-26.
         if version.is_some_and(|v| v.as_str() < ProtocolVersion::V_2025_03_26.as_str()) {
             for tool in &mut tools {
@@ -989,6 +1135,21 @@ impl ServerHandler for GeminiServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if let Some(extra) = ExtraTool::from_name(&request.name, self.inner.config.policy.toolsets) {
+            let legacy = is_legacy(context.protocol_version().as_ref());
+            let mut result = match context.meta.get(INVALID_ARGUMENTS_META) {
+                Some(_) => Failure::invalid_input("`arguments` must be a JSON object")
+                    .into_call_tool_result(),
+                None => self
+                    .call_extra(extra, request.arguments.as_ref(), &context)
+                    .await
+                    .unwrap_or_else(Failure::into_call_tool_result),
+            };
+            if legacy {
+                result.structured_content = None;
+            }
+            return Ok(CallToolResponse::Complete(result));
+        }
         let Some(tool) = ToolKind::from_name(&request.name) else {
             return Err(McpError::invalid_params(
                 format!("unknown tool: {}", request.name),

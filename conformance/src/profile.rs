@@ -8,7 +8,15 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 /// The suite's abstract tool names; cases use these and the profile maps them.
-pub const ABSTRACT_TOOLS: &[&str] = &["prompt", "prompt_with_context", "prompt_structured"];
+pub const ABSTRACT_TOOLS: &[&str] = &[
+    "prompt",
+    "prompt_with_context",
+    "prompt_structured",
+    // Opt-in tools a target may offer (issue 5); cases calling them skip where unmapped.
+    "list_sessions",
+    "delete_session",
+    "list_models",
+];
 
 /// The suite's abstract argument names.
 pub const ABSTRACT_ARGUMENTS: &[&str] = &["prompt", "context", "schema", "model"];
@@ -97,6 +105,9 @@ impl Profile {
                 ("prompt", "gemini_prompt"),
                 ("prompt_with_context", "gemini_prompt_with_context"),
                 ("prompt_structured", "gemini_prompt_structured"),
+                ("list_sessions", "gemini_list_sessions"),
+                ("delete_session", "gemini_delete_session"),
+                ("list_models", "gemini_list_models"),
             ]),
             arguments: map(&[
                 ("prompt", "prompt"),
