@@ -3,6 +3,8 @@
 #[path = "integration/support.rs"]
 mod support;
 
+#[path = "integration/acp.rs"]
+mod acp;
 #[path = "integration/captures.rs"]
 mod captures;
 #[path = "integration/cli_surface.rs"]

@@ -112,6 +112,16 @@ impl Agent {
         out(&line);
     }
 
+    /// Sends a message and freezes the agent before anyone else can write or read (the
+    /// `hang-after-output` fault: the chunk is the last thing the client ever sees).
+    pub(crate) fn send_then_freeze(&self, msg: &Value) -> ! {
+        let mut line = serde_json::to_vec(msg).expect("serializes");
+        line.push(b'\n');
+        let _g = self.write_lock.lock().expect("lock");
+        out(&line);
+        freeze()
+    }
+
     /// A `session/update` notification.
     pub(crate) fn update(&self, session_id: &str, update: Value) {
         self.send(&json!({"jsonrpc": "2.0", "method": "session/update",
@@ -575,6 +585,8 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         startup_flushed: AtomicBool::new(false),
         router_noise: AtomicBool::new(false),
     });
+    // The CLI loads its config twice before serving (observed: the notices appear twice).
+    agent.config_noise(initial_mode);
     agent.config_noise(initial_mode);
     agent.untrusted_noise();
     // Start-up: the real agent reads nothing for 2.5–6 s; input sent meanwhile waits in the pipe.

@@ -289,9 +289,14 @@ fn model_run(
             if p.is_aborted() {
                 return cancelled();
             }
-            agent.update(&s.id, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": c}}));
+            let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": c}});
+            if written == 0 && sc.process.hang == Some(Hang::AfterOutput) {
+                agent.send_then_freeze(&json!({"jsonrpc": "2.0", "method": "session/update",
+                    "params": {"sessionId": s.id, "update": chunk}}));
+            }
+            agent.update(&s.id, chunk);
             written += 1;
-            if let Some(r) = after_chunk(agent, sc, written) {
+            if let Some(r) = after_chunk(agent, sc, written, p) {
                 return r;
             }
         }
@@ -319,7 +324,12 @@ fn model_run(
 }
 
 /// Process faults and the scripted cancel after an answer chunk.
-fn after_chunk(agent: &Agent, sc: &Scenario, written: u32) -> Option<Result<Value, Value>> {
+fn after_chunk(
+    agent: &Agent,
+    sc: &Scenario,
+    written: u32,
+    p: &Pending,
+) -> Option<Result<Value, Value>> {
     let pr = &sc.process;
     if written == 1 {
         if let Some(sig) = pr.crash_signal {
@@ -334,12 +344,11 @@ fn after_chunk(agent: &Agent, sc: &Scenario, written: u32) -> Option<Result<Valu
                 freeze();
             }
         }
-        if pr.hang == Some(Hang::AfterOutput) {
-            freeze();
-        }
     }
     if pr.hang_after_chunks == Some(written) {
-        freeze();
+        // A stalled API stream: the agent stays responsive and a cancel aborts the request.
+        while !p.sleep(3_600_000) {}
+        return Some(cancelled());
     }
     if sc.environment.cancel_after_chunks == Some(written) {
         return Some(cancelled());

@@ -1,0 +1,804 @@
+//! `fake-gemini --acp` against the real agent's captures (`tests/captures/acp_*.log`) and every
+//! behaviour of the ACP mode, through a small newline-delimited JSON-RPC driver.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rstest::rstest;
+use serde_json::{json, Value};
+
+use crate::support::{log_records, mask_common, Sandbox};
+
+/// How long the driver waits for a message before declaring the agent stuck (a guard against a
+/// test hanging forever, not a timing assertion).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A running `fake-gemini --acp` with its stdout split into JSON messages.
+struct Driver {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: mpsc::Receiver<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Driver {
+    /// Starts the agent in the sandbox with `args` after `--acp`.
+    fn start(sb: &Sandbox, args: &[&str]) -> Driver {
+        let mut all = vec!["--acp"];
+        all.extend_from_slice(args);
+        // One process, no launcher: killing it at the end of a test leaves nothing behind (a
+        // killed launcher would orphan its worker, as with the real CLI).
+        let mut child = sb
+            .cmd(&all)
+            .env("GEMINI_CLI_NO_RELAUNCH", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn fake-gemini --acp");
+        let out = child.stdout.take().unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(l) = line else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        Driver {
+            stdin: child.stdin.take(),
+            child,
+            rx,
+            stderr: Some(stderr),
+        }
+    }
+
+    /// Writes one raw line.
+    fn send_raw(&mut self, line: &str) {
+        let w = self.stdin.as_mut().expect("stdin open");
+        w.write_all(format!("{line}\n").as_bytes()).unwrap();
+        w.flush().unwrap();
+    }
+
+    /// Writes one message.
+    fn send(&mut self, msg: &Value) {
+        self.send_raw(&msg.to_string());
+    }
+
+    /// The next stdout line, raw.
+    fn recv_raw(&self) -> String {
+        self.rx
+            .recv_timeout(PATIENCE)
+            .expect("the agent sent no message")
+    }
+
+    /// The next message.
+    fn recv(&self) -> Value {
+        let l = self.recv_raw();
+        serde_json::from_str(&l).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {l}"))
+    }
+
+    /// Sends a request and collects every message up to and including its response.
+    fn call(&mut self, id: u64, method: &str, params: Value) -> (Vec<Value>, Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut before = Vec::new();
+        loop {
+            let m = self.recv();
+            if m["id"] == json!(id) && m.get("method").is_none() {
+                return (before, m);
+            }
+            before.push(m);
+        }
+    }
+
+    /// `initialize` then `session/new` in the sandbox cwd; returns the session id.
+    fn open_session(&mut self, sb: &Sandbox) -> String {
+        self.call(0, "initialize", json!({"protocolVersion": 1}));
+        let (_, r) = self.call(
+            1,
+            "session/new",
+            json!({"cwd": sb.cwd.to_str().unwrap(), "mcpServers": []}),
+        );
+        let sid = r["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("session/new failed: {r}"))
+            .to_string();
+        let cmds = self.recv();
+        assert_eq!(
+            cmds["params"]["update"]["sessionUpdate"],
+            "available_commands_update"
+        );
+        sid
+    }
+
+    /// Closes stdin and waits: (exit code, stderr).
+    fn finish(mut self) -> (Option<i32>, String) {
+        drop(self.stdin.take());
+        let st = self.child.wait().expect("wait");
+        (st.code(), self.stderr.take().unwrap().join().unwrap())
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn update_kinds(msgs: &[Value]) -> Vec<String> {
+    msgs.iter()
+        .map(|m| {
+            m["params"]["update"]["sessionUpdate"]
+                .as_str()
+                .or(m["method"].as_str())
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect()
+}
+
+/// The stderr lines the fake reproduces exactly (notices and the parse failure; the SDK's
+/// multi-line `util.inspect` dumps and stack frames are not compared).
+fn notices(stderr: &str) -> Vec<String> {
+    const PREFIXES: &[&str] = &[
+        "Skipping project agents",
+        "Ripgrep is not available",
+        "Project hooks disabled",
+        "YOLO mode is enabled",
+        "Approval mode overridden",
+        "Failed to parse JSON message",
+    ];
+    stderr
+        .lines()
+        .map(|l| l.strip_prefix("ERR ").unwrap_or(l))
+        .filter(|l| PREFIXES.iter().any(|p| l.starts_with(p)))
+        .map(String::from)
+        .collect()
+}
+
+/// What the capture's mock API did for each prompt, as a marker for the fake.
+fn scripted(prompt: &str) -> String {
+    match prompt {
+        "TOOLCALL please" => "[[fake-gemini:tool-call]]".into(),
+        "THINK please" => "[[fake-gemini:thinking]]".into(),
+        "SHELLCALL please" => "[[fake-gemini:tool-error]]".into(),
+        // Five ticks, then the stream stalls until the client cancels.
+        "SLOW please" => "[[fake-gemini:trickle count=5 interval-ms=1 after=5]]".into(),
+        "ERR400 please" => "[[fake-gemini:api-400]]".into(),
+        "QUOTA please" => "[[fake-gemini:quota-daily]]".into(),
+        p => p.into(),
+    }
+}
+
+#[rstest]
+#[case::mock("acp_mock", &[], &[])]
+#[case::tool("acp_tool", &["--yolo"], &[])]
+#[case::think("acp_think", &[], &[])]
+#[case::shell("acp_shell", &[], &[])]
+#[case::cancel("acp_cancel", &[], &[])]
+#[case::api_400("acp_400", &[], &[])]
+#[case::quota("acp_quota", &[], &[])]
+#[case::noauth("acp_noauth", &[], &[])]
+#[case::nokey("acp_nokey", &[], &[("FAKE_GEMINI_AUTH", "env"), ("GEMINI_API_KEY", "")])]
+fn replays_the_acp_capture(
+    #[case] name: &str,
+    #[case] args: &[&str],
+    #[case] env: &[(&str, &str)],
+) {
+    let mut sb = Sandbox::new("acp");
+    for (k, v) in env {
+        sb.set(k, (!v.is_empty()).then_some(*v));
+    }
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/captures")
+            .join(format!("{name}.log")),
+    )
+    .unwrap();
+    // (client message, agent messages that followed it)
+    let mut steps: Vec<(String, Vec<String>)> = Vec::new();
+    let mut real_stderr = String::new();
+    for line in text.lines() {
+        let rest = line.split_once(' ').map(|x| x.1).unwrap_or_default();
+        if let Some(m) = rest.strip_prefix(">>> ") {
+            steps.push((m.to_string(), Vec::new()));
+        } else if let Some(m) = rest.strip_prefix("<<< ") {
+            steps
+                .last_mut()
+                .expect("a request first")
+                .1
+                .push(m.to_string());
+        } else if let Some(m) = rest.strip_prefix("ERR ") {
+            real_stderr.push_str(m);
+            real_stderr.push('\n');
+        }
+    }
+    let mut d = Driver::start(&sb, args);
+    let mut real_sid: Option<String> = None;
+    let mut sid = String::new();
+    for (msg, replies) in &steps {
+        let mut m: Value = serde_json::from_str(msg).unwrap();
+        m["params"]["cwd"].as_str().is_some().then(|| {
+            m["params"]["cwd"] = json!(sb.cwd.to_str().unwrap());
+        });
+        if let (Some(r), Some(s)) = (&real_sid, m["params"]["sessionId"].as_str()) {
+            if s == r {
+                m["params"]["sessionId"] = json!(sid);
+            }
+        }
+        if let Some(t) = m["params"]["prompt"][0]["text"].as_str() {
+            m["params"]["prompt"][0]["text"] = json!(scripted(t));
+        }
+        d.send(&m);
+        for want in replies {
+            let got = d.recv_raw();
+            if let Some(s) =
+                serde_json::from_str::<Value>(want).unwrap()["result"]["sessionId"].as_str()
+            {
+                real_sid = Some(s.to_string());
+                sid = serde_json::from_str::<Value>(&got).unwrap()["result"]["sessionId"]
+                    .as_str()
+                    .expect("a session id")
+                    .to_string();
+            }
+            let got = sb.mask(got.as_bytes());
+            assert_eq!(got, mask_common(want), "{name}: reply to {msg}");
+        }
+    }
+    // Every capture ends with a line that is not JSON, then stdin closes.
+    if real_stderr.contains("Failed to parse JSON message") {
+        d.send_raw("this is not json");
+    }
+    let (code, stderr) = d.finish();
+    assert_eq!(code, Some(0), "{name}: exit 0 on stdin EOF\n{stderr}");
+    assert_eq!(
+        notices(&stderr),
+        notices(&real_stderr),
+        "{name}: stderr notices"
+    );
+}
+
+#[test]
+fn initialize_reports_the_emulated_version() {
+    let mut sb = Sandbox::new("acp");
+    sb.set("FAKE_GEMINI_VERSION", Some("0.62.1"));
+    let mut d = Driver::start(&sb, &[]);
+    let (_, r) = d.call(0, "initialize", json!({"protocolVersion": 1}));
+    assert_eq!(r["result"]["agentInfo"]["version"], "0.62.1");
+    assert_eq!(r["result"]["protocolVersion"], 1);
+}
+
+/// A scenario directory with a model that writes a file, then answers.
+fn write_file_scenario(sb: &mut Sandbox) {
+    let dir = sb.dir.path().join("scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("writer.toml"),
+        r#"requirement = "The model writes notes.txt, then answers."
+[[model.turns]]
+text = "Writing."
+[[model.turns.tool-calls]]
+name = "write_file"
+args = { file_path = "notes.txt", content = "hi" }
+[[model.turns]]
+chunks = ["Done."]
+"#,
+    )
+    .unwrap();
+    let dir = dir.to_str().unwrap().to_string();
+    sb.set("FAKE_GEMINI_SCENARIO_DIR", Some(&dir));
+}
+
+fn prompt(d: &mut Driver, id: u64, sid: &str, text: &str) -> (Vec<Value>, Value) {
+    d.call(
+        id,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]}),
+    )
+}
+
+#[rstest]
+#[case::allow("proceed_once", true)]
+#[case::allow_always("proceed_always", true)]
+#[case::reject("cancel", false)]
+fn permission_round_trip_decides_whether_the_tool_runs(#[case] option: &str, #[case] runs: bool) {
+    let mut sb = Sandbox::new("acp");
+    write_file_scenario(&mut sb);
+    let log = sb.dir.path().join("log.jsonl");
+    sb.set("FAKE_GEMINI_LOG", Some(log.to_str().unwrap()));
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    d.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:writer]]"}]}}));
+    assert_eq!(d.recv()["params"]["update"]["content"]["text"], "Writing.");
+    let ask = d.recv();
+    assert_eq!(ask["method"], "session/request_permission");
+    assert_eq!(ask["id"], 0, "agent request ids start at 0");
+    let options: Vec<&str> = ask["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(options, ["proceed_always", "proceed_once", "cancel"]);
+    let call = &ask["params"]["toolCall"];
+    assert_eq!(call["status"], "pending");
+    assert_eq!(call["kind"], "edit");
+    assert_eq!(call["content"][0]["type"], "diff");
+    assert_eq!(call["content"][0]["newText"], "hi");
+    d.send(&json!({"jsonrpc": "2.0", "id": 0,
+        "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
+    let mut msgs = Vec::new();
+    let result = loop {
+        let m = d.recv();
+        if m["id"] == 5 {
+            break m;
+        }
+        msgs.push(m);
+    };
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    let kinds = update_kinds(&msgs);
+    if runs {
+        assert_eq!(kinds, ["tool_call_update", "agent_message_chunk"]);
+        assert_eq!(msgs[0]["params"]["update"]["status"], "completed");
+    } else {
+        // A rejected tool sends the client nothing more; the model hears of it and answers.
+        assert_eq!(kinds, ["agent_message_chunk"]);
+    }
+    // "Allow for this session" is remembered: the second write runs without asking.
+    if option == "proceed_always" {
+        let (msgs, r) = prompt(&mut d, 6, &sid, "[[fake-gemini:writer]]");
+        assert_eq!(r["result"]["stopReason"], "end_turn");
+        assert!(!msgs
+            .iter()
+            .any(|m| m["method"] == "session/request_permission"));
+    }
+    drop(d);
+    let recs = log_records(&log);
+    assert!(recs
+        .iter()
+        .any(|r| r["event"] == "acp-response" && r["id"] == 0));
+}
+
+#[test]
+fn a_cancelled_permission_and_an_error_answer_fail_the_tool() {
+    let mut sb = Sandbox::new("acp");
+    write_file_scenario(&mut sb);
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    for (n, answer) in [
+        json!({"result": {"outcome": {"outcome": "cancelled"}}}),
+        json!({"error": {"code": -32603, "message": "nope"}}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = 10 + n as u64;
+        d.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:writer]]"}]}}));
+        d.recv();
+        let ask = d.recv();
+        let mut reply = answer.clone();
+        reply["jsonrpc"] = json!("2.0");
+        reply["id"] = ask["id"].clone();
+        d.send(&reply);
+        let mut msgs = Vec::new();
+        loop {
+            let m = d.recv();
+            if m["id"] == id {
+                break;
+            }
+            msgs.push(m);
+        }
+        if n == 0 {
+            assert_eq!(update_kinds(&msgs), ["agent_message_chunk"]);
+        } else {
+            let u = &msgs[0]["params"]["update"];
+            assert_eq!(u["sessionUpdate"], "tool_call_update");
+            assert_eq!(u["status"], "failed");
+            assert_eq!(u["content"][0]["content"]["text"], "[object Object]");
+        }
+    }
+}
+
+#[rstest]
+#[case::yolo("yolo", true)]
+#[case::auto_edit("autoEdit", true)]
+#[case::plan("plan", false)]
+fn modes_decide_without_asking(#[case] mode: &str, #[case] runs: bool) {
+    let mut sb = Sandbox::new("acp");
+    write_file_scenario(&mut sb);
+    let mut d = Driver::start(&sb, &["--skip-trust"]);
+    let sid = d.open_session(&sb);
+    let (before, r) = d.call(
+        2,
+        "session/set_mode",
+        json!({"sessionId": sid, "modeId": mode}),
+    );
+    assert_eq!(r["result"], json!({}));
+    assert_eq!(
+        before[0]["params"]["update"]["content"]["text"],
+        format!("[MODE_UPDATE] {mode}")
+    );
+    let (msgs, r) = prompt(&mut d, 3, &sid, "[[fake-gemini:writer]]");
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+    let kinds = update_kinds(&msgs);
+    if runs {
+        assert_eq!(
+            kinds,
+            [
+                "agent_message_chunk",
+                "tool_call",
+                "tool_call_update",
+                "agent_message_chunk"
+            ]
+        );
+    } else {
+        assert_eq!(kinds, ["agent_message_chunk", "agent_message_chunk"]);
+    }
+}
+
+#[test]
+fn shell_commands_outside_the_safe_list_ask_in_default_mode() {
+    let mut sb = Sandbox::new("acp");
+    let dir = sb.dir.path().join("sc");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("rm.toml"),
+        "[[model.turns]]\n[[model.turns.tool-calls]]\nname = \"run_shell_command\"\nargs = { command = \"rm -rf build\" }\n[[model.turns]]\ntext = \"ok\"\n",
+    )
+    .unwrap();
+    sb.set("FAKE_GEMINI_SCENARIO_DIR", Some(dir.to_str().unwrap()));
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    d.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:rm]]"}]}}),
+    );
+    let ask = d.recv();
+    assert_eq!(ask["method"], "session/request_permission");
+    assert_eq!(ask["params"]["toolCall"]["kind"], "execute");
+    assert_eq!(ask["params"]["toolCall"]["title"], "rm -rf build");
+}
+
+#[test]
+fn cancel_resolves_the_pending_prompt_and_errors_without_one() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    d.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:hang-after-output after=1]]"}]}}));
+    assert_eq!(
+        d.recv()["params"]["update"]["sessionUpdate"],
+        "agent_message_chunk"
+    );
+    // Other requests keep flowing while the prompt is stalled.
+    let (_, r) = d.call(4, "session/list", json!({}));
+    assert_eq!(r["error"]["code"], -32601);
+    d.send(&json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}));
+    assert_eq!(
+        d.recv(),
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "cancelled"}})
+    );
+    d.send(&json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}));
+    let (code, stderr) = d.finish();
+    assert_eq!(code, Some(0));
+    assert!(stderr.contains("Error handling notification"), "{stderr}");
+    assert!(stderr.contains("Not currently generating"), "{stderr}");
+}
+
+#[test]
+fn a_new_prompt_on_the_same_session_cancels_the_old_one() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    for (id, text) in [
+        (3, "[[fake-gemini:network-down attempt-delay-ms=5]]"),
+        (4, "hi"),
+    ] {
+        d.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}}),
+        );
+    }
+    let mut results = std::collections::BTreeMap::new();
+    while results.len() < 2 {
+        let m = d.recv();
+        if let Some(id) = m["id"].as_u64() {
+            results.insert(id, m["result"]["stopReason"].clone());
+        }
+    }
+    assert_eq!(results[&3], "cancelled");
+    assert_eq!(results[&4], "end_turn");
+}
+
+#[rstest]
+#[case::session_list("session/list")]
+#[case::session_fork("session/fork")]
+#[case::session_resume("session/resume")]
+#[case::session_close("session/close")]
+#[case::set_config_option("session/set_config_option")]
+#[case::extension("_vendor/thing")]
+fn unimplemented_methods_are_method_not_found(#[case] method: &str) {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let (_, r) = d.call(1, method, json!({}));
+    assert_eq!(
+        r["error"],
+        json!({"code": -32601, "message": format!("\"Method not found\": {method}"), "data": {"method": method}})
+    );
+}
+
+#[test]
+fn set_mode_and_set_model_errors_are_the_real_ones() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    for (mode, details) in [
+        (
+            "yolo",
+            "Cannot enable privileged approval modes in an untrusted folder.",
+        ),
+        (
+            "autoEdit",
+            "Cannot enable privileged approval modes in an untrusted folder.",
+        ),
+        ("bogus", "Invalid or unavailable mode: bogus"),
+    ] {
+        let (_, r) = d.call(
+            2,
+            "session/set_mode",
+            json!({"sessionId": sid, "modeId": mode}),
+        );
+        assert_eq!(
+            r["error"],
+            json!({"code": -32603, "message": "Internal error", "data": {"details": details}})
+        );
+    }
+    let (_, r) = d.call(
+        3,
+        "session/set_mode",
+        json!({"sessionId": sid, "modeId": "plan"}),
+    );
+    assert_eq!(r["result"], json!({}));
+    for m in ["session/set_mode", "session/set_model", "session/prompt"] {
+        let (_, r) = d.call(
+            4,
+            m,
+            json!({"sessionId": "nope", "modeId": "default", "modelId": "x", "prompt": []}),
+        );
+        assert_eq!(
+            r["error"],
+            json!({"code": -32602, "message": "Session not found: nope"})
+        );
+    }
+    let (_, r) = d.call(
+        5,
+        "session/set_model",
+        json!({"sessionId": sid, "modelId": "gemini-2.5-pro"}),
+    );
+    assert_eq!(r["result"], json!({}));
+    let (_, r) = prompt(&mut d, 6, &sid, "hi");
+    assert_eq!(
+        r["result"]["_meta"]["quota"]["model_usage"][0]["model"],
+        "gemini-2.5-pro"
+    );
+}
+
+#[test]
+fn yolo_in_a_trusted_folder_is_kept() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &["--yolo", "--skip-trust"]);
+    d.call(0, "initialize", json!({"protocolVersion": 1}));
+    let (_, r) = d.call(
+        1,
+        "session/new",
+        json!({"cwd": sb.cwd.to_str().unwrap(), "mcpServers": []}),
+    );
+    assert_eq!(r["result"]["modes"]["currentModeId"], "yolo");
+}
+
+#[rstest]
+#[case::turn_limit("[[fake-gemini:turn-limit]]", "max_turn_requests")]
+#[case::loop_detected("[[fake-gemini:loop-detected]]", "max_turn_requests")]
+#[case::too_large("[[fake-gemini:input-too-large]]", "max_tokens")]
+#[case::empty("[[fake-gemini:empty-response attempt-delay-ms=1]]", "end_turn")]
+#[case::scripted_cancel("[[fake-gemini:cancelled]]", "cancelled")]
+fn stop_reasons(#[case] text: &str, #[case] stop: &str) {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    let (_, r) = prompt(&mut d, 2, &sid, text);
+    assert_eq!(r["result"]["stopReason"], stop, "{r}");
+    assert_eq!(r["result"].get("_meta").is_some(), stop != "cancelled");
+}
+
+#[rstest]
+#[case::api_500("[[fake-gemini:api-500 attempts=2 attempt-delay-ms=1]]", 500)]
+#[case::api_403("[[fake-gemini:api-403]]", 403)]
+#[case::rate_limit("[[fake-gemini:rate-limit-retry attempts=2 attempt-delay-ms=1]]", 429)]
+#[case::malformed("[[fake-gemini:malformed-stream]]", 500)]
+fn api_errors_carry_the_http_status(#[case] text: &str, #[case] code: i64) {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    let (_, r) = prompt(&mut d, 2, &sid, text);
+    assert_eq!(r["error"]["code"], code, "{r}");
+    // The agent stays alive after an error.
+    let (_, r) = prompt(&mut d, 3, &sid, "hi");
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+}
+
+#[test]
+fn session_load_replays_the_history() {
+    let mut sb = Sandbox::new("acp");
+    let state = sb.dir.path().join("state");
+    sb.set("FAKE_GEMINI_STATE", Some(state.to_str().unwrap()));
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    prompt(&mut d, 2, &sid, "[[fake-gemini:tool-call]] list it");
+    assert_eq!(d.finish().0, Some(0));
+
+    let mut d = Driver::start(&sb, &[]);
+    d.call(0, "initialize", json!({"protocolVersion": 1}));
+    let cwd = sb.cwd.to_str().unwrap();
+    let (replay, r) = d.call(
+        1,
+        "session/load",
+        json!({"sessionId": sid, "cwd": cwd, "mcpServers": []}),
+    );
+    assert_eq!(r["result"]["modes"]["currentModeId"], "default");
+    assert!(r["result"].get("sessionId").is_none());
+    assert_eq!(
+        update_kinds(&replay),
+        [
+            "user_message_chunk",
+            "agent_message_chunk",
+            "tool_call",
+            "agent_message_chunk"
+        ]
+    );
+    assert_eq!(
+        replay[0]["params"]["update"]["content"]["text"],
+        "[[fake-gemini:tool-call]] list it"
+    );
+    assert_eq!(replay[2]["params"]["update"]["status"], "completed");
+    assert_eq!(replay[2]["params"]["update"]["title"], ".");
+    assert_eq!(
+        replay[3]["params"]["update"]["content"]["text"],
+        "Hello there! How can I help?"
+    );
+    assert_eq!(
+        d.recv()["params"]["update"]["sessionUpdate"],
+        "available_commands_update"
+    );
+    // The loaded session takes prompts.
+    let (_, r) = prompt(&mut d, 2, &sid, "again");
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+    let (_, r) = d.call(
+        3,
+        "session/load",
+        json!({"sessionId": "nope", "cwd": cwd, "mcpServers": []}),
+    );
+    assert_eq!(r["error"]["code"], -32603);
+    assert!(r["error"]["data"]["details"]
+        .as_str()
+        .unwrap()
+        .starts_with("Invalid session identifier \"nope\"."));
+}
+
+#[test]
+fn auth_errors_and_authenticate() {
+    let mut sb = Sandbox::new("acp");
+    sb.set("FAKE_GEMINI_AUTH", Some("env"))
+        .set("GEMINI_API_KEY", None);
+    let mut d = Driver::start(&sb, &[]);
+    let cwd = sb.cwd.to_str().unwrap();
+    d.call(0, "initialize", json!({"protocolVersion": 1}));
+    let (_, r) = d.call(1, "session/new", json!({"cwd": cwd, "mcpServers": []}));
+    assert_eq!(
+        r["error"],
+        json!({"code": -32000, "message": "Gemini API key is missing or not configured."})
+    );
+    let (_, r) = d.call(
+        2,
+        "session/load",
+        json!({"sessionId": "x", "cwd": cwd, "mcpServers": []}),
+    );
+    assert_eq!(
+        r["error"],
+        json!({"code": -32000, "message": "Authentication required"})
+    );
+    let (_, r) = d.call(3, "authenticate", json!({"methodId": "bogus"}));
+    assert_eq!(r["error"]["code"], -32602);
+    let (_, r) = d.call(
+        4,
+        "authenticate",
+        json!({"methodId": "gemini-api-key", "_meta": {"api-key": "k"}}),
+    );
+    assert_eq!(r["result"], json!({}));
+    let (_, r) = d.call(5, "session/new", json!({"cwd": cwd, "mcpServers": []}));
+    assert!(r["result"]["sessionId"].is_string(), "{r}");
+}
+
+#[test]
+fn hang_freezes_the_whole_agent() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    d.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:hang-after-output]]"}]}}));
+    assert_eq!(
+        d.recv()["params"]["update"]["sessionUpdate"],
+        "agent_message_chunk"
+    );
+    d.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"protocolVersion": 1}}));
+    d.send(&json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}));
+    drop(d.stdin.take());
+    // Not even stdin EOF ends it: the process is still there to be killed.
+    assert!(d.rx.recv_timeout(Duration::from_millis(300)).is_err());
+    assert!(d.child.try_wait().unwrap().is_none());
+}
+
+#[cfg(unix)]
+#[test]
+fn crash_kills_the_agent_mid_prompt() {
+    let mut sb = Sandbox::new("acp");
+    sb.set("GEMINI_CLI_NO_RELAUNCH", Some("1"));
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    d.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:crash]]"}]}}));
+    assert_eq!(
+        d.recv()["params"]["update"]["sessionUpdate"],
+        "agent_message_chunk"
+    );
+    let st = d.child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(st.signal(), Some(9));
+}
+
+#[test]
+fn the_log_records_the_invocation_and_each_request() {
+    let mut sb = Sandbox::new("acp");
+    let log = sb.dir.path().join("log.jsonl");
+    sb.set("FAKE_GEMINI_LOG", Some(log.to_str().unwrap()))
+        .set("FAKE_GEMINI_ACP_START_DELAY_MS", Some("20"));
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    prompt(
+        &mut d,
+        2,
+        &sid,
+        "[[fake-gemini:success text=\"4\"]] what is 2+2",
+    );
+    assert_eq!(d.finish().0, Some(0));
+    let recs = log_records(&log);
+    let inv = recs.iter().find(|r| r["event"] == "invocation").unwrap();
+    assert_eq!(inv["argv"], json!(["--acp"]));
+    assert_eq!(inv["exit"], Value::Null);
+    let methods: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["event"] == "acp-request")
+        .map(|r| r["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(methods, ["initialize", "session/new", "session/prompt"]);
+    let p = recs
+        .iter()
+        .find(|r| r["method"] == "session/prompt")
+        .unwrap();
+    assert_eq!(p["scenario"], "success");
+    assert_eq!(p["params"], json!({"text": "4"}));
+    assert_eq!(p["sessionId"], sid.as_str());
+    assert_eq!(p["id"], 2);
+}
