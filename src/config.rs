@@ -74,7 +74,7 @@ Streamable HTTP with --http.";
 #[command(
     name = "geminicli-mcp",
     version,
-    about = "MCP server (stdio) that runs Google's headless Gemini CLI as a tool",
+    about = "MCP server (stdio, or Streamable HTTP with --http) that runs Google's headless Gemini CLI as a tool",
     after_help = ENV_HELP
 )]
 pub struct Cli {
