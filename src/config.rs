@@ -236,6 +236,8 @@ pub struct Config {
     /// Allowed roots and the approval ceiling (`GEMINICLI_MCP_ALLOWED_ROOTS`,
     /// `GEMINICLI_MCP_APPROVAL_MODE`; see `policy`).
     pub policy: crate::policy::Policy,
+    /// The ACP tool set and its agents (`GEMINICLI_MCP_TOOLSETS`, `GEMINICLI_MCP_ACP_*`).
+    pub acp: crate::acp::AcpConfig,
 }
 
 impl Default for Config {
@@ -253,6 +255,7 @@ impl Default for Config {
             env_policy: EnvPolicy::Inherit,
             env_pass: Vec::new(),
             policy: crate::policy::Policy::default(),
+            acp: crate::acp::AcpConfig::default(),
         }
     }
 }
@@ -305,6 +308,7 @@ impl Config {
                 .map(|v| split_list(&v))
                 .unwrap_or_default(),
             policy: crate::policy::Policy::from_lookup(&lookup),
+            acp: crate::acp::AcpConfig::from_lookup(&lookup),
         }
     }
 

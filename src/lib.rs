@@ -7,6 +7,7 @@
 // once per tool call, next to a process spawn; boxing it would only add noise.
 #![allow(clippy::result_large_err)]
 
+pub mod acp;
 pub mod config;
 pub mod doctor;
 pub mod error;

@@ -30,9 +30,9 @@ use crate::gemini::process::{self, RunSpec, SpawnError};
 use crate::gemini::resolve;
 use crate::gemini::session;
 use crate::policy;
-use crate::toolsets::{self, ExtraTool};
 use crate::structured::{self, PreparedSchema};
 use crate::tools::{self, Call, ToolKind};
+use crate::toolsets::{self, ExtraTool};
 use crate::transport::INVALID_ARGUMENTS_META;
 
 /// Most answers kept readable as resources; the oldest goes first.
@@ -64,6 +64,8 @@ struct Inner {
     /// session listing or a deletion holds it alone, so no CLI starts in that project while one
     /// of those runs (a start's clean-up is what loses sessions, reference §11.1).
     workspaces: Mutex<HashMap<PathBuf, Arc<RwLock<()>>>>,
+    /// The warm ACP agents of the `acp` tool set (issue 6); idle unless it is enabled.
+    acp: Arc<crate::acp::pool::Pool>,
 }
 
 /// Answers too long to return inline, kept for `resources/read`.
@@ -114,6 +116,10 @@ impl GeminiServer {
     /// A server running the CLI in `cwd`. Cancelling `shutdown` kills every run.
     pub fn new(config: Config, cwd: PathBuf, shutdown: CancellationToken) -> Self {
         let slots = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
+        let acp = Arc::new(crate::acp::pool::Pool::new(
+            config.clone(),
+            shutdown.clone(),
+        ));
         GeminiServer {
             inner: Arc::new(Inner {
                 config,
@@ -124,6 +130,7 @@ impl GeminiServer {
                 answers: Mutex::default(),
                 next_id: AtomicU64::new(1),
                 workspaces: Mutex::default(),
+                acp,
             }),
         }
     }
@@ -373,13 +380,31 @@ impl GeminiServer {
                         // The CLI retries failed API calls for minutes, saying so only on stderr.
                         process::Stream::Stderr => events::retry_hint(&line),
                     };
+                    let mut s = lock(&state);
+                    s.last_line = Some(Instant::now());
                     if let Some(hint) = hint {
-                        lock(&state).observe(hint);
+                        if matches!(hint, Hint::Text { .. } | Hint::Tool(_)) {
+                            s.first_content.get_or_insert_with(Instant::now);
+                        }
+                        s.observe(hint);
                     }
                 }
             }
         };
-        let (run, ()) = tokio::join!(process::run(spec, run_ct.clone(), Some(tx)), watch_progress);
+        // Opt-in deadlines kill the run through their own token, so the outcome can tell them
+        // from a client's cancellation.
+        let limits = config.policy.deadlines.with(call.options.deadlines);
+        let kill_ct = run_ct.child_token();
+        let fired: Arc<Mutex<Option<&'static str>>> = Arc::default();
+        let _deadlines = limits.any().then(|| {
+            AbortOnDrop(tokio::spawn(watch_deadlines(
+                state.clone(),
+                limits,
+                kill_ct.clone(),
+                fired.clone(),
+            )))
+        });
+        let (run, ()) = tokio::join!(process::run(spec, kill_ct.clone(), Some(tx)), watch_progress);
         drop(permit);
         drop(reporter);
         let mut out = run.map_err(spawn_failure)?;
@@ -415,6 +440,32 @@ impl GeminiServer {
         if let Some(id) = call.request.resume.as_deref() {
             // Still under the workspace's exclusive lock: no other start can clean up first.
             remove_session_stubs(&cwd, id);
+        }
+        let fired = *lock(&fired);
+        if let (Some(limit), false) = (fired, run_ct.is_cancelled()) {
+            let ms = match limit {
+                "first_content" => limits.first_content,
+                "inactivity" => limits.inactivity,
+                _ => limits.total,
+            }
+            .map_or(0, |d| d.as_millis() as u64);
+            let what = match limit {
+                "first_content" => "no content (assistant text or a tool event) came",
+                "inactivity" => "the CLI printed nothing",
+                _ => "the run took",
+            };
+            let mut f = Failure::new(
+                ErrorKind::Timeout,
+                TIMEOUT_EXIT_CODE,
+                format!("the {limit} deadline passed: {what} for {ms} ms; the CLI's process tree was killed"),
+            );
+            f.stderr_tail = crate::error::tail_lossy(&out.stderr, crate::error::STDERR_TAIL_BYTES);
+            f.partial_response = transcript.partial();
+            f.session_id = transcript.session_id.clone();
+            f.model = transcript.model.clone();
+            f.stats = transcript.result.as_ref().and_then(|r| r.stats.clone());
+            f.duration_ms = out.duration.as_millis() as u64;
+            return Err(f);
         }
         let success = outcome::classify(&out, &transcript, cause())?;
         if let Some(asked) = call.request.resume.as_deref() {
@@ -568,7 +619,8 @@ impl GeminiServer {
                         .trim()
                         .to_string(),
                 );
-                f.stderr_tail = crate::error::tail_lossy(&out.stderr, crate::error::STDERR_TAIL_BYTES);
+                f.stderr_tail =
+                    crate::error::tail_lossy(&out.stderr, crate::error::STDERR_TAIL_BYTES);
                 Err(f)
             }
         }
@@ -758,6 +810,47 @@ impl GeminiServer {
     }
 }
 
+/// The exit code of a run killed by a deadline, as `timeout(1)` reports it.
+pub const TIMEOUT_EXIT_CODE: i32 = 124;
+
+/// Watches one run's deadlines from its start; the first to pass is recorded in `fired` and
+/// kills the run through `kill`.
+async fn watch_deadlines(
+    state: Arc<Mutex<ProgressState>>,
+    limits: policy::Deadlines,
+    kill: CancellationToken,
+    fired: Arc<Mutex<Option<&'static str>>>,
+) {
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        tick.tick().await;
+        let (first, last) = {
+            let s = lock(&state);
+            (s.first_content, s.last_line)
+        };
+        let now = Instant::now();
+        let limit = if limits.total.is_some_and(|t| now - started >= t) {
+            Some("total")
+        } else if limits.first_content.is_some_and(|t| first.is_none() && now - started >= t) {
+            Some("first_content")
+        } else if limits
+            .inactivity
+            .is_some_and(|t| now - last.unwrap_or(started) >= t)
+        {
+            Some("inactivity")
+        } else {
+            None
+        };
+        if let Some(limit) = limit {
+            *lock(&fired) = Some(limit);
+            tracing::debug!(limit, "deadline passed: killing the run");
+            kill.cancel();
+            return;
+        }
+    }
+}
+
 /// How long a client that advertises MCP roots may take to list them.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -766,7 +859,9 @@ const ROOTS_TIMEOUT: Duration = Duration::from_secs(5);
 /// limit the server must not skip. (Roots are deprecated by SEP-2577 but still what clients of
 /// 2025-06-18 send.)
 #[allow(deprecated)]
-async fn client_roots(peer: Option<&Peer<RoleServer>>) -> Result<Option<Vec<PathBuf>>, Failure> {
+pub(crate) async fn client_roots(
+    peer: Option<&Peer<RoleServer>>,
+) -> Result<Option<Vec<PathBuf>>, Failure> {
     let Some(peer) = peer else { return Ok(None) };
     let advertised = peer
         .peer_info()
@@ -840,9 +935,38 @@ impl Report {
     }
 }
 
+/// The ACP tool set's calls (issue 6): counted as calls in progress, like the CLI path's.
+impl GeminiServer {
+    async fn call_acp(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let _active = ActiveGuard::new(&self.inner.active);
+        let env = crate::acp::tools::Env {
+            config: &self.inner.config,
+            cwd: &self.inner.cwd,
+            pool: &self.inner.acp,
+            peer: context.peer.clone(),
+            progress: context.meta.get_progress_token(),
+        };
+        let mut result = crate::acp::tools::call(
+            env,
+            &request.name,
+            request.arguments.as_ref(),
+            context.ct.clone(),
+        )
+        .await;
+        if is_legacy(context.protocol_version().as_ref()) {
+            result.structured_content = None;
+        }
+        result
+    }
+}
+
 /// Writes `answer` to `path` atomically: a temporary file in the same directory, then a rename,
 /// so a reader never sees half an answer.
-fn save_answer(path: &std::path::Path, answer: &str) -> Result<PathBuf, String> {
+pub(crate) fn save_answer(path: &std::path::Path, answer: &str) -> Result<PathBuf, String> {
     use std::io::Write;
     let dir = path.parent().ok_or("the path has no directory")?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| e.to_string())?;
@@ -947,6 +1071,10 @@ struct ProgressState {
     tools: Vec<String>,
     /// The caller's `task_note`, prefixed to every message.
     note: Option<String>,
+    /// When the first assistant text or tool event arrived (the first-content deadline).
+    first_content: Option<Instant>,
+    /// When the last line on either stream arrived (the inactivity deadline).
+    last_line: Option<Instant>,
     /// The CLI's latest failed API attempt: (attempt, HTTP status, last attempt).
     retry: Option<(u32, Option<u16>, bool)>,
     dirty: bool,
@@ -1121,6 +1249,12 @@ impl ServerHandler for GeminiServer {
             self.inner.config.policy.toolsets,
             !is_legacy(version.as_ref()),
         ));
+        if self.inner.config.acp.enabled {
+            tools.extend(crate::acp::tools::definitions(
+                !is_legacy(version.as_ref()),
+                self.inner.config.policy.approval_ceiling,
+            ));
+        }
         // Tool annotations arrived with 2025-03-26.
         if version.is_some_and(|v| v.as_str() < ProtocolVersion::V_2025_03_26.as_str()) {
             for tool in &mut tools {
@@ -1135,7 +1269,13 @@ impl ServerHandler for GeminiServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if let Some(extra) = ExtraTool::from_name(&request.name, self.inner.config.policy.toolsets) {
+        if self.inner.config.acp.enabled && crate::acp::tools::is_acp_tool(&request.name) {
+            return Ok(CallToolResponse::Complete(
+                self.call_acp(request, context).await,
+            ));
+        }
+        if let Some(extra) = ExtraTool::from_name(&request.name, self.inner.config.policy.toolsets)
+        {
             let legacy = is_legacy(context.protocol_version().as_ref());
             let mut result = match context.meta.get(INVALID_ARGUMENTS_META) {
                 Some(_) => Failure::invalid_input("`arguments` must be a JSON object")

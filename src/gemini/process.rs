@@ -501,3 +501,107 @@ impl Drop for AbortSweep {
         }
     }
 }
+
+/// A long-lived child with its three pipes handed to the caller (the ACP agent): the same tree,
+/// parent-death signal and sweep as [`run`], without the one-shot supervision. Dropping it kills
+/// the tree.
+pub struct Live {
+    tree: Tree,
+    #[cfg(target_os = "linux")]
+    marker: sweep::Marker,
+    _tmp: Option<PrivateTmp>,
+    /// The child's stdin.
+    pub stdin: Option<ChildStdin>,
+    /// The child's stdout.
+    pub stdout: Option<tokio::process::ChildStdout>,
+    /// The child's stderr.
+    pub stderr: Option<tokio::process::ChildStderr>,
+}
+
+impl Live {
+    /// Spawns `spec` (its `stdin` bytes and output cap are ignored: the caller owns the pipes).
+    /// Spawn from a long-lived thread, as for [`run`].
+    pub fn spawn(spec: &RunSpec) -> Result<Live, SpawnError> {
+        if !spec.cwd.is_dir() {
+            return Err(SpawnError::Other(format!(
+                "working directory {} is not a directory",
+                spec.cwd.display()
+            )));
+        }
+        let tmp = match spec.private_tmp {
+            true => Some(PrivateTmp::new().map_err(|e| {
+                SpawnError::Other(format!("cannot create a private temporary directory: {e}"))
+            })?),
+            false => None,
+        };
+        #[cfg(target_os = "linux")]
+        let marker = sweep::Marker::new();
+        let command = CommandWrap::with_new(&spec.program, |c| {
+            c.args(&spec.args)
+                .current_dir(&spec.cwd)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            if spec.env_clear {
+                c.env_clear();
+            }
+            for name in &spec.env_remove {
+                c.env_remove(name);
+            }
+            c.envs(spec.env.iter().map(|(k, v)| (k, v)));
+            if let Some(tmp) = &tmp {
+                c.envs(tmp.env());
+            }
+            #[cfg(target_os = "linux")]
+            if let Some((k, v)) = marker.env() {
+                c.env(k, v);
+            }
+        });
+        let mut tree = Tree::spawn(command).map_err(|e| tree::spawn_error(e, &spec.program))?;
+        let (stdin, stdout, stderr) = tree.take_pipes();
+        tracing::debug!(pid = tree.pid(), program = %spec.program.display(), "long-lived gemini spawned");
+        Ok(Live {
+            tree,
+            #[cfg(target_os = "linux")]
+            marker,
+            _tmp: tmp,
+            stdin,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// The leader's pid.
+    pub fn pid(&self) -> u32 {
+        self.tree.pid()
+    }
+
+    /// Waits for the direct child to exit. Cancel-safe.
+    pub async fn wait(&mut self) -> Option<Termination> {
+        self.tree.wait_leader().await.ok().map(tree::termination)
+    }
+
+    /// Ends the whole tree: the polite signal, `grace` for the leader to exit, the kill, then (on
+    /// Linux) the sweep of escaped descendants. Returns how the leader ended, when known.
+    pub async fn shutdown(mut self, grace: Duration) -> Option<Termination> {
+        let mut status = None;
+        if self.tree.terminate() {
+            if let Ok(s) = tokio::time::timeout(grace, self.tree.wait_leader()).await {
+                status = s.ok().map(tree::termination);
+            }
+        }
+        self.tree.kill();
+        if status.is_none() {
+            if let Ok(s) = tokio::time::timeout(REAP_TIMEOUT, self.tree.wait_leader()).await {
+                status = s.ok().map(tree::termination);
+            }
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let pid = self.tree.pid() as i32;
+            sweep::sweep(&self.marker, pid, pid).await;
+        }
+        self.tree.finish();
+        status
+    }
+}

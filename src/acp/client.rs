@@ -1,0 +1,423 @@
+//! One agent process and the JSON-RPC connection to it: a writer, a reader routing responses to
+//! their waiters and `session/update` notifications to the session's current prompt, the answers
+//! to the agent's own requests (permissions from the session's approval mode, no file system),
+//! and a supervisor that notices the exit and kills the whole tree.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::gemini::process::{Live, RunSpec, SpawnError, Termination};
+use crate::policy::ApprovalMode;
+
+/// Bytes of the agent's stderr kept for error messages.
+const STDERR_TAIL: usize = 8 * 1024;
+
+/// Why a request to the agent failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AcpError {
+    /// The agent answered with a JSON-RPC error.
+    #[error("the agent answered {code}: {message}")]
+    Rpc {
+        /// The JSON-RPC code (the CLI puts an API error's HTTP status here).
+        code: i64,
+        /// The error's message.
+        message: String,
+    },
+    /// The agent process ended (or was killed) before answering.
+    #[error("the Gemini ACP agent exited ({0})")]
+    Exited(String),
+    /// No answer within the request timeout; the agent is killed.
+    #[error("the Gemini ACP agent did not answer {0} in time; it was killed")]
+    Timeout(String),
+}
+
+/// What reaches the prompt waiting on a session.
+#[derive(Debug)]
+pub enum Inbound {
+    /// A `session/update`'s `update` object.
+    Update(Value),
+    /// A permission request and the option the server chose (`None`: refused, `cancelled`).
+    Permission {
+        /// The request's `toolCall`.
+        tool_call: Value,
+        /// Whether it was allowed.
+        allowed: bool,
+    },
+}
+
+type Waiters = Mutex<HashMap<u64, oneshot::Sender<Result<Value, AcpError>>>>;
+
+struct Shared {
+    waiters: Waiters,
+    routes: Mutex<HashMap<String, mpsc::UnboundedSender<Inbound>>>,
+    modes: Mutex<HashMap<String, ApprovalMode>>,
+    stderr: Mutex<VecDeque<u8>>,
+    exit: Mutex<Option<String>>,
+}
+
+/// A running agent. Dropping the last handle does not stop it: call [`Connection::kill`].
+pub struct Connection {
+    out: mpsc::UnboundedSender<Vec<u8>>,
+    shared: Arc<Shared>,
+    next_id: AtomicU64,
+    kill: CancellationToken,
+    dead: CancellationToken,
+    pid: u32,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Connection {
+    /// Starts the agent. `grace` is the time between the polite signal and the tree kill.
+    pub fn start(spec: &RunSpec, grace: Duration) -> Result<Arc<Connection>, SpawnError> {
+        let mut live = Live::spawn(spec)?;
+        let pid = live.pid();
+        let (Some(mut stdin), Some(stdout), Some(mut stderr)) =
+            (live.stdin.take(), live.stdout.take(), live.stderr.take())
+        else {
+            return Err(SpawnError::Other(
+                "the agent's pipes were not set up".into(),
+            ));
+        };
+        let shared = Arc::new(Shared {
+            waiters: Mutex::default(),
+            routes: Mutex::default(),
+            modes: Mutex::default(),
+            stderr: Mutex::default(),
+            exit: Mutex::default(),
+        });
+        let kill = CancellationToken::new();
+        let dead = CancellationToken::new();
+        let (out, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+
+        // Writer: one line per message; a failed write means the agent is gone, which the
+        // supervisor reports.
+        let stop = dead.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    line = rx.recv() => {
+                        let Some(line) = line else { break };
+                        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+                            break;
+                        }
+                    }
+                    _ = stop.cancelled() => break,
+                }
+            }
+        });
+
+        // stderr: drained so the agent never blocks on it; the tail explains a crash.
+        let s = shared.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                let mut tail = lock(&s.stderr);
+                tail.extend(&buf[..n]);
+                let over = tail.len().saturating_sub(STDERR_TAIL);
+                tail.drain(..over);
+            }
+        });
+
+        // Reader: every line on stdout is one JSON-RPC message; anything else is ignored (the
+        // agent's stdout carries only JSON-RPC, but a stray line must not end the connection).
+        let s = shared.clone();
+        let reply = out.clone();
+        let eof = kill.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stdout);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match reader.read_until(b'\n', &mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                if let Ok(msg) = serde_json::from_slice::<Value>(&line) {
+                    dispatch(&s, &reply, msg);
+                }
+            }
+            // stdout closed: the agent is finished as a peer, whatever its process does.
+            eof.cancel();
+        });
+
+        // Supervisor: owns the tree; on exit or kill, ends all of it and fails every waiter.
+        let s = shared.clone();
+        let (k, d) = (kill.clone(), dead.clone());
+        tokio::spawn(async move {
+            let exited = tokio::select! {
+                status = live.wait() => Some(status),
+                _ = k.cancelled() => None,
+            };
+            let status = match exited {
+                Some(status) => {
+                    live.shutdown(Duration::ZERO).await;
+                    status
+                }
+                None => live.shutdown(grace).await,
+            };
+            let how = match status {
+                Some(Termination::Exited(c)) => format!("exit {c}"),
+                Some(Termination::Signaled(sig)) => format!("killed by signal {sig}"),
+                None => "not reaped".into(),
+            };
+            let how = match k.is_cancelled() && exited.is_none() {
+                true => format!("stopped by the server, {how}"),
+                false => how,
+            };
+            tracing::debug!(pid, how = %how, "ACP agent ended");
+            *lock(&s.exit) = Some(how.clone());
+            d.cancel();
+            for (_, w) in lock(&s.waiters).drain() {
+                let _ = w.send(Err(AcpError::Exited(how.clone())));
+            }
+            lock(&s.routes).clear();
+        });
+
+        Ok(Arc::new(Connection {
+            out,
+            shared,
+            next_id: AtomicU64::new(1),
+            kill,
+            dead,
+            pid,
+        }))
+    }
+
+    /// The agent's pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Whether the agent has ended.
+    pub fn is_dead(&self) -> bool {
+        self.dead.is_cancelled() || self.kill.is_cancelled()
+    }
+
+    /// Resolves when the agent has ended and its tree is gone.
+    pub async fn ended(&self) {
+        self.dead.cancelled().await
+    }
+
+    /// Starts the shutdown (polite signal, grace, tree kill); see [`Connection::ended`].
+    pub fn kill(&self) {
+        self.kill.cancel();
+    }
+
+    /// How the agent ended, once it has.
+    pub fn exit(&self) -> Option<String> {
+        lock(&self.shared.exit).clone()
+    }
+
+    /// The last bytes the agent wrote on stderr, as text.
+    pub fn stderr_tail(&self) -> String {
+        let tail = lock(&self.shared.stderr);
+        let (a, b) = tail.as_slices();
+        String::from_utf8_lossy(&[a, b].concat()).into_owned()
+    }
+
+    fn send(&self, msg: &Value) {
+        let mut line = serde_json::to_vec(msg).unwrap_or_default();
+        line.push(b'\n');
+        let _ = self.out.send(line);
+    }
+
+    /// Sends a notification.
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request and waits for its answer: `timeout` (`None`: unbounded, for prompts)
+    /// past which the agent is killed, since an agent that ignores one request is stuck.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, AcpError> {
+        let (rx, _) = self.start_request(method, params)?;
+        let wait = async {
+            rx.await
+                .unwrap_or_else(|_| Err(AcpError::Exited(self.exit().unwrap_or_default())))
+        };
+        match timeout {
+            None => wait.await,
+            Some(t) => match tokio::time::timeout(t, wait).await {
+                Ok(r) => r,
+                Err(_) => {
+                    tracing::warn!(
+                        pid = self.pid,
+                        method,
+                        "ACP request timed out: killing the agent"
+                    );
+                    self.kill();
+                    Err(AcpError::Timeout(method.to_string()))
+                }
+            },
+        }
+    }
+
+    /// Sends a request; the receiver gets its answer (or the agent's end).
+    pub fn start_request(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<(oneshot::Receiver<Result<Value, AcpError>>, u64), AcpError> {
+        if self.is_dead() {
+            return Err(AcpError::Exited(
+                self.exit().unwrap_or_else(|| "stopping".into()),
+            ));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.shared.waiters).insert(id, tx);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        Ok((rx, id))
+    }
+
+    /// Routes a session's updates and permission decisions to `tx` until [`Connection::unroute`];
+    /// `mode` decides the permission answers.
+    pub fn route(&self, session: &str, mode: ApprovalMode, tx: mpsc::UnboundedSender<Inbound>) {
+        lock(&self.shared.routes).insert(session.to_string(), tx);
+        lock(&self.shared.modes).insert(session.to_string(), mode);
+    }
+
+    /// Sets the approval mode permission requests of `session` are answered from.
+    pub fn set_mode(&self, session: &str, mode: ApprovalMode) {
+        lock(&self.shared.modes).insert(session.to_string(), mode);
+    }
+
+    /// Stops routing a session's updates (they are dropped: e.g. history replayed by a load).
+    pub fn unroute(&self, session: &str) {
+        lock(&self.shared.routes).remove(session);
+    }
+}
+
+/// One message from the agent.
+fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Value) {
+    let send = |v: Value| {
+        let mut line = serde_json::to_vec(&v).unwrap_or_default();
+        line.push(b'\n');
+        let _ = reply.send(line);
+    };
+    let method = msg.get("method").and_then(Value::as_str);
+    let id = msg.get("id").cloned();
+    match (method, id) {
+        (None, Some(id)) => {
+            let Some(n) = id.as_u64() else { return };
+            let Some(w) = lock(&s.waiters).remove(&n) else {
+                return;
+            };
+            let answer = match msg.get("error") {
+                Some(e) => Err(AcpError::Rpc {
+                    code: e["code"].as_i64().unwrap_or(0),
+                    message: e["message"].as_str().unwrap_or_default().to_string(),
+                }),
+                None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
+            };
+            let _ = w.send(answer);
+        }
+        (Some("session/update"), None) => {
+            let params = &msg["params"];
+            let session = params["sessionId"].as_str().unwrap_or_default();
+            if let Some(tx) = lock(&s.routes).get(session) {
+                let _ = tx.send(Inbound::Update(params["update"].clone()));
+            }
+        }
+        (Some("session/request_permission"), Some(id)) => {
+            let params = &msg["params"];
+            let session = params["sessionId"].as_str().unwrap_or_default();
+            // A session nobody routes (no prompt of ours runs) gets the most careful answer.
+            let mode = lock(&s.modes)
+                .get(session)
+                .copied()
+                .unwrap_or(ApprovalMode::Plan);
+            let (outcome, allowed) = permission(mode, params);
+            if let Some(tx) = lock(&s.routes).get(session) {
+                let _ = tx.send(Inbound::Permission {
+                    tool_call: params["toolCall"].clone(),
+                    allowed,
+                });
+            }
+            send(json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}));
+        }
+        (Some(other), Some(id)) => {
+            // No `fs` or `terminal` capability is advertised: the server is no file system or
+            // shell for the agent.
+            send(
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {other}")}}),
+            );
+        }
+        _ => {}
+    }
+}
+
+/// The answer to a permission request under `mode`: an `allow_once` option for what the mode
+/// approves, else a `reject_once` option (or `cancelled` when none is offered). Never "the first
+/// option": the choice is by the option's kind.
+pub fn permission(mode: ApprovalMode, params: &Value) -> (Value, bool) {
+    let kind = params["toolCall"]["kind"].as_str().unwrap_or("other");
+    let allow = match mode {
+        ApprovalMode::Yolo => true,
+        // Edits only: the CLI's auto_edit approves edit tools and asks for everything else.
+        ApprovalMode::AutoEdit => kind == "edit",
+        // Plan and default never approve a change; headless nobody could be asked.
+        ApprovalMode::Default | ApprovalMode::Plan => false,
+    };
+    let options = params["options"].as_array().cloned().unwrap_or_default();
+    let pick = |kind: &str| {
+        options
+            .iter()
+            .find(|o| o["kind"] == kind)
+            .and_then(|o| o["optionId"].as_str())
+            .map(str::to_owned)
+    };
+    let chosen = match allow {
+        true => pick("allow_once"),
+        false => pick("reject_once").or_else(|| pick("reject_always")),
+    };
+    match chosen {
+        Some(id) => (json!({"outcome": "selected", "optionId": id}), allow),
+        None => (json!({"outcome": "cancelled"}), false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(kind: &str) -> Value {
+        json!({"toolCall": {"kind": kind}, "options": [
+            {"optionId": "proceed_always", "kind": "allow_always"},
+            {"optionId": "proceed_once", "kind": "allow_once"},
+            {"optionId": "cancel", "kind": "reject_once"}
+        ]})
+    }
+
+    #[test]
+    fn permissions_follow_the_mode_never_the_first_option() {
+        let chosen = |mode, kind| permission(mode, &request(kind)).0["optionId"].clone();
+        assert_eq!(chosen(ApprovalMode::Yolo, "execute"), "proceed_once");
+        assert_eq!(chosen(ApprovalMode::AutoEdit, "edit"), "proceed_once");
+        assert_eq!(chosen(ApprovalMode::AutoEdit, "execute"), "cancel");
+        assert_eq!(chosen(ApprovalMode::Default, "edit"), "cancel");
+        assert_eq!(chosen(ApprovalMode::Plan, "read"), "cancel");
+        let none = json!({"toolCall": {"kind": "edit"}, "options": []});
+        assert_eq!(
+            permission(ApprovalMode::Default, &none).0,
+            json!({"outcome": "cancelled"})
+        );
+    }
+}
