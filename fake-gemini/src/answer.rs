@@ -656,7 +656,8 @@ impl<'a> Runner<'a> {
                             .expect("json")
                             .as_bytes());
                     }
-                    Format::Text => err_line(texts::EMPTY_RESPONSE),
+                    // Observed by the differential suite: text mode prefixes `[ERROR] `.
+                    Format::Text => err_line(&format!("[ERROR] {}", texts::EMPTY_RESPONSE)),
                 }
                 0
             }
@@ -679,12 +680,13 @@ impl<'a> Runner<'a> {
                     Format::Json => {
                         err(format!(
                             "{}\n",
-                            output::error_doc(&self.session_id, "SyntaxError", msg, None)
+                            // Observed by the differential suite: type `Error`, code 1.
+                            output::error_doc(&self.session_id, "Error", msg, Some(1))
                         )
                         .as_bytes());
                     }
                     Format::Text => {
-                        self.ensure_newline();
+                        // Observed: the partial delta stays without a newline.
                         err_line(&format!("{}[object Object]", texts::CRITICAL));
                     }
                 }
@@ -735,6 +737,9 @@ impl<'a> Runner<'a> {
             }
             FailureKind::Status => {
                 let status = f.status.unwrap_or(500);
+                if status == 404 {
+                    return self.model_not_found(f.message.clone());
+                }
                 let (state, default_msg) = match status {
                     400 => ("INVALID_ARGUMENT", "Invalid argument provided.".to_string()),
                     401 => ("UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.".into()),
@@ -765,6 +770,25 @@ impl<'a> Runner<'a> {
                 self.api_fatal(status, &body, &format!("[API Error: {body}]"), code)
             }
         }
+    }
+
+    /// A 404 (observed by the differential suite): the CLI classifies it as ModelNotFoundError
+    /// with the API's message, which names the model it called; exit 1 in every format, and
+    /// the json document's `code` is 1, not 404.
+    fn model_not_found(&mut self, message: Option<String>) -> i32 {
+        let m = message.unwrap_or_else(|| {
+            format!(
+                "models/{} is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.",
+                self.main_model
+            )
+        });
+        err(format!(
+            "Error when talking to Gemini API Full report available at: {} ModelNotFoundError: {m}\n{}  code: 404\n}}\n",
+            self.report_file(),
+            texts::fill(texts::API_ERROR_STACK, &self.ctx.version)
+        )
+        .as_bytes());
+        self.api_fatal(1, &m, &format!("[API Error: {m}]"), 1)
     }
 
     /// `Attempt N failed…` blocks for attempts 1..N-1, then the final line.

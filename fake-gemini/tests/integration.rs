@@ -9,6 +9,8 @@ mod acp;
 mod captures;
 #[path = "integration/cli_surface.rs"]
 mod cli_surface;
+#[path = "integration/differential.rs"]
+mod differential;
 #[path = "integration/log_format.rs"]
 mod log_format;
 #[path = "integration/process_model.rs"]

@@ -482,7 +482,9 @@ fn stream(
                 seen.scenario = seen.scenario.map(|s| s + " (empty)");
                 shared.record(seen);
                 http::start_event_stream(w)?;
-                let v = response(vec![json!({"text": ""})], Some(sc), &version);
+                let mut v = response(vec![json!({"text": ""})], Some(sc), &version);
+                // No usage either: the response the captures observed counted no tokens.
+                v.as_object_mut().expect("object").remove("usageMetadata");
                 http::write_event(w, &v.to_string())?;
                 return Ok(Keep::Close);
             }

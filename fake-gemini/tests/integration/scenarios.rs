@@ -80,8 +80,14 @@ fn lines(out: &[u8]) -> Vec<Value> {
 #[case("api-400", "json", 144, "", "\"code\": 400")]
 #[case("api-401", "stream-json", 145, "UNAUTHENTICATED", "")]
 #[case("api-403", "stream-json", 147, "PERMISSION_DENIED", "")]
-#[case("model-not-found", "stream-json", 1, "NOT_FOUND", "")]
-#[case("model-not-found", "json", 1, "", "\"code\": 404")]
+#[case(
+    "model-not-found",
+    "stream-json",
+    1,
+    "models/gemini-3.8-flash is not found",
+    ""
+)]
+#[case("model-not-found", "json", 1, "", "ModelNotFoundError")]
 #[case(
     "api-500",
     "stream-json",

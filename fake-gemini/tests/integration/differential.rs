@@ -1,0 +1,481 @@
+//! The differential suite: the real Gemini CLI, run against the scripted API (`fake_gemini::api`),
+//! and fake-gemini, run with the same scenario marker, flags and environment, must agree on the
+//! exit code, stdout and stderr after masking (the captures' own masking, `support::Sandbox::mask`).
+//!
+//! The real CLI is pinned in `fake-gemini/differential/CLI_VERSION` and installed from the npm
+//! registry into `$HOME/.cache/fake-gemini/differential/gemini-cli-<version>` when missing
+//! (`FAKE_GEMINI_REAL_CLI=/path/to/node_modules/.bin/gemini` uses an existing install instead;
+//! its package.json must carry the pinned version). Runs are sequential: one real CLI at a time.
+//!
+//! ```sh
+//! cargo nextest run -p fake-gemini --run-ignored only -E 'test(differential::full)'    # every case
+//! cargo nextest run -p fake-gemini --run-ignored only -E 'test(differential::smoke)'   # the CI subset
+//! ```
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_gemini::api::{ApiServer, Config};
+
+use crate::support::Sandbox;
+
+/// The pinned real CLI version (one place: `fake-gemini/differential/CLI_VERSION`).
+fn pinned_version() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("differential/CLI_VERSION");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .trim()
+        .to_string()
+}
+
+/// The version in the `package.json` of the install that `gemini` (a `node_modules/.bin` link
+/// or the bundle's script) belongs to.
+fn installed_version(gemini: &Path) -> Option<String> {
+    let script = std::fs::canonicalize(gemini).ok()?;
+    let pkg = script
+        .ancestors()
+        .find(|d| d.join("package.json").is_file() && d.ends_with("gemini-cli"))?
+        .join("package.json");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(pkg).ok()?).ok()?;
+    v["version"].as_str().map(str::to_string)
+}
+
+/// The real CLI at the pinned version: `FAKE_GEMINI_REAL_CLI`, else the cached install, installed
+/// with npm when missing.
+fn real_cli() -> PathBuf {
+    let version = pinned_version();
+    let gemini = match std::env::var_os("FAKE_GEMINI_REAL_CLI") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let home = std::env::var_os("HOME").expect("HOME is set");
+            let dir = Path::new(&home)
+                .join(".cache/fake-gemini/differential")
+                .join(format!("gemini-cli-{version}"));
+            let gemini = dir.join("node_modules/.bin/gemini");
+            if installed_version(&gemini).as_deref() != Some(version.as_str()) {
+                std::fs::create_dir_all(&dir).expect("create the CLI cache dir");
+                eprintln!(
+                    "installing @google/gemini-cli@{version} into {}",
+                    dir.display()
+                );
+                let st = Command::new("npm")
+                    .args([
+                        "install",
+                        "--no-audit",
+                        "--no-fund",
+                        "--loglevel=error",
+                        "--prefix",
+                    ])
+                    .arg(&dir)
+                    .arg(format!("@google/gemini-cli@{version}"))
+                    .status()
+                    .expect("run npm (the differential suite needs node and npm)");
+                assert!(st.success(), "npm install failed: {st}");
+            }
+            gemini
+        }
+    };
+    assert_eq!(
+        installed_version(&gemini).as_deref(),
+        Some(version.as_str()),
+        "{} is not @google/gemini-cli {version}",
+        gemini.display()
+    );
+    gemini
+}
+
+/// One comparison: a prompt (carrying the scenario marker) and the flags, for both sides.
+#[derive(Debug, Clone, Copy)]
+pub struct Case {
+    /// The prompt passed with `-p`.
+    pub prompt: &'static str,
+    /// `-o` value.
+    pub format: &'static str,
+    /// More flags after `-p PROMPT -o FORMAT --skip-trust`.
+    pub args: &'static [&'static str],
+    /// Part of the CI smoke subset.
+    pub smoke: bool,
+}
+
+const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
+    Case {
+        prompt,
+        format,
+        args: &[],
+        smoke,
+    }
+}
+
+/// Every scenario both sides can express, in the formats that show its behaviour. The others,
+/// and why, are listed in fake-gemini's README ("Fidelity").
+pub const CASES: &[Case] = &[
+    case("[[fake-gemini:success]]", "text", true),
+    case("[[fake-gemini:success]]", "json", false),
+    case("[[fake-gemini:success]]", "stream-json", false),
+    case(r#"[[fake-gemini:success text="4"]]"#, "json", false),
+    Case {
+        args: &["-m", "flash"],
+        ..case("[[fake-gemini:success]]", "json", true)
+    },
+    Case {
+        args: &["-m", "pro"],
+        ..case("[[fake-gemini:success]]", "stream-json", false)
+    },
+    case("[[fake-gemini:tool-call]]", "text", false),
+    case("[[fake-gemini:tool-call]]", "json", false),
+    case("[[fake-gemini:tool-call]]", "stream-json", true),
+    case("[[fake-gemini:tool-error]]", "text", false),
+    case("[[fake-gemini:tool-error]]", "stream-json", true),
+    Case {
+        args: &["-y"],
+        ..case("[[fake-gemini:tool-error]]", "stream-json", false)
+    },
+    case("[[fake-gemini:thinking]]", "text", false),
+    case("[[fake-gemini:thinking]]", "json", true),
+    case(
+        "please read @missing.txt [[fake-gemini:bad-at-reference]]",
+        "stream-json",
+        false,
+    ),
+    case(
+        "[[fake-gemini:trickle count=5 interval-ms=200]]",
+        "stream-json",
+        true,
+    ),
+    case("[[fake-gemini:quota-daily]]", "text", false),
+    case("[[fake-gemini:quota-daily]]", "json", true),
+    case("[[fake-gemini:quota-daily]]", "stream-json", false),
+    case("[[fake-gemini:api-400]]", "text", false),
+    case("[[fake-gemini:api-400]]", "json", false),
+    case("[[fake-gemini:api-400]]", "stream-json", true),
+    case("[[fake-gemini:api-401]]", "json", false),
+    case("[[fake-gemini:api-403]]", "json", false),
+    case("[[fake-gemini:model-not-found]]", "json", false),
+    case("[[fake-gemini:model-not-found]]", "stream-json", false),
+    Case {
+        args: &["-m", "not-a-model"],
+        ..case("unknown model", "stream-json", false)
+    },
+    case("[[fake-gemini:malformed-stream]]", "text", false),
+    case("[[fake-gemini:malformed-stream]]", "json", true),
+    case("[[fake-gemini:malformed-stream]]", "stream-json", false),
+    case("[[fake-gemini:empty-response]]", "text", false),
+    case("[[fake-gemini:empty-response]]", "json", false),
+    case("[[fake-gemini:empty-response]]", "stream-json", true),
+    case("[[fake-gemini:loop-detected]]", "json", false),
+    case("[[fake-gemini:loop-detected]]", "stream-json", false),
+];
+
+/// What one side printed, masked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Exit code (`None`: killed by a signal or the timeout).
+    pub code: Option<i32>,
+    /// Masked stdout.
+    pub stdout: String,
+    /// Masked stderr.
+    pub stderr: String,
+}
+
+/// A real CLI that takes longer than this is stuck; the case fails instead of hanging CI.
+const REAL_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// A sandbox with the environment both sides get: the real CLI's offline setup (API key,
+/// `selectedType`, base URL), TERM=dumb and NO_COLOR.
+fn sandbox(base_url: &str) -> Sandbox {
+    let mut sb = Sandbox::new("proj");
+    sb.set("NO_COLOR", Some("1"))
+        .set("GOOGLE_GEMINI_BASE_URL", Some(base_url))
+        // The fake applies the same auth check the real CLI does to this environment.
+        .set("FAKE_GEMINI_AUTH", Some("env"));
+    std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
+    std::fs::write(
+        sb.home.join(".gemini/settings.json"),
+        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+    )
+    .unwrap();
+    sb
+}
+
+fn argv(c: &Case) -> Vec<&str> {
+    let mut a = vec!["-p", c.prompt, "-o", c.format, "--skip-trust"];
+    a.extend_from_slice(c.args);
+    a
+}
+
+/// Runs the real CLI for a case, stdout and stderr into files (no pipes a straggler could hold).
+fn run_real(gemini: &Path, base_url: &str, c: &Case) -> Outcome {
+    let sb = sandbox(base_url);
+    let out = sb.dir.path().join("stdout");
+    let err = sb.dir.path().join("stderr");
+    let mut cmd = Command::new(gemini);
+    cmd.args(argv(c))
+        .current_dir(&sb.cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &sb.home)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap());
+    for (k, v) in &sb.env {
+        if !k.starts_with("FAKE_GEMINI_") {
+            cmd.env(k, v);
+        }
+    }
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn().expect("spawn the real gemini");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break Some(st);
+        }
+        if start.elapsed() > REAL_TIMEOUT {
+            // The launcher ignores SIGTERM: kill the whole group (launcher and worker).
+            #[cfg(unix)]
+            // SAFETY: kill(2) on the process group this test created.
+            unsafe {
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Outcome {
+        code: status.and_then(|s| s.code()),
+        stdout: sb.mask(&std::fs::read(&out).unwrap()),
+        stderr: sb.mask(&std::fs::read(&err).unwrap()),
+    }
+}
+
+/// Runs fake-gemini for a case, with the same flags and environment.
+fn run_fake(base_url: &str, c: &Case) -> Outcome {
+    let sb = sandbox(base_url);
+    let o = sb.run(&argv(c), None);
+    Outcome {
+        code: o.status.code(),
+        stdout: sb.mask(&o.stdout),
+        stderr: sb.mask(&o.stderr),
+    }
+}
+
+/// A line diff (longest common subsequence) in unified style: `-` real, `+` fake.
+pub fn line_diff(real: &str, fake: &str) -> String {
+    let a: Vec<&str> = real.split('\n').collect();
+    let b: Vec<&str> = fake.split('\n').collect();
+    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, String::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            let _ = writeln!(out, "  {}", a[i]);
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            let _ = writeln!(out, "+ {}", b[j]);
+            j += 1;
+        } else {
+            let _ = writeln!(out, "- {}", a[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `Ok` when both sides agree, else a readable report: which streams differ, with their diffs.
+pub fn compare(label: &str, real: &Outcome, fake: &Outcome) -> Result<(), String> {
+    let mut report = String::new();
+    if real.code != fake.code {
+        let _ = writeln!(
+            report,
+            "exit code: real {:?}, fake {:?}",
+            real.code, fake.code
+        );
+    }
+    for (name, r, f) in [
+        ("stdout", &real.stdout, &fake.stdout),
+        ("stderr", &real.stderr, &fake.stderr),
+    ] {
+        if r != f {
+            let _ = writeln!(
+                report,
+                "{name} differs (- real, + fake):\n{}",
+                line_diff(r, f)
+            );
+        }
+    }
+    if report.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("== {label}\n{report}"))
+    }
+}
+
+fn label(c: &Case) -> String {
+    format!("gemini {}", argv(c).join(" "))
+}
+
+/// Runs the cases one after the other (never two real CLIs at once) and fails with every diff.
+fn differential(cases: &[Case]) {
+    let gemini = real_cli();
+    let api = ApiServer::start(0, Config::default()).expect("start the scripted API");
+    let url = api.base_url();
+    let mut failures = Vec::new();
+    for c in cases {
+        let t = Instant::now();
+        let real = run_real(&gemini, &url, c);
+        let fake = run_fake(&url, c);
+        let verdict = compare(&label(c), &real, &fake);
+        eprintln!(
+            "{} {} ({:.1} s)",
+            if verdict.is_ok() {
+                "agree  "
+            } else {
+                "DIFFER "
+            },
+            label(c),
+            t.elapsed().as_secs_f64()
+        );
+        if let Err(e) = verdict {
+            failures.push(e);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ from the real CLI {}:\n\n{}",
+        failures.len(),
+        cases.len(),
+        pinned_version(),
+        failures.join("\n")
+    );
+}
+
+/// The CI subset: about ten fast cases, one format each (`.ci/run`, when node and npm exist).
+#[test]
+#[ignore = "runs the real Gemini CLI (node, npm); see the module docs"]
+fn smoke() {
+    let cases: Vec<Case> = CASES.iter().filter(|c| c.smoke).copied().collect();
+    differential(&cases);
+}
+
+/// Every case.
+#[test]
+#[ignore = "runs the real Gemini CLI (node, npm) for a few minutes; see the module docs"]
+fn full() {
+    differential(CASES);
+}
+
+/// The comparison is not vacuous: a deliberately altered fake output fails with a diff that
+/// names the changed line, and an altered exit code is reported.
+#[test]
+fn a_difference_fails_with_a_readable_diff() {
+    let api = ApiServer::start(0, Config::default()).expect("start the scripted API");
+    let c = case("[[fake-gemini:tool-call]]", "text", false);
+    let expected = run_fake(&api.base_url(), &c);
+    assert_eq!(
+        compare("same", &expected, &run_fake(&api.base_url(), &c)),
+        Ok(())
+    );
+    let mut altered = run_fake(&api.base_url(), &c);
+    altered.stdout = altered.stdout.replace("Hello there!", "Hullo there!");
+    altered.code = Some(1);
+    let report = compare("altered", &expected, &altered).expect_err("a difference");
+    assert!(
+        report.contains("exit code: real Some(0), fake Some(1)"),
+        "{report}"
+    );
+    assert!(report.contains("stdout differs"), "{report}");
+    assert!(
+        report.contains("- Hello there! How can I help?"),
+        "{report}"
+    );
+    assert!(
+        report.contains("+ Hullo there! How can I help?"),
+        "{report}"
+    );
+    assert!(report.contains("  Let me list files."), "{report}");
+    assert!(!report.contains("stderr differs"), "{report}");
+}
+
+/// The scripted API serves fake-gemini's scenarios to any client: the answer, tool call and
+/// follow-up, and failures, checked over plain HTTP without the real CLI.
+#[test]
+fn the_api_plays_scenarios() {
+    use std::io::{Read, Write};
+    let api = ApiServer::start(0, Config::default()).expect("start the scripted API");
+    let post = |path: &str, body: serde_json::Value| -> (u16, String) {
+        let mut s = std::net::TcpStream::connect(api.addr()).unwrap();
+        let body = body.to_string();
+        write!(
+            s,
+            "POST {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let status = out[9..12].parse().unwrap();
+        (status, out)
+    };
+    let ask =
+        |text: &str| serde_json::json!({"contents": [{"role": "user", "parts": [{"text": text}]}]});
+    let stream = "/v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse";
+
+    let (st, out) = post(stream, ask("[[fake-gemini:success text=\"hi there\"]]"));
+    assert_eq!(st, 200);
+    assert!(out.contains("text/event-stream"), "{out}");
+    assert!(out.contains(r#""text":"hi there""#), "{out}");
+    assert!(
+        out.contains(r#""modelVersion":"gemini-3.8-flash""#),
+        "{out}"
+    );
+    assert!(out.contains(r#""totalTokenCount":120"#), "{out}");
+
+    let (_, out) = post(stream, ask("[[fake-gemini:tool-call]]"));
+    assert!(
+        out.contains(r#""functionCall":{"name":"list_directory","args":{"dir_path":"."}}"#),
+        "{out}"
+    );
+    let mut follow = ask("[[fake-gemini:tool-call]]");
+    follow["contents"].as_array_mut().unwrap().extend([
+        serde_json::json!({"role": "model", "parts": [{"functionCall": {"name": "list_directory"}}]}),
+        serde_json::json!({"role": "user", "parts": [{"functionResponse": {"name": "list_directory"}}]}),
+    ]);
+    let (_, out) = post(stream, follow);
+    assert!(out.contains(r#""text":" there! How can I help?""#), "{out}");
+    assert!(!out.contains("functionCall"), "{out}");
+
+    let (st, out) = post(stream, ask("[[fake-gemini:quota-daily]]"));
+    assert_eq!(st, 429);
+    assert!(out.contains("PerDay"), "{out}");
+    let (st, out) = post(stream, ask("[[fake-gemini:api-400]]"));
+    assert_eq!(st, 400);
+    assert!(out.contains("Invalid argument provided."), "{out}");
+    let (_, out) = post(stream, ask("[[fake-gemini:malformed-stream]]"));
+    assert!(out.ends_with("data: {x\r\n\r\n"), "{out}");
+    let (st, out) = post(
+        "/v1beta/models/gemini-3.5-flash-lite:generateContent",
+        ask("route me"),
+    );
+    assert_eq!(st, 200);
+    assert!(out.contains("model_choice"), "{out}");
+    let (st, out) = post("/v1beta/models/not-a-model:streamGenerateContent", ask("x"));
+    assert_eq!(st, 404);
+    assert!(out.contains("models/not-a-model is not found"), "{out}");
+    let (st, out) = post(stream, ask("[[fake-gemini:no-such-scenario]]"));
+    assert_eq!(st, 400);
+    assert!(out.contains("fake-gemini-api: unknown scenario"), "{out}");
+    assert_eq!(api.seen().len(), 9);
+}
