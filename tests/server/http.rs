@@ -81,39 +81,62 @@ impl HttpServer {
         headers: &[(&str, &str)],
         body: &Value,
     ) -> (u16, Vec<(String, String)>, String) {
-        let body = body.to_string();
-        let mut request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-            host,
-            body.len()
-        );
-        for (k, v) in headers {
-            request.push_str(&format!("{k}: {v}\r\n"));
-        }
-        request.push_str("\r\n");
-        request.push_str(&body);
-        let mut stream = TcpStream::connect(&self.addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        stream.write_all(request.as_bytes()).expect("send");
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).expect("read the response");
-        let raw = String::from_utf8_lossy(&raw).into_owned();
-        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-        let mut lines = head.lines();
-        let status = lines
-            .next()
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let headers = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-            .collect();
-        (status, headers, dechunk(body, head))
+        post_to(&self.addr, host, headers, body)
     }
+}
+
+/// A second connection source for the server at `addr`, usable from another thread.
+struct HttpClient {
+    addr: String,
+}
+
+impl HttpClient {
+    /// POSTs `body` to /mcp with `headers`.
+    fn post(&self, headers: &[(&str, &str)], body: &Value) -> (u16, Vec<(String, String)>, String) {
+        post_to(&self.addr, &self.addr, headers, body)
+    }
+}
+
+/// POSTs `body` to `http://addr/mcp` with `Host: host` and `headers` over a fresh connection;
+/// returns the status, the headers and the (de-chunked) body.
+fn post_to(
+    addr: &str,
+    host: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, Vec<(String, String)>, String) {
+    let body = body.to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        host,
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read the response");
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, dechunk(body, head))
 }
 
 /// Undoes `Transfer-Encoding: chunked` when the head says so.
@@ -295,4 +318,69 @@ fn refuses_to_start_without_a_token_or_on_a_public_address() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--http-allow-remote"));
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_kills_the_runs_of_every_http_client_and_exits_0() {
+    let mut server = HttpServer::start();
+    // Two clients, each with a call whose CLI ignores SIGTERM, sent from threads (the raw client
+    // blocks until its response ends, which here is when the server goes away).
+    let mut calls = Vec::new();
+    for n in 0..2 {
+        let (status, headers, body) = server.post(&[("Authorization", BEARER)], &initialize());
+        assert_eq!(status, 200, "{body}");
+        let session = header(&headers, "mcp-session-id").unwrap().to_owned();
+        let addr = server.addr.clone();
+        calls.push(std::thread::spawn(move || {
+            let probe = HttpClient { addr };
+            let with_session = [
+                ("Authorization", BEARER),
+                ("Mcp-Session-Id", session.as_str()),
+                ("MCP-Protocol-Version", "2025-06-18"),
+            ];
+            probe.post(
+                &with_session,
+                &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            );
+            probe.post(
+                &with_session,
+                &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "gemini_prompt",
+                        "arguments": {"prompt": format!("client {n} [[fake-gemini:ignore-sigterm]]")}}}),
+            )
+        }));
+    }
+    let end = deadline();
+    let runs = loop {
+        let runs = read_log(&server.log);
+        if runs.len() >= 2 || Instant::now() >= end {
+            break runs;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(runs.len(), 2, "both clients' calls started");
+    // SAFETY: plain signal to the server process this test spawned.
+    assert_eq!(
+        unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let end = deadline();
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < end, "the server did not exit on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    for run in runs {
+        let pid = run["pid"].as_i64().unwrap();
+        assert!(
+            super::gone(pid),
+            "fake-gemini {pid} outlived the server's SIGTERM"
+        );
+    }
+    for call in calls {
+        let _ = call.join();
+    }
 }
