@@ -110,6 +110,16 @@ pub struct Progress {
     pub token: ProgressToken,
 }
 
+impl Progress {
+    async fn send(&self, n: u32, message: Option<String>) {
+        let mut param = ProgressNotificationParam::new(self.token.clone(), f64::from(n));
+        if let Some(m) = message {
+            param = param.with_message(m);
+        }
+        let _ = self.peer.notify_progress(param).await;
+    }
+}
+
 /// All agents of the server.
 pub struct Pool {
     config: Config,
@@ -544,6 +554,9 @@ impl Pool {
         let mut tools: Vec<(String, Value)> = Vec::new();
         let mut last_progress: Option<Instant> = None;
         let mut sent = 0u32;
+        // Throttled, the latest note waits; whatever is still waiting goes out at the end, so
+        // the client's last progress shows where the prompt ended.
+        let mut unsent: Option<String> = None;
         let mut cancel_sent: Option<tokio::time::Instant> = None;
         let outcome = loop {
             let grace_over = async {
@@ -555,13 +568,14 @@ impl Pool {
             tokio::select! {
                 biased;
                 Some(inbound) = rx.recv() => {
-                    let note = absorb(&mut answer, &mut tools, inbound);
-                    if let (Some(p), Some(note)) = (&progress, note) {
+                    if let Some(note) = absorb(&mut answer, &mut tools, inbound) {
+                        unsent = Some(note);
+                    }
+                    if let (Some(p), Some(_)) = (&progress, &unsent) {
                         if last_progress.is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL) {
                             last_progress = Some(Instant::now());
                             sent += 1;
-                            let param = ProgressNotificationParam::new(p.token.clone(), f64::from(sent)).with_message(note);
-                            let _ = p.peer.notify_progress(param).await;
+                            p.send(sent, unsent.take()).await;
                         }
                     }
                 }
@@ -585,6 +599,9 @@ impl Pool {
             }
         };
         agent.unroute(&sid);
+        if let (Some(p), Some(note)) = (&progress, unsent) {
+            p.send(sent + 1, Some(note)).await;
+        }
         answer.tool_calls = tools.into_iter().map(|(_, v)| v).collect();
         {
             let mut st = lock(&slot.state);
