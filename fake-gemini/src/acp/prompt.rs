@@ -134,7 +134,9 @@ pub(super) fn run(
         return Err(wire::invalid_params("prompt", "Required"));
     };
     let text = prompt_text(blocks);
-    let (name, sc, marker_params) = match scenario::find_marker(&text) {
+    let marked = scenario::find_marker(&text);
+    let from_marker = marked.is_some();
+    let (name, sc, marker_params) = match marked {
         Some(Ok(m)) => match crate::run::resolve(&m.name, &m.params) {
             Ok((n, sc)) => (Some(n), sc, m.params),
             Err(e) => agent.fake_error(&e),
@@ -153,6 +155,11 @@ pub(super) fn run(
     log::record(&json!({"event": "acp-request", "pid": std::process::id(),
         "method": "session/prompt", "id": id, "sessionId": s.id,
         "prompt": text, "scenario": name, "params": logged}));
+    // A marker's start-up latency (`slow-start`) delays this answer: the process has long
+    // started (FAKE_GEMINI_SCENARIO's delay was spent before serving).
+    if from_marker && p.sleep(sc.environment.startup_delay_ms) {
+        return cancelled();
+    }
     let mut history = vec![json!({"type": "user", "content": [{"text": text}]})];
     let result = model_run(agent, s, &sc, &text, p, &mut history);
     if result.is_ok() {

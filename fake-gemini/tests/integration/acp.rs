@@ -614,6 +614,7 @@ fn yolo_in_a_trusted_folder_is_kept() {
 #[case::too_large("[[fake-gemini:input-too-large]]", "max_tokens")]
 #[case::empty("[[fake-gemini:empty-response attempt-delay-ms=1]]", "end_turn")]
 #[case::scripted_cancel("[[fake-gemini:cancelled]]", "cancelled")]
+#[case::slow_start("[[fake-gemini:slow-start delay-ms=10]]", "end_turn")]
 fn stop_reasons(#[case] text: &str, #[case] stop: &str) {
     let sb = Sandbox::new("acp");
     let mut d = Driver::start(&sb, &[]);
