@@ -211,3 +211,33 @@ fn http_settings_are_shown_without_the_token_and_checked() {
         .unwrap()
         .contains("--http-allow-remote"));
 }
+
+#[cfg(unix)]
+#[test]
+fn a_required_flag_missing_from_help_is_a_problem_even_on_a_new_version() {
+    use std::os::unix::fs::PermissionsExt;
+    // A CLI that says 0.61.0 but whose --help has no stream-json (a fork, a wrapper script).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cli = dir.path().join("gemini");
+    std::fs::write(
+        &cli,
+        "#!/bin/sh\ncase \"$1\" in\n  --version) echo 0.61.0 ;;\n  --help) printf '  --skip-trust  x\\n  --approval-mode  y\\n  -o, --output-format  [choices: \"text\", \"json\"]\\n' ;;\nesac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (out, _home) = doctor(&["--json"], &[("GEMINI_CLI_BIN", cli.to_str().unwrap())]);
+    let r = json_report(&out);
+    assert_eq!(out.status.code(), Some(1), "{r:#}");
+    assert_eq!(r["cli"]["version"], "0.61.0");
+    assert_eq!(r["cli"]["capabilities"]["stream-json"]["present"], false);
+    assert_eq!(r["cli"]["capabilities"]["--skip-trust"]["present"], true);
+    let problem = &r["problems"][0];
+    assert!(
+        problem["message"].as_str().unwrap().contains("stream-json"),
+        "{problem}"
+    );
+    assert!(problem["fix"]
+        .as_str()
+        .unwrap()
+        .contains("npm install -g @google/gemini-cli@latest"));
+}
