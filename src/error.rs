@@ -63,11 +63,13 @@ pub enum ErrorKind {
     /// `session_id` names no session of that workspace (the CLI's exit 42), or the CLI started
     /// another session than the one asked for.
     SessionNotFound,
+    /// An opt-in deadline (first content, inactivity, total) passed; the tree was killed (124).
+    Timeout,
 }
 
 impl ErrorKind {
     /// Every kind, in the README table's order.
-    pub const ALL: [ErrorKind; 24] = [
+    pub const ALL: [ErrorKind; 25] = [
         ErrorKind::Error,
         ErrorKind::AuthRequired,
         ErrorKind::InputValidation,
@@ -92,6 +94,7 @@ impl ErrorKind {
         ErrorKind::Unknown,
         ErrorKind::CliTooOld,
         ErrorKind::SessionNotFound,
+        ErrorKind::Timeout,
     ];
 
     /// The wire name (`errorKind`).
@@ -121,6 +124,7 @@ impl ErrorKind {
             ErrorKind::Unknown => "unknown",
             ErrorKind::CliTooOld => "cli_too_old",
             ErrorKind::SessionNotFound => "session_not_found",
+            ErrorKind::Timeout => "timeout",
         }
     }
 

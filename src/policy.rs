@@ -64,6 +64,55 @@ pub struct Policy {
     pub approval_ceiling: ApprovalMode,
     /// `GEMINICLI_MCP_TOOLSETS`: the opt-in tools listed besides the reference's three.
     pub toolsets: crate::toolsets::Toolsets,
+    /// `GEMINICLI_MCP_*_TIMEOUT_MS`: the operator's deadlines (none by default).
+    pub deadlines: Deadlines,
+}
+
+/// A run's opt-in deadlines; none set means no timeout, as the reference.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Deadlines {
+    /// From the spawn to the first content: an assistant message or a tool event.
+    pub first_content: Option<std::time::Duration>,
+    /// Longest time without a line on either stream.
+    pub inactivity: Option<std::time::Duration>,
+    /// From the spawn to the end of the run.
+    pub total: Option<std::time::Duration>,
+}
+
+impl Deadlines {
+    /// Reads `GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS`, `GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS` and
+    /// `GEMINICLI_MCP_TOTAL_TIMEOUT_MS` (positive integers; anything else: unset).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Deadlines {
+        let ms = |name: &str| {
+            lookup(name)
+                .and_then(|v| v.into_string().ok())
+                .and_then(|v| crate::config::parse_positive(&v))
+                .map(std::time::Duration::from_millis)
+        };
+        Deadlines {
+            first_content: ms("GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS"),
+            inactivity: ms("GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS"),
+            total: ms("GEMINICLI_MCP_TOTAL_TIMEOUT_MS"),
+        }
+    }
+
+    /// The operator's limits with a call's on top: for each, the shorter of the two.
+    pub fn with(self, call: Deadlines) -> Deadlines {
+        let min = |a: Option<std::time::Duration>, b: Option<std::time::Duration>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Deadlines {
+            first_content: min(self.first_content, call.first_content),
+            inactivity: min(self.inactivity, call.inactivity),
+            total: min(self.total, call.total),
+        }
+    }
+
+    /// Whether any limit is set.
+    pub fn any(&self) -> bool {
+        self.first_content.is_some() || self.inactivity.is_some() || self.total.is_some()
+    }
 }
 
 impl Default for Policy {
@@ -72,6 +121,7 @@ impl Default for Policy {
             allowed_roots: Vec::new(),
             approval_ceiling: ApprovalMode::Yolo,
             toolsets: crate::toolsets::Toolsets::default(),
+            deadlines: Deadlines::default(),
         }
     }
 }
@@ -100,6 +150,7 @@ impl Policy {
             allowed_roots,
             approval_ceiling,
             toolsets: crate::toolsets::Toolsets::from_lookup(&lookup),
+            deadlines: Deadlines::from_lookup(&lookup),
         }
     }
 
@@ -397,6 +448,32 @@ mod tests {
             "{}",
             f.message
         );
+    }
+
+    #[test]
+    fn deadlines_take_the_shorter_limit() {
+        let ms = |v| Some(std::time::Duration::from_millis(v));
+        let env = Deadlines {
+            total: ms(1000),
+            inactivity: ms(300),
+            ..Deadlines::default()
+        };
+        let call = Deadlines {
+            total: ms(5000),
+            first_content: ms(200),
+            ..Deadlines::default()
+        };
+        let d = env.with(call);
+        assert_eq!(
+            (d.total, d.inactivity, d.first_content),
+            (ms(1000), ms(300), ms(200))
+        );
+        assert!(!Deadlines::default().any());
+        let from = Deadlines::from_lookup(|n| {
+            (n == "GEMINICLI_MCP_TOTAL_TIMEOUT_MS").then(|| OsString::from("250"))
+        });
+        assert_eq!(from.total, ms(250));
+        assert_eq!(from.inactivity, None);
     }
 
     #[test]

@@ -404,7 +404,10 @@ impl GeminiServer {
                 fired.clone(),
             )))
         });
-        let (run, ()) = tokio::join!(process::run(spec, kill_ct.clone(), Some(tx)), watch_progress);
+        let (run, ()) = tokio::join!(
+            process::run(spec, kill_ct.clone(), Some(tx)),
+            watch_progress
+        );
         drop(permit);
         drop(reporter);
         let mut out = run.map_err(spawn_failure)?;
@@ -832,7 +835,10 @@ async fn watch_deadlines(
         let now = Instant::now();
         let limit = if limits.total.is_some_and(|t| now - started >= t) {
             Some("total")
-        } else if limits.first_content.is_some_and(|t| first.is_none() && now - started >= t) {
+        } else if limits
+            .first_content
+            .is_some_and(|t| first.is_none() && now - started >= t)
+        {
             Some("first_content")
         } else if limits
             .inactivity

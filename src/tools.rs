@@ -70,6 +70,16 @@ pub struct CommonArgs {
     /// prompt).
     #[serde(default)]
     pub debug: Option<bool>,
+    /// Kill the run and fail with `timeout` when no content (assistant text or a tool event)
+    /// has come this many milliseconds after the start. The server's own limit wins when shorter.
+    #[serde(default)]
+    pub timeout_first_content_ms: Option<u64>,
+    /// … when the CLI printed nothing (no line on stdout or stderr) for this many milliseconds.
+    #[serde(default)]
+    pub timeout_inactivity_ms: Option<u64>,
+    /// … when the run took this many milliseconds in all.
+    #[serde(default)]
+    pub timeout_total_ms: Option<u64>,
 }
 
 /// Longest accepted `task_note`, in characters.
@@ -100,6 +110,8 @@ pub struct CallOptions {
     pub task_note: Option<String>,
     /// `debug`.
     pub debug: bool,
+    /// `timeout_first_content_ms`, `timeout_inactivity_ms`, `timeout_total_ms`.
+    pub deadlines: crate::policy::Deadlines,
     /// The calling client, asked for its MCP roots when the call names a path.
     pub client: Option<rmcp::service::Peer<rmcp::service::RoleServer>>,
 }
@@ -195,6 +207,22 @@ pub struct Call {
     pub options: CallOptions,
 }
 
+fn field_ms(args: &JsonObject, name: &str) -> Result<Option<std::time::Duration>, Failure> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64().filter(|v| *v > 0) {
+            Some(v) => Ok(Some(std::time::Duration::from_millis(v))),
+            None => Err(Failure::invalid_input(format!(
+                "argument `{name}` must be a positive integer (milliseconds), got {n}"
+            ))),
+        },
+        Some(other) => Err(Failure::invalid_input(format!(
+            "argument `{name}` must be a positive integer (milliseconds), got {}",
+            type_name(other)
+        ))),
+    }
+}
+
 fn field_bool(args: &JsonObject, name: &str) -> Result<bool, Failure> {
     match args.get(name) {
         None | Some(Value::Null) => Ok(false),
@@ -277,6 +305,11 @@ fn decode_options(args: &JsonObject) -> Result<CallOptions, Failure> {
         save_file: field_str(args, "save_file", false)?.filter(|s| !s.is_empty()),
         task_note,
         debug: field_bool(args, "debug")?,
+        deadlines: crate::policy::Deadlines {
+            first_content: field_ms(args, "timeout_first_content_ms")?,
+            inactivity: field_ms(args, "timeout_inactivity_ms")?,
+            total: field_ms(args, "timeout_total_ms")?,
+        },
         client: None,
     })
 }
