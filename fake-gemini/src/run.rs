@@ -635,7 +635,7 @@ fn include_dirs_check(ctx: &Ctx, args: &Args) -> Option<i32> {
     Some(1)
 }
 
-fn check_expect(ctx: &Ctx, cwd: &str) -> Result<(), String> {
+pub(crate) fn check_expect(ctx: &Ctx, cwd: &str) -> Result<(), String> {
     let e = &ctx.scenario.expect;
     if let Some(a) = &e.argv {
         if a != &ctx.argv {

@@ -88,6 +88,8 @@ pub(crate) struct Agent {
     pub(crate) trusted: bool,
     initial_mode: String,
     initial_model: String,
+    /// argv without argv0, for the scenarios' `expect` checks.
+    pub(crate) argv: Vec<String>,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
     write_lock: Mutex<()>,
     stderr: Mutex<Vec<u8>>,
@@ -575,6 +577,7 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         trusted,
         initial_mode: initial_mode.to_string(),
         initial_model: args.nonempty("model").unwrap_or("auto").to_string(),
+        argv: ctx.argv.clone(),
         sessions: Mutex::new(HashMap::new()),
         write_lock: Mutex::new(()),
         stderr: Mutex::new(Vec::new()),

@@ -155,6 +155,21 @@ pub(super) fn run(
     log::record(&json!({"event": "acp-request", "pid": std::process::id(),
         "method": "session/prompt", "id": id, "sessionId": s.id,
         "prompt": text, "scenario": name, "params": logged}));
+    // `expect` self-checks: argv and env of the agent, `cwd` against the session's cwd, and
+    // `stdin`/`stdin-contains` against the prompt's text (ACP has no stdin prompt).
+    let check = crate::run::Ctx {
+        argv: agent.argv.clone(),
+        version: agent.version.clone(),
+        scenario_name: name.clone(),
+        scenario: sc.clone(),
+        params: marker_params.clone(),
+        stdin: text.as_bytes().to_vec(),
+        prompt: text.clone(),
+        start: std::time::Instant::now(),
+    };
+    if let Err(e) = crate::run::check_expect(&check, &s.cwd) {
+        agent.fake_error(&format!("expectation failed: {e}"));
+    }
     // A marker's start-up latency (`slow-start`) delays this answer: the process has long
     // started (FAKE_GEMINI_SCENARIO's delay was spent before serving).
     if from_marker && p.sleep(sc.environment.startup_delay_ms) {

@@ -803,3 +803,31 @@ fn the_log_records_the_invocation_and_each_request() {
     assert_eq!(p["sessionId"], sid.as_str());
     assert_eq!(p["id"], 2);
 }
+
+#[test]
+fn expectations_are_checked_per_prompt() {
+    let mut sb = Sandbox::new("acp");
+    let dir = sb.dir.path().join("sc");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("strict.toml"),
+        "[expect]\nargv-contains = [\"--acp\", \"--skip-trust\"]\nstdin-contains = \"Summarise\"\n",
+    )
+    .unwrap();
+    sb.set("FAKE_GEMINI_SCENARIO_DIR", Some(dir.to_str().unwrap()));
+    let mut d = Driver::start(&sb, &["--skip-trust"]);
+    let sid = d.open_session(&sb);
+    let (_, r) = prompt(&mut d, 2, &sid, "[[fake-gemini:strict]] Summarise this");
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+    // A failed expectation is the fake's own failure: exit 99, never a real code.
+    d.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:strict]] other"}]}}));
+    // The agent exits by itself; stdin stays open so EOF cannot be what ended it.
+    let code = d.child.wait().unwrap().code();
+    let stderr = d.stderr.take().unwrap().join().unwrap();
+    assert_eq!(code, Some(99));
+    assert!(
+        stderr.contains("fake-gemini: expectation failed: stdin does not contain"),
+        "{stderr}"
+    );
+}
