@@ -54,6 +54,10 @@ Environment:
   GEMINICLI_MCP_APPROVAL_MODE     Most permissive approval mode a call may ask for, and the mode
                                   of calls that ask for none: plan, default, auto_edit or yolo
                                   (default yolo; an unknown value means plan).
+  GEMINICLI_MCP_ACP_IDLE_MS       acp tool set: an agent unused this long is stopped (600000).
+  GEMINICLI_MCP_ACP_MAX_TURNS     acp tool set: prompts per session before a fresh one (20).
+  GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS  acp tool set: bound on start-up and requests other than
+                                  prompts; past it the agent is killed (120000).
   GEMINICLI_MCP_LOG               Log filter for stderr, tracing's EnvFilter syntax (default
                                   geminicli_mcp=warn; with GEMINICLI_MCP_DEBUG geminicli_mcp=debug).
   GEMINICLI_MCP_HTTP              Serve Streamable HTTP on this address instead of stdio (--http).

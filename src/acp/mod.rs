@@ -55,7 +55,8 @@ impl AcpConfig {
             enabled: text("GEMINICLI_MCP_TOOLSETS").is_some_and(|v| {
                 split_list(&v)
                     .iter()
-                    .any(|s| matches!(s.to_ascii_lowercase().as_str(), "acp" | "agent" | "all"))
+                    // Not `all`: this set starts long-lived processes, so it is named explicitly.
+                    .any(|s| matches!(s.to_ascii_lowercase().as_str(), "acp" | "agent"))
             }),
             idle: positive("GEMINICLI_MCP_ACP_IDLE_MS")
                 .map(Duration::from_millis)
@@ -121,6 +122,7 @@ mod tests {
         assert!(!config(&[("GEMINICLI_MCP_TOOLSETS", "sessions")]).enabled);
         assert!(config(&[("GEMINICLI_MCP_TOOLSETS", "sessions, ACP")]).enabled);
         assert!(config(&[("GEMINICLI_MCP_TOOLSETS", "agent")]).enabled);
+        assert!(!config(&[("GEMINICLI_MCP_TOOLSETS", "all")]).enabled);
         let c = config(&[
             ("GEMINICLI_MCP_ACP_MAX_TURNS", "3"),
             ("GEMINICLI_MCP_ACP_IDLE_MS", "x"),
