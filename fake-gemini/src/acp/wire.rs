@@ -132,74 +132,87 @@ pub fn invalid_params(field: &str, problem: &str) -> Value {
     )
 }
 
-/// Node's `util.inspect` of a JSON value on one line, nested objects past depth 2 as `[Object]`
-/// (the real agent logs failed requests this way; line breaking of long values is not emulated).
+/// Stands for JavaScript's `undefined` (a RequestError without data) inside [`inspect`].
+const UNDEFINED: &str = "\u{0}undefined";
+
+/// Node's `util.inspect` of a JSON value, as `console.error` prints it: objects past depth 2 as
+/// `[Object]`, an object on one line when its entries fit the 80-column rule of
+/// `reduceToSingleString`, else one entry per line indented by two.
 pub fn inspect(v: &Value) -> String {
-    fn go(v: &Value, depth: usize, out: &mut String) {
-        match v {
-            Value::Null => out.push_str("null"),
-            Value::Bool(b) => out.push_str(&b.to_string()),
-            Value::Number(n) => out.push_str(&n.to_string()),
-            Value::String(s) => {
-                out.push('\'');
-                out.push_str(
-                    &s.replace('\\', "\\\\")
-                        .replace('\'', "\\'")
-                        .replace('\n', "\\n"),
-                );
-                out.push('\'');
-            }
-            Value::Array(a) if a.is_empty() => out.push_str("[]"),
-            Value::Array(_) if depth > 2 => out.push_str("[Array]"),
-            Value::Array(a) => {
-                out.push_str("[ ");
-                for (i, x) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    go(x, depth + 1, out);
-                }
-                out.push_str(" ]");
-            }
-            Value::Object(o) if o.is_empty() => out.push_str("{}"),
-            Value::Object(_) if depth > 2 => out.push_str("[Object]"),
-            Value::Object(o) => {
-                out.push_str("{ ");
-                for (i, (k, x)) in o.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    let plain = !k.is_empty()
-                        && k.chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-                        && !k.starts_with(|c: char| c.is_ascii_digit());
-                    if plain {
-                        out.push_str(k);
-                    } else {
-                        out.push('\'');
-                        out.push_str(k);
-                        out.push('\'');
-                    }
-                    out.push_str(": ");
-                    go(x, depth + 1, out);
-                }
-                out.push_str(" }");
-            }
+    fn string(s: &str) -> String {
+        if s == UNDEFINED {
+            return "undefined".into();
+        }
+        // Single quotes unless the text has some; then double quotes, then backticks.
+        let q = if !s.contains('\'') {
+            '\''
+        } else if !s.contains('"') {
+            '"'
+        } else {
+            '`'
+        };
+        let body = s.replace('\\', "\\\\").replace('\n', "\\n");
+        format!("{q}{body}{q}")
+    }
+    fn key(k: &str) -> String {
+        let plain = !k.is_empty()
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+            && !k.starts_with(|c: char| c.is_ascii_digit());
+        if plain {
+            k.to_string()
+        } else {
+            string(k)
         }
     }
-    let mut s = String::new();
-    go(v, 0, &mut s);
-    s
+    fn go(v: &Value, depth: usize, indent: usize) -> String {
+        let (open, close, entries): (&str, &str, Vec<String>) = match v {
+            Value::Null => return "null".into(),
+            Value::Bool(b) => return b.to_string(),
+            Value::Number(n) => return n.to_string(),
+            Value::String(s) => return string(s),
+            Value::Array(a) if a.is_empty() => return "[]".into(),
+            Value::Object(o) if o.is_empty() => return "{}".into(),
+            Value::Array(_) if depth > 2 => return "[Array]".into(),
+            Value::Object(_) if depth > 2 => return "[Object]".into(),
+            Value::Array(a) => (
+                "[",
+                "]",
+                a.iter().map(|x| go(x, depth + 1, indent + 2)).collect(),
+            ),
+            Value::Object(o) => (
+                "{",
+                "}",
+                o.iter()
+                    .map(|(k, x)| format!("{}: {}", key(k), go(x, depth + 1, indent + 2)))
+                    .collect(),
+            ),
+        };
+        // isBelowBreakLength: entries + start + the entries' lengths within 80 columns.
+        let start = entries.len() + indent + open.len() + 10;
+        let total = entries.len() + start + entries.iter().map(String::len).sum::<usize>();
+        let one_line =
+            entries.len() + start <= 80 && total <= 80 && !entries.iter().any(|e| e.contains('\n'));
+        if one_line {
+            format!("{open} {} {close}", entries.join(", "))
+        } else {
+            let pad = " ".repeat(indent);
+            format!(
+                "{open}\n{pad}  {}\n{pad}{close}",
+                entries.join(&format!(",\n{pad}  "))
+            )
+        }
+    }
+    go(v, 0, 0)
 }
 
 /// The stderr line for a request answered with an error, as the SDK logs it.
 pub fn error_log_line(kind: &str, message: &Value, error: &Value) -> String {
     let mut e = error.clone();
     if let Some(o) = e.as_object_mut() {
-        o.entry("data").or_insert(Value::Null);
+        o.entry("data").or_insert(json!(UNDEFINED));
     }
-    let rendered = inspect(&e).replace("data: null", "data: undefined");
-    format!("Error handling {kind} {} {rendered}", inspect(message))
+    format!("Error handling {kind} {} {}", inspect(message), inspect(&e))
 }
 
 /// `JSON.parse`'s message for a line that is not JSON (V8's wording for a bad first token).
@@ -234,6 +247,11 @@ mod tests {
         assert_eq!(
             inspect(&m),
             "{ jsonrpc: '2.0', id: 9, method: 'no/such_method', params: {} }"
+        );
+        let e = json!({"code": -32601, "message": "\"Method not found\": no/such_method", "data": {"method": "no/such_method"}});
+        assert_eq!(
+            inspect(&e),
+            "{\n  code: -32601,\n  message: '\"Method not found\": no/such_method',\n  data: { method: 'no/such_method' }\n}"
         );
         let p = json!({"params": {"prompt": [{"type": "text"}]}});
         assert_eq!(inspect(&p), "{ params: { prompt: [ [Object] ] } }");
