@@ -10,6 +10,7 @@
 //! ```sh
 //! cargo nextest run -p fake-gemini --run-ignored only -E 'test(differential::full)'    # every case
 //! cargo nextest run -p fake-gemini --run-ignored only -E 'test(differential::smoke)'   # the CI subset
+//! FAKE_GEMINI_DIFF_FILTER=quota cargo nextest run -p fake-gemini --run-ignored only -E 'test(differential::full)'
 //! ```
 
 use std::fmt::Write as _;
@@ -151,7 +152,10 @@ pub const CASES: &[Case] = &[
     case("[[fake-gemini:api-400]]", "json", false),
     case("[[fake-gemini:api-400]]", "stream-json", true),
     case("[[fake-gemini:api-401]]", "json", false),
+    case("[[fake-gemini:api-401]]", "stream-json", false),
     case("[[fake-gemini:api-403]]", "json", false),
+    case("[[fake-gemini:api-403]]", "stream-json", false),
+    case("[[fake-gemini:model-not-found]]", "text", false),
     case("[[fake-gemini:model-not-found]]", "json", false),
     case("[[fake-gemini:model-not-found]]", "stream-json", false),
     Case {
@@ -166,6 +170,61 @@ pub const CASES: &[Case] = &[
     case("[[fake-gemini:empty-response]]", "stream-json", true),
     case("[[fake-gemini:loop-detected]]", "json", false),
     case("[[fake-gemini:loop-detected]]", "stream-json", false),
+];
+
+/// Built-in scenarios the real CLI cannot be driven into through the API, by reason (the README's
+/// "Not driven into the real CLI" table says more).
+pub const NOT_DRIVABLE: &[(&str, &[&str])] = &[
+    (
+        "the CLI's own retry backoff takes minutes",
+        &["rate-limit-retry", "api-500", "api-503"],
+    ),
+    ("a failure to connect, not an answer", &["network-down"]),
+    (
+        "environment facts, pinned by the captures",
+        &[
+            "auth-missing",
+            "auth-invalid",
+            "oauth-wait",
+            "untrusted-workspace",
+            "no-input",
+            "stdin-late",
+            "include-dir-missing",
+            "config-error",
+            "sandbox-error",
+            "session-not-found",
+            "input-too-large",
+            "memory-show",
+            "old-version",
+            "turn-limit",
+            "slow-start",
+        ],
+    ),
+    ("needs a full disk", &["tool-fatal"]),
+    ("needs Ctrl+C on a TTY", &["cancelled"]),
+    (
+        "process faults of the CLI process, ended only by signals",
+        &[
+            "hang",
+            "hang-after-output",
+            "crash",
+            "relaunch",
+            "ignore-sigterm",
+            "grandchild-holds-stdout",
+            "exit-0-descendant-holds-stdout",
+            "setsid-grandchild",
+        ],
+    ),
+    (
+        "raw faults of fake-gemini's own output",
+        &[
+            "flood-stdout",
+            "flood-stderr",
+            "long-line",
+            "non-utf8",
+            "invalid-json",
+        ],
+    ),
 ];
 
 /// What one side printed, masked.
@@ -370,11 +429,18 @@ fn smoke() {
     differential(&cases);
 }
 
-/// Every case.
+/// Every case (or those whose command line contains `FAKE_GEMINI_DIFF_FILTER`).
 #[test]
 #[ignore = "runs the real Gemini CLI (node, npm) for a few minutes; see the module docs"]
 fn full() {
-    differential(CASES);
+    let filter = std::env::var("FAKE_GEMINI_DIFF_FILTER").unwrap_or_default();
+    let cases: Vec<Case> = CASES
+        .iter()
+        .filter(|c| label(c).contains(&filter))
+        .copied()
+        .collect();
+    assert!(!cases.is_empty(), "no case matches `{filter}`");
+    differential(&cases);
 }
 
 /// The comparison is not vacuous: a deliberately altered fake output fails with a diff that
@@ -478,4 +544,31 @@ fn the_api_plays_scenarios() {
     assert_eq!(st, 400);
     assert!(out.contains("fake-gemini-api: unknown scenario"), "{out}");
     assert_eq!(api.seen().len(), 9);
+}
+
+/// Every built-in scenario is either compared or listed as not drivable, and the README names
+/// each one in its fidelity section: a new scenario cannot slip past the suite unnoticed.
+#[test]
+fn every_builtin_is_compared_or_excluded() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let fidelity = readme
+        .split("## Fidelity")
+        .nth(1)
+        .expect("README has a Fidelity section");
+    for (name, _) in fake_gemini::scenario::BUILTINS {
+        let compared = CASES.iter().any(|c| {
+            c.prompt.contains(&format!("[[fake-gemini:{name}]]"))
+                || c.prompt.contains(&format!("[[fake-gemini:{name} "))
+        });
+        let excluded = NOT_DRIVABLE.iter().any(|(_, names)| names.contains(name));
+        assert!(
+            compared ^ excluded,
+            "`{name}`: compared {compared}, excluded {excluded}"
+        );
+        assert!(
+            fidelity.contains(&format!("`{name}`")),
+            "README fidelity section lacks `{name}`"
+        );
+    }
 }
