@@ -261,6 +261,10 @@ impl Agent {
         let Some(cwd) = params["cwd"].as_str() else {
             return Err(wire::invalid_params("cwd", "Required"));
         };
+        // The SDK's schema requires the list, even empty, before the agent sees the request.
+        if !params["mcpServers"].is_array() {
+            return Err(wire::invalid_params("mcpServers", "Required"));
+        }
         if let Some(m) = self.new_session_auth_error() {
             return Err(wire::error(-32000, &m, None));
         }
@@ -299,6 +303,9 @@ impl Agent {
         let (Some(id), Some(cwd)) = (params["sessionId"].as_str(), params["cwd"].as_str()) else {
             return Err(wire::invalid_params("sessionId", "Required"));
         };
+        if !params["mcpServers"].is_array() {
+            return Err(wire::invalid_params("mcpServers", "Required"));
+        }
         if !self.load_session_auth_ok() {
             return Err(wire::error(-32000, "Authentication required", None));
         }
@@ -433,7 +440,17 @@ impl Agent {
 
     /// Starts a prompt on its own thread; a newer prompt on the same session aborts the older.
     fn start_prompt(self: &Arc<Self>, id: Value, msg: Value) {
-        let s = match self.session(&msg["params"]) {
+        // Schema validation comes before the session lookup.
+        let checked = if msg["params"]["sessionId"].is_string() {
+            if msg["params"]["prompt"].is_array() {
+                self.session(&msg["params"])
+            } else {
+                Err(wire::invalid_params("prompt", "Required"))
+            }
+        } else {
+            Err(wire::invalid_params("sessionId", "Required"))
+        };
+        let s = match checked {
             Ok(s) => s,
             Err(e) => {
                 log::record(&json!({"event": "acp-request", "pid": std::process::id(),

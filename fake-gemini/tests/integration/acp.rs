@@ -858,3 +858,24 @@ fn the_launcher_passes_the_protocol_through() {
     assert_eq!(reply["result"]["agentInfo"]["name"], "gemini-cli");
     assert_eq!(o.stdout.iter().filter(|&&b| b == b'\n').count(), 1);
 }
+
+#[test]
+fn malformed_params_are_invalid_params() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let cwd = sb.cwd.to_str().unwrap();
+    for (method, params, field) in [
+        ("session/new", json!({"cwd": cwd}), "mcpServers"),
+        (
+            "session/load",
+            json!({"sessionId": "x", "cwd": cwd}),
+            "mcpServers",
+        ),
+        ("session/prompt", json!({"sessionId": "nope"}), "prompt"),
+    ] {
+        let (_, r) = d.call(1, method, params);
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+        assert_eq!(r["error"]["message"], "Invalid params");
+        assert_eq!(r["error"]["data"][field]["_errors"][0], "Required");
+    }
+}
