@@ -54,6 +54,13 @@ Environment:
   GEMINICLI_MCP_APPROVAL_MODE     Most permissive approval mode a call may ask for, and the mode
                                   of calls that ask for none: plan, default, auto_edit or yolo
                                   (default yolo; an unknown value means plan).
+  GEMINICLI_MCP_TOOLSETS          Opt-in tools besides the three prompt tools, comma-separated:
+                                  sessions (gemini_list_sessions, gemini_delete_session), models
+                                  (gemini_list_models), all.
+  GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS, GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS,
+  GEMINICLI_MCP_TOTAL_TIMEOUT_MS  Opt-in deadlines of every run (default: none): no content yet,
+                                  no output line, the whole run; the first to pass kills the run
+                                  (error kind timeout). A call may set shorter ones.
   GEMINICLI_MCP_ACP_IDLE_MS       acp tool set: an agent unused this long is stopped (600000).
   GEMINICLI_MCP_ACP_MAX_TURNS     acp tool set: prompts per session before a fresh one (20).
   GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS  acp tool set: bound on start-up and requests other than
@@ -486,6 +493,12 @@ mod tests {
             "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
             "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS",
             "GEMINICLI_MCP_HTTP_ALLOW_REMOTE",
+            "GEMINICLI_MCP_ALLOWED_ROOTS",
+            "GEMINICLI_MCP_APPROVAL_MODE",
+            "GEMINICLI_MCP_TOOLSETS",
+            "GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS",
+            "GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS",
+            "GEMINICLI_MCP_TOTAL_TIMEOUT_MS",
         ] {
             assert!(ENV_HELP.contains(name), "{name}");
         }
