@@ -239,7 +239,7 @@ fn model_run(
     }
     let main = sc.model.version.clone().unwrap_or(resolved);
     if let Some(f) = &sc.model.failure {
-        return failure(agent, f, p, &usage, &main, &requested);
+        return failure(agent, f, p, &usage, router.is_some(), &requested);
     }
     if !known && sc.model.version.is_none() && sc.model.unknown_model == UnknownModel::NotFound {
         return Err(api_error(404, None, &requested));
@@ -400,7 +400,7 @@ fn failure(
     f: &scenario::Failure,
     p: &Pending,
     usage: &Usage,
-    main: &str,
+    routed: bool,
     requested: &str,
 ) -> Result<Value, Value> {
     let delay = f.attempt_delay_ms.unwrap_or(20);
@@ -416,9 +416,14 @@ fn failure(
     match f.kind {
         FailureKind::QuotaDaily => {
             let m = f.message.as_deref().unwrap_or(texts::QUOTA_DAILY);
-            agent.stderr_line(&format!(
-                "Error when talking to Gemini API TerminalQuotaError: {m}"
-            ));
+            let trailer = "  cause: {\n    code: 429,\n    message: 'Resource has been exhausted (e.g. check quota).',\n    details: [ [Object], [Object] ]\n  },\n  retryDelayMs: undefined,\n  reason: undefined,\n  status: 429\n}";
+            api_error_noise(
+                agent,
+                routed,
+                &format!("TerminalQuotaError: {m}"),
+                m,
+                trailer,
+            );
             Err(wire::error(429, m, None))
         }
         FailureKind::RateLimit => {
@@ -437,10 +442,9 @@ fn failure(
                 return cancelled();
             }
             let e = api_error(status, f.message.as_deref(), requested);
-            agent.stderr_line(&format!(
-                "Error when talking to Gemini API _ApiError: {}",
-                e["message"].as_str().unwrap_or_default()
-            ));
+            let body = e["message"].as_str().unwrap_or_default();
+            let trailer = format!("  status: {status}\n}}");
+            api_error_noise(agent, routed, &format!("_ApiError: {body}"), body, &trailer);
             Err(e)
         }
         FailureKind::EmptyResponse => {
@@ -450,14 +454,11 @@ fn failure(
             // InvalidStreamError ends the turn quietly (from source).
             Ok(usage.result("end_turn"))
         }
-        FailureKind::MalformedStream => {
-            let _ = main;
-            Err(wire::error(
-                500,
-                "Expected property name or '}' in JSON at position 1",
-                None,
-            ))
-        }
+        FailureKind::MalformedStream => Err(wire::error(
+            500,
+            "Expected property name or '}' in JSON at position 1",
+            None,
+        )),
         FailureKind::Network => loop {
             // `fetch failed` retried forever; only a cancel ends the prompt.
             if p.sleep(delay.max(1)) {
@@ -465,6 +466,43 @@ fn failure(
             }
         },
     }
+}
+
+/// The CLI's stderr for a failed API call (observed for 400 and the daily quota): under `auto` the
+/// router's classifier call fails first and is reported, then the main call. Report files are
+/// named, not written.
+fn api_error_noise(agent: &Agent, routed: bool, error: &str, message: &str, trailer: &str) {
+    let report = |kind: &str| {
+        std::env::temp_dir()
+            .join(format!(
+                "gemini-client-error-{kind}-{}.json",
+                clock::report_stamp(clock::now_ms())
+            ))
+            .display()
+            .to_string()
+    };
+    let frame = |f: &str| {
+        format!(
+            "    at {f} (file://{}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js)",
+            texts::CLI_ROOT
+        )
+    };
+    if routed {
+        agent.stderr_line(&format!(
+            "Error generating content via API. Full report available at: {} {error}\n{} {{\n{trailer}",
+            report("generateJson-api"),
+            frame("async NumericalClassifierStrategy.route")
+        ));
+        agent.stderr_line(&format!(
+            "[Routing] NumericalClassifierStrategy failed: Error: Failed to generate content: {message}\n{}",
+            frame("async NumericalClassifierStrategy.route")
+        ));
+    }
+    agent.stderr_line(&format!(
+        "Error when talking to Gemini API Full report available at: {} {error}\n{} {{\n{trailer}",
+        report("Turn.run-sendMessageStream"),
+        frame("async Turn.run")
+    ));
 }
 
 /// Runs one tool call as `runTool` does; returns its record for the session history.

@@ -266,9 +266,8 @@ fn replays_the_acp_capture(
         notices(&real_stderr),
         "{name}: stderr notices"
     );
-    // Without an API error (whose reports and stack dumps are not reproduced) stderr is the
-    // same text, stack frames and ids masked.
-    if !matches!(name, "acp_400" | "acp_quota") {
+    // The whole stderr is the same text, stack frames and ids masked.
+    {
         let fallback = regex::Regex::new(r"classifier-router-fallback-\d+-[0-9a-f]+").unwrap();
         let norm = |s: &str| {
             fallback
