@@ -287,6 +287,11 @@ impl Connection {
         Ok((rx, id))
     }
 
+    /// Whether request `id` still waits for its answer.
+    pub fn is_waiting(&self, id: u64) -> bool {
+        lock(&self.shared.waiters).contains_key(&id)
+    }
+
     /// Routes a session's updates and permission decisions to `tx` until [`Connection::unroute`];
     /// `mode` decides the permission answers.
     pub fn route(&self, session: &str, mode: ApprovalMode, tx: mpsc::UnboundedSender<Inbound>) {

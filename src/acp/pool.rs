@@ -539,12 +539,19 @@ impl Pool {
         let (tx, mut rx) = mpsc::unbounded_channel();
         agent.route(&session.id, session.mode, tx);
         let sid = session.id.clone();
-        let (mut reply, _) = agent
+        let (mut reply, request_id) = agent
             .start_request(
                 "session/prompt",
                 json!({"sessionId": sid, "prompt": blocks}),
             )
             .map_err(|e| agent_failure(&agent, e, "sending the prompt"))?;
+        let mut guard = PromptGuard {
+            agent: agent.clone(),
+            session: sid.clone(),
+            grace: self.config.kill_grace,
+            request_id,
+            armed: true,
+        };
         let mut answer = Answer {
             session_id: sid.clone(),
             model: session.model.clone(),
@@ -598,6 +605,7 @@ impl Pool {
                 }
             }
         };
+        guard.armed = false;
         agent.unroute(&sid);
         if let (Some(p), Some(note)) = (&progress, unsent) {
             p.send(sent + 1, Some(note)).await;
@@ -634,6 +642,39 @@ impl Pool {
                 f.partial_response = Some(answer.messages).filter(|m| !m.is_empty());
                 Err(f)
             }
+        }
+    }
+}
+
+/// Ends a prompt whose call was dropped mid-flight (a transport gone, a task aborted), so the agent
+/// does not go on running tools for nobody: `session/cancel`, then the tree kill if the agent is
+/// still busy after the grace (it cannot be told apart from a hang from here).
+struct PromptGuard {
+    agent: Arc<Connection>,
+    session: String,
+    grace: Duration,
+    request_id: u64,
+    armed: bool,
+}
+
+impl Drop for PromptGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.agent.unroute(&self.session);
+        self.agent
+            .notify("session/cancel", json!({"sessionId": self.session}));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (agent, grace, id) = (self.agent.clone(), self.grace, self.request_id);
+            runtime.spawn(async move {
+                tokio::time::sleep(grace).await;
+                // Answered meanwhile (cancelled or done): the agent is healthy and may be in
+                // use by the next call.
+                if agent.is_waiting(id) {
+                    agent.kill();
+                }
+            });
         }
     }
 }
@@ -785,4 +826,43 @@ fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Failure {
     };
     f.stderr_tail = agent.stderr_tail();
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updates_fold_into_the_answer() {
+        let mut answer = Answer::default();
+        let mut tools = Vec::new();
+        let updates = [
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hel"}}),
+            json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "status": "in_progress", "title": "ls", "kind": "execute"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "a b"}}]}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "lo"}}),
+            json!({"sessionUpdate": "available_commands_update", "availableCommands": []}),
+        ];
+        for u in updates {
+            absorb(&mut answer, &mut tools, Inbound::Update(u));
+        }
+        let note = absorb(
+            &mut answer,
+            &mut tools,
+            Inbound::Permission {
+                tool_call: json!({"toolCallId": "t2", "title": "out.txt", "kind": "edit"}),
+                allowed: false,
+            },
+        );
+        assert_eq!(answer.messages, "Hello");
+        assert_eq!(answer.thought, "hmm");
+        assert_eq!(note.as_deref(), Some("permission rejected: out.txt"));
+        let calls: Vec<&Value> = tools.iter().map(|(_, v)| v).collect();
+        assert_eq!(calls[0]["status"], "completed");
+        assert_eq!(calls[0]["title"], "ls");
+        assert_eq!(calls[0]["output"], "a b");
+        assert_eq!(calls[1]["status"], "rejected");
+    }
 }
