@@ -7,7 +7,7 @@
 //! SOAK_CALLS=500 SOAK_SEED=7 cargo run --example soak                 # a shorter run
 //! ```
 //!
-//! Scenarios: `success`, a small `flood-stdout` (half of them past a 1 MiB cap, ending as
+//! Scenarios: `success`, a small `flood-stdout` (64 KiB, or 2 MiB past a 1 MiB cap, ending as
 //! `output_limit`), `hang` cancelled after a few milliseconds, `crash`, `non-utf8`, and `relaunch`
 //! (the worker prints a chunk and hangs) cancelled too. Afterwards, with the server idle: the open
 //! file descriptors are those of the warm-up, RSS grew by less than 5 MiB, no fake-gemini the log
@@ -15,6 +15,7 @@
 //! Exits 1 when a check fails.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,7 @@ use serde_json::{json, Value};
 
 /// Calls made before the baseline is read: buffers, thread pools and allocator arenas reach
 /// their working size first, so what grows afterwards is a leak, not a warm-up.
-const WARM_UP: usize = 300;
+const WARM_UP: usize = 500;
 /// Calls in flight at once; the server runs 4 and queues the rest.
 const IN_FLIGHT: usize = 8;
 /// Output cap given to the server, so floods past it stay small.
@@ -81,7 +82,9 @@ impl Kind {
     fn marker(self) -> String {
         match self {
             Kind::Success => "[[fake-gemini:success]]".into(),
-            Kind::FloodUnderCap => format!("[[fake-gemini:flood-stdout bytes={}]]", CAP / 4),
+            // Under GEMINICLI_MCP_MAX_RESULT_CHARS (80,000): a longer answer would be kept in the
+            // server's bounded store of truncated answers, growing RSS by design, not by a leak.
+            Kind::FloodUnderCap => "[[fake-gemini:flood-stdout bytes=65536]]".into(),
             Kind::FloodOverCap => format!("[[fake-gemini:flood-stdout bytes={}]]", CAP * 2),
             Kind::HangCancel => "[[fake-gemini:hang]]".into(),
             Kind::Crash => "[[fake-gemini:crash]]".into(),
@@ -116,9 +119,10 @@ fn fd_count(pid: u32) -> usize {
         .unwrap_or(0)
 }
 
-/// A pid that is running (not a zombie) and is a fake-gemini: pids are reused over 10,000 calls,
-/// so a live pid alone proves nothing.
-fn alive_fake(pid: u32) -> bool {
+/// A pid that is running (not a zombie) and is one of this run's fakes (its environment names
+/// this run's log): pids wrap around during 10,000 calls on a busy machine, and other test runs
+/// start fake-geminis too, so a live pid or a `fake-gemini` command line alone proves nothing.
+fn alive_fake(pid: u32, log: &Path) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return false;
     };
@@ -126,8 +130,9 @@ fn alive_fake(pid: u32) -> bool {
         .rsplit(')')
         .next()
         .and_then(|r| r.split_whitespace().next());
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    state != Some("Z") && String::from_utf8_lossy(&cmdline).contains("fake-gemini")
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let ours = format!("FAKE_GEMINI_LOG={}", log.display()).into_bytes();
+    state != Some("Z") && environ.split(|&b| b == 0).any(|var| var == ours.as_slice())
 }
 
 struct Pending {
@@ -218,6 +223,15 @@ fn main() {
                 },
             );
             sent += 1;
+            if sent % 1000 == 0 {
+                // The trend tells a leak (steady growth) from allocator warm-up (a plateau).
+                println!(
+                    "  {sent} sent, {:.0} s: RSS {:.1} MiB, {} fds",
+                    started.elapsed().as_secs_f64(),
+                    status_kib(pid, "VmRSS:") as f64 / 1024.0,
+                    fd_count(pid)
+                );
+            }
             continue;
         }
 
@@ -295,7 +309,11 @@ fn main() {
     let hwm = status_kib(pid, "VmHWM:");
     let fake_log = FakeLog::read(&log);
     let pids = fake_log.pids();
-    let alive: Vec<u32> = pids.iter().copied().filter(|&p| alive_fake(p)).collect();
+    let alive: Vec<u32> = pids
+        .iter()
+        .copied()
+        .filter(|&p| alive_fake(p, &log))
+        .collect();
     let children =
         std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
 
