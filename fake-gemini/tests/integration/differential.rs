@@ -572,3 +572,75 @@ fn every_builtin_is_compared_or_excluded() {
         );
     }
 }
+
+/// Stalls hold the stream open after the scripted chunks until the server stops (bounded by
+/// `max_stall`); floods stream the requested number of answer bytes.
+#[test]
+fn the_api_stalls_and_floods() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let api = ApiServer::start(
+        0,
+        Config {
+            max_stall: Duration::from_secs(30),
+            ..Config::default()
+        },
+    )
+    .expect("start the scripted API");
+    let open = |text: &str| {
+        let mut s = std::net::TcpStream::connect(api.addr()).unwrap();
+        let body = serde_json::json!({"contents": [{"role": "user", "parts": [{"text": text}]}]})
+            .to_string();
+        write!(
+            s,
+            "POST /v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse HTTP/1.1\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        s
+    };
+
+    // After the first chunk nothing more comes: a read times out instead of seeing the end.
+    let s = open("[[fake-gemini:hang-after-output]]");
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut r = BufReader::new(s);
+    let mut seen = String::new();
+    let stalled = loop {
+        let mut line = String::new();
+        match r.read_line(&mut line) {
+            Ok(0) => break false,
+            Ok(_) => seen.push_str(&line),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                break true
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert!(stalled, "the stream ended: {seen}");
+    assert!(seen.contains(r#""text":"Hello""#), "{seen}");
+    assert!(!seen.contains("finishReason"), "{seen}");
+
+    // A flood: the answer's text parts add up to the requested size.
+    let mut out = String::new();
+    open("[[fake-gemini:flood-stdout bytes=300000]]")
+        .read_to_string(&mut out)
+        .unwrap();
+    let total: usize = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<serde_json::Value>(d).unwrap())
+        .map(|v| {
+            v["candidates"][0]["content"]["parts"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .len()
+        })
+        .sum();
+    assert_eq!(total, 300_000);
+    // Dropping the server ends the stall that is still open.
+    drop(r);
+    drop(api);
+}
