@@ -846,12 +846,14 @@ fn expectations_are_checked_per_prompt() {
     );
 }
 
-#[test]
-fn the_launcher_passes_the_protocol_through() {
+#[rstest]
+#[case::acp("--acp")]
+#[case::deprecated_alias("--experimental-acp")]
+fn the_launcher_passes_the_protocol_through(#[case] flag: &str) {
     // The default process model: a launcher relaunching itself as the worker, which serves ACP.
     let sb = Sandbox::new("acp");
     let input = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n";
-    let o = sb.run(&["--acp"], Some(input));
+    let o = sb.run(&[flag], Some(input));
     assert_eq!(o.status.code(), Some(0));
     let reply: Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
     assert_eq!(reply["result"]["agentInfo"]["name"], "gemini-cli");
