@@ -98,6 +98,9 @@ pub struct Case {
     pub args: &'static [&'static str],
     /// Part of the CI smoke subset.
     pub smoke: bool,
+    /// Settings merged into both sides' `~/.gemini/settings.json`: how an environment fact of
+    /// the scenario (e.g. `max-session-turns`) is set up for the real CLI.
+    pub settings: Option<&'static str>,
 }
 
 const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
@@ -106,6 +109,7 @@ const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
         format,
         args: &[],
         smoke,
+        settings: None,
     }
 }
 
@@ -170,6 +174,18 @@ pub const CASES: &[Case] = &[
     case("[[fake-gemini:empty-response]]", "stream-json", true),
     case("[[fake-gemini:loop-detected]]", "json", false),
     case("[[fake-gemini:loop-detected]]", "stream-json", false),
+    Case {
+        settings: Some(r#"{"model":{"maxSessionTurns":1}}"#),
+        ..case("[[fake-gemini:turn-limit]]", "text", false)
+    },
+    Case {
+        settings: Some(r#"{"model":{"maxSessionTurns":1}}"#),
+        ..case("[[fake-gemini:turn-limit]]", "json", false)
+    },
+    Case {
+        settings: Some(r#"{"model":{"maxSessionTurns":1}}"#),
+        ..case("[[fake-gemini:turn-limit]]", "stream-json", false)
+    },
 ];
 
 /// Built-in scenarios the real CLI cannot be driven into through the API, by reason (the README's
@@ -196,7 +212,6 @@ pub const NOT_DRIVABLE: &[(&str, &[&str])] = &[
             "input-too-large",
             "memory-show",
             "old-version",
-            "turn-limit",
             "slow-start",
         ],
     ),
@@ -243,18 +258,22 @@ const REAL_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// A sandbox with the environment both sides get: the real CLI's offline setup (API key,
 /// `selectedType`, base URL), TERM=dumb and NO_COLOR.
-fn sandbox(base_url: &str) -> Sandbox {
+fn sandbox(base_url: &str, c: &Case) -> Sandbox {
     let mut sb = Sandbox::new("proj");
     sb.set("NO_COLOR", Some("1"))
         .set("GOOGLE_GEMINI_BASE_URL", Some(base_url))
         // The fake applies the same auth check the real CLI does to this environment.
         .set("FAKE_GEMINI_AUTH", Some("env"));
     std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
-    std::fs::write(
-        sb.home.join(".gemini/settings.json"),
-        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
-    )
-    .unwrap();
+    let mut settings =
+        serde_json::json!({"security": {"auth": {"selectedType": "gemini-api-key"}}});
+    if let Some(extra) = c.settings {
+        let extra: serde_json::Value = serde_json::from_str(extra).expect("case settings are JSON");
+        for (k, v) in extra.as_object().expect("an object") {
+            settings[k] = v.clone();
+        }
+    }
+    std::fs::write(sb.home.join(".gemini/settings.json"), settings.to_string()).unwrap();
     sb
 }
 
@@ -266,7 +285,7 @@ fn argv(c: &Case) -> Vec<&str> {
 
 /// Runs the real CLI for a case, stdout and stderr into files (no pipes a straggler could hold).
 fn run_real(gemini: &Path, base_url: &str, c: &Case) -> Outcome {
-    let sb = sandbox(base_url);
+    let sb = sandbox(base_url, c);
     let out = sb.dir.path().join("stdout");
     let err = sb.dir.path().join("stderr");
     let mut cmd = Command::new(gemini);
@@ -313,7 +332,7 @@ fn run_real(gemini: &Path, base_url: &str, c: &Case) -> Outcome {
 
 /// Runs fake-gemini for a case, with the same flags and environment.
 fn run_fake(base_url: &str, c: &Case) -> Outcome {
-    let sb = sandbox(base_url);
+    let sb = sandbox(base_url, c);
     let o = sb.run(&argv(c), None);
     Outcome {
         code: o.status.code(),
