@@ -290,6 +290,10 @@ pub struct CaseSpec {
     pub protocol_version: Option<String>,
     /// Whether the runner performs `initialize` + `notifications/initialized` first (default true).
     pub handshake: Option<bool>,
+    /// MCP roots the client advertises in its handshake and lists when the target asks
+    /// (`roots/list`): local paths, placeholders allowed, sent as `file://` URIs. Unset: the
+    /// client advertises no roots.
+    pub client_roots: Option<Vec<String>>,
     /// The default timeout of each step in ms (scaled; default 30000).
     pub timeout_ms: Option<u64>,
     /// The fake-gemini side.

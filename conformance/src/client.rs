@@ -41,6 +41,8 @@ pub struct Client {
     disconnected: Arc<AtomicBool>,
     /// Every message received so far, in arrival order.
     pub received: Vec<Received>,
+    /// What `roots/list` answers (`{"uri", "name"}` objects).
+    pub roots: Vec<Value>,
     /// Lines on the target's stdout that are not JSON-RPC messages (the first few, shortened).
     pub violations: Vec<String>,
     stdout_eof: bool,
@@ -74,6 +76,7 @@ impl Client {
             write_error,
             disconnected,
             received: Vec::new(),
+            roots: Vec::new(),
             violations: Vec::new(),
             stdout_eof: false,
             next_id: 1,
@@ -215,7 +218,9 @@ impl Client {
             let id = message["id"].clone();
             let reply = match message["method"].as_str() {
                 Some("ping") => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
-                Some("roots/list") => json!({"jsonrpc": "2.0", "id": id, "result": {"roots": []}}),
+                Some("roots/list") => {
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"roots": self.roots}})
+                }
                 _ => {
                     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not supported by the conformance client"}})
                 }

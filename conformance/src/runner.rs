@@ -508,6 +508,12 @@ fn prepare_and_run(
         tokens: Vec::new(),
         processes_unchecked: false,
     };
+    for path in case.spec.client_roots.iter().flatten() {
+        let path = run.vars.str(path);
+        run.client
+            .roots
+            .push(json!({"uri": format!("file://{path}"), "name": path}));
+    }
     let outcome = run.steps(findings);
     run.teardown(findings, outcome.is_ok());
     if run.processes_unchecked {
@@ -570,13 +576,17 @@ impl Run<'_> {
                 .to_string()
         });
         let (deadline, ms) = self.timeout(None);
+        let capabilities = match &self.case.spec.client_roots {
+            Some(_) => json!({"roots": {"listChanged": false}}),
+            None => json!({}),
+        };
         let id = self
             .client
             .request(
                 "initialize",
                 Some(json!({
                     "protocolVersion": version,
-                    "capabilities": {},
+                    "capabilities": capabilities,
                     "clientInfo": {"name": "gemini-mcp-conformance", "version": env!("CARGO_PKG_VERSION")}
                 })),
             )
