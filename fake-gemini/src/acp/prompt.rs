@@ -515,6 +515,14 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -
     let title = match name {
         "run_shell_command" => command.to_string(),
         "list_directory" => arg(call, "dir_path").unwrap_or(".").to_string(),
+        // The path relative to the workspace (observed: `Writing to notes.txt`).
+        "write_file" => format!(
+            "Writing to {}",
+            Path::new(file)
+                .strip_prefix(&s.cwd)
+                .unwrap_or(Path::new(file))
+                .display()
+        ),
         _ if !file.is_empty() => file.to_string(),
         _ => call
             .args
@@ -563,23 +571,28 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -
         );
         record("error", msg)
     };
+    // An edit's confirmation and result both show the file diff, with the absolute path (observed).
+    let diff = edit.then(|| {
+        let (old, new) = match name {
+            "write_file" => ("", arg(call, "content").unwrap_or_default()),
+            _ => (
+                arg(call, "old_string").unwrap_or_default(),
+                arg(call, "new_string").unwrap_or_default(),
+            ),
+        };
+        let change = if old.is_empty() {
+            "add"
+        } else if new.is_empty() {
+            "delete"
+        } else {
+            "modify"
+        };
+        json!({"type": "diff", "path": Path::new(&s.cwd).join(file).display().to_string(),
+            "oldText": old, "newText": new, "_meta": {"kind": change}})
+    });
     if needs_ok {
-        let content = if edit {
-            let (old, new) = match name {
-                "write_file" => (json!(""), json!(arg(call, "content").unwrap_or_default())),
-                _ => (
-                    json!(arg(call, "old_string").unwrap_or_default()),
-                    json!(arg(call, "new_string").unwrap_or_default()),
-                ),
-            };
-            let change = if old == json!("") {
-                "add"
-            } else if new == json!("") {
-                "delete"
-            } else {
-                "modify"
-            };
-            json!([{"type": "diff", "path": file, "oldText": old, "newText": new, "_meta": {"kind": change}}])
+        let content = if let Some(d) = &diff {
+            json!([d])
         } else {
             json!(explanation
                 .iter()
@@ -654,10 +667,10 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -
         "run_shell_command" => String::new(),
         _ => call.output.clone().unwrap_or_default(),
     };
-    let content: Vec<Value> = if display.is_empty() {
-        vec![]
-    } else {
-        vec![text_content(&display)]
+    let content: Vec<Value> = match &diff {
+        Some(d) => vec![d.clone()],
+        None if display.is_empty() => vec![],
+        None => vec![text_content(&display)],
     };
     agent.update(
         &s.id,

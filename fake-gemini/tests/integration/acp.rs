@@ -345,11 +345,15 @@ fn permission_round_trip_decides_whether_the_tool_runs(#[case] option: &str, #[c
         .map(|o| o["optionId"].as_str().unwrap())
         .collect();
     assert_eq!(options, ["proceed_always", "proceed_once", "cancel"]);
+    // As observed on 0.61.0 against the scripted API (write_file in default mode).
+    let path = sb.cwd.join("notes.txt").display().to_string();
+    let diff = json!({"type": "diff", "path": path, "oldText": "", "newText": "hi", "_meta": {"kind": "add"}});
     let call = &ask["params"]["toolCall"];
     assert_eq!(call["status"], "pending");
     assert_eq!(call["kind"], "edit");
-    assert_eq!(call["content"][0]["type"], "diff");
-    assert_eq!(call["content"][0]["newText"], "hi");
+    assert_eq!(call["title"], "Writing to notes.txt");
+    assert_eq!(call["content"], json!([diff]));
+    assert_eq!(call["locations"], json!([{"path": path}]));
     d.send(&json!({"jsonrpc": "2.0", "id": 0,
         "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
     let mut msgs = Vec::new();
@@ -365,6 +369,7 @@ fn permission_round_trip_decides_whether_the_tool_runs(#[case] option: &str, #[c
     if runs {
         assert_eq!(kinds, ["tool_call_update", "agent_message_chunk"]);
         assert_eq!(msgs[0]["params"]["update"]["status"], "completed");
+        assert_eq!(msgs[0]["params"]["update"]["content"], json!([diff]));
     } else {
         // A rejected tool sends the client nothing more; the model hears of it and answers.
         assert_eq!(kinds, ["agent_message_chunk"]);
