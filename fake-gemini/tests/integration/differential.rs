@@ -94,13 +94,20 @@ pub struct Case {
     pub prompt: &'static str,
     /// `-o` value.
     pub format: &'static str,
-    /// More flags after `-p PROMPT -o FORMAT --skip-trust`.
+    /// More flags after `-p PROMPT -o FORMAT [--skip-trust]`.
     pub args: &'static [&'static str],
     /// Part of the CI smoke subset.
     pub smoke: bool,
     /// Settings merged into both sides' `~/.gemini/settings.json`: how an environment fact of
     /// the scenario (e.g. `max-session-turns`) is set up for the real CLI.
     pub settings: Option<&'static str>,
+    /// Pass `--skip-trust` (the default); without it a fresh cwd is untrusted.
+    pub skip_trust: bool,
+    /// Write `security.auth.selectedType` (the default); without it, and without
+    /// `GEMINI_API_KEY`, the CLI finds no auth.
+    pub selected_type: bool,
+    /// Variables left out of both sides' environment.
+    pub remove_env: &'static [&'static str],
 }
 
 const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
@@ -110,6 +117,9 @@ const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
         args: &[],
         smoke,
         settings: None,
+        skip_trust: true,
+        selected_type: true,
+        remove_env: &[],
     }
 }
 
@@ -178,6 +188,33 @@ pub const CASES: &[Case] = &[
         settings: Some(r#"{"model":{"maxSessionTurns":1}}"#),
         ..case("[[fake-gemini:turn-limit]]", "text", false)
     },
+    // Environment facts that flags alone set up for the real CLI.
+    Case {
+        args: &["--include-directories", "/nonexistent/dir"],
+        ..case("[[fake-gemini:include-dir-missing]]", "text", false)
+    },
+    Case {
+        args: &["--include-directories", "/nonexistent/dir"],
+        ..case("[[fake-gemini:include-dir-missing]]", "json", false)
+    },
+    Case {
+        args: &["--resume", "0b6c1a6e-0000-4000-8000-000000000000"],
+        ..case("[[fake-gemini:session-not-found]]", "stream-json", false)
+    },
+    Case {
+        skip_trust: false,
+        ..case("[[fake-gemini:untrusted-workspace]]", "json", false)
+    },
+    Case {
+        selected_type: false,
+        ..case("[[fake-gemini:auth-invalid]]", "text", false)
+    },
+    Case {
+        selected_type: false,
+        // The base URL without a selected type would be "Invalid auth method selected.".
+        remove_env: &["GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+        ..case("[[fake-gemini:auth-missing]]", "json", false)
+    },
     Case {
         settings: Some(r#"{"model":{"maxSessionTurns":1}}"#),
         ..case("[[fake-gemini:turn-limit]]", "json", false)
@@ -196,21 +233,17 @@ pub const NOT_DRIVABLE: &[(&str, &[&str])] = &[
         &["rate-limit-retry", "api-500", "api-503"],
     ),
     ("a failure to connect, not an answer", &["network-down"]),
+    ("a browser login, not the Gemini API", &["oauth-wait"]),
     (
-        "environment facts, pinned by the captures",
+        "no prompt to carry the marker",
+        &["no-input", "stdin-late", "memory-show"],
+    ),
+    (
+        "environment facts the suite does not build yet, pinned by the captures",
         &[
-            "auth-missing",
-            "auth-invalid",
-            "oauth-wait",
-            "untrusted-workspace",
-            "no-input",
-            "stdin-late",
-            "include-dir-missing",
             "config-error",
             "sandbox-error",
-            "session-not-found",
             "input-too-large",
-            "memory-show",
             "old-version",
             "slow-start",
         ],
@@ -265,8 +298,14 @@ fn sandbox(base_url: &str, c: &Case) -> Sandbox {
         // The fake applies the same auth check the real CLI does to this environment.
         .set("FAKE_GEMINI_AUTH", Some("env"));
     std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
-    let mut settings =
-        serde_json::json!({"security": {"auth": {"selectedType": "gemini-api-key"}}});
+    for k in c.remove_env {
+        sb.set(k, None);
+    }
+    let mut settings = if c.selected_type {
+        serde_json::json!({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+    } else {
+        serde_json::json!({})
+    };
     if let Some(extra) = c.settings {
         let extra: serde_json::Value = serde_json::from_str(extra).expect("case settings are JSON");
         for (k, v) in extra.as_object().expect("an object") {
@@ -278,7 +317,10 @@ fn sandbox(base_url: &str, c: &Case) -> Sandbox {
 }
 
 fn argv(c: &Case) -> Vec<&str> {
-    let mut a = vec!["-p", c.prompt, "-o", c.format, "--skip-trust"];
+    let mut a = vec!["-p", c.prompt, "-o", c.format];
+    if c.skip_trust {
+        a.push("--skip-trust");
+    }
     a.extend_from_slice(c.args);
     a
 }
