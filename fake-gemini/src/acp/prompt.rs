@@ -91,6 +91,22 @@ fn arg<'a>(call: &'a ToolCall, key: &str) -> Option<&'a str> {
     call.args.get(key).and_then(Value::as_str)
 }
 
+/// The tool's display name, as policy messages name it (`WriteFile` observed).
+fn display_name(name: &str) -> &str {
+    match name {
+        "write_file" => "WriteFile",
+        "replace" | "edit" => "Edit",
+        "run_shell_command" => "Shell",
+        "read_file" => "ReadFile",
+        "list_directory" => "ReadFolder",
+        "glob" => "FindFiles",
+        "search_file_content" | "grep_search" => "SearchText",
+        "web_fetch" => "WebFetch",
+        "google_web_search" => "GoogleSearch",
+        other => other,
+    }
+}
+
 /// Whether every command of a shell line starts with a command the CLI deems safe.
 fn shell_is_safe(command: &str) -> bool {
     command
@@ -226,7 +242,13 @@ fn model_run(
         return Ok(usage.result("max_tokens"));
     }
     let requested = s.model.lock().expect("lock").clone();
-    let (router, resolved, known) = resolve_model(&requested);
+    // Plan mode under `auto` skips the classifier and uses the pro model (observed in ACP).
+    let plan = s.mode.lock().expect("lock").as_str() == "plan";
+    let (router, resolved, known) = if plan && requested == "auto" {
+        (None, "gemini-3.1-pro-preview-customtools".to_string(), true)
+    } else {
+        resolve_model(&requested)
+    };
     if router.is_some()
         && !agent
             .router_noise
@@ -545,10 +567,6 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -
         json!({"id": call_id, "name": name, "args": call.args, "status": status,
             "resultDisplay": display, "displayName": title})
     };
-    if mode == "plan" && mutating {
-        // Plan mode registers no mutating tools: the model gets "not found", the client nothing.
-        return record("error", &format!("Tool \"{name}\" not found in registry."));
-    }
     let key = if name == "run_shell_command" {
         command
             .split_whitespace()
@@ -571,6 +589,13 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -
         );
         record("error", msg)
     };
+    if mode == "plan" && mutating {
+        // The policy denies it before any confirmation (observed: no tool_call, one failed update).
+        return failed(&format!(
+            "Tool execution for \"{}\" denied by policy.",
+            display_name(name)
+        ));
+    }
     // An edit's confirmation and result both show the file diff, with the absolute path (observed).
     let diff = edit.then(|| {
         let (old, new) = match name {

@@ -190,12 +190,18 @@ fn scripted(prompt: &str) -> String {
 #[case::quota("acp_quota", &[], &[])]
 #[case::noauth("acp_noauth", &[], &[])]
 #[case::nokey("acp_nokey", &[], &[("FAKE_GEMINI_AUTH", "env"), ("GEMINI_API_KEY", "")])]
+#[case::perm_allow("acp_perm_allow", &[], &[])]
+#[case::perm_reject("acp_perm_reject", &[], &[])]
+#[case::perm_error("acp_perm_error", &[], &[])]
+#[case::plan_write("acp_plan_write", &[], &[])]
 fn replays_the_acp_capture(
     #[case] name: &str,
     #[case] args: &[&str],
     #[case] env: &[(&str, &str)],
 ) {
     let mut sb = Sandbox::new("acp");
+    // The acp_perm_* / acp_plan_write runs scripted the API with this scenario.
+    write_file_scenario(&mut sb);
     for (k, v) in env {
         sb.set(k, (!v.is_empty()).then_some(*v));
     }
@@ -463,7 +469,19 @@ fn modes_decide_without_asking(#[case] mode: &str, #[case] runs: bool) {
             ]
         );
     } else {
-        assert_eq!(kinds, ["agent_message_chunk", "agent_message_chunk"]);
+        // Denied by the policy: one failed update, no tool_call (observed).
+        assert_eq!(
+            kinds,
+            [
+                "agent_message_chunk",
+                "tool_call_update",
+                "agent_message_chunk"
+            ]
+        );
+        assert_eq!(
+            msgs[1]["params"]["update"]["content"][0]["content"]["text"],
+            "Tool execution for \"WriteFile\" denied by policy."
+        );
     }
 }
 
