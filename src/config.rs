@@ -61,6 +61,10 @@ Environment:
   GEMINICLI_MCP_TOTAL_TIMEOUT_MS  Opt-in deadlines of every run (default: none): no content yet,
                                   no output line, the whole run; the first to pass kills the run
                                   (error kind timeout). A call may set shorter ones.
+  GEMINICLI_MCP_RATE_LIMIT_RETRY  1, true or yes: retry a rate_limited call once after the API's
+                                  delay (at most GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS, default
+                                  60000), only when no tool ran or the approval mode cannot write.
+  GEMINICLI_MCP_FALLBACK_MODELS   Comma-separated models tried in order after quota_exhausted.
   GEMINICLI_MCP_ACP_IDLE_MS       acp tool set: an agent unused this long is stopped (600000).
   GEMINICLI_MCP_ACP_MAX_TURNS     acp tool set: prompts per session before a fresh one (20).
   GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS  acp tool set: bound on start-up and requests other than
@@ -499,6 +503,9 @@ mod tests {
             "GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS",
             "GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS",
             "GEMINICLI_MCP_TOTAL_TIMEOUT_MS",
+            "GEMINICLI_MCP_RATE_LIMIT_RETRY",
+            "GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS",
+            "GEMINICLI_MCP_FALLBACK_MODELS",
         ] {
             assert!(ENV_HELP.contains(name), "{name}");
         }

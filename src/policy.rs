@@ -66,6 +66,54 @@ pub struct Policy {
     pub toolsets: crate::toolsets::Toolsets,
     /// `GEMINICLI_MCP_*_TIMEOUT_MS`: the operator's deadlines (none by default).
     pub deadlines: Deadlines,
+    /// The opt-in quota and retry policy (off by default).
+    pub quota: QuotaPolicy,
+}
+
+/// What the server does about 429s on top of the CLI's own retries (off by default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaPolicy {
+    /// `GEMINICLI_MCP_RATE_LIMIT_RETRY`: after `rate_limited` with a known delay, wait and retry
+    /// once.
+    pub rate_limit_retry: bool,
+    /// `GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS` (default 60000): the longest wait for that retry.
+    pub max_wait: std::time::Duration,
+    /// `GEMINICLI_MCP_FALLBACK_MODELS`: after `quota_exhausted`, the models to try next, in order.
+    pub fallback_models: Vec<String>,
+}
+
+impl Default for QuotaPolicy {
+    fn default() -> Self {
+        QuotaPolicy {
+            rate_limit_retry: false,
+            max_wait: std::time::Duration::from_millis(60_000),
+            fallback_models: Vec::new(),
+        }
+    }
+}
+
+impl QuotaPolicy {
+    /// Reads the variables; model names that would be refused as `model` are left out.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> QuotaPolicy {
+        let text = |n: &str| lookup(n).and_then(|v| v.into_string().ok());
+        let d = QuotaPolicy::default();
+        QuotaPolicy {
+            rate_limit_retry: text("GEMINICLI_MCP_RATE_LIMIT_RETRY")
+                .is_some_and(|v| crate::config::parse_flag(&v)),
+            max_wait: text("GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS")
+                .and_then(|v| crate::config::parse_positive(&v))
+                .map_or(d.max_wait, std::time::Duration::from_millis),
+            fallback_models: text("GEMINICLI_MCP_FALLBACK_MODELS")
+                .map(|v| {
+                    v.split(',')
+                        .map(str::trim)
+                        .filter(|m| crate::gemini::command::validate_model(m).is_ok())
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
 }
 
 /// A run's opt-in deadlines; none set means no timeout, as the reference.
@@ -122,6 +170,7 @@ impl Default for Policy {
             approval_ceiling: ApprovalMode::Yolo,
             toolsets: crate::toolsets::Toolsets::default(),
             deadlines: Deadlines::default(),
+            quota: QuotaPolicy::default(),
         }
     }
 }
@@ -151,6 +200,7 @@ impl Policy {
             approval_ceiling,
             toolsets: crate::toolsets::Toolsets::from_lookup(&lookup),
             deadlines: Deadlines::from_lookup(&lookup),
+            quota: QuotaPolicy::from_lookup(&lookup),
         }
     }
 

@@ -155,8 +155,97 @@ impl GeminiServer {
     ) -> CallToolResult {
         let _active = ActiveGuard::new(&self.inner.active);
         let started = Instant::now();
-        let mut report = Report::default();
-        let mut result = match self.execute(&call, ct, progress, &mut report).await {
+        let quota = self.inner.config.policy.quota.clone();
+        let asked_model = call.request.model.clone();
+        let mut call = call;
+        let mut retried_after: Option<u64> = None;
+        let mut fallbacks: Vec<String> = Vec::new();
+        let mut not_retried: Option<&'static str> = None;
+        let (mut report, outcome) = loop {
+            let mut report = Report::default();
+            let outcome = self
+                .execute(&call, ct.clone(), progress.clone(), &mut report)
+                .await;
+            let Err(f) = &outcome else {
+                break (report, outcome);
+            };
+            if ct.is_cancelled() || self.inner.shutdown.is_cancelled() {
+                break (report, outcome);
+            }
+            // A retry repeats whatever the failed attempt's tools did: only when none ran, or
+            // the approval mode cannot write.
+            let guard = !report.tools_ran
+                || report
+                    .approval
+                    .is_some_and(|m| m <= policy::ApprovalMode::Default);
+            if f.kind == ErrorKind::RateLimited && quota.rate_limit_retry && retried_after.is_none()
+            {
+                let Some(delay) = f.retry_delay_ms else {
+                    break (report, outcome);
+                };
+                let total = self
+                    .inner
+                    .config
+                    .policy
+                    .deadlines
+                    .with(call.options.deadlines)
+                    .total;
+                let left = total.map(|t| t.saturating_sub(started.elapsed()));
+                let wait = Duration::from_millis(delay);
+                if !guard {
+                    not_retried = Some("not retried: tools ran");
+                } else if wait > quota.max_wait {
+                    not_retried = Some("not retried: the API's delay is longer than GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS");
+                } else if left.is_some_and(|l| wait >= l) {
+                    not_retried = Some("not retried: the wait would pass the total deadline");
+                } else {
+                    if let Some(p) = &progress {
+                        p.say(format!(
+                            "rate limited: waiting {delay} ms, then retrying once"
+                        ))
+                        .await;
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = ct.cancelled() => break (report, outcome),
+                        _ = self.inner.shutdown.cancelled() => break (report, outcome),
+                    }
+                    retried_after = Some(delay);
+                    if let Some(t) = left {
+                        call.options.deadlines.total =
+                            Some(t.saturating_sub(wait).max(Duration::from_millis(1)));
+                    }
+                    continue;
+                }
+                break (report, outcome);
+            }
+            if f.kind == ErrorKind::QuotaExhausted {
+                let next = quota.fallback_models.get(fallbacks.len()).cloned();
+                match (next, guard) {
+                    (Some(model), true) => {
+                        if let Some(p) = &progress {
+                            p.say(format!("quota exhausted: falling back to model {model}"))
+                                .await;
+                        }
+                        call.request.model = Some(model.clone());
+                        fallbacks.push(model);
+                        continue;
+                    }
+                    (Some(_), false) => not_retried = Some("no fallback: tools ran"),
+                    (None, _) => {}
+                }
+            }
+            break (report, outcome);
+        };
+        if retried_after.is_some() || !fallbacks.is_empty() {
+            report.policy = Some(json!({
+                "retriedAfterMs": retried_after,
+                "requestedModel": asked_model,
+                "fallbacks": fallbacks,
+                "modelUsed": call.request.model,
+            }));
+        }
+        let mut result = match outcome {
             Ok((success, json)) => {
                 if let Some(path) = &report.save_path {
                     report.saved = Some(save_answer(path, &success.answer));
@@ -176,6 +265,20 @@ impl GeminiServer {
                 }
                 if failure.duration_ms == 0 && failure.kind != ErrorKind::InputValidation {
                     failure.duration_ms = started.elapsed().as_millis() as u64;
+                }
+                if let Some(why) = not_retried {
+                    failure.message = format!("{} ({why})", failure.message);
+                }
+                if let Some(ms) = retried_after {
+                    failure.message =
+                        format!("{} (retried once after waiting {ms} ms)", failure.message);
+                }
+                if !fallbacks.is_empty() {
+                    failure.message = format!(
+                        "{} (after falling back to {})",
+                        failure.message,
+                        fallbacks.join(", ")
+                    );
                 }
                 tracing::debug!(tool = call.tool.name(), kind = %failure.kind, exit = failure.exit_code, "call failed");
                 if failure.kind == ErrorKind::CliTooOld {
@@ -212,6 +315,7 @@ impl GeminiServer {
         let approval = config
             .policy
             .approval(call.options.approval_mode, call.options.approval_argument)?;
+        report.approval = Some(approval);
         let (cwd, include_directories, image_refs) = self.resolve_paths(&call.options).await?;
         let mut request = call.request.clone();
         request.approval_mode = Some(approval);
@@ -440,6 +544,7 @@ impl GeminiServer {
         // The text is built inside the kept stdout's own buffer: a flood at the cap is held once
         // while it is parsed, not twice (raw bytes and their text side by side).
         let transcript = Transcript::from_stdout_owned(std::mem::take(&mut out.stdout));
+        report.tools_ran = !transcript.tools.is_empty();
         if let Some(id) = call.request.resume.as_deref() {
             // Still under the workspace's exclusive lock: no other start can clean up first.
             remove_session_stubs(&cwd, id);
@@ -906,6 +1011,12 @@ struct Report {
     save_path: Option<PathBuf>,
     /// The outcome of writing it: the path, or why it failed.
     saved: Option<Result<PathBuf, String>>,
+    /// Whether a tool ran in the run (the quota policy's guard).
+    tools_ran: bool,
+    /// The run's approval mode.
+    approval: Option<policy::ApprovalMode>,
+    /// What the quota policy did (retry, fallbacks, the model used).
+    policy: Option<Value>,
 }
 
 impl Report {
@@ -921,6 +1032,9 @@ impl Report {
             }
             if let Some(debug) = self.debug {
                 sc.insert("debug".into(), debug);
+            }
+            if let Some(p) = self.policy {
+                sc.insert("retryPolicy".into(), p);
             }
             match self.saved {
                 Some(Ok(path)) => {
@@ -1165,15 +1279,31 @@ fn progress_due(dirty: bool, urgent: bool, since: Duration, heartbeat: Duration)
 }
 
 /// Where one call's progress notifications go.
+#[derive(Clone)]
 pub struct ProgressSink {
     peer: Peer<RoleServer>,
     token: ProgressToken,
+    /// Notifications sent for this token so far: shared by the clones of a call's attempts, so
+    /// `progress` keeps increasing across a retry.
+    sent: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl ProgressSink {
     /// A sink for `token`, sending through `peer`.
     pub fn new(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
-        ProgressSink { peer, token }
+        ProgressSink {
+            peer,
+            token,
+            sent: Arc::default(),
+        }
+    }
+
+    /// Sends one message now (waits, retries and fallbacks of the quota policy).
+    async fn say(&self, message: String) {
+        let n = self.sent.fetch_add(1, Ordering::Relaxed) + 1;
+        let param =
+            ProgressNotificationParam::new(self.token.clone(), f64::from(n)).with_message(message);
+        let _ = self.peer.notify_progress(param).await;
     }
 
     async fn report(
@@ -1182,7 +1312,6 @@ impl ProgressSink {
         stop: CancellationToken,
         heartbeat: Duration,
     ) {
-        let mut sent = 0u32;
         let mut last: Option<Instant> = None;
         let mut tick = tokio::time::interval(Duration::from_millis(200));
         loop {
@@ -1200,7 +1329,7 @@ impl ProgressSink {
                 s.urgent = false;
                 s.message()
             };
-            sent += 1;
+            let sent = self.sent.fetch_add(1, Ordering::Relaxed) + 1;
             last = Some(Instant::now());
             let param = ProgressNotificationParam::new(self.token.clone(), f64::from(sent))
                 .with_message(message);
