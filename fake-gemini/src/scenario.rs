@@ -627,6 +627,9 @@ fn num<T: std::str::FromStr>(scenario: &str, key: &str, v: &str) -> Result<T, Sc
     })
 }
 
+/// Largest `count` parameter: more chunks than any trickle test needs, small enough to build.
+pub const MAX_COUNT: u32 = 100_000;
+
 /// Applies marker parameters. Keys mean the same in every scenario, except `delay-ms`, which
 /// is the start-up latency for `slow-start` and the answer delay elsewhere.
 pub fn apply_params(
@@ -651,6 +654,14 @@ pub fn apply_params(
             "interval-ms" => s.model.chunk_interval_ms = num(name, k, v)?,
             "count" => {
                 let n: u32 = num(name, k, v)?;
+                // The chunks are built up front: an unbounded count would abort the fake on
+                // allocation (found by fuzzing) instead of failing as a bad parameter.
+                if n > MAX_COUNT {
+                    return Err(ScenarioError::Param(
+                        name.into(),
+                        format!("`count` is at most {MAX_COUNT}, got {n}"),
+                    ));
+                }
                 s.model.turns = vec![Turn {
                     chunks: (1..=n).map(|i| format!("tick{i} ")).collect(),
                     ..Turn::default()
@@ -754,6 +765,24 @@ mod tests {
         );
         assert!(find_marker("[[fake-gemini:x oops]]").unwrap().is_err());
         assert!(find_marker("nothing here").is_none());
+    }
+
+    #[test]
+    fn a_huge_count_is_a_bad_parameter_not_an_allocation() {
+        // Regression input from the `scenario_parse` fuzz target (an out-of-memory abort: ten
+        // gigabytes of `tickN` chunks).
+        let m = find_marker(r#"hi [[fake-gemini:success text="a" delay-ms=5 count=411111111]]"#)
+            .unwrap()
+            .unwrap();
+        let (name, mut s) = load("success", None).unwrap();
+        let err = apply_params(&name, &mut s, &m.params).unwrap_err();
+        assert!(
+            err.to_string().contains("`count` is at most 100000"),
+            "{err}"
+        );
+        let (name, mut s) = load("trickle", None).unwrap();
+        apply_params(&name, &mut s, &[("count".into(), MAX_COUNT.to_string())]).unwrap();
+        assert_eq!(s.model.turns[0].chunks.len(), MAX_COUNT as usize);
     }
 
     #[test]
