@@ -32,7 +32,10 @@ impl Client {
         self.stdin.flush().unwrap();
         loop {
             let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "server closed stdout");
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
             let v: Value = serde_json::from_str(&line).unwrap();
             if v["id"] == json!(id) {
                 return v;
@@ -113,7 +116,10 @@ fn main() {
         "cold one-shot gemini_prompt (median of {COLD_ROUNDS}): {:.2} ms",
         ms(cold)
     );
-    println!("first ACP gemini call (agent start-up): {:.2} ms", ms(first));
+    println!(
+        "first ACP gemini call (agent start-up): {:.2} ms",
+        ms(first)
+    );
     println!(
         "warm ACP follow-up gemini call (median of {WARM_ROUNDS}): {:.2} ms = {:.3} % of the start-up delay (goal < 1 %, {:.0} ms): {}",
         ms(warm),

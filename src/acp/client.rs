@@ -136,14 +136,29 @@ impl Connection {
         let s = shared.clone();
         let reply = out.clone();
         let eof = kill.clone();
+        // One message may not exceed the output cap: past it the agent is stopped, so a runaway
+        // line cannot take the server's memory.
+        let cap = spec.max_output_bytes.max(1) as u64;
         tokio::spawn(async move {
             let mut reader = BufReader::new(stdout);
             let mut line = Vec::new();
             loop {
                 line.clear();
-                match reader.read_until(b'\n', &mut line).await {
+                match (&mut reader)
+                    .take(cap + 1)
+                    .read_until(b'\n', &mut line)
+                    .await
+                {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {}
+                }
+                if line.len() as u64 > cap {
+                    tracing::warn!(
+                        pid,
+                        cap,
+                        "an ACP message went past the output cap: stopping the agent"
+                    );
+                    break;
                 }
                 if let Ok(msg) = serde_json::from_slice::<Value>(&line) {
                     dispatch(&s, &reply, msg);

@@ -399,12 +399,7 @@ impl Pool {
             .unwrap_or_default()
             .to_string();
         lock(&slot.state).models = result.get("models").cloned().unwrap_or(Value::Null);
-        let mode = match result["modes"]["currentModeId"].as_str() {
-            Some("yolo") => ApprovalMode::Yolo,
-            Some("autoEdit") => ApprovalMode::AutoEdit,
-            Some("plan") => ApprovalMode::Plan,
-            _ => ApprovalMode::Default,
-        };
+        let mode = mode_of(&result);
         Ok(Session {
             id,
             turns: 0,
@@ -475,7 +470,7 @@ impl Pool {
                             id: asked.clone(),
                             turns: 0,
                             model,
-                            mode: ApprovalMode::Default,
+                            mode: mode_of(&result),
                         }
                     }
                     Err(AcpError::Rpc { code, message }) if code == -32603 || code == -32602 => {
@@ -760,6 +755,16 @@ fn preview(text: &str) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or_default();
     line.chars().take(60).collect()
+}
+
+/// The session's current mode from a `session/new` or `session/load` answer.
+fn mode_of(result: &Value) -> ApprovalMode {
+    match result["modes"]["currentModeId"].as_str() {
+        Some("yolo") => ApprovalMode::Yolo,
+        Some("autoEdit") => ApprovalMode::AutoEdit,
+        Some("plan") => ApprovalMode::Plan,
+        _ => ApprovalMode::Default,
+    }
 }
 
 /// The browser-free method to authenticate with, from the environment the agent inherits.
