@@ -299,7 +299,7 @@ impl Agent {
         s
     }
 
-    fn load_session(&self, params: &Value) -> Result<Value, Value> {
+    fn load_session(&self, params: &Value) -> Result<(Value, Vec<Value>), Value> {
         let (Some(id), Some(cwd)) = (params["sessionId"].as_str(), params["cwd"].as_str()) else {
             return Err(wire::invalid_params("sessionId", "Required"));
         };
@@ -327,12 +327,20 @@ impl Agent {
         };
         let messages = store.messages(found);
         let s = self.add_session(id.to_string(), cwd);
-        for m in &messages {
-            prompt::replay(self, &s.id, m);
-        }
+        // streamHistory is not awaited: its first message (the stored session context) goes out
+        // before the response, the rest after it (observed).
+        let project_tmp = store.chats.parent().unwrap_or(&store.chats).to_path_buf();
+        let context = prompt::session_context(cwd, &project_tmp);
+        self.update(
+            &s.id,
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": context}}),
+        );
         let mode = s.mode.lock().expect("lock").clone();
         let model = s.model.lock().expect("lock").clone();
-        Ok(json!({"modes": wire::modes(&mode), "models": wire::models(&model)}))
+        Ok((
+            json!({"modes": wire::modes(&mode), "models": wire::models(&model)}),
+            messages,
+        ))
     }
 
     fn authenticate(&self, params: &Value) -> Result<Value, Value> {
@@ -500,16 +508,18 @@ impl Agent {
                         }
                         r
                     }
-                    "session/load" => {
-                        let r = self.load_session(&params);
-                        if r.is_ok() {
+                    "session/load" => match self.load_session(&params) {
+                        Ok((result, history)) => {
                             let sid = params["sessionId"].as_str().unwrap_or_default().to_string();
-                            self.respond(&id, r, &msg);
+                            self.respond(&id, Ok(result), &msg);
+                            for m in &history {
+                                prompt::replay(self, &sid, m);
+                            }
                             self.update(&sid, wire::available_commands());
                             return;
                         }
-                        r
-                    }
+                        Err(e) => Err(e),
+                    },
                     "session/prompt" => return self.start_prompt(id, msg),
                     "session/set_mode" => self.set_mode(&params),
                     "session/set_model" => self.set_model(&params),

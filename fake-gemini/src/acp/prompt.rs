@@ -706,6 +706,45 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -
     record("success", &display)
 }
 
+/// The `<session_context>` user message the CLI stores first in every session (its layout as
+/// observed on 0.61.0 in an empty directory; the fake lists no files).
+pub(super) fn session_context(cwd: &str, project_tmp: &Path) -> String {
+    const DAYS: [&str; 7] = [
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+    ];
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let now = clock::now_ms();
+    let iso = clock::iso(now);
+    let (y, m, d) = (&iso[0..4], &iso[5..7], &iso[8..10]);
+    let month = MONTHS[m.parse::<usize>().unwrap_or(1).clamp(1, 12) - 1];
+    let day = DAYS[now.div_euclid(86_400_000).rem_euclid(7) as usize];
+    let d = d.trim_start_matches('0');
+    format!(
+        "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\nToday's date is {day}, {month} {d}, {y} (formatted according to the user's locale).\nMy operating system is: {}\nThe project's temporary directory is: {}\n- **Workspace Directories:**\n  - {cwd}\n- **Directory Structure:**\n\nShowing up to 200 items (files + folders).\n\n{cwd}/\n\n\n\n</session_context>",
+        std::env::consts::OS,
+        project_tmp.display()
+    )
+}
+
 /// Replays one stored message as `streamHistory` does.
 pub(super) fn replay(agent: &Agent, sid: &str, m: &Value) {
     let text = match &m["content"] {

@@ -690,11 +690,22 @@ fn session_load_replays_the_history() {
     let mut d = Driver::start(&sb, &[]);
     d.call(0, "initialize", json!({"protocolVersion": 1}));
     let cwd = sb.cwd.to_str().unwrap();
-    let (replay, r) = d.call(
+    // The stored session context comes before the response, the history after it (observed).
+    let (before, r) = d.call(
         1,
         "session/load",
         json!({"sessionId": sid, "cwd": cwd, "mcpServers": []}),
     );
+    assert_eq!(update_kinds(&before), ["user_message_chunk"]);
+    let context = before[0]["params"]["update"]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.starts_with("<session_context>\nThis is the Gemini CLI."),
+        "{context}"
+    );
+    assert!(context.contains(&format!("  - {cwd}\n")), "{context}");
+    let replay: Vec<Value> = (0..4).map(|_| d.recv()).collect();
     assert_eq!(r["result"]["modes"]["currentModeId"], "default");
     assert!(r["result"].get("sessionId").is_none());
     assert_eq!(
