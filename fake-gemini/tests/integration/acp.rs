@@ -194,13 +194,14 @@ fn scripted(prompt: &str) -> String {
 #[case::perm_reject("acp_perm_reject", &[], &[])]
 #[case::perm_error("acp_perm_error", &[], &[])]
 #[case::plan_write("acp_plan_write", &[], &[])]
+#[case::perm_shell("acp_perm_shell", &[], &[])]
 fn replays_the_acp_capture(
     #[case] name: &str,
     #[case] args: &[&str],
     #[case] env: &[(&str, &str)],
 ) {
     let mut sb = Sandbox::new("acp");
-    // The acp_perm_* / acp_plan_write runs scripted the API with this scenario.
+    // The acp_perm_* / acp_plan_write runs scripted the API with these scenarios.
     write_file_scenario(&mut sb);
     for (k, v) in env {
         sb.set(k, (!v.is_empty()).then_some(*v));
@@ -298,7 +299,8 @@ fn initialize_reports_the_emulated_version() {
     assert_eq!(r["result"]["protocolVersion"], 1);
 }
 
-/// A scenario directory with a model that writes a file, then answers.
+/// A scenario directory: `writer` writes notes.txt, `rm` runs `touch made.txt` (the scenarios
+/// of the acp_perm_* / acp_plan_write captures).
 fn write_file_scenario(sb: &mut Sandbox) {
     let dir = sb.dir.path().join("scenarios");
     std::fs::create_dir_all(&dir).unwrap();
@@ -313,6 +315,11 @@ args = { file_path = "notes.txt", content = "hi" }
 [[model.turns]]
 chunks = ["Done."]
 "#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("rm.toml"),
+        "requirement = \"The model runs a shell command outside the safe list, then answers.\"\n[[model.turns]]\n[[model.turns.tool-calls]]\nname = \"run_shell_command\"\nargs = { command = \"touch made.txt\" }\n[[model.turns]]\ntext = \"ok\"\n",
     )
     .unwrap();
     let dir = dir.to_str().unwrap().to_string();
