@@ -195,6 +195,7 @@ fn scripted(prompt: &str) -> String {
 #[case::perm_error("acp_perm_error", &[], &[])]
 #[case::plan_write("acp_plan_write", &[], &[])]
 #[case::perm_shell("acp_perm_shell", &[], &[])]
+#[case::perm_cancel("acp_perm_cancel", &[], &[])]
 fn replays_the_acp_capture(
     #[case] name: &str,
     #[case] args: &[&str],
