@@ -238,6 +238,13 @@ impl Policy {
     }
 }
 
+/// Whether a failed attempt may be run again (the quota policy's guard): a retry repeats whatever
+/// the attempt's tools did, so only when none ran, or the approval mode cannot write (`plan`,
+/// `default`: headless, nothing that needs an approval runs).
+pub fn may_repeat(tools_ran: bool, mode: Option<ApprovalMode>) -> bool {
+    !tools_ran || mode.is_some_and(|m| m <= ApprovalMode::Default)
+}
+
 /// `path` made absolute and resolved (symlinks, `..`), without the `\\?\` prefix Windows adds.
 pub fn canonical(path: &Path) -> std::io::Result<PathBuf> {
     let p = std::fs::canonicalize(path)?;
@@ -524,6 +531,16 @@ mod tests {
         });
         assert_eq!(from.total, ms(250));
         assert_eq!(from.inactivity, None);
+    }
+
+    #[test]
+    fn a_retry_never_repeats_writing_tools() {
+        assert!(may_repeat(false, Some(ApprovalMode::Yolo)));
+        assert!(may_repeat(true, Some(ApprovalMode::Plan)));
+        assert!(may_repeat(true, Some(ApprovalMode::Default)));
+        assert!(!may_repeat(true, Some(ApprovalMode::AutoEdit)));
+        assert!(!may_repeat(true, Some(ApprovalMode::Yolo)));
+        assert!(!may_repeat(true, None));
     }
 
     #[test]

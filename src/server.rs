@@ -172,12 +172,7 @@ impl GeminiServer {
             if ct.is_cancelled() || self.inner.shutdown.is_cancelled() {
                 break (report, outcome);
             }
-            // A retry repeats whatever the failed attempt's tools did: only when none ran, or
-            // the approval mode cannot write.
-            let guard = !report.tools_ran
-                || report
-                    .approval
-                    .is_some_and(|m| m <= policy::ApprovalMode::Default);
+            let guard = policy::may_repeat(report.tools_ran, report.approval);
             if f.kind == ErrorKind::RateLimited && quota.rate_limit_retry && retried_after.is_none()
             {
                 let Some(delay) = f.retry_delay_ms else {
