@@ -99,7 +99,6 @@ pub(crate) struct Agent {
     authenticated: Mutex<Option<String>>,
     api_key: Mutex<Option<String>>,
     startup_flushed: AtomicBool,
-    pub(crate) router_noise: AtomicBool,
 }
 
 impl Agent {
@@ -613,7 +612,6 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         authenticated: Mutex::new(None),
         api_key: Mutex::new(None),
         startup_flushed: AtomicBool::new(false),
-        router_noise: AtomicBool::new(false),
     });
     // The CLI loads its config twice before serving (observed: the notices appear twice).
     agent.config_noise(initial_mode);

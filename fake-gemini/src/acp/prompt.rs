@@ -249,11 +249,8 @@ fn model_run(
     } else {
         resolve_model(&requested)
     };
-    if router.is_some()
-        && !agent
-            .router_noise
-            .swap(true, std::sync::atomic::Ordering::SeqCst)
-    {
+    // Once per routed prompt (observed: two prompts, two lines).
+    if router.is_some() {
         agent.stderr_line(&format!("Could not find promptId in context for classifier-router. This is unexpected. Using a fallback ID: classifier-router-fallback-{}-{}", clock::now_ms(), &crate::ids::uuid_v4().replace('-', "")[..13]));
     }
     if p.sleep(sc.model.delay_ms) {
@@ -664,6 +661,21 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -
                 )
             }
             "proceed_once" | "modify_with_editor" => {}
+            // "Allow for this session" on an edit switches the session to autoEdit, a privileged
+            // mode: refused in an untrusted folder, and the tool does not run (observed).
+            "proceed_always" if edit => {
+                if !agent.trusted {
+                    return failed(
+                        "Cannot enable privileged approval modes in an untrusted folder.",
+                    );
+                }
+                *s.mode.lock().expect("lock") = "autoEdit".into();
+                agent.update(
+                    &s.id,
+                    json!({"sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": "[MODE_UPDATE] autoEdit"}}),
+                );
+            }
             _ => s.always_allowed.lock().expect("lock").push(key),
         }
     } else {

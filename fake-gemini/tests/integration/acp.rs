@@ -196,6 +196,7 @@ fn scripted(prompt: &str) -> String {
 #[case::plan_write("acp_plan_write", &[], &[])]
 #[case::perm_shell("acp_perm_shell", &[], &[])]
 #[case::perm_cancel("acp_perm_cancel", &[], &[])]
+#[case::perm_always("acp_perm_always", &[], &[])]
 fn replays_the_acp_capture(
     #[case] name: &str,
     #[case] args: &[&str],
@@ -337,7 +338,7 @@ fn prompt(d: &mut Driver, id: u64, sid: &str, text: &str) -> (Vec<Value>, Value)
 
 #[rstest]
 #[case::allow("proceed_once", true)]
-#[case::allow_always("proceed_always", true)]
+#[case::allow_always("proceed_always", false)]
 #[case::reject("cancel", false)]
 fn permission_round_trip_decides_whether_the_tool_runs(#[case] option: &str, #[case] runs: bool) {
     let mut sb = Sandbox::new("acp");
@@ -380,21 +381,21 @@ fn permission_round_trip_decides_whether_the_tool_runs(#[case] option: &str, #[c
     };
     assert_eq!(result["result"]["stopReason"], "end_turn");
     let kinds = update_kinds(&msgs);
-    if runs {
+    if option == "proceed_always" {
+        // Untrusted folder: "Allow for this session" would switch to autoEdit, which is refused.
+        assert_eq!(kinds, ["tool_call_update", "agent_message_chunk"]);
+        assert_eq!(msgs[0]["params"]["update"]["status"], "failed");
+        assert_eq!(
+            msgs[0]["params"]["update"]["content"][0]["content"]["text"],
+            "Cannot enable privileged approval modes in an untrusted folder."
+        );
+    } else if runs {
         assert_eq!(kinds, ["tool_call_update", "agent_message_chunk"]);
         assert_eq!(msgs[0]["params"]["update"]["status"], "completed");
         assert_eq!(msgs[0]["params"]["update"]["content"], json!([diff]));
     } else {
         // A rejected tool sends the client nothing more; the model hears of it and answers.
         assert_eq!(kinds, ["agent_message_chunk"]);
-    }
-    // "Allow for this session" is remembered: the second write runs without asking.
-    if option == "proceed_always" {
-        let (msgs, r) = prompt(&mut d, 6, &sid, "[[fake-gemini:writer]]");
-        assert_eq!(r["result"]["stopReason"], "end_turn");
-        assert!(!msgs
-            .iter()
-            .any(|m| m["method"] == "session/request_permission"));
     }
     drop(d);
     let recs = log_records(&log);
@@ -921,4 +922,41 @@ fn malformed_params_are_invalid_params() {
         assert_eq!(r["error"]["message"], "Invalid params");
         assert_eq!(r["error"]["data"][field]["_errors"][0], "Required");
     }
+}
+
+#[test]
+fn allow_for_this_session_on_an_edit_switches_a_trusted_session_to_auto_edit() {
+    let mut sb = Sandbox::new("acp");
+    write_file_scenario(&mut sb);
+    let mut d = Driver::start(&sb, &["--skip-trust"]);
+    let sid = d.open_session(&sb);
+    d.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:writer]]"}]}}));
+    d.recv();
+    let ask = d.recv();
+    d.send(&json!({"jsonrpc": "2.0", "id": ask["id"],
+        "result": {"outcome": {"outcome": "selected", "optionId": "proceed_always"}}}));
+    let mode = d.recv();
+    assert_eq!(
+        mode["params"]["update"]["content"]["text"],
+        "[MODE_UPDATE] autoEdit"
+    );
+    assert_eq!(d.recv()["params"]["update"]["status"], "completed");
+    // Now in autoEdit: the next write runs without asking.
+    let (msgs, r) = {
+        let mut before = Vec::new();
+        loop {
+            let m = d.recv();
+            if m["id"] == 5 {
+                break (before, m);
+            }
+            before.push(m);
+        }
+    };
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+    assert_eq!(update_kinds(&msgs), ["agent_message_chunk"]);
+    let (msgs, _) = prompt(&mut d, 6, &sid, "[[fake-gemini:writer]]");
+    assert!(!msgs
+        .iter()
+        .any(|m| m["method"] == "session/request_permission"));
 }
