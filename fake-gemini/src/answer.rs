@@ -253,6 +253,9 @@ impl<'a> Runner<'a> {
         }
         let (_, _, known) = resolve_model(&self.requested);
         let mut failure = sc.model.failure.clone();
+        if crate::scenario::failing_model().is_some_and(|m| m != self.requested) {
+            failure = None;
+        }
         if !known
             && sc.model.unknown_model == UnknownModel::NotFound
             && failure.is_none()

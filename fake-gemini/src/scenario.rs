@@ -630,6 +630,15 @@ fn num<T: std::str::FromStr>(scenario: &str, key: &str, v: &str) -> Result<T, Sc
 /// Largest `count` parameter: more chunks than any trickle test needs, small enough to build.
 pub const MAX_COUNT: u32 = 100_000;
 
+/// A marker's `failing-model=`: the scenario's API failure applies only to runs asking for this
+/// model (`-m`), so a wrapper's model fallback can be seen to succeed.
+static FAILING_MODEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The model a marker's `failing-model=` limited the API failure to, if any.
+pub fn failing_model() -> Option<&'static str> {
+    FAILING_MODEL.get().map(String::as_str)
+}
+
 /// Applies marker parameters. Keys mean the same in every scenario, except `delay-ms`, which
 /// is the start-up latency for `slow-start` and the answer delay elsewhere.
 pub fn apply_params(
@@ -716,6 +725,9 @@ pub fn apply_params(
             "max-session-turns" => s.environment.max_session_turns = Some(num(name, k, v)?),
             "version" => s.environment.cli_version = Some(v.clone()),
             "exit" => s.process.exit_code = Some(num(name, k, v)?),
+            "failing-model" => {
+                let _ = FAILING_MODEL.set(v.clone());
+            }
             "now" => crate::clock::set_now(crate::clock::parse_time(v).ok_or_else(|| {
                 ScenarioError::Param(
                     name.into(),
