@@ -195,6 +195,42 @@ impl Pool {
         }
     }
 
+    /// Each real agent holds hundreds of MiB: with GEMINICLI_MCP_MAX_CONCURRENCY agents running,
+    /// the least recently used idle one is stopped before another starts. Agents running a prompt
+    /// are never stopped for this, so a burst over the bound still runs.
+    fn make_room(&self, starting: &Key) {
+        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
+        let running = slots
+            .iter()
+            .filter(|s| lock(&s.state).agent.as_ref().is_some_and(|a| !a.is_dead()))
+            .count();
+        if running < self.config.max_concurrency.max(1) {
+            return;
+        }
+        let mut candidates: Vec<(Option<Instant>, Arc<Slot>)> = slots
+            .iter()
+            .filter(|s| s.key != *starting)
+            .filter_map(|s| {
+                let st = lock(&s.state);
+                st.agent.as_ref().filter(|a| !a.is_dead())?;
+                Some((st.last_used, s.clone()))
+            })
+            .collect();
+        candidates.sort_by_key(|(used, _)| *used);
+        for (_, slot) in candidates {
+            let Ok(_busy) = slot.busy.try_lock() else {
+                continue;
+            };
+            let mut st = lock(&slot.state);
+            tracing::debug!(cwd = %slot.key.cwd.display(), "ACP agent limit reached: stopping the least recently used agent");
+            if let Some(agent) = st.agent.take() {
+                agent.kill();
+            }
+            st.session = None;
+            return;
+        }
+    }
+
     /// Stops every agent (server shutdown).
     pub fn stop_all(&self) {
         for slot in lock(&self.slots).values() {
@@ -292,6 +328,7 @@ impl Pool {
                 None => {}
             }
         }
+        self.make_room(&slot.key);
         let spec = self.spec(&slot.key)?;
         let agent = Connection::start(&spec, self.config.kill_grace).map_err(spawn_failure)?;
         let init = json!({
