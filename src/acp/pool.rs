@@ -100,6 +100,8 @@ pub struct Answer {
     pub pid: u32,
     /// Milliseconds the call took, start-up included.
     pub duration_ms: u64,
+    /// Fallback models tried after `quota_exhausted` (the last one answered).
+    pub fallbacks: Vec<String>,
 }
 
 /// Progress notifications for one call.
@@ -461,12 +463,46 @@ impl Pool {
             g = slot.busy.lock() => g,
             _ = ct.cancelled() => return Err(cancelled("while another prompt ran in this workspace")),
         };
-        let result = self.prompt_locked(&slot, call, &ct, progress).await;
+        // The sessions issue's opt-in quota policy (GEMINICLI_MCP_FALLBACK_MODELS): after
+        // `quota_exhausted`, the next model with every other argument kept, only while
+        // `policy::may_repeat` allows (no tool ran, or the mode cannot write).
+        let fallbacks = &self.config.policy.quota.fallback_models;
+        let mut call = call;
+        let mut tried: Vec<String> = Vec::new();
+        let result = loop {
+            let mut tools_ran = false;
+            let result = self
+                .prompt_locked(&slot, call.clone(), &ct, progress.as_ref(), &mut tools_ran)
+                .await;
+            match result {
+                Err(f)
+                    if f.kind == ErrorKind::QuotaExhausted
+                        && tried.len() < fallbacks.len()
+                        && crate::policy::may_repeat(tools_ran, Some(call.mode)) =>
+                {
+                    let next = fallbacks[tried.len()].clone();
+                    tracing::debug!(model = %next, "quota exhausted: trying the next fallback model");
+                    tried.push(next.clone());
+                    call.model = Some(next);
+                }
+                other => break other,
+            }
+        };
         lock(&slot.state).last_used = Some(Instant::now());
-        result.map(|mut a| {
-            a.duration_ms = started.elapsed().as_millis() as u64;
-            a
-        })
+        match result {
+            Ok(mut a) => {
+                a.duration_ms = started.elapsed().as_millis() as u64;
+                a.fallbacks = tried;
+                Ok(a)
+            }
+            Err(mut f) => {
+                if !tried.is_empty() {
+                    f.message
+                        .push_str(&format!(" (fallback models tried: {})", tried.join(", ")));
+                }
+                Err(f)
+            }
+        }
     }
 
     async fn prompt_locked(
@@ -474,7 +510,8 @@ impl Pool {
         slot: &Slot,
         call: PromptCall,
         ct: &CancellationToken,
-        progress: Option<Progress>,
+        progress: Option<&Progress>,
+        tools_ran: &mut bool,
     ) -> Result<Answer, Failure> {
         let t = Some(self.config.acp.request_timeout);
         let agent = self.agent(slot, ct).await?;
@@ -610,7 +647,7 @@ impl Pool {
                     if let Some(note) = absorb(&mut answer, &mut tools, inbound) {
                         unsent = Some(note);
                     }
-                    if let (Some(p), Some(_)) = (&progress, &unsent) {
+                    if let (Some(p), Some(_)) = (progress, &unsent) {
                         if last_progress.is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL) {
                             last_progress = Some(Instant::now());
                             sent += 1;
@@ -639,9 +676,10 @@ impl Pool {
         };
         guard.armed = false;
         agent.unroute(&sid);
-        if let (Some(p), Some(note)) = (&progress, unsent) {
+        if let (Some(p), Some(note)) = (progress, unsent) {
             p.send(sent + 1, Some(note)).await;
         }
+        *tools_ran = !tools.is_empty();
         answer.tool_calls = tools.into_iter().map(|(_, v)| v).collect();
         {
             let mut st = lock(&slot.state);

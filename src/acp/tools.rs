@@ -422,6 +422,9 @@ async fn gemini(
     for (k, val) in extra {
         v[k] = val;
     }
+    if !answer.fallbacks.is_empty() {
+        v["fallback_models"] = json!(answer.fallbacks);
+    }
     if debug {
         v["debug"] = json!({"agentPid": answer.pid, "durationMs": answer.duration_ms});
     }
