@@ -81,7 +81,7 @@ pub fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool>
     };
     let mut gemini = Tool::new(
         GEMINI,
-        "Runs a task with Gemini over ACP (Agent Client Protocol) in a warm agent: the first call in a workspace starts the agent, later calls reuse it and its session (replaced after a number of turns). Returns success, SESSION_ID, agent_messages, thought, stop_reason, tool_calls, plan (empty with Gemini CLI 0.61) and error. Pass SESSION_ID to continue a specific session. No automatic retry or model fallback.",
+        "Runs a task with Gemini over ACP (Agent Client Protocol) in a warm agent: the first call in a workspace starts the agent, later calls reuse it and its session (replaced after a number of turns). Returns success, SESSION_ID, agent_messages, thought, stop_reason, tool_calls, plan (empty with Gemini CLI 0.61) and error. Pass SESSION_ID to continue a specific session. No automatic retry; a model fallback only when the operator configured one (GEMINICLI_MCP_FALLBACK_MODELS).",
         object(gemini_input),
     );
     gemini.annotations = Some(crate::tools::annotations_for(
