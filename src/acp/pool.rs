@@ -518,6 +518,7 @@ impl Pool {
         // The session: the one asked for, else the workspace's own until it has served
         // max_turns prompts, else a new one.
         let current = lock(&slot.state).session.clone();
+        let mut loaded = false;
         let mut session = match (&call.session_id, current) {
             (Some(asked), Some(s)) if s.id == *asked => s,
             (Some(asked), _) => {
@@ -540,12 +541,14 @@ impl Pool {
                         if let Some(m) = result.get("models") {
                             lock(&slot.state).models = m.clone();
                         }
-                        Session {
+                        let s = Session {
                             id: asked.clone(),
                             turns: 0,
                             model,
                             mode: mode_of(&result),
-                        }
+                        };
+                        loaded = true;
+                        s
                     }
                     Err(AcpError::Rpc { code, message }) if code == -32603 || code == -32602 => {
                         return Err(Failure::new(
@@ -563,7 +566,10 @@ impl Pool {
             (None, _) => self.new_session(slot, &agent).await?,
         };
         lock(&slot.state).session = Some(session.clone());
-        if session.mode != call.mode {
+        // After a load the agent may still be replaying history (0.61 sends it after the
+        // response): one more round trip, answered in order after those lines, is the barrier
+        // past which they have all been dropped, before the prompt's route exists.
+        if loaded || session.mode != call.mode {
             agent
                 .request(
                     "session/set_mode",
