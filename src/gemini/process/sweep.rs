@@ -97,19 +97,49 @@ pub(crate) fn parse_stat(text: &str) -> Option<ProcStat> {
     })
 }
 
-/// The server's direct children with their stat, from a scan of `/proc`.
+/// The server's direct children with their stat. `/proc/self/task/*/children` names them
+/// directly (a handful of threads to read instead of every process on the machine: this runs
+/// after every call); a kernel without that file gets the full scan of `/proc`.
 fn children() -> Vec<(i32, ProcStat)> {
     let me = std::process::id() as i32;
+    let stat_of = |pid: i32| {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let stat = parse_stat(&text)?;
+        (stat.ppid == me).then_some((pid, stat))
+    };
+    if let Some(pids) = listed_children() {
+        return pids.into_iter().filter_map(stat_of).collect();
+    }
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let stat = parse_stat(&text)?;
-            (stat.ppid == me).then_some((pid, stat))
-        })
+        .filter_map(stat_of)
         .collect()
+}
+
+/// The pids in `/proc/self/task/<tid>/children` of every thread, or `None` when the kernel
+/// does not provide the file (it needs `CONFIG_PROC_CHILDREN`).
+fn listed_children() -> Option<Vec<i32>> {
+    let mut pids = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let path = task.ok()?.path().join("children");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            // A thread that ended between the listing and the read has no children left.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.parent()?.exists() => {
+                return None
+            }
+            Err(_) => continue,
+        };
+        pids.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    Some(pids)
 }
 
 fn has_marker(pid: i32, entry: &[u8]) -> bool {
