@@ -190,44 +190,12 @@ pub async fn run(
             duration: started.elapsed(),
         });
     }
-    // A missing working directory fails the spawn with NotFound, which would read as "gemini not
-    // found" (127).
-    if !spec.cwd.is_dir() {
-        return Err(SpawnError::Other(format!(
-            "working directory {} is not a directory",
-            spec.cwd.display()
-        )));
-    }
-    let tmp = match spec.private_tmp {
-        true => Some(PrivateTmp::new().map_err(|e| {
-            SpawnError::Other(format!("cannot create a private temporary directory: {e}"))
-        })?),
-        false => None,
-    };
-    #[cfg(target_os = "linux")]
-    let marker = sweep::Marker::new();
-
-    let command = CommandWrap::with_new(&spec.program, |c| {
-        c.args(&spec.args)
-            .current_dir(&spec.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if spec.env_clear {
-            c.env_clear();
-        }
-        for name in &spec.env_remove {
-            c.env_remove(name);
-        }
-        c.envs(spec.env.iter().map(|(k, v)| (k, v)));
-        if let Some(tmp) = &tmp {
-            c.envs(tmp.env());
-        }
+    let Prepared {
+        command,
+        tmp,
         #[cfg(target_os = "linux")]
-        if let Some((k, v)) = marker.env() {
-            c.env(k, v);
-        }
-    });
+        marker,
+    } = prepare(&spec)?;
     let max = spec.max_output_bytes;
     let grace = spec.kill_grace;
     let stdin_bytes = spec.stdin;
@@ -502,6 +470,62 @@ impl Drop for AbortSweep {
     }
 }
 
+/// What both spawn paths ([`run`], [`Live::spawn`]) set up before the tree starts: the command
+/// with its pipes and environment, the private temporary directory, and (Linux) the sweep marker.
+struct Prepared {
+    command: CommandWrap,
+    tmp: Option<PrivateTmp>,
+    #[cfg(target_os = "linux")]
+    marker: sweep::Marker,
+}
+
+fn prepare(spec: &RunSpec) -> Result<Prepared, SpawnError> {
+    // A missing working directory fails the spawn with NotFound, which would read as "gemini not
+    // found" (127).
+    if !spec.cwd.is_dir() {
+        return Err(SpawnError::Other(format!(
+            "working directory {} is not a directory",
+            spec.cwd.display()
+        )));
+    }
+    let tmp = match spec.private_tmp {
+        true => Some(PrivateTmp::new().map_err(|e| {
+            SpawnError::Other(format!("cannot create a private temporary directory: {e}"))
+        })?),
+        false => None,
+    };
+    #[cfg(target_os = "linux")]
+    let marker = sweep::Marker::new();
+
+    let command = CommandWrap::with_new(&spec.program, |c| {
+        c.args(&spec.args)
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if spec.env_clear {
+            c.env_clear();
+        }
+        for name in &spec.env_remove {
+            c.env_remove(name);
+        }
+        c.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        if let Some(tmp) = &tmp {
+            c.envs(tmp.env());
+        }
+        #[cfg(target_os = "linux")]
+        if let Some((k, v)) = marker.env() {
+            c.env(k, v);
+        }
+    });
+    Ok(Prepared {
+        command,
+        tmp,
+        #[cfg(target_os = "linux")]
+        marker,
+    })
+}
+
 /// A long-lived child with its three pipes handed to the caller (the ACP agent): the same tree,
 /// parent-death signal and sweep as [`run`], without the one-shot supervision. Dropping it kills
 /// the tree.
@@ -522,41 +546,12 @@ impl Live {
     /// Spawns `spec` (its `stdin` bytes and output cap are ignored: the caller owns the pipes).
     /// Spawn from a long-lived thread, as for [`run`].
     pub fn spawn(spec: &RunSpec) -> Result<Live, SpawnError> {
-        if !spec.cwd.is_dir() {
-            return Err(SpawnError::Other(format!(
-                "working directory {} is not a directory",
-                spec.cwd.display()
-            )));
-        }
-        let tmp = match spec.private_tmp {
-            true => Some(PrivateTmp::new().map_err(|e| {
-                SpawnError::Other(format!("cannot create a private temporary directory: {e}"))
-            })?),
-            false => None,
-        };
-        #[cfg(target_os = "linux")]
-        let marker = sweep::Marker::new();
-        let command = CommandWrap::with_new(&spec.program, |c| {
-            c.args(&spec.args)
-                .current_dir(&spec.cwd)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            if spec.env_clear {
-                c.env_clear();
-            }
-            for name in &spec.env_remove {
-                c.env_remove(name);
-            }
-            c.envs(spec.env.iter().map(|(k, v)| (k, v)));
-            if let Some(tmp) = &tmp {
-                c.envs(tmp.env());
-            }
+        let Prepared {
+            command,
+            tmp,
             #[cfg(target_os = "linux")]
-            if let Some((k, v)) = marker.env() {
-                c.env(k, v);
-            }
-        });
+            marker,
+        } = prepare(spec)?;
         let mut tree = Tree::spawn(command).map_err(|e| tree::spawn_error(e, &spec.program))?;
         let (stdin, stdout, stderr) = tree.take_pipes();
         tracing::debug!(pid = tree.pid(), program = %spec.program.display(), "long-lived gemini spawned");
