@@ -747,19 +747,7 @@ impl GeminiServer {
         .map_err(|e| Failure::new(ErrorKind::SpawnFailed, e.exit_code(), e.to_string()))?;
         let mut args = resolved.prefix_args;
         args.extend(extra);
-        let base_env = environment::base(
-            config.env_policy,
-            std::env::vars_os(),
-            &config.env_pass,
-            resolve::Platform::current(),
-        );
-        let env_clear = base_env.is_some();
-        let mut env = base_env.unwrap_or_default();
-        env.extend(
-            command::CHILD_ENV
-                .iter()
-                .map(|(k, v)| (std::ffi::OsString::from(k), std::ffi::OsString::from(v))),
-        );
+        let (env_clear, env) = environment::for_child(config.env_policy, &config.env_pass);
         let spec = RunSpec {
             program: resolved.program,
             args,

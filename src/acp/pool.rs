@@ -4,7 +4,6 @@
 //! prompt per session at a time.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -379,19 +378,7 @@ impl Pool {
             command::validate_server_name(name)?;
             args.push(format!("--allowed-mcp-server-names={name}").into());
         }
-        let base = environment::base(
-            config.env_policy,
-            std::env::vars_os(),
-            &config.env_pass,
-            resolve::Platform::current(),
-        );
-        let env_clear = base.is_some();
-        let mut env = base.unwrap_or_default();
-        env.extend(
-            command::CHILD_ENV
-                .iter()
-                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
-        );
+        let (env_clear, mut env) = environment::for_child(config.env_policy, &config.env_pass);
         env.push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
         Ok(RunSpec {
             program: resolved.program,
