@@ -330,13 +330,7 @@ impl GeminiServer {
         }
         let invocation = command::build(&request, schema.as_ref(), config.slash_commands)?;
         // Resolved per call: a CLI installed (or PATH fixed) after start-up is found.
-        let resolved = resolve::resolve(
-            config.gemini_bin.as_deref(),
-            std::env::var_os("PATH").as_deref(),
-            std::env::var_os("PATHEXT").as_deref(),
-            resolve::Platform::current(),
-        )
-        .map_err(|e| Failure::new(ErrorKind::SpawnFailed, e.exit_code(), e.to_string()))?;
+        let resolved = resolve_cli(config)?;
         let program = resolved.program;
         let mut args = resolved.prefix_args;
         args.extend(invocation.args);
@@ -738,13 +732,7 @@ impl GeminiServer {
         ct: CancellationToken,
     ) -> Result<process::RunOutput, Failure> {
         let config = &self.inner.config;
-        let resolved = resolve::resolve(
-            config.gemini_bin.as_deref(),
-            std::env::var_os("PATH").as_deref(),
-            std::env::var_os("PATHEXT").as_deref(),
-            resolve::Platform::current(),
-        )
-        .map_err(|e| Failure::new(ErrorKind::SpawnFailed, e.exit_code(), e.to_string()))?;
+        let resolved = resolve_cli(config)?;
         let mut args = resolved.prefix_args;
         args.extend(extra);
         let (env_clear, env) = environment::for_child(config.env_policy, &config.env_pass);
@@ -1126,9 +1114,29 @@ fn spawn_failure(e: SpawnError) -> Failure {
     Failure::new(ErrorKind::SpawnFailed, code, format!("{e}{hint}"))
 }
 
+/// Finds the CLI for a run, per call (a CLI installed, or PATH fixed, after start-up is found):
+/// not found is `spawn_failed` with the resolver's fix.
+pub(crate) fn resolve_cli(config: &Config) -> Result<resolve::Resolved, Failure> {
+    resolve::resolve_on_host(config.gemini_bin.as_deref())
+        .map_err(|e| Failure::new(ErrorKind::SpawnFailed, e.exit_code(), e.to_string()))
+}
+
 /// Keeps the head and tail of `text` (`max` characters in all) around a marker saying how much
 /// was left out: for partial answers and raw responses in error results.
 pub fn cut_middle(text: &str, max: usize, total_chars: usize) -> String {
+    keep_ends(text, max, total_chars, |omitted| {
+        format!("[… {omitted} characters omitted …]")
+    })
+}
+
+/// `max` characters of `text` in all, half from its head and half from its tail, around the
+/// `marker` made from the number of characters left out.
+fn keep_ends(
+    text: &str,
+    max: usize,
+    total_chars: usize,
+    marker: impl FnOnce(usize) -> String,
+) -> String {
     let head = max / 2;
     let tail = max - head;
     let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
@@ -1137,9 +1145,9 @@ pub fn cut_middle(text: &str, max: usize, total_chars: usize) -> String {
         .nth(total_chars.saturating_sub(tail))
         .map_or(text.len(), |(i, _)| i);
     format!(
-        "{}\n\n[… {} characters omitted …]\n\n{}",
+        "{}\n\n{}\n\n{}",
         &text[..head_end],
-        total_chars - head - tail,
+        marker(total_chars - head - tail),
         &text[tail_start..]
     )
 }
@@ -1147,21 +1155,11 @@ pub fn cut_middle(text: &str, max: usize, total_chars: usize) -> String {
 /// Keeps the head and tail of `text` (`max` characters in all) around a marker that names the
 /// resource holding the whole answer.
 pub fn truncate_middle(text: &str, max: usize, total_chars: usize, uri: &str) -> String {
-    let head = max / 2;
-    let tail = max - head;
-    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
-    let tail_start = text
-        .char_indices()
-        .nth(total_chars.saturating_sub(tail))
-        .map_or(text.len(), |(i, _)| i);
-    format!(
-        "{}\n\n[… {} characters omitted; the full answer ({} characters) is the resource {} (resources/read) …]\n\n{}",
-        &text[..head_end],
-        total_chars - head - tail,
-        total_chars,
-        uri,
-        &text[tail_start..]
-    )
+    keep_ends(text, max, total_chars, |omitted| {
+        format!(
+            "[… {omitted} characters omitted; the full answer ({total_chars} characters) is the resource {uri} (resources/read) …]"
+        )
+    })
 }
 
 /// What progress notifications report, updated as events arrive.

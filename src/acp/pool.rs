@@ -19,7 +19,7 @@ use super::client::{AcpError, Connection, Inbound};
 use super::mode_id;
 use crate::config::Config;
 use crate::error::{ErrorKind, Failure};
-use crate::gemini::{command, environment, process::RunSpec, resolve};
+use crate::gemini::{command, environment, process::RunSpec};
 use crate::policy::ApprovalMode;
 
 /// Shortest interval between two progress notifications of one prompt.
@@ -363,13 +363,7 @@ impl Pool {
     /// child variables, trust given, no browser.
     fn spec(&self, key: &Key) -> Result<RunSpec, Failure> {
         let config = &self.config;
-        let resolved = resolve::resolve(
-            config.gemini_bin.as_deref(),
-            std::env::var_os("PATH").as_deref(),
-            std::env::var_os("PATHEXT").as_deref(),
-            resolve::Platform::current(),
-        )
-        .map_err(|e| Failure::new(ErrorKind::SpawnFailed, e.exit_code(), e.to_string()))?;
+        let resolved = crate::server::resolve_cli(config)?;
         let mut args = resolved.prefix_args;
         // Without trust an untrusted folder silently downgrades yolo and auto_edit to default.
         args.push("--acp".into());

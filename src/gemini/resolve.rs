@@ -2,7 +2,7 @@
 //! on PATH, with npm's Windows shims (`.cmd`/`.ps1`) resolved to `node` plus the JS entry.
 //!
 //! Everything here is plain code over paths and strings, parameterised by [`Platform`], so the
-//! Windows rules are unit-tested on Linux; only [`resolve_from_env`] looks at the host.
+//! Windows rules are unit-tested on Linux; only [`resolve_on_host`] looks at the host.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -150,10 +150,11 @@ pub fn resolve(
     }
 }
 
-/// [`resolve`] with this process's `GEMINI_CLI_BIN`, `PATH`, `PATHEXT` and platform.
-pub fn resolve_from_env() -> Result<Resolved, ResolveError> {
+/// [`resolve`] with the configured `GEMINI_CLI_BIN` (flag or env) and this process's `PATH`,
+/// `PATHEXT` and platform.
+pub fn resolve_on_host(gemini_cli_bin: Option<&OsStr>) -> Result<Resolved, ResolveError> {
     resolve(
-        std::env::var_os("GEMINI_CLI_BIN").as_deref(),
+        gemini_cli_bin,
         std::env::var_os("PATH").as_deref(),
         std::env::var_os("PATHEXT").as_deref(),
         Platform::current(),
@@ -932,9 +933,9 @@ mod tests {
     }
 
     #[test]
-    fn resolve_from_env_uses_this_process() {
+    fn resolve_on_host_uses_this_process() {
         // Whatever the host has, the call must not panic and errors must carry the fix.
-        if let Err(err) = resolve_from_env() {
+        if let Err(err) = resolve_on_host(std::env::var_os("GEMINI_CLI_BIN").as_deref()) {
             assert!(err.to_string().contains("GEMINI_CLI_BIN"), "{err}");
         }
     }
