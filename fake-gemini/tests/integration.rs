@@ -11,6 +11,8 @@ mod captures;
 mod cli_surface;
 #[path = "integration/differential.rs"]
 mod differential;
+#[path = "integration/differential_acp.rs"]
+mod differential_acp;
 #[path = "integration/log_format.rs"]
 mod log_format;
 #[path = "integration/process_model.rs"]
