@@ -448,15 +448,8 @@ impl Agent {
     /// Starts a prompt on its own thread; a newer prompt on the same session aborts the older.
     fn start_prompt(self: &Arc<Self>, id: Value, msg: Value) {
         // Schema validation comes before the session lookup.
-        let checked = if msg["params"]["sessionId"].is_string() {
-            if msg["params"]["prompt"].is_array() {
-                self.session(&msg["params"])
-            } else {
-                Err(wire::invalid_params("prompt", "Required"))
-            }
-        } else {
-            Err(wire::invalid_params("sessionId", "Required"))
-        };
+        let checked = wire::check_params("session/prompt", msg.get("params"))
+            .and_then(|()| self.session(&msg["params"]));
         let s = match checked {
             Ok(s) => s,
             Err(e) => {
@@ -493,6 +486,12 @@ impl Agent {
                         "method": method, "id": id, "sessionId": msg["params"]["sessionId"]}));
                 }
                 let params = msg.get("params").cloned().unwrap_or(Value::Null);
+                // The SDK validates params against the method's schema before the agent runs.
+                if method != "session/prompt" {
+                    if let Err(e) = wire::check_params(&method, msg.get("params")) {
+                        return self.respond(&id, Err(e), &msg);
+                    }
+                }
                 let result = match method.as_str() {
                     "initialize" => Ok(wire::initialize_result(&self.version)),
                     "authenticate" => self.authenticate(&params),

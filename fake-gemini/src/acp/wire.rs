@@ -123,13 +123,101 @@ pub fn internal(details: &str) -> Value {
     error(-32603, "Internal error", Some(json!({"details": details})))
 }
 
-/// A zod validation failure: `-32602 Invalid params` with a `format()`-like tree (approximate).
-pub fn invalid_params(field: &str, problem: &str) -> Value {
-    error(
-        -32602,
-        "Invalid params",
-        Some(json!({"_errors": [], field: {"_errors": [problem]}})),
-    )
+/// The params schema of each request the SDK validates before the agent sees it: the required
+/// fields in the schema's (alphabetical) order and the type zod expects (observed on 0.61.0).
+const SCHEMAS: &[(&str, &[(&str, &str)])] = &[
+    ("initialize", &[("protocolVersion", "number")]),
+    ("authenticate", &[("methodId", "string")]),
+    ("session/new", &[("cwd", "string"), ("mcpServers", "array")]),
+    (
+        "session/load",
+        &[
+            ("cwd", "string"),
+            ("mcpServers", "array"),
+            ("sessionId", "string"),
+        ],
+    ),
+    (
+        "session/prompt",
+        &[("prompt", "array"), ("sessionId", "string")],
+    ),
+    (
+        "session/set_mode",
+        &[("modeId", "string"), ("sessionId", "string")],
+    ),
+    (
+        "session/set_model",
+        &[("modelId", "string"), ("sessionId", "string")],
+    ),
+];
+
+/// zod v4's name for the type of a value (`None`: absent, JavaScript's `undefined`).
+fn zod_type(v: Option<&Value>) -> &'static str {
+    match v {
+        None => "undefined",
+        Some(Value::Null) => "null",
+        Some(Value::Bool(_)) => "boolean",
+        Some(Value::Number(_)) => "number",
+        Some(Value::String(_)) => "string",
+        Some(Value::Array(_)) => "array",
+        Some(Value::Object(_)) => "object",
+    }
+}
+
+fn has_type(v: Option<&Value>, expected: &str) -> bool {
+    let t = zod_type(v);
+    t == expected || (expected == "record" && t == "object")
+}
+
+/// One zod v4 `invalid_type` issue.
+fn invalid_type(path: &[&str], expected: &str, got: Option<&Value>) -> Value {
+    json!({"expected": expected, "code": "invalid_type", "path": path,
+        "message": format!("Invalid input: expected {expected}, received {}", zod_type(got))})
+}
+
+/// A schema failure as 0.61's SDK answers it: `-32603 Internal error` with zod's issue list as
+/// `data` (observed; not the `-32602 Invalid params` of older SDKs).
+fn schema_error(issues: Vec<Value>) -> Value {
+    error(-32603, "Internal error", Some(Value::Array(issues)))
+}
+
+/// The SDK's validation of a request's params: `Err` with every issue, in schema order, for
+/// params that are not an object or fields of the wrong type (observed: missing and wrongly
+/// typed fields, `_meta` that is not a record, params absent, `null` or an array).
+pub fn check_params(method: &str, params: Option<&Value>) -> Result<(), Value> {
+    let Some((_, fields)) = SCHEMAS.iter().find(|(m, _)| *m == method) else {
+        return Ok(());
+    };
+    let Some(obj) = params.and_then(Value::as_object) else {
+        return Err(schema_error(vec![invalid_type(&[], "object", params)]));
+    };
+    let mut issues = Vec::new();
+    if let Some(meta) = obj.get("_meta").filter(|m| !m.is_null()) {
+        if !has_type(Some(meta), "record") {
+            issues.push(invalid_type(&["_meta"], "record", Some(meta)));
+        }
+    }
+    for (field, expected) in *fields {
+        if !has_type(obj.get(*field), expected) {
+            issues.push(invalid_type(&[field], expected, obj.get(*field)));
+        }
+    }
+    if issues.is_empty() {
+        Ok(())
+    } else {
+        Err(schema_error(issues))
+    }
+}
+
+/// A required field that is missing, as the schema check reports it (callers past
+/// [`check_params`] keep it as a guard).
+pub fn invalid_params(field: &str, _problem: &str) -> Value {
+    let expected = SCHEMAS
+        .iter()
+        .flat_map(|(_, f)| f.iter())
+        .find(|(name, _)| *name == field)
+        .map_or("string", |(_, t)| *t);
+    schema_error(vec![invalid_type(&[field], expected, None)])
 }
 
 /// Stands for JavaScript's `undefined` (a RequestError without data) inside [`inspect`].
@@ -255,6 +343,77 @@ mod tests {
         );
         let p = json!({"params": {"prompt": [{"type": "text"}]}});
         assert_eq!(inspect(&p), "{ params: { prompt: [ [Object] ] } }");
+    }
+
+    #[test]
+    fn schema_failures_are_zod_issue_lists() {
+        // As the real 0.61.0 agent answered and logged them.
+        let msg =
+            json!({"jsonrpc": "2.0", "id": 10, "method": "session/new", "params": {"cwd": "/p"}});
+        let e = check_params("session/new", msg.get("params")).unwrap_err();
+        assert_eq!(
+            e,
+            json!({"code": -32603, "message": "Internal error", "data": [{"expected": "array",
+                "code": "invalid_type", "path": ["mcpServers"],
+                "message": "Invalid input: expected array, received undefined"}]})
+        );
+        assert_eq!(
+            error_log_line("request", &msg, &e),
+            "Error handling request {\n  jsonrpc: '2.0',\n  id: 10,\n  method: 'session/new',\n  params: { cwd: '/p' }\n} {\n  code: -32603,\n  message: 'Internal error',\n  data: [\n    {\n      expected: 'array',\n      code: 'invalid_type',\n      path: [Array],\n      message: 'Invalid input: expected array, received undefined'\n    }\n  ]\n}"
+        );
+        let paths = |e: Value| -> Vec<String> {
+            e["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| format!("{} {}", i["path"], i["message"].as_str().unwrap()))
+                .collect()
+        };
+        assert_eq!(
+            paths(check_params("session/load", Some(&json!({}))).unwrap_err()),
+            [
+                r#"["cwd"] Invalid input: expected string, received undefined"#,
+                r#"["mcpServers"] Invalid input: expected array, received undefined"#,
+                r#"["sessionId"] Invalid input: expected string, received undefined"#
+            ]
+        );
+        assert_eq!(
+            paths(
+                check_params("session/new", Some(&json!({"cwd": 5, "mcpServers": {}})))
+                    .unwrap_err()
+            ),
+            [
+                r#"["cwd"] Invalid input: expected string, received number"#,
+                r#"["mcpServers"] Invalid input: expected array, received object"#
+            ]
+        );
+        assert_eq!(
+            paths(check_params("session/new", Some(&json!([]))).unwrap_err()),
+            ["[] Invalid input: expected object, received array"]
+        );
+        assert_eq!(
+            paths(check_params("session/new", None).unwrap_err()),
+            ["[] Invalid input: expected object, received undefined"]
+        );
+        assert_eq!(
+            paths(check_params("initialize", Some(&json!({"protocolVersion": "1"}))).unwrap_err()),
+            [r#"["protocolVersion"] Invalid input: expected number, received string"#]
+        );
+        assert_eq!(
+            paths(
+                check_params(
+                    "session/new",
+                    Some(&json!({"cwd": "/p", "mcpServers": [], "_meta": 5}))
+                )
+                .unwrap_err()
+            ),
+            [r#"["_meta"] Invalid input: expected record, received number"#]
+        );
+        assert_eq!(
+            check_params("session/new", Some(&json!({"cwd": "/p", "mcpServers": []}))),
+            Ok(())
+        );
+        assert_eq!(check_params("no/such_method", None), Ok(()));
     }
 
     #[test]

@@ -903,24 +903,43 @@ fn the_launcher_passes_the_protocol_through(#[case] flag: &str) {
     assert_eq!(o.stdout.iter().filter(|&&b| b == b'\n').count(), 1);
 }
 
+/// The SDK's schema check, as 0.61.0 answers it (observed by the ACP differential suite):
+/// `-32603 Internal error` with zod's issue list, before any session lookup.
 #[test]
-fn malformed_params_are_invalid_params() {
+fn malformed_params_are_schema_errors() {
     let sb = Sandbox::new("acp");
     let mut d = Driver::start(&sb, &[]);
     let cwd = sb.cwd.to_str().unwrap();
-    for (method, params, field) in [
-        ("session/new", json!({"cwd": cwd}), "mcpServers"),
+    for (method, params, field, expected) in [
+        ("session/new", json!({"cwd": cwd}), "mcpServers", "array"),
         (
             "session/load",
             json!({"sessionId": "x", "cwd": cwd}),
             "mcpServers",
+            "array",
         ),
-        ("session/prompt", json!({"sessionId": "nope"}), "prompt"),
+        (
+            "session/prompt",
+            json!({"sessionId": "nope"}),
+            "prompt",
+            "array",
+        ),
+        (
+            "session/set_mode",
+            json!({"sessionId": "nope"}),
+            "modeId",
+            "string",
+        ),
+        ("initialize", json!({}), "protocolVersion", "number"),
     ] {
         let (_, r) = d.call(1, method, params);
-        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
-        assert_eq!(r["error"]["message"], "Invalid params");
-        assert_eq!(r["error"]["data"][field]["_errors"][0], "Required");
+        assert_eq!(
+            r["error"],
+            json!({"code": -32603, "message": "Internal error", "data": [{
+                "expected": expected, "code": "invalid_type", "path": [field],
+                "message": format!("Invalid input: expected {expected}, received undefined")}]}),
+            "{method}"
+        );
     }
 }
 
