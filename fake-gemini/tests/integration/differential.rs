@@ -23,7 +23,7 @@ use fake_gemini::api::{ApiServer, Config};
 use crate::support::Sandbox;
 
 /// The pinned real CLI version (one place: `fake-gemini/differential/CLI_VERSION`).
-fn pinned_version() -> String {
+pub(crate) fn pinned_version() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("differential/CLI_VERSION");
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -45,7 +45,7 @@ fn installed_version(gemini: &Path) -> Option<String> {
 
 /// The real CLI at the pinned version: `FAKE_GEMINI_REAL_CLI`, else the cached install, installed
 /// with npm when missing.
-fn real_cli() -> PathBuf {
+pub(crate) fn real_cli() -> PathBuf {
     let version = pinned_version();
     let gemini = match std::env::var_os("FAKE_GEMINI_REAL_CLI") {
         Some(p) => PathBuf::from(p),
