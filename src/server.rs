@@ -64,6 +64,11 @@ struct Inner {
     /// session listing or a deletion holds it alone, so no CLI starts in that project while one
     /// of those runs (a start's clean-up is what loses sessions, reference §11.1).
     workspaces: Mutex<HashMap<PathBuf, Arc<RwLock<()>>>>,
+    /// One start gate per workspace: a new session's file holds no message until the CLI has
+    /// recorded the prompt, and any other CLI start in that project deletes it meanwhile (its
+    /// start-up clean-up; observed on 0.61, `fake-gemini/differential/concurrent-sessions.py`).
+    /// A new run holds the gate from before its spawn until its prompt is recorded.
+    starts: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
     /// The warm ACP agents of the `acp` tool set (issue 6); idle unless it is enabled.
     acp: Arc<crate::acp::pool::Pool>,
 }
@@ -130,6 +135,7 @@ impl GeminiServer {
                 answers: Mutex::default(),
                 next_id: AtomicU64::new(1),
                 workspaces: Mutex::default(),
+                starts: Mutex::default(),
                 acp,
             }),
         }
@@ -392,6 +398,24 @@ impl GeminiServer {
                 CancelCause::Shutdown => shutting_down(),
             })?;
 
+        // New runs start one at a time per workspace (see `Inner::starts`); resumed runs already
+        // hold the workspace alone.
+        let start_gate = match call.request.resume {
+            Some(_) => None,
+            None => Some(
+                self.lock_start(&cwd, &run_ct)
+                    .await
+                    .ok_or_else(|| match cause() {
+                        CancelCause::Client => Failure::new(
+                            ErrorKind::Cancelled,
+                            130,
+                            "the request was cancelled while waiting for its workspace",
+                        ),
+                        CancelCause::Shutdown => shutting_down(),
+                    })?,
+            ),
+        };
+
         // The concurrency bound; a queued call says so.
         let permit = match self.inner.slots.clone().try_acquire_owned() {
             Ok(p) => p,
@@ -475,6 +499,16 @@ impl GeminiServer {
                     };
                     let mut s = lock(&state);
                     s.last_line = Some(Instant::now());
+                    if s.session_id.is_none()
+                        && stream == process::Stream::Stdout
+                        && line.starts_with(b"{\"type\":\"init\"")
+                    {
+                        if let Some(events::Event::Init { session_id, .. }) =
+                            events::parse_line(&line)
+                        {
+                            s.session_id = session_id;
+                        }
+                    }
                     if let Some(hint) = hint {
                         if matches!(hint, Hint::Text { .. } | Hint::Tool(_)) {
                             s.first_content.get_or_insert_with(Instant::now);
@@ -497,10 +531,18 @@ impl GeminiServer {
                 fired.clone(),
             )))
         });
+        let start_gate = start_gate.map(|gate| {
+            AbortOnDrop(tokio::spawn(hold_start_gate(
+                gate,
+                state.clone(),
+                cwd.clone(),
+            )))
+        });
         let (run, ()) = tokio::join!(
             process::run(spec, kill_ct.clone(), Some(tx)),
             watch_progress
         );
+        drop(start_gate);
         drop(permit);
         drop(reporter);
         let mut out = run.map_err(spawn_failure)?;
@@ -825,6 +867,23 @@ impl GeminiServer {
         Ok((cwd, include, images))
     }
 
+    /// Takes the start gate of `workspace` (see `Inner::starts`). `None` when `cancel` fired
+    /// while waiting.
+    async fn lock_start(
+        &self,
+        workspace: &std::path::Path,
+        cancel: &CancellationToken,
+    ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        let gate = lock(&self.inner.starts)
+            .entry(workspace.to_path_buf())
+            .or_default()
+            .clone();
+        tokio::select! {
+            guard = gate.lock_owned() => Some(guard),
+            _ = cancel.cancelled() => None,
+        }
+    }
+
     /// Takes the lock of `workspace`: alone (`exclusive`) or shared. `None` when `cancel` fired
     /// while waiting.
     async fn lock_workspace(
@@ -891,6 +950,38 @@ impl GeminiServer {
 
 /// The exit code of a run killed by a deadline, as `timeout(1)` reports it.
 pub const TIMEOUT_EXIT_CODE: i32 = 124;
+
+/// Holds a new run's start gate until its session can no longer be deleted by another start:
+/// its session file records the prompt, or content arrives (the CLI records the prompt before
+/// sending it). The run's end drops the gate too (this task is aborted).
+async fn hold_start_gate(
+    gate: tokio::sync::OwnedMutexGuard<()>,
+    state: Arc<Mutex<ProgressState>>,
+    workspace: PathBuf,
+) {
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    loop {
+        tick.tick().await;
+        let (content, id) = {
+            let s = lock(&state);
+            (s.first_content.is_some(), s.session_id.clone())
+        };
+        if content {
+            break;
+        }
+        // A new session's file is a few hundred bytes: read in place.
+        let recorded = id.is_some_and(|id| {
+            session::gemini_dir()
+                .and_then(|g| session::chats_dir(&g, &workspace))
+                .is_some_and(|chats| session::prompt_recorded(&chats, &id))
+        });
+        if recorded {
+            break;
+        }
+    }
+    tracing::debug!(workspace = %workspace.display(), "start gate released");
+    drop(gate);
+}
 
 /// Watches one run's deadlines from its start; the first to pass is recorded in `fired` and
 /// kills the run through `kill`.
@@ -1176,6 +1267,8 @@ struct ProgressState {
     first_content: Option<Instant>,
     /// When the last line on either stream arrived (the inactivity deadline).
     last_line: Option<Instant>,
+    /// The session id of the run's `init` event.
+    session_id: Option<String>,
     /// The CLI's latest failed API attempt: (attempt, HTTP status, last attempt).
     retry: Option<(u32, Option<u16>, bool)>,
     dirty: bool,
