@@ -94,6 +94,9 @@ pub(crate) struct Runner<'a> {
     chunks_emitted: u32,
     pub(crate) never_sent: bool,
     non_utf8: bool,
+    /// Called once when the prompt goes to the model (after `delay-ms`, the request's latency),
+    /// where the real CLI records the user message in the session file.
+    pub(crate) on_sent: Option<Box<dyn FnOnce() + 'a>>,
 }
 
 impl<'a> Runner<'a> {
@@ -129,6 +132,7 @@ impl<'a> Runner<'a> {
             chunks_emitted: 0,
             never_sent: false,
             non_utf8: ctx.scenario.process.non_utf8,
+            on_sent: None,
         }
     }
 
@@ -291,6 +295,9 @@ impl<'a> Runner<'a> {
             }
         }
         sleep_ms(sc.model.delay_ms);
+        if let Some(sent) = self.on_sent.take() {
+            sent();
+        }
         if let Some(f) = failure {
             return Some(self.fail(&f));
         }

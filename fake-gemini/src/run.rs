@@ -376,6 +376,22 @@ pub fn worker(argv: Vec<String>) -> i32 {
         _ => ids::uuid_v4(),
     };
     let mut runner = Runner::new(&ctx, &args, format, yolo, session_id);
+    // The loss bug's other half: a new session's file holds only its header until the prompt is
+    // sent, and another run starting meanwhile deletes it (its start-up clean-up).
+    let begun = match (&store, &resumed) {
+        (Some(st), None) if loss => {
+            let _l = st.lock();
+            st.begin(&runner.session_id, clock::now_ms()).ok()
+        }
+        _ => None,
+    };
+    if let (Some(st), Some(path)) = (store.clone(), begun.clone()) {
+        let prompt = ctx.prompt.clone();
+        runner.on_sent = Some(Box::new(move || {
+            let _l = st.lock();
+            let _ = st.record_prompt(&path, &prompt, clock::now_ms());
+        }));
+    }
     if store.is_none() && !ctx.scenario.model.replies.is_empty() {
         store = open_store();
     }
@@ -397,9 +413,10 @@ pub fn worker(argv: Vec<String>) -> i32 {
             let now = clock::now_ms();
             let answer = runner.full_text.clone();
             let model = runner.main_model.clone();
-            let _ = match &resumed {
-                Some(s) => st.resume(s, &ctx.prompt, &answer, &model, now, loss),
-                None => st.create(&runner.session_id, &ctx.prompt, &answer, &model, now),
+            let _ = match (&resumed, &begun) {
+                (Some(s), _) => st.resume(s, &ctx.prompt, &answer, &model, now, loss),
+                (None, Some(path)) => st.finish(path, &answer, &model, now),
+                (None, None) => st.create(&runner.session_id, &ctx.prompt, &answer, &model, now),
             };
         }
     }

@@ -1,8 +1,9 @@
 //! Sessions per project (the cwd), stored the way the real CLI stores them
 //! (`<state>/projects.json`, `<state>/tmp/<project>/chats/session-<minute>-<id8>.jsonl`), plus the
 //! ordered-reply counter. Every read-modify-write holds a lock file, so concurrent runs are safe.
-//! Behind `FAKE_GEMINI_SESSION_LOSS=1`, the upstream bug that loses a session resumed in a later
-//! clock minute is reproduced.
+//! Behind `FAKE_GEMINI_SESSION_LOSS=1`, the upstream start-up clean-up is reproduced with the
+//! sessions it loses: one resumed in a later clock minute, and a new one whose prompt is not
+//! recorded yet when another run starts in the project.
 
 use std::fs;
 use std::io::Write;
@@ -14,7 +15,7 @@ use serde_json::{json, Value};
 use crate::clock;
 
 /// A project's session store.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Store {
     /// `<state>/tmp/<short>/chats`
     pub chats: PathBuf,
@@ -82,6 +83,15 @@ fn write_atomic(path: &Path, data: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     fs::write(&tmp, data)?;
     fs::rename(&tmp, path)
+}
+
+/// Appends `text` to `path`, creating it when missing.
+fn append(path: &Path, text: &str) -> std::io::Result<()> {
+    fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(text.as_bytes())
 }
 
 /// The state directory: FAKE_GEMINI_STATE, else `$HOME/.gemini`.
@@ -319,8 +329,43 @@ impl Store {
         Ok(())
     }
 
-    /// The start-of-command clean-up of the loss bug: a file with no user message is invalid,
-    /// and every file of its short id goes with it.
+    /// With the loss bug on, a new session's file is written the way the real CLI writes it:
+    /// the header when the run starts ([`Store::begin`]), the prompt once it is sent
+    /// ([`Store::record_prompt`]), the answer at the end ([`Store::finish`]). Until the prompt is
+    /// recorded the file is what another run's start-up clean-up deletes. Returns the file.
+    pub fn begin(&self, id: &str, now: i64) -> std::io::Result<PathBuf> {
+        let id8: String = id.chars().take(8).collect();
+        let path = self
+            .chats
+            .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
+        write_atomic(&path, self.header(id, now).as_bytes())?;
+        Ok(path)
+    }
+
+    /// Appends the user message to a file [`Store::begin`] wrote. Like the CLI's
+    /// `appendFileSync`, it recreates a file that was deleted meanwhile, without its header.
+    pub fn record_prompt(&self, path: &Path, prompt: &str, now: i64) -> std::io::Result<()> {
+        let line = json!({"id": crate::ids::uuid_v4(), "timestamp": clock::iso(now), "type": "user", "content": [{"text": prompt}]});
+        append(path, &format!("{line}\n"))
+    }
+
+    /// Appends the answer to a file [`Store::begin`] wrote (recreating it headless if it is gone).
+    pub fn finish(&self, path: &Path, answer: &str, model: &str, now: i64) -> std::io::Result<()> {
+        let t = clock::iso(now);
+        let mut s = String::new();
+        for v in [
+            json!({"id": crate::ids::uuid_v4(), "timestamp": t, "type": "gemini", "content": answer, "model": model}),
+            json!({"$set": {"lastUpdated": t}}),
+        ] {
+            s.push_str(&v.to_string());
+            s.push('\n');
+        }
+        append(path, &s)
+    }
+
+    /// The start-of-command clean-up of the loss bug: a file with no user message, or with no
+    /// header (one recreated after a delete), is invalid, and every file of its short id goes
+    /// with it. The starting run's own session has no file yet.
     pub fn cleanup_invalid(&self) {
         let Ok(rd) = fs::read_dir(&self.chats) else {
             return;
@@ -330,9 +375,13 @@ impl Store {
             let Ok(text) = fs::read_to_string(f) else {
                 continue;
             };
-            if text
-                .lines()
-                .any(|l| l.contains("\"type\":\"user\"") && !l.contains("$set"))
+            let has_header = text.lines().next().is_some_and(|l| {
+                serde_json::from_str::<Value>(l).is_ok_and(|v| v["sessionId"].is_string())
+            });
+            if has_header
+                && text
+                    .lines()
+                    .any(|l| l.contains("\"type\":\"user\"") && !l.contains("$set"))
             {
                 continue;
             }

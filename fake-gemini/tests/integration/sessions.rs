@@ -451,6 +451,56 @@ fn concurrent_runs_record_every_session() {
     assert_eq!(listed_ids(&list).len(), 8, "{list}");
 }
 
+/// Observed on 0.61 (`fake-gemini/differential/concurrent-sessions.py`): a run that starts
+/// while another run's new session has not recorded its prompt yet deletes that session.
+#[test]
+fn a_start_before_a_new_session_recorded_its_prompt_loses_it_behind_the_switch() {
+    use std::io::BufRead;
+    let mut sb = sandbox("sw9");
+    sb.set("FAKE_GEMINI_SESSION_LOSS", Some("1"));
+    let mut a = sb.cmd(&[
+        "-p",
+        "slow [[fake-gemini:success delay-ms=1500]]",
+        "-o",
+        "stream-json",
+        "--skip-trust",
+    ]);
+    a.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut a = a.spawn().unwrap();
+    let mut a_out = std::io::BufReader::new(a.stdout.take().unwrap());
+    let mut init = String::new();
+    a_out.read_line(&mut init).unwrap();
+    let a_id = init_id(&init);
+    // A's file holds only its header for the next 1.5 s: B's start deletes it.
+    let b = sb.run(&["-p", "quick", "-o", "stream-json", "--skip-trust"], None);
+    let b_id = init_id(&String::from_utf8(b.stdout).unwrap());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut a_out, &mut rest).unwrap();
+    assert!(a.wait().unwrap().success());
+    assert!(rest.contains(r#""status":"success""#), "{rest}");
+    let list = String::from_utf8(sb.run(&["--list-sessions"], None).stdout).unwrap();
+    assert_eq!(listed_ids(&list), [b_id], "{list}");
+    let o = sb.run(&["--resume", &a_id, "-p", "x", "--skip-trust"], None);
+    assert_eq!(o.status.code(), Some(42), "A's session is gone");
+
+    // One after the other, both stay.
+    let mut sb = sandbox("sw10");
+    sb.set("FAKE_GEMINI_SESSION_LOSS", Some("1"));
+    sb.run(
+        &[
+            "-p",
+            "slow [[fake-gemini:success delay-ms=200]]",
+            "--skip-trust",
+        ],
+        None,
+    );
+    sb.run(&["-p", "quick", "--skip-trust"], None);
+    let list = String::from_utf8(sb.run(&["--list-sessions"], None).stdout).unwrap();
+    assert_eq!(listed_ids(&list).len(), 2, "{list}");
+}
+
 #[test]
 fn a_resume_moves_the_session_to_the_end_of_the_listing() {
     let sb = sandbox("sw5");
