@@ -272,6 +272,7 @@ impl<'a> Runner<'a> {
                 attempts: None,
                 attempt_delay_ms: None,
                 partial: None,
+                after_turns: None,
             });
         }
         let exit_hint = self.predict_exit(failure.as_ref());
@@ -298,7 +299,11 @@ impl<'a> Runner<'a> {
         if let Some(sent) = self.on_sent.take() {
             sent();
         }
-        if let Some(f) = failure {
+        // `after-turns`: that many responses (and their tool calls) come first.
+        let deferred = failure
+            .clone()
+            .filter(|f| f.after_turns.is_some_and(|n| n > 0));
+        if let Some(f) = failure.filter(|_| deferred.is_none()) {
             return Some(self.fail(&f));
         }
         if let Some(n) = sc.process.flood_stdout_bytes {
@@ -334,6 +339,12 @@ impl<'a> Runner<'a> {
         let mut i = 0usize;
         let mut loops = 0u32;
         while i < turns.len() {
+            if let Some(f) = deferred
+                .as_ref()
+                .filter(|f| f.after_turns.is_some_and(|n| turn_count >= n))
+            {
+                return Some(self.fail(f));
+            }
             if let Some(max) = sc.environment.max_session_turns {
                 if turn_count >= max {
                     return Some(self.fatal("FatalTurnLimitedError", texts::TURN_LIMIT, 53, true));
@@ -391,6 +402,9 @@ impl<'a> Runner<'a> {
                 }
             }
             i += 1;
+        }
+        if let Some(f) = &deferred {
+            return Some(self.fail(f));
         }
         Some(self.success(&warnings))
     }

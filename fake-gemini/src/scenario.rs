@@ -260,6 +260,11 @@ pub struct Failure {
     /// The partial delta before a malformed chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<String>,
+    /// The failing call is the one after this many responses of `turns` (their tool calls ran
+    /// first, as when the quota runs out mid-turn); past the last response, after it. Default 0:
+    /// the first call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_turns: Option<u32>,
 }
 
 /// The model's side of a run.

@@ -168,9 +168,18 @@ pub(super) fn run(
     for (k, v) in &marker_params {
         logged.insert(k.clone(), json!(v));
     }
+    // The blocks as received (an image's data by its length), so a client's block types show.
+    let shapes: Vec<Value> = blocks
+        .iter()
+        .map(|b| match b["type"].as_str() {
+            Some("image") | Some("audio") => json!({"type": b["type"], "mimeType": b["mimeType"],
+                "dataChars": b["data"].as_str().map_or(0, str::len)}),
+            _ => b.clone(),
+        })
+        .collect();
     log::record(&json!({"event": "acp-request", "pid": std::process::id(),
         "method": "session/prompt", "id": id, "sessionId": s.id,
-        "prompt": text, "scenario": name, "params": logged}));
+        "prompt": text, "blocks": shapes, "scenario": name, "params": logged}));
     // `expect` self-checks: argv and env of the agent, `cwd` against the session's cwd, and
     // `stdin`/`stdin-contains` against the prompt's text (ACP has no stdin prompt).
     let check = crate::run::Ctx {
@@ -192,7 +201,12 @@ pub(super) fn run(
         return cancelled();
     }
     let mut history = vec![json!({"type": "user", "content": [{"text": text}]})];
-    let result = model_run(agent, s, &sc, &text, p, &mut history);
+    // `failing-model=` is this prompt's (the agent outlives many prompts, each with its marker).
+    let failing_model = marker_params
+        .iter()
+        .find(|(k, _)| k == "failing-model")
+        .map(|(_, v)| v.as_str());
+    let result = model_run(agent, s, &sc, &text, p, &mut history, failing_model);
     if result.is_ok() {
         record(s, &history);
     }
@@ -215,6 +229,7 @@ fn model_run(
     text: &str,
     p: &Pending,
     history: &mut Vec<Value>,
+    failing_model: Option<&str>,
 ) -> Result<Value, Value> {
     let pr = &sc.process;
     if pr.stdout.is_some() || pr.stderr.is_some() || pr.exit_code.is_some() {
@@ -257,10 +272,24 @@ fn model_run(
         return cancelled();
     }
     let main = sc.model.version.clone().unwrap_or(resolved);
-    if let Some(f) = &sc.model.failure {
+    // The API failure hits only the model `failing-model=` names (the session's model, as
+    // `session/set_model` left it), so a client's fallback to another model is answered.
+    let api_failure = sc
+        .model
+        .failure
+        .as_ref()
+        .filter(|_| failing_model.is_none_or(|m| m == requested));
+    // `after-turns`: the responses before it are streamed and their tools run, then the next
+    // API call of the turn fails (the prompt's error, as when the quota runs out mid-turn).
+    let after = api_failure.map_or(0, |f| f.after_turns.unwrap_or(0));
+    if let Some(f) = api_failure.filter(|_| after == 0) {
         return failure(agent, f, p, &usage, router.is_some(), &requested);
     }
-    if !known && sc.model.version.is_none() && sc.model.unknown_model == UnknownModel::NotFound {
+    if !known
+        && api_failure.is_none()
+        && sc.model.version.is_none()
+        && sc.model.unknown_model == UnknownModel::NotFound
+    {
         return Err(api_error(404, None, &requested));
     }
 
@@ -299,6 +328,9 @@ fn model_run(
     let max_turns = sc.environment.max_session_turns;
     let mut written = 0u32;
     for (i, turn) in turns.iter().enumerate() {
+        if let Some(f) = api_failure.filter(|_| after > 0 && i as u32 >= after) {
+            return failure(agent, f, p, &usage, false, &requested);
+        }
         if max_turns.is_some_and(|m| i as u32 + 1 > m) {
             return Ok(usage.result("max_turn_requests"));
         }
@@ -351,6 +383,9 @@ fn model_run(
             msg["toolCalls"] = json!(calls);
         }
         history.push(msg);
+    }
+    if let Some(f) = api_failure.filter(|_| after > 0) {
+        return failure(agent, f, p, &usage, false, &requested);
     }
     if sc.model.loop_detected {
         return Ok(usage.result("max_turn_requests"));

@@ -15,6 +15,7 @@
 //!   retryable, any other status with the Google error body, empty responses, a malformed event
 //!   after a partial delta — on every attempt, so the CLI's own retry policy decides;
 //! * `[process]` hangs and floods become stalls and floods of the stream.
+//! * `slow-start`'s start-up latency (`startup-delay-ms`) delays a run's first response.
 //!
 //! Environment facts and process faults of the CLI itself (auth, trust, signals, descendants) are
 //! not the API's to script; the differential suite lists those scenarios as not drivable.
@@ -429,22 +430,38 @@ fn stream(
     let index = turn_index(body);
     seen.turn = index;
     let known = crate::answer::resolve_model(model).2;
-    let failure = sc.model.failure.clone().or_else(|| {
-        (!known && sc.model.unknown_model == UnknownModel::NotFound).then_some(scenario::Failure {
-            kind: FailureKind::Status,
-            status: Some(404),
-            message: None,
-            attempts: None,
-            attempt_delay_ms: None,
-            partial: None,
-        })
-    });
+    // `after-turns`: the responses before it are answered, the call after them fails.
+    let failure = sc
+        .model
+        .failure
+        .clone()
+        .filter(|f| index as u64 >= u64::from(f.after_turns.unwrap_or(0)))
+        .or_else(|| {
+            (!known && sc.model.unknown_model == UnknownModel::NotFound).then_some(
+                scenario::Failure {
+                    kind: FailureKind::Status,
+                    status: Some(404),
+                    message: None,
+                    attempts: None,
+                    attempt_delay_ms: None,
+                    partial: None,
+                    after_turns: None,
+                },
+            )
+        });
     if sc.process.hang == Some(Hang::BeforeOutput) {
         shared.record(seen);
         shared.stall();
         return Ok(Keep::Close);
     }
-    if !shared.pause(sc.model.delay_ms) {
+    // `slow-start`: the start-up latency comes before the first response of a run, so the real
+    // CLI's answer starts as late as fake-gemini's.
+    let startup = if index == 0 {
+        sc.environment.startup_delay_ms
+    } else {
+        0
+    };
+    if !shared.pause(sc.model.delay_ms + startup) {
         return Ok(Keep::Close);
     }
     if let Some(f) = failure {
