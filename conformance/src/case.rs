@@ -256,6 +256,23 @@ pub struct LogChecks {
     /// Checks on the records.
     #[serde(default)]
     pub invocation: Vec<InvocationCheck>,
+    /// The exact number of `session/prompt` requests the ACP agents received.
+    pub acp_prompts: Option<usize>,
+    /// Checks on the `session/prompt` requests an ACP agent (`fake-gemini --acp`) received.
+    #[serde(default)]
+    pub acp_prompt: Vec<AcpPromptCheck>,
+}
+
+/// One `[[log.acp-prompt]]` check: the fake's record of a `session/prompt` it received (`prompt`,
+/// the text it assembled; `blocks`, the content blocks as sent, an image's data by its length).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct AcpPromptCheck {
+    /// Which prompt (0-based, in the order the agents logged them); unset: every one, and at
+    /// least one must have been sent.
+    pub index: Option<usize>,
+    /// A JSON subset the record must match (the expectation operators apply).
+    pub expect: Value,
 }
 
 /// The `[processes]` table.

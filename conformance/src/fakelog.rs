@@ -13,6 +13,8 @@ pub struct FakeLog {
     pub invocations: Vec<Value>,
     /// `"event":"spawned"` records: descendants the fake started.
     pub spawned: Vec<Value>,
+    /// `"event":"acp-request"` records of `session/prompt` requests an ACP agent received.
+    pub acp_prompts: Vec<Value>,
     /// Lines that are not JSON (a broken log is a fixture problem).
     pub unparsed: Vec<String>,
     /// Records of the fake's own failures (`exit` 99 or an error event).
@@ -40,6 +42,7 @@ impl FakeLog {
             match v.get("event").and_then(Value::as_str) {
                 None | Some("invocation") => log.invocations.push(v),
                 Some("spawned") => log.spawned.push(v),
+                Some("acp-request") if v["method"] == "session/prompt" => log.acp_prompts.push(v),
                 Some("error") | Some("fixture-error") | Some("bug") => log.fixture_failures.push(v),
                 // Later versions of the fake may log more kinds of events; they check nothing here.
                 Some(_) => {}

@@ -1164,5 +1164,31 @@ impl Run<'_> {
                 }
             }
         }
+        if let Some(want) = spec.log.acp_prompts {
+            if log.acp_prompts.len() != want {
+                findings.must.push(format!(
+                    "log: the agents received {} session/prompt request(s), expected {want}",
+                    log.acp_prompts.len()
+                ));
+            }
+        }
+        for (ci, check) in spec.log.acp_prompt.iter().enumerate() {
+            let records: Vec<(usize, &Value)> = match check.index {
+                Some(i) => log.acp_prompts.get(i).map(|r| (i, r)).into_iter().collect(),
+                None => log.acp_prompts.iter().enumerate().collect(),
+            };
+            if records.is_empty() {
+                findings.must.push(format!(
+                    "log.acp-prompt[{ci}]: no such session/prompt (the agents logged {})",
+                    log.acp_prompts.len()
+                ));
+            }
+            let expected = self.vars.value(&check.expect);
+            for (i, rec) in records {
+                if let Err(e) = matches(&expected, rec, &self.ctx) {
+                    findings.must.push(format!("log: session/prompt #{i}: {e}"));
+                }
+            }
+        }
     }
 }
