@@ -20,7 +20,7 @@ use crate::policy::ApprovalMode;
 const STDERR_TAIL: usize = 8 * 1024;
 
 /// Why a request to the agent failed.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AcpError {
     /// The agent answered with a JSON-RPC error.
     #[error("the agent answered {code}: {message}")]
@@ -47,8 +47,12 @@ pub enum Inbound {
     Permission {
         /// The request's `toolCall`.
         tool_call: Value,
+        /// The options offered.
+        options: Value,
         /// Whether it was allowed.
         allowed: bool,
+        /// The `outcome` answered (`selected` with its `optionId`, or `cancelled`).
+        outcome: Value,
     },
 }
 
@@ -160,9 +164,7 @@ impl Connection {
                     );
                     break;
                 }
-                if let Ok(msg) = serde_json::from_slice::<Value>(&line) {
-                    dispatch(&s, &reply, msg);
-                }
+                dispatch(&s, &reply, Message::parse(&line));
             }
             // stdout closed: the agent is finished as a peer, whatever its process does.
             eof.cancel();
@@ -325,62 +327,133 @@ impl Connection {
     }
 }
 
+/// One line from the agent, classified: the reader's whole view of the agent→client direction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// The answer to one of our requests (`id` as sent: ids are the server's own integers).
+    Response {
+        /// The request's id.
+        id: u64,
+        /// Its `result`, or its `error` (an API error's HTTP status is the code).
+        answer: Result<Value, AcpError>,
+    },
+    /// A `session/update` notification: the session and its `update` object.
+    Update {
+        /// The session it belongs to.
+        session: String,
+        /// The `update` object.
+        update: Value,
+    },
+    /// A `session/request_permission` request.
+    Permission {
+        /// Its id, echoed in the answer (any JSON value).
+        id: Value,
+        /// The session asking.
+        session: String,
+        /// The request's `params` (`toolCall`, `options`).
+        params: Value,
+    },
+    /// Another request: answered "method not found" (no `fs` or `terminal` capability).
+    Unsupported {
+        /// Its id.
+        id: Value,
+        /// Its method.
+        method: String,
+    },
+    /// Not JSON, a response whose id is no integer (never one of ours), or a notification
+    /// the client does not use.
+    Ignored,
+}
+
+impl Message {
+    /// Classifies one line of the agent's stdout (trailing newline allowed). Never fails: a
+    /// stray line must not end the connection.
+    pub fn parse(line: &[u8]) -> Message {
+        let Ok(msg) = serde_json::from_slice::<Value>(line) else {
+            return Message::Ignored;
+        };
+        let method = msg.get("method").and_then(Value::as_str);
+        let id = msg.get("id").filter(|id| !id.is_null()).cloned();
+        let session = |params: &Value| params["sessionId"].as_str().unwrap_or_default().to_string();
+        match (method, id) {
+            (None, Some(id)) => {
+                let Some(id) = id.as_u64() else {
+                    return Message::Ignored;
+                };
+                let answer = match msg.get("error") {
+                    Some(e) => Err(AcpError::Rpc {
+                        code: e["code"].as_i64().unwrap_or(0),
+                        message: e["message"].as_str().unwrap_or_default().to_string(),
+                    }),
+                    None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                Message::Response { id, answer }
+            }
+            (Some("session/update"), None) => Message::Update {
+                session: session(&msg["params"]),
+                update: msg["params"]["update"].clone(),
+            },
+            (Some("session/request_permission"), Some(id)) => Message::Permission {
+                id,
+                session: session(&msg["params"]),
+                params: msg["params"].clone(),
+            },
+            (Some(other), Some(id)) => Message::Unsupported {
+                id,
+                method: other.to_string(),
+            },
+            _ => Message::Ignored,
+        }
+    }
+}
+
 /// One message from the agent.
-fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Value) {
+fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Message) {
     let send = |v: Value| {
         let mut line = serde_json::to_vec(&v).unwrap_or_default();
         line.push(b'\n');
         let _ = reply.send(line);
     };
-    let method = msg.get("method").and_then(Value::as_str);
-    let id = msg.get("id").cloned();
-    match (method, id) {
-        (None, Some(id)) => {
-            let Some(n) = id.as_u64() else { return };
-            let Some(w) = lock(&s.waiters).remove(&n) else {
-                return;
-            };
-            let answer = match msg.get("error") {
-                Some(e) => Err(AcpError::Rpc {
-                    code: e["code"].as_i64().unwrap_or(0),
-                    message: e["message"].as_str().unwrap_or_default().to_string(),
-                }),
-                None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
-            };
-            let _ = w.send(answer);
-        }
-        (Some("session/update"), None) => {
-            let params = &msg["params"];
-            let session = params["sessionId"].as_str().unwrap_or_default();
-            if let Some(tx) = lock(&s.routes).get(session) {
-                let _ = tx.send(Inbound::Update(params["update"].clone()));
+    match msg {
+        Message::Response { id, answer } => {
+            if let Some(w) = lock(&s.waiters).remove(&id) {
+                let _ = w.send(answer);
             }
         }
-        (Some("session/request_permission"), Some(id)) => {
-            let params = &msg["params"];
-            let session = params["sessionId"].as_str().unwrap_or_default();
+        Message::Update { session, update } => {
+            if let Some(tx) = lock(&s.routes).get(&session) {
+                let _ = tx.send(Inbound::Update(update));
+            }
+        }
+        Message::Permission {
+            id,
+            session,
+            params,
+        } => {
             // A session nobody routes (no prompt of ours runs) gets the most careful answer.
             let mode = lock(&s.modes)
-                .get(session)
+                .get(&session)
                 .copied()
                 .unwrap_or(ApprovalMode::Plan);
-            let (outcome, allowed) = permission(mode, params);
-            if let Some(tx) = lock(&s.routes).get(session) {
+            let (outcome, allowed) = permission(mode, &params);
+            if let Some(tx) = lock(&s.routes).get(&session) {
                 let _ = tx.send(Inbound::Permission {
                     tool_call: params["toolCall"].clone(),
+                    options: params["options"].clone(),
                     allowed,
+                    outcome: outcome.clone(),
                 });
             }
             send(json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}));
         }
-        (Some(other), Some(id)) => {
+        Message::Unsupported { id, method } => {
             // No `fs` or `terminal` capability is advertised: the server is no file system or
             // shell for the agent.
             send(
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {other}")}}),
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {method}")}}),
             );
         }
-        _ => {}
+        Message::Ignored => {}
     }
 }
 
@@ -424,6 +497,57 @@ mod tests {
             {"optionId": "proceed_once", "kind": "allow_once"},
             {"optionId": "cancel", "kind": "reject_once"}
         ]})
+    }
+
+    #[test]
+    fn agent_lines_are_classified() {
+        let parse = |line: &str| Message::parse(line.as_bytes());
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":3,"error":{"code":429,"message":"quota"}}"#),
+            Message::Response {
+                id: 3,
+                answer: Err(AcpError::Rpc {
+                    code: 429,
+                    message: "quota".into()
+                })
+            }
+        );
+        assert_eq!(
+            parse("{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"stopReason\":\"end_turn\"}}\n"),
+            Message::Response {
+                id: 4,
+                answer: Ok(json!({"stopReason": "end_turn"}))
+            }
+        );
+        assert_eq!(
+            parse(
+                r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan"}}}"#
+            ),
+            Message::Update {
+                session: "s".into(),
+                update: json!({"sessionUpdate": "plan"})
+            }
+        );
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s"}}"#),
+            Message::Permission { id, session, .. } if id == json!(0) && session == "s"
+        ));
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":"r","method":"fs/read_text_file","params":{}}"#),
+            Message::Unsupported {
+                id: json!("r"),
+                method: "fs/read_text_file".into()
+            }
+        );
+        for ignored in [
+            "not json",
+            r#"{"jsonrpc":"2.0","id":"x","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/cancel","params":{}}"#,
+            "[1,2]",
+        ] {
+            assert_eq!(parse(ignored), Message::Ignored, "{ignored}");
+        }
     }
 
     #[test]

@@ -429,11 +429,14 @@ impl Pool {
     }
 
     /// Runs one prompt. Never re-runs it: a prompt whose agent died is reported, not repeated.
+    /// With `transcript` (`full_output`), every message of the turn (of each attempt, when the
+    /// quota fallback tried another model) is appended to it, success or failure.
     pub async fn prompt(
         self: &Arc<Self>,
         call: PromptCall,
         ct: CancellationToken,
         progress: Option<Progress>,
+        mut transcript: Option<&mut Vec<Value>>,
     ) -> Result<Answer, Failure> {
         let started = Instant::now();
         let slot = self.slot(Key {
@@ -450,19 +453,31 @@ impl Pool {
         let fallbacks = &self.config.policy.quota.fallback_models;
         let mut call = call;
         let mut tried: Vec<String> = Vec::new();
+        let mut not_retried = false;
         let result = loop {
             let mut tools_ran = false;
             let result = self
-                .prompt_locked(&slot, call.clone(), &ct, progress.as_ref(), &mut tools_ran)
+                .prompt_locked(
+                    &slot,
+                    call.clone(),
+                    &ct,
+                    progress.as_ref(),
+                    &mut tools_ran,
+                    transcript.as_deref_mut(),
+                )
                 .await;
             match result {
-                Err(f)
-                    if f.kind == ErrorKind::QuotaExhausted
-                        && tried.len() < fallbacks.len()
-                        && crate::policy::may_repeat(tools_ran, Some(call.mode)) =>
-                {
+                Err(f) if f.kind == ErrorKind::QuotaExhausted && tried.len() < fallbacks.len() => {
+                    if !crate::policy::may_repeat(tools_ran, Some(call.mode)) {
+                        // The failed attempt may have changed files: repeating it could do so twice.
+                        not_retried = true;
+                        break Err(f);
+                    }
                     let next = fallbacks[tried.len()].clone();
                     tracing::debug!(model = %next, "quota exhausted: trying the next fallback model");
+                    if let Some(events) = transcript.as_deref_mut() {
+                        events.push(json!({"kind": "fallback", "model": next}));
+                    }
                     tried.push(next.clone());
                     call.model = Some(next);
                 }
@@ -481,6 +496,9 @@ impl Pool {
                     f.message
                         .push_str(&format!(" (fallback models tried: {})", tried.join(", ")));
                 }
+                if not_retried {
+                    f.message.push_str(" (not retried: tools ran)");
+                }
                 Err(f)
             }
         }
@@ -493,6 +511,7 @@ impl Pool {
         ct: &CancellationToken,
         progress: Option<&Progress>,
         tools_ran: &mut bool,
+        transcript: Option<&mut Vec<Value>>,
     ) -> Result<Answer, Failure> {
         let t = Some(self.config.acp.request_timeout);
         let agent = self.agent(slot, ct).await?;
@@ -608,13 +627,15 @@ impl Pool {
             request_id,
             armed: true,
         };
-        let mut answer = Answer {
-            session_id: sid.clone(),
-            model: session.model.clone(),
-            pid: agent.pid(),
-            ..Answer::default()
-        };
-        let mut tools: Vec<(String, Value)> = Vec::new();
+        let mut fold = Fold::new(
+            Answer {
+                session_id: sid.clone(),
+                model: session.model.clone(),
+                pid: agent.pid(),
+                ..Answer::default()
+            },
+            transcript.is_some(),
+        );
         let mut last_progress: Option<Instant> = None;
         let mut sent = 0u32;
         // Throttled, the latest note waits; whatever is still waiting goes out at the end, so
@@ -631,7 +652,7 @@ impl Pool {
             tokio::select! {
                 biased;
                 Some(inbound) = rx.recv() => {
-                    if let Some(note) = absorb(&mut answer, &mut tools, inbound) {
+                    if let Some(note) = fold.absorb(inbound) {
                         unsent = Some(note);
                     }
                     if let (Some(p), Some(_)) = (progress, &unsent) {
@@ -645,7 +666,7 @@ impl Pool {
                 r = &mut reply => {
                     // Updates sent before the answer are already queued: take them too.
                     while let Ok(inbound) = rx.try_recv() {
-                        absorb(&mut answer, &mut tools, inbound);
+                        fold.absorb(inbound);
                     }
                     break r.unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())));
                 }
@@ -666,8 +687,21 @@ impl Pool {
         if let (Some(p), Some(note)) = (progress, unsent) {
             p.send(sent + 1, Some(note)).await;
         }
-        *tools_ran = !tools.is_empty();
-        answer.tool_calls = tools.into_iter().map(|(_, v)| v).collect();
+        *tools_ran = fold.tools_ran();
+        let end = match (&outcome, cancel_sent.is_some()) {
+            (_, true) => json!({"kind": "cancelled"}),
+            (Ok(result), false) => {
+                json!({"kind": "stop", "stopReason": result["stopReason"].as_str().unwrap_or("end_turn")})
+            }
+            (Err(AcpError::Rpc { code, message }), false) => {
+                json!({"kind": "error", "code": code, "message": message})
+            }
+            (Err(e), false) => json!({"kind": "error", "message": e.to_string()}),
+        };
+        let (mut answer, events) = fold.finish(end);
+        if let (Some(out), Some(events)) = (transcript, events) {
+            out.extend(events);
+        }
         {
             let mut st = lock(&slot.state);
             if let Some(s) = st.session.as_mut().filter(|s| s.id == sid) {
@@ -736,6 +770,59 @@ impl Drop for PromptGuard {
     }
 }
 
+/// A prompt's inbound messages folded, as they arrive, into its answer (and, for `full_output`,
+/// its transcript).
+#[derive(Debug, Default)]
+pub struct Fold {
+    answer: Answer,
+    tools: Vec<(String, Value)>,
+    events: Option<Vec<Value>>,
+}
+
+impl Fold {
+    /// Starts from `answer` (its session, model and pid); `transcript`: keep every message.
+    pub fn new(answer: Answer, transcript: bool) -> Self {
+        Fold {
+            answer,
+            tools: Vec::new(),
+            events: transcript.then(Vec::new),
+        }
+    }
+
+    /// Whether a tool call (or a permission request for one) was seen.
+    pub fn tools_ran(&self) -> bool {
+        !self.tools.is_empty()
+    }
+
+    /// The answer, its tool calls in order, and the transcript ending with `end` (how the turn
+    /// ended: `{"kind": "stop", "stopReason": …}`, `error` or `cancelled`).
+    pub fn finish(mut self, end: Value) -> (Answer, Option<Vec<Value>>) {
+        self.answer.tool_calls = self.tools.into_iter().map(|(_, v)| v).collect();
+        let events = self.events.map(|mut e| {
+            e.push(end);
+            e
+        });
+        (self.answer, events)
+    }
+
+    /// Folds one inbound message in; returns a progress note for it.
+    pub fn absorb(&mut self, inbound: Inbound) -> Option<String> {
+        if let Some(events) = self.events.as_mut() {
+            events.push(match &inbound {
+                Inbound::Update(u) => json!({"kind": "update", "update": u}),
+                Inbound::Permission {
+                    tool_call,
+                    options,
+                    allowed,
+                    outcome,
+                } => json!({"kind": "permission", "toolCall": tool_call, "options": options,
+                    "outcome": outcome, "approved": allowed}),
+            });
+        }
+        absorb(&mut self.answer, &mut self.tools, inbound)
+    }
+}
+
 /// Folds one inbound message into the answer; returns a progress note for it.
 fn absorb(
     answer: &mut Answer,
@@ -790,7 +877,9 @@ fn absorb(
                 _ => None,
             }
         }
-        Inbound::Permission { tool_call, allowed } => {
+        Inbound::Permission {
+            tool_call, allowed, ..
+        } => {
             let id = tool_call["toolCallId"]
                 .as_str()
                 .unwrap_or_default()
@@ -920,7 +1009,9 @@ mod tests {
             &mut tools,
             Inbound::Permission {
                 tool_call: json!({"toolCallId": "t2", "title": "out.txt", "kind": "edit"}),
+                options: json!([]),
                 allowed: false,
+                outcome: json!({"outcome": "cancelled"}),
             },
         );
         assert_eq!(answer.messages, "Hello");
@@ -931,5 +1022,37 @@ mod tests {
         assert_eq!(calls[0]["title"], "ls");
         assert_eq!(calls[0]["output"], "a b");
         assert_eq!(calls[1]["status"], "rejected");
+    }
+
+    #[test]
+    fn the_transcript_keeps_every_message_and_how_the_turn_ended() {
+        let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}});
+        let permission = Inbound::Permission {
+            tool_call: json!({"toolCallId": "t1", "kind": "edit"}),
+            options: json!([{"optionId": "cancel", "kind": "reject_once"}]),
+            allowed: false,
+            outcome: json!({"outcome": "selected", "optionId": "cancel"}),
+        };
+        let mut quiet = Fold::new(Answer::default(), false);
+        quiet.absorb(Inbound::Update(chunk.clone()));
+        assert_eq!(quiet.finish(json!({"kind": "cancelled"})).1, None);
+
+        let mut fold = Fold::new(Answer::default(), true);
+        fold.absorb(Inbound::Update(chunk.clone()));
+        fold.absorb(permission);
+        assert!(fold.tools_ran());
+        let (answer, events) = fold.finish(json!({"kind": "stop", "stopReason": "end_turn"}));
+        assert_eq!(answer.messages, "hi");
+        assert_eq!(answer.tool_calls.len(), 1);
+        assert_eq!(
+            events,
+            Some(vec![
+                json!({"kind": "update", "update": chunk}),
+                json!({"kind": "permission", "toolCall": {"toolCallId": "t1", "kind": "edit"},
+                    "options": [{"optionId": "cancel", "kind": "reject_once"}],
+                    "outcome": {"outcome": "selected", "optionId": "cancel"}, "approved": false}),
+                json!({"kind": "stop", "stopReason": "end_turn"}),
+            ])
+        );
     }
 }

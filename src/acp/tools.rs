@@ -52,7 +52,8 @@ pub fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool>
             "SESSION_ID": {"type": "string", "description": "Continue this ACP session (from an earlier answer); default: the workspace's current session."},
             "session_id": {"type": "string", "description": "Alias of SESSION_ID."},
             "task_note": {"type": "string", "description": "A note of yours, echoed in the result and in progress messages."},
-            "debug": {"type": "boolean", "description": "Add the agent's pid, the duration and its stderr tail to the result."},
+            "debug": {"type": "boolean", "description": "Add the agent's pid and the duration to the result."},
+            "full_output": {"type": "boolean", "description": "Add `events`, the turn's whole ACP transcript in order: message and thought chunks, tool calls and their updates, permission requests with the answer given, and how the turn ended (stop reason or error)."},
             "save_file": {"type": "string", "description": "Also write the answer to this file (under the allowed roots; relative to the workspace)."}
         },
         "required": ["prompt"]
@@ -68,7 +69,21 @@ pub fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool>
             "tool_calls": {"type": "array", "items": {"type": "object"}},
             "plan": {"type": "array", "items": {"type": "object"}},
             "error": {"type": ["string", "null"]},
-            "errorKind": {"type": "string"}
+            "errorKind": {"type": "string"},
+            "model": {"type": "string", "description": "The session's model that answered."},
+            "fallback_models": {"type": "array", "items": {"type": "string"}, "description": "Models tried after quota_exhausted (GEMINICLI_MCP_FALLBACK_MODELS); the last one answered."},
+            "task_note": {"type": "string"},
+            "debug": {"type": "object"},
+            "saved_file": {"description": "Where the answer was written (save_file), or {error}."},
+            "events": {
+                "type": "array",
+                "description": "full_output: the turn's transcript. Each event has a `kind`: `update` (`update`: the agent's session/update as sent), `permission` (`toolCall`, `options`, `outcome` answered, `approved`), `fallback` (`model`: the next attempt's), and last `stop` (`stopReason`), `error` (`code`, `message`) or `cancelled`.",
+                "items": {
+                    "type": "object",
+                    "properties": {"kind": {"type": "string", "enum": ["update", "permission", "fallback", "stop", "error", "cancelled"]}},
+                    "required": ["kind"]
+                }
+            }
         },
         "required": ["success", "SESSION_ID", "agent_messages", "thought", "stop_reason", "tool_calls", "plan", "error"]
     });
@@ -202,6 +217,14 @@ fn render_failure(f: Failure, extra: Map<String, Value>) -> CallToolResult {
     let mut r = CallToolResult::error(vec![ContentBlock::text(f.text())]);
     r.structured_content = Some(v);
     r
+}
+
+fn flag(args: &JsonObject, key: &str) -> Result<bool, Failure> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(Failure::invalid_input(format!("`{key}` must be a boolean"))),
+    }
 }
 
 fn string(args: &JsonObject, key: &str) -> Result<Option<String>, Failure> {
@@ -364,7 +387,8 @@ async fn gemini(
         crate::gemini::session::validate_session_id(id).map_err(plain)?;
     }
     let task_note = string(args, "task_note").map_err(plain)?;
-    let debug = args.get("debug").and_then(Value::as_bool).unwrap_or(false);
+    let debug = flag(args, "debug").map_err(plain)?;
+    let full_output = flag(args, "full_output").map_err(plain)?;
     let save = match string(args, "save_file").map_err(plain)? {
         None => None,
         Some(raw) => {
@@ -403,11 +427,13 @@ async fn gemini(
         peer: env.peer.clone(),
         token,
     });
-    let answer = env
-        .pool
-        .prompt(call, ct, progress)
-        .await
-        .map_err(|f| (f, extra.clone()))?;
+    let mut events = Vec::new();
+    let transcript = full_output.then_some(&mut events);
+    let answer = env.pool.prompt(call, ct, progress, transcript).await;
+    if full_output {
+        extra.insert("events".into(), Value::Array(events));
+    }
+    let answer = answer.map_err(|f| (f, extra.clone()))?;
     let mut v = json!({
         "success": true,
         "SESSION_ID": answer.session_id,
