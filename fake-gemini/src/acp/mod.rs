@@ -464,14 +464,11 @@ impl Agent {
             old.abort();
         }
         let agent = self.clone();
+        // A finished prompt stays the session's pending one: 0.61 resets `pendingPrompt` only in
+        // cancelPendingPrompt, so the first cancel after an answered prompt is silent and only
+        // the next one is `Not currently generating` (observed by the ACP differential suite).
         std::thread::spawn(move || {
             let result = prompt::run(&agent, &s, &id, &msg["params"], &p);
-            {
-                let mut cur = s.pending.lock().expect("lock");
-                if cur.as_ref().is_some_and(|c| Arc::ptr_eq(c, &p)) {
-                    *cur = None;
-                }
-            }
             agent.respond(&id, result, &msg);
         });
     }

@@ -543,6 +543,38 @@ fn cancel_resolves_the_pending_prompt_and_errors_without_one() {
     assert!(stderr.contains("Not currently generating"), "{stderr}");
 }
 
+/// As 0.61 does (observed by the ACP differential suite): an answered prompt stays pending until
+/// a cancel clears it, so the first cancel after it is silent and only the second one fails.
+#[test]
+fn the_first_cancel_after_an_answered_prompt_is_silent() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    let (_, r) = prompt(&mut d, 3, &sid, "hi");
+    assert_eq!(r["result"]["stopReason"], "end_turn");
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}});
+    d.send(&cancel);
+    // A request after the cancel: its answer proves the cancel was handled.
+    d.call(4, "session/list", json!({}));
+    d.send(&cancel);
+    d.call(5, "session/list", json!({}));
+    let (code, stderr) = d.finish();
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        stderr.matches("Not currently generating").count(),
+        1,
+        "{stderr}"
+    );
+    let second = stderr
+        .find("id: 4")
+        .expect("the first session/list is logged");
+    assert!(
+        stderr[second..].contains("Not currently generating"),
+        "only the second cancel fails: {stderr}"
+    );
+}
+
 #[test]
 fn a_new_prompt_on_the_same_session_cancels_the_old_one() {
     let sb = Sandbox::new("acp");
