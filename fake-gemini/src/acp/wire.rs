@@ -305,6 +305,16 @@ pub fn error_log_line(kind: &str, message: &Value, error: &Value) -> String {
 
 /// `JSON.parse`'s message for a line that is not JSON (V8's wording for a bad first token).
 pub fn parse_error_line(line: &str) -> String {
+    let frames = format!(
+        "\n    at JSON.parse (<anonymous>)\n    at Object.start (file://{}/node_modules/@google/gemini-cli/bundle/gemini-3HFX2LNT.js:13401:38)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
+        crate::texts::CLI_ROOT
+    );
+    // A line that is JSON cut short (observed: `{"half": `).
+    if serde_json::from_str::<Value>(line).is_err_and(|e| e.is_eof()) {
+        return format!(
+            "Failed to parse JSON message: {line} SyntaxError: Unexpected end of JSON input{frames}"
+        );
+    }
     // V8 reads `t`/`f`/`n` as the start of true/false/null and blames the first byte that breaks it.
     let mut first = line.chars().next().unwrap_or(' ');
     for lit in ["true", "false", "null"] {
@@ -320,8 +330,7 @@ pub fn parse_error_line(line: &str) -> String {
         line.to_string()
     };
     format!(
-        "Failed to parse JSON message: {line} SyntaxError: Unexpected token '{first}', \"{shown}\" is not valid JSON\n    at JSON.parse (<anonymous>)\n    at Object.start (file://{}/node_modules/@google/gemini-cli/bundle/gemini-3HFX2LNT.js:13401:38)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
-        crate::texts::CLI_ROOT
+        "Failed to parse JSON message: {line} SyntaxError: Unexpected token '{first}', \"{shown}\" is not valid JSON{frames}"
     )
 }
 
@@ -420,5 +429,10 @@ mod tests {
     fn parse_error_names_the_first_token() {
         let l = parse_error_line("this is not json");
         assert!(l.starts_with("Failed to parse JSON message: this is not json SyntaxError: Unexpected token 'h', \"this is not json\" is not valid JSON\n"), "{l}");
+        let l = parse_error_line("{\"half\": ");
+        assert!(
+            l.starts_with("Failed to parse JSON message: {\"half\":  SyntaxError: Unexpected end of JSON input\n    at JSON.parse"),
+            "{l}"
+        );
     }
 }
