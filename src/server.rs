@@ -498,7 +498,6 @@ impl GeminiServer {
                         process::Stream::Stderr => events::retry_hint(&line),
                     };
                     let mut s = lock(&state);
-                    s.last_line = Some(Instant::now());
                     if s.session_id.is_none()
                         && stream == process::Stream::Stdout
                         && line.starts_with(b"{\"type\":\"init\"")
@@ -521,11 +520,14 @@ impl GeminiServer {
         // Opt-in deadlines kill the run through their own token, so the outcome can tell them
         // from a client's cancellation.
         let limits = config.policy.deadlines.with(call.options.deadlines);
+        // Inactivity means no byte on either stream: a line printed slowly is activity too.
+        let activity = process::Activity::new();
         let kill_ct = run_ct.child_token();
         let fired: Arc<Mutex<Option<&'static str>>> = Arc::default();
         let _deadlines = limits.any().then(|| {
             AbortOnDrop(tokio::spawn(watch_deadlines(
                 state.clone(),
+                activity.clone(),
                 limits,
                 kill_ct.clone(),
                 fired.clone(),
@@ -539,7 +541,7 @@ impl GeminiServer {
             )))
         });
         let (run, ()) = tokio::join!(
-            process::run(spec, kill_ct.clone(), Some(tx)),
+            process::run_observed(spec, kill_ct.clone(), Some(tx), Some(activity)),
             watch_progress
         );
         drop(start_gate);
@@ -987,6 +989,7 @@ async fn hold_start_gate(
 /// kills the run through `kill`.
 async fn watch_deadlines(
     state: Arc<Mutex<ProgressState>>,
+    activity: process::Activity,
     limits: policy::Deadlines,
     kill: CancellationToken,
     fired: Arc<Mutex<Option<&'static str>>>,
@@ -995,10 +998,8 @@ async fn watch_deadlines(
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     loop {
         tick.tick().await;
-        let (first, last) = {
-            let s = lock(&state);
-            (s.first_content, s.last_line)
-        };
+        let first = lock(&state).first_content;
+        let last = activity.last();
         let now = Instant::now();
         let limit = if limits.total.is_some_and(|t| now - started >= t) {
             Some("total")
@@ -1265,8 +1266,6 @@ struct ProgressState {
     note: Option<String>,
     /// When the first assistant text or tool event arrived (the first-content deadline).
     first_content: Option<Instant>,
-    /// When the last line on either stream arrived (the inactivity deadline).
-    last_line: Option<Instant>,
     /// The session id of the run's `init` event.
     session_id: Option<String>,
     /// The CLI's latest failed API attempt: (attempt, HTTP status, last attempt).

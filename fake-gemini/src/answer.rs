@@ -191,10 +191,27 @@ impl<'a> Runner<'a> {
                     self.write(clean.into_bytes());
                 }
             }
-            Format::StreamJson => self.emit(
-                "message",
-                json!({"role": "assistant", "content": clean, "delta": true}),
-            ),
+            Format::StreamJson => {
+                let line = event(
+                    "message",
+                    json!({"role": "assistant", "content": clean, "delta": true}),
+                );
+                let sc = &self.ctx.scenario;
+                match sc.process.long_line_bytes {
+                    // `long-line` with `interval-ms`: the one line dribbles out in ten pieces,
+                    // `interval-ms` apart (bytes flow, no line completes meanwhile).
+                    Some(_) if sc.model.chunk_interval_ms > 0 => {
+                        let piece = line.len().div_ceil(10).max(1);
+                        for (k, p) in line.chunks(piece).enumerate() {
+                            if k > 0 {
+                                sleep_ms(sc.model.chunk_interval_ms);
+                            }
+                            self.write(p.to_vec());
+                        }
+                    }
+                    _ => self.write(line),
+                }
+            }
             Format::Json => {}
         }
         self.chunks_emitted += 1;

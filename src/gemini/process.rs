@@ -24,6 +24,7 @@ use tokio::task::JoinHandle;
 use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 
+pub use capture::Activity;
 use capture::{pump, Head, Tail};
 pub use tmp::PrivateTmp;
 use tree::Tree;
@@ -178,6 +179,17 @@ pub async fn run(
     cancel: CancellationToken,
     lines: Option<mpsc::UnboundedSender<(Stream, Vec<u8>)>>,
 ) -> Result<RunOutput, SpawnError> {
+    run_observed(spec, cancel, lines, None).await
+}
+
+/// [`run`], also stamping `activity` each time either pipe delivers bytes (a line need not be
+/// complete): what an inactivity deadline watches.
+pub async fn run_observed(
+    spec: RunSpec,
+    cancel: CancellationToken,
+    lines: Option<mpsc::UnboundedSender<(Stream, Vec<u8>)>>,
+    activity: Option<Activity>,
+) -> Result<RunOutput, SpawnError> {
     let started = Instant::now();
     if cancel.is_cancelled() {
         return Ok(RunOutput {
@@ -235,6 +247,7 @@ pub async fn run(
         Stream::Stdout,
         trip_tx.clone(),
         stop.clone(),
+        activity.clone(),
     ));
     let mut err = Task::spawn(pump(
         stderr,
@@ -242,6 +255,7 @@ pub async fn run(
         Stream::Stderr,
         trip_tx,
         stop.clone(),
+        activity,
     ));
     let mut feeder = Task::spawn(feed(stdin, stdin_bytes, stop.clone()));
 

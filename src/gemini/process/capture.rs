@@ -1,8 +1,11 @@
 //! Capped capture of one pipe: stdout keeps its head, stderr its tail; both forward the lines of
-//! what they keep (tagged with their stream), count every byte and keep reading past the cap so
-//! the writer never blocks.
+//! what they keep (tagged with their stream), count every byte, stamp an optional [`Activity`]
+//! per read, and keep reading past the cap so the writer never blocks.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
@@ -18,6 +21,46 @@ pub(crate) const MAX_STDERR_LINE: usize = 4096;
 
 /// Where forwarded lines go: each tagged with the stream it came from.
 pub(crate) type LineSender = mpsc::UnboundedSender<(Stream, Vec<u8>)>;
+
+/// When either pipe of a run last delivered bytes, shared between the readers and whoever
+/// watches the run. Cheap to update: one clock read and one relaxed store per read (a read takes
+/// whatever the pipe holds, up to 64 KiB), never a lock.
+#[derive(Debug, Clone)]
+pub struct Activity {
+    origin: Instant,
+    /// Microseconds from `origin` to the last read, plus one; 0 = no byte yet.
+    last: Arc<AtomicU64>,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Activity {
+    /// No byte seen yet.
+    pub fn new() -> Self {
+        Activity {
+            origin: Instant::now(),
+            last: Arc::default(),
+        }
+    }
+
+    /// Records that bytes arrived now.
+    pub fn touch(&self) {
+        let micros = self.origin.elapsed().as_micros() as u64 + 1;
+        self.last.store(micros, Ordering::Relaxed);
+    }
+
+    /// When bytes last arrived; `None` before the first.
+    pub fn last(&self) -> Option<Instant> {
+        match self.last.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(self.origin + Duration::from_micros(n - 1)),
+        }
+    }
+}
 
 /// Where the bytes of one stream go.
 pub(crate) trait Sink {
@@ -191,13 +234,15 @@ fn reserve_up_to_cap(kept: &mut Vec<u8>, extra: usize, cap: usize) {
 
 /// Reads `reader` into `sink` until EOF, a read error, or `stop`; reports the first time the
 /// stream goes past its cap on `tripped`, then keeps reading and discarding: a writer blocked on
-/// a full pipe would otherwise never reach the signal that ends it.
+/// a full pipe would otherwise never reach the signal that ends it. Every read that brings bytes
+/// stamps `activity`, whether or not it completes a line.
 pub(crate) async fn pump<R, S>(
     mut reader: R,
     mut sink: S,
     stream: Stream,
     tripped: mpsc::UnboundedSender<Stream>,
     stop: CancellationToken,
+    activity: Option<Activity>,
 ) -> S
 where
     R: AsyncRead + Unpin,
@@ -213,6 +258,9 @@ where
         match read {
             Ok(0) => break,
             Ok(n) => {
+                if let Some(a) = &activity {
+                    a.touch();
+                }
                 if sink.push(&buf[..n]) {
                     let _ = tripped.send(stream);
                 }
@@ -332,6 +380,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn pump_stamps_activity_for_bytes_without_a_newline() {
+        let activity = Activity::new();
+        assert_eq!(activity.last(), None);
+        let (trip_tx, _trip_rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let before = Instant::now();
+        pump(
+            &b"half a line, no newline"[..],
+            Head::new(1000, Some(tx)),
+            Stream::Stdout,
+            trip_tx,
+            CancellationToken::new(),
+            Some(activity.clone()),
+        )
+        .await;
+        let last = activity.last().expect("the read was stamped");
+        assert!(
+            last >= before - Duration::from_millis(1),
+            "{last:?} {before:?}"
+        );
+        // The line itself only completes at EOF.
+        assert_eq!(rx.try_recv().unwrap().1, b"half a line, no newline");
+    }
+
+    #[tokio::test]
     async fn pump_reads_to_eof_past_the_cap() {
         let data = vec![b'x'; 300 * 1024];
         let (trip_tx, mut trip_rx) = mpsc::unbounded_channel();
@@ -341,6 +414,7 @@ mod tests {
             Stream::Stdout,
             trip_tx,
             CancellationToken::new(),
+            None,
         )
         .await;
         assert_eq!(trip_rx.try_recv().ok(), Some(Stream::Stdout));
