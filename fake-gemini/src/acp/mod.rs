@@ -8,7 +8,7 @@ pub mod wire;
 
 use std::collections::HashMap;
 use std::io::BufRead;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -99,6 +99,10 @@ pub(crate) struct Agent {
     authenticated: Mutex<Option<String>>,
     api_key: Mutex<Option<String>>,
     startup_flushed: AtomicBool,
+    /// Prompts still running, and how many of them wait for a client's answer: at stdin EOF the
+    /// agent exits once every running prompt is done or waits for an answer that cannot come.
+    running: AtomicUsize,
+    awaiting_client: AtomicUsize,
 }
 
 impl Agent {
@@ -158,7 +162,10 @@ impl Agent {
         self.client_waiters.lock().expect("lock").insert(id, tx);
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         // The reading thread ends the process at EOF, so an unanswered request just waits.
-        rx.recv().unwrap_or(Value::Null)
+        self.awaiting_client.fetch_add(1, Ordering::SeqCst);
+        let answer = rx.recv().unwrap_or(Value::Null);
+        self.awaiting_client.fetch_sub(1, Ordering::SeqCst);
+        answer
     }
 
     /// The fake's own failure inside ACP mode: the buffered stderr, the message, exit 99.
@@ -467,9 +474,11 @@ impl Agent {
         // A finished prompt stays the session's pending one: 0.61 resets `pendingPrompt` only in
         // cancelPendingPrompt, so the first cancel after an answered prompt is silent and only
         // the next one is `Not currently generating` (observed by the ACP differential suite).
+        self.running.fetch_add(1, Ordering::SeqCst);
         std::thread::spawn(move || {
             let result = prompt::run(&agent, &s, &id, &msg["params"], &p);
             agent.respond(&id, result, &msg);
+            agent.running.fetch_sub(1, Ordering::SeqCst);
         });
     }
 
@@ -608,6 +617,8 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         authenticated: Mutex::new(None),
         api_key: Mutex::new(None),
         startup_flushed: AtomicBool::new(false),
+        running: AtomicUsize::new(0),
+        awaiting_client: AtomicUsize::new(0),
     });
     // The CLI loads its config twice before serving (observed: the notices appear twice).
     agent.config_noise(initial_mode);
@@ -638,6 +649,15 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
             Ok(msg) => agent.dispatch(msg),
             Err(_) => agent.stderr_line(&wire::parse_error_line(line)),
         }
+    }
+    // EOF does not end a prompt in progress: Node exits when its event loop drains, so a
+    // streaming (or retrying) prompt still sends its updates and its response first; one waiting
+    // for a client's answer keeps nothing alive (observed by the ACP differential suite).
+    while agent.running.load(Ordering::SeqCst) > agent.awaiting_client.load(Ordering::SeqCst) {
+        if FROZEN.load(Ordering::SeqCst) {
+            proc::hang();
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
     if FROZEN.load(Ordering::SeqCst) {
         proc::hang();

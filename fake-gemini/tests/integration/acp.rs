@@ -543,6 +543,46 @@ fn cancel_resolves_the_pending_prompt_and_errors_without_one() {
     assert!(stderr.contains("Not currently generating"), "{stderr}");
 }
 
+/// stdin EOF does not cut a running prompt short (observed on 0.61.0 by the ACP differential
+/// suite): its remaining updates and its response still come, then the agent exits 0.
+#[test]
+fn eof_lets_a_running_prompt_finish_before_the_exit() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    d.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:trickle count=3 interval-ms=200]]"}]}}));
+    assert_eq!(d.recv()["params"]["update"]["content"]["text"], "tick1 ");
+    drop(d.stdin.take());
+    let mut rest = Vec::new();
+    let result = loop {
+        let m = d.recv();
+        if m["id"] == 3 {
+            break m;
+        }
+        rest.push(m["params"]["update"]["content"]["text"].clone());
+    };
+    assert_eq!(rest, [json!("tick2 "), json!("tick3 ")]);
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    assert_eq!(d.child.wait().unwrap().code(), Some(0));
+}
+
+/// A prompt waiting for the client's answer to a permission request keeps nothing alive: at
+/// EOF the agent exits 0 without it.
+#[test]
+fn eof_while_a_permission_request_waits_exits() {
+    let mut sb = Sandbox::new("acp");
+    write_file_scenario(&mut sb);
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    d.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:writer]]"}]}}));
+    d.recv();
+    assert_eq!(d.recv()["method"], "session/request_permission");
+    let (code, _) = d.finish();
+    assert_eq!(code, Some(0));
+}
+
 /// As 0.61 does (observed by the ACP differential suite): an answered prompt stays pending until
 /// a cancel clears it, so the first cancel after it is silent and only the second one fails.
 #[test]
