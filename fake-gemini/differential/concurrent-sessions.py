@@ -14,11 +14,14 @@ request in a small relay, as the real API's round trip does.
 
     python3 fake-gemini/differential/concurrent-sessions.py                  # every round
     python3 fake-gemini/differential/concurrent-sessions.py --rounds burst   # one round
+    python3 fake-gemini/differential/concurrent-sessions.py --rounds server-burst,server-mixed
     FAKE_GEMINI_REAL_CLI=/path/node_modules/.bin/gemini python3 …           # another install
 
 Needs node, the real CLI (FAKE_GEMINI_REAL_CLI, else the differential suite's cache
 ~/.cache/fake-gemini/differential/gemini-cli-<CLI_VERSION>), and fake-gemini-api
 (FAKE_GEMINI_API_BIN, else target/debug/fake-gemini-api: `cargo build -p fake-gemini`).
+The `server-*` rounds send the same calls through geminicli-mcp (GEMINICLI_MCP_BIN, else
+target/debug/geminicli-mcp) over stdio, to check that its start gate keeps every session.
 Exit status 0 when no session was lost, 1 when one was, 2 when the harness itself failed.
 """
 
@@ -238,17 +241,109 @@ def round_minute(pj, n):
     return base + [Project.finish(r) for r in runs]
 
 
+class Server:
+    """geminicli-mcp over stdio in the project, running the real CLI."""
+
+    def __init__(self, pj):
+        exe = os.environ.get("GEMINICLI_MCP_BIN") or str(REPO / "target/debug/geminicli-mcp")
+        env = dict(pj.env, GEMINI_CLI_BIN=pj.cli, GEMINICLI_MCP_MAX_CONCURRENCY="8")
+        self.proc = subprocess.Popen([exe], cwd=pj.cwd, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.next_id = 0
+        self.replies = {}
+        self.cv = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "concurrent-sessions", "version": "1"}})
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _read(self):
+        for line in self.proc.stdout:
+            msg = json.loads(line)
+            if "id" in msg and ("result" in msg or "error" in msg):
+                with self.cv:
+                    self.replies[msg["id"]] = msg
+                    self.cv.notify_all()
+
+    def _send(self, msg):
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def start(self, method, params):
+        self.next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def wait(self, rid, timeout=300):
+        with self.cv:
+            self.cv.wait_for(lambda: rid in self.replies, timeout)
+            return self.replies.get(rid)
+
+    def request(self, method, params):
+        return self.wait(self.start(method, params))
+
+    def call(self, label, prompt, resume=None):
+        args = {"prompt": prompt}
+        if resume:
+            args["session_id"] = resume
+        return {"label": label, "rid": self.start("tools/call", {"name": "gemini_prompt",
+                                                                 "arguments": args}),
+                "resume": resume}
+
+    def finish(self, run):
+        reply = self.wait(run["rid"]) or {}
+        sc = reply.get("result", {}).get("structuredContent", {})
+        run["exit"] = 1 if reply.get("result", {}).get("isError", True) else 0
+        run["session"] = sc.get("sessionId")
+        run["stderr"] = sc.get("message", json.dumps(reply)[:300])
+        return run
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def round_server_burst(pj, n):
+    """`n` new calls at once through the server, half of them slow."""
+    srv = Server(pj)
+    runs = [srv.call(f"server{i}", slow(f"server {i}") if i % 2 else f"server {i} [[fake-gemini:success]]")
+            for i in range(n)]
+    runs = [srv.finish(r) for r in runs]
+    srv.close()
+    return runs
+
+
+def round_server_mixed(pj, n):
+    """Through the server: two sessions made, then resumed while new calls start."""
+    srv = Server(pj)
+    base = [srv.finish(srv.call(f"server-base{i}", f"base {i} [[fake-gemini:success]]"))
+            for i in range(2)]
+    runs = []
+    for i, b in enumerate(base):
+        if b["session"]:
+            runs.append(srv.call(f"server-resume{i}", slow(f"resume {i}"), resume=b["session"]))
+        runs.append(srv.call(f"server-mixed{i}", f"mixed {i} [[fake-gemini:success]]"))
+    for i in range(max(0, n - len(runs))):
+        runs.append(srv.call(f"server-extra{i}", slow(f"extra {i}")))
+    runs = base + [srv.finish(r) for r in runs]
+    srv.close()
+    return runs
+
+
 ROUNDS = {
     "burst": round_burst,
     "staggered": round_staggered,
     "resume-mixed": round_resume_mixed,
     "minute": round_minute,
+    "server-burst": round_server_burst,
+    "server-mixed": round_server_mixed,
 }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", default=",".join(ROUNDS), help="comma-separated: " + ", ".join(ROUNDS))
+    ap.add_argument("--rounds", default="burst,staggered,resume-mixed,minute",
+                    help="comma-separated: " + ", ".join(ROUNDS) + " (default: the CLI alone)")
     ap.add_argument("-n", type=int, default=5, help="runs per round (default 5)")
     ap.add_argument("--router-delay-ms", type=int, default=800)
     ap.add_argument("--keep", action="store_true", help="keep the scratch directories")
