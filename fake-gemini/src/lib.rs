@@ -18,6 +18,7 @@ pub mod proc;
 pub mod run;
 pub mod scenario;
 pub mod session;
+pub mod settings;
 pub mod texts;
 
 /// The binary's entry point: descendant role, launcher, or worker.

@@ -428,26 +428,11 @@ fn settings_path() -> PathBuf {
 }
 
 fn load_settings() -> Result<Value, String> {
-    let path = settings_path();
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(json!({}));
-    };
-    if text.trim().is_empty() {
-        return Ok(json!({}));
+    match std::fs::read(settings_path()) {
+        // Read as Node reads it ("utf-8": invalid bytes become U+FFFD).
+        Ok(bytes) => crate::settings::parse(&String::from_utf8_lossy(&bytes)),
+        Err(_) => Ok(json!({})),
     }
-    serde_json::from_str(&text).map_err(|e| {
-        let offset: usize = text
-            .lines()
-            .take(e.line().saturating_sub(1))
-            .map(|l| l.len() + 1)
-            .sum::<usize>()
-            + e.column().saturating_sub(1);
-        if e.to_string().starts_with("trailing characters") {
-            format!("Unexpected non-whitespace character after JSON at position {offset}")
-        } else {
-            format!("Unexpected token in JSON at position {offset}")
-        }
-    })
 }
 
 /// Settings (52), auth (41), sandbox (1/44). `first` = printing the YOLO notice is allowed.
@@ -459,13 +444,15 @@ fn pre_input_checks(
     first: bool,
 ) -> Option<i32> {
     let env = &ctx.scenario.environment;
-    let settings = match (env.settings_error.clone(), load_settings()) {
-        (Some(m), _) | (None, Err(m)) => {
+    // A really unparsable file is reported as it is; the scripted error stands in for a file
+    // that parses.
+    let settings = match (load_settings(), env.settings_error.clone()) {
+        (Err(m), _) | (Ok(_), Some(m)) => {
             err_line(&format!("Error in {}: {m}", settings_path().display()));
             err_line("Please fix the configuration file(s) and try again.");
             return Some(52);
         }
-        (None, Ok(s)) => s,
+        (Ok(s), None) => s,
     };
     let mut auth = env.auth;
     if auth == Auth::Authenticated && env_is("FAKE_GEMINI_AUTH", "env") {

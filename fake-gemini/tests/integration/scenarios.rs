@@ -512,6 +512,53 @@ fn failure_precedence_is_args_auth_trust_input() {
     assert_eq!(sb.run(&["--skip-trust"], None).status.code(), Some(42));
 }
 
+/// settings.json as the CLI reads it: comments allowed; an empty, unparsable or non-object file
+/// is exit 52 with JSON.parse's own words, and that real error is printed even under the
+/// `config-error` scenario (whose scripted message stands for a file that parses).
+#[test]
+fn settings_json_is_read_as_the_cli_reads_it() {
+    let sb = sb();
+    let file = sb.home.join(".gemini/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let run = |text: &str, prompt: &str| {
+        std::fs::write(&file, text).unwrap();
+        let o = sb.run(&["-p", prompt, "-o", "json", "--skip-trust"], None);
+        (o.status.code(), sb.mask(&o.stderr), o.stdout)
+    };
+    let (rc, _, out) = run("// mine\n{\"ui\": {/* no */ \"hideBanner\": true}}\n", "x");
+    assert_eq!(rc, Some(0));
+    assert!(String::from_utf8_lossy(&out).contains("Hello there!"));
+    for (text, msg) in [
+        ("", "Unexpected end of JSON input"),
+        (
+            "{\"a\": 1,}",
+            "Expected double-quoted property name in JSON at position 8",
+        ),
+        ("[]", "Settings file is not a valid JSON object."),
+    ] {
+        let (rc, err, out) = run(text, "x");
+        assert_eq!(rc, Some(52), "{text:?}");
+        assert!(out.is_empty(), "{text:?}");
+        assert_eq!(
+            err,
+            format!("Error in <HOME>/.gemini/settings.json: {msg}\nPlease fix the configuration file(s) and try again.\n"),
+            "{text:?}"
+        );
+    }
+    let (rc, err, _) = run("{}}}", "[[fake-gemini:config-error]]");
+    assert_eq!(rc, Some(52));
+    assert!(
+        err.contains("Unexpected non-whitespace character after JSON at position 2\n"),
+        "{err}"
+    );
+    let (rc, err, _) = run("{}", "[[fake-gemini:config-error]]");
+    assert_eq!(rc, Some(52));
+    assert!(
+        err.contains("at position 85\n"),
+        "the scripted message: {err}"
+    );
+}
+
 #[test]
 fn input_too_large_limit_is_configurable() {
     let mut sb = sb();

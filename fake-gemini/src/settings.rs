@@ -1,0 +1,624 @@
+//! `settings.json` as the real CLI reads it: comments stripped (`strip-json-comments`, replaced by
+//! spaces so positions stay put), then `JSON.parse`, whose errors are reported in V8's words
+//! (Node 20; Node 22 appends ` (line L column C)`), then the check that the value is an object.
+//! The message is the text after `Error in <path>: ` of the CLI's exit-52 report.
+
+use serde_json::Value;
+
+/// Parses a settings file's text, or returns the message the real CLI prints for it.
+///
+/// ```
+/// use fake_gemini::settings::parse;
+/// assert!(parse("// mine\n{\"model\": {\"name\": \"pro\"}}").is_ok());
+/// assert_eq!(parse("{}}").unwrap_err(), "Unexpected non-whitespace character after JSON at position 2");
+/// assert_eq!(parse("").unwrap_err(), "Unexpected end of JSON input");
+/// assert_eq!(parse("[]").unwrap_err(), "Settings file is not a valid JSON object.");
+/// ```
+pub fn parse(text: &str) -> Result<Value, String> {
+    let stripped = strip_comments(text);
+    let units: Vec<u16> = stripped.encode_utf16().collect();
+    if let Err(e) = (Parser {
+        s: &units,
+        pos: 0,
+        depth: 0,
+    })
+    .document()
+    {
+        return Err(e.message(&units));
+    }
+    // The syntax is valid JSON, so serde agrees, except on what it refuses and V8 accepts (a lone
+    // surrogate escape, nesting deeper than 128): such a file counts as empty settings.
+    match serde_json::from_str::<Value>(&stripped) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err("Settings file is not a valid JSON object.".into()),
+        Err(_) => Ok(Value::Object(Default::default())),
+    }
+}
+
+/// `strip-json-comments` with its default `whitespace: true`: `//` to the end of the line and
+/// `/* … */` become spaces (other whitespace characters kept), strings are left alone.
+pub fn strip_comments(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    // JavaScript's `replace(/\S/g, " ")`: per UTF-16 unit, with JavaScript's idea of a space.
+    let blank = |s: &str| -> String {
+        s.chars()
+            .flat_map(|c| {
+                if js_space(c) {
+                    std::iter::repeat_n(c, 1)
+                } else {
+                    std::iter::repeat_n(' ', c.len_utf16())
+                }
+            })
+            .collect()
+    };
+    let (mut in_string, mut offset, mut i) = (false, 0, 0);
+    #[derive(PartialEq)]
+    enum Comment {
+        None,
+        Line,
+        Block,
+    }
+    let mut comment = Comment::None;
+    while i < b.len() {
+        let (c, next) = (b[i], b.get(i + 1).copied());
+        if comment == Comment::None && c == b'"' {
+            let backslashes = b[..i].iter().rev().take_while(|&&x| x == b'\\').count();
+            if backslashes % 2 == 0 {
+                in_string = !in_string;
+            }
+        }
+        if in_string {
+            i += 1;
+            continue;
+        }
+        if comment == Comment::None && c == b'/' && next == Some(b'/') {
+            out.push_str(&text[offset..i]);
+            offset = i;
+            comment = Comment::Line;
+            i += 2;
+            continue;
+        } else if comment == Comment::Line && c == b'\r' && next == Some(b'\n') {
+            i += 2;
+            comment = Comment::None;
+            out.push_str(&blank(&text[offset..i]));
+            offset = i;
+            continue;
+        } else if comment == Comment::Line && c == b'\n' {
+            comment = Comment::None;
+            out.push_str(&blank(&text[offset..i]));
+            offset = i;
+        } else if comment == Comment::None && c == b'/' && next == Some(b'*') {
+            out.push_str(&text[offset..i]);
+            offset = i;
+            comment = Comment::Block;
+            i += 2;
+            continue;
+        } else if comment == Comment::Block && c == b'*' && next == Some(b'/') {
+            i += 2;
+            comment = Comment::None;
+            out.push_str(&blank(&text[offset..i]));
+            offset = i;
+            continue;
+        }
+        i += 1;
+    }
+    if comment == Comment::None {
+        out.push_str(&text[offset..]);
+    } else {
+        out.push_str(&blank(&text[offset..]));
+    }
+    out
+}
+
+/// JavaScript's `\s`.
+fn js_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n'
+            | '\u{b}'
+            | '\u{c}'
+            | '\r'
+            | ' '
+            | '\u{a0}'
+            | '\u{1680}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+            | '\u{feff}'
+    ) || ('\u{2000}'..='\u{200a}').contains(&c)
+}
+
+/// Where `JSON.parse` gave up and which of V8's messages it chose.
+#[derive(Debug)]
+struct ParseError {
+    /// The position in UTF-16 units.
+    pos: usize,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// A fixed message ending `in JSON at position N`.
+    At(&'static str),
+    /// The character at `pos` (or the end) where a value or a literal's next letter was due.
+    Unexpected,
+    NonWhitespaceAfter,
+}
+
+impl ParseError {
+    fn message(&self, s: &[u16]) -> String {
+        let at = |m: &str| format!("{m} in JSON at position {}", self.pos);
+        match self.kind {
+            Kind::At(m) => at(m),
+            Kind::NonWhitespaceAfter => format!(
+                "Unexpected non-whitespace character after JSON at position {}",
+                self.pos
+            ),
+            Kind::Unexpected => match s.get(self.pos) {
+                None => "Unexpected end of JSON input".into(),
+                Some(&0x22) => at("Unexpected string"),
+                Some(&c) if c == b'-' as u16 || (b'0' as u16..=b'9' as u16).contains(&c) => {
+                    at("Unexpected number")
+                }
+                Some(&c) => {
+                    let whole = String::from_utf16_lossy(s);
+                    if ["NaN", "Infinity", "undefined", "[object Object]"].contains(&whole.as_str())
+                    {
+                        return format!("\"{whole}\" is not valid JSON");
+                    }
+                    let token = String::from_utf16_lossy(&[c]);
+                    let (n, p) = (s.len(), self.pos);
+                    const CONTEXT: usize = 10;
+                    let text = |a: usize, b: usize| String::from_utf16_lossy(&s[a..b]);
+                    if n < 2 * CONTEXT + 1 {
+                        format!(
+                            "Unexpected token '{token}', \"{}\" is not valid JSON",
+                            text(0, n)
+                        )
+                    } else if p < CONTEXT {
+                        format!(
+                            "Unexpected token '{token}', \"{}\"... is not valid JSON",
+                            text(0, p + CONTEXT)
+                        )
+                    } else if p < n - CONTEXT {
+                        format!(
+                            "Unexpected token '{token}', ...\"{}\"... is not valid JSON",
+                            text(p - CONTEXT, p + CONTEXT)
+                        )
+                    } else {
+                        format!(
+                            "Unexpected token '{token}', ...\"{}\" is not valid JSON",
+                            text(p - CONTEXT, n)
+                        )
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// A validator that walks the text as V8's `JsonParser` does, failing where and how it fails.
+struct Parser<'a> {
+    s: &'a [u16],
+    pos: usize,
+    depth: usize,
+}
+
+/// Deeper nesting is not walked (V8 parses iteratively; this validator recurses): serde_json,
+/// which refuses it, then decides.
+const MAX_DEPTH: usize = 512;
+
+type Step = Result<(), ParseError>;
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u16> {
+        self.s.get(self.pos).copied()
+    }
+
+    fn fail(&self, kind: Kind) -> Step {
+        Err(ParseError {
+            pos: self.pos,
+            kind,
+        })
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(0x20 | 0x09 | 0x0a | 0x0d)) {
+            self.pos += 1;
+        }
+    }
+
+    fn is(&self, c: u8) -> bool {
+        self.peek() == Some(c as u16)
+    }
+
+    fn digit(&self) -> bool {
+        self.peek()
+            .is_some_and(|c| (b'0' as u16..=b'9' as u16).contains(&c))
+    }
+
+    /// Skips whitespace, then requires `c` or fails with `message`.
+    fn expect(&mut self, c: u8, message: &'static str) -> Step {
+        self.skip_ws();
+        if self.is(c) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            self.fail(Kind::At(message))
+        }
+    }
+
+    fn document(&mut self) -> Step {
+        self.value()?;
+        self.skip_ws();
+        if self.peek().is_some() {
+            return self.fail(Kind::NonWhitespaceAfter);
+        }
+        Ok(())
+    }
+
+    fn value(&mut self) -> Step {
+        self.skip_ws();
+        let Some(c) = self.peek() else {
+            return self.fail(Kind::Unexpected);
+        };
+        match u8::try_from(c).unwrap_or(0) {
+            b'"' => self.string(),
+            b'-' | b'0'..=b'9' => self.number(),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            b'n' => self.literal("null"),
+            b'{' | b'[' if self.depth >= MAX_DEPTH => {
+                self.pos = self.s.len();
+                Ok(())
+            }
+            b'{' => {
+                self.depth += 1;
+                let r = self.object();
+                self.depth -= 1;
+                r
+            }
+            b'[' => {
+                self.depth += 1;
+                let r = self.array();
+                self.depth -= 1;
+                r
+            }
+            _ => self.fail(Kind::Unexpected),
+        }
+    }
+
+    fn object(&mut self) -> Step {
+        self.pos += 1;
+        self.skip_ws();
+        if self.is(b'}') {
+            self.pos += 1;
+            return Ok(());
+        }
+        let mut key_message = "Expected property name or '}'";
+        loop {
+            self.skip_ws();
+            if !self.is(b'"') {
+                return self.fail(Kind::At(key_message));
+            }
+            self.string()?;
+            self.expect(b':', "Expected ':' after property name")?;
+            self.value()?;
+            self.skip_ws();
+            if self.is(b',') {
+                self.pos += 1;
+                key_message = "Expected double-quoted property name";
+                continue;
+            }
+            return self.expect(b'}', "Expected ',' or '}' after property value");
+        }
+    }
+
+    fn array(&mut self) -> Step {
+        self.pos += 1;
+        self.skip_ws();
+        if self.is(b']') {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            self.value()?;
+            self.skip_ws();
+            if self.is(b',') {
+                self.pos += 1;
+                continue;
+            }
+            return self.expect(b']', "Expected ',' or ']' after array element");
+        }
+    }
+
+    fn literal(&mut self, word: &str) -> Step {
+        // The first letter matched already; each further one must follow, else the character
+        // found (or the end) is the unexpected token.
+        self.pos += 1;
+        for w in word.bytes().skip(1) {
+            if !self.is(w) {
+                return self.fail(Kind::Unexpected);
+            }
+            self.pos += 1;
+        }
+        Ok(())
+    }
+
+    fn number(&mut self) -> Step {
+        if self.is(b'-') {
+            self.pos += 1;
+            if !self.digit() {
+                return self.fail(Kind::At("No number after minus sign"));
+            }
+        }
+        if self.is(b'0') {
+            self.pos += 1;
+            if self.digit() {
+                return self.fail(Kind::Unexpected);
+            }
+        } else {
+            while self.digit() {
+                self.pos += 1;
+            }
+        }
+        if self.is(b'.') {
+            self.pos += 1;
+            if !self.digit() {
+                return self.fail(Kind::At("Unterminated fractional number"));
+            }
+            while self.digit() {
+                self.pos += 1;
+            }
+        }
+        if self.is(b'e') || self.is(b'E') {
+            self.pos += 1;
+            if self.is(b'-') || self.is(b'+') {
+                self.pos += 1;
+            }
+            if !self.digit() {
+                return self.fail(Kind::At("Exponent part is missing a number"));
+            }
+            while self.digit() {
+                self.pos += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn string(&mut self) -> Step {
+        self.pos += 1;
+        loop {
+            let Some(c) = self.peek() else {
+                return self.fail(Kind::At("Unterminated string"));
+            };
+            match c {
+                0x22 => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                0x5c => {
+                    self.pos += 1;
+                    match self.peek() {
+                        // The end, or a character beyond Latin-1: an unexpected token.
+                        None => return self.fail(Kind::Unexpected),
+                        Some(e) if e > 0xff => return self.fail(Kind::Unexpected),
+                        Some(e) => match e as u8 {
+                            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.pos += 1,
+                            b'u' => {
+                                for _ in 0..4 {
+                                    self.pos += 1;
+                                    if !self.peek().is_some_and(|h| {
+                                        u8::try_from(h).is_ok_and(|h| h.is_ascii_hexdigit())
+                                    }) {
+                                        return self.fail(Kind::At("Bad Unicode escape"));
+                                    }
+                                }
+                                self.pos += 1;
+                            }
+                            _ => return self.fail(Kind::At("Bad escaped character")),
+                        },
+                    }
+                }
+                c if c < 0x20 => {
+                    return self.fail(Kind::At("Bad control character in string literal"))
+                }
+                _ => self.pos += 1,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages of Node 20's `JSON.parse` (V8 11.3), taken from `node -e`.
+    #[test]
+    fn errors_are_worded_and_placed_as_v8_does() {
+        let table: &[(&str, &str)] = &[
+            (
+                r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}}}}"#,
+                "Unexpected non-whitespace character after JSON at position 55",
+            ),
+            (r#"{"security":"#, "Unexpected end of JSON input"),
+            (
+                "{security:1}",
+                "Expected property name or '}' in JSON at position 1",
+            ),
+            (
+                r#"{"a":1,}"#,
+                "Expected double-quoted property name in JSON at position 7",
+            ),
+            (
+                "    \n{\"a\": tru}",
+                "Unexpected token '}', \"    \n{\"a\": tru}\" is not valid JSON",
+            ),
+            (
+                r#"{"a""#,
+                "Expected ':' after property name in JSON at position 4",
+            ),
+            (
+                r#"{"a" 1}"#,
+                "Expected ':' after property name in JSON at position 5",
+            ),
+            (
+                r#"{"a":1"#,
+                "Expected ',' or '}' after property value in JSON at position 6",
+            ),
+            (
+                r#"{"a":1 "b":2}"#,
+                "Expected ',' or '}' after property value in JSON at position 7",
+            ),
+            (
+                "[1 2]",
+                "Expected ',' or ']' after array element in JSON at position 3",
+            ),
+            ("[1,", "Unexpected end of JSON input"),
+            (r#"{"a":"x"#, "Unterminated string in JSON at position 7"),
+            (
+                "{\"a\":\"x\ty\"}",
+                "Bad control character in string literal in JSON at position 7",
+            ),
+            (
+                r#"{"a":"\q"}"#,
+                "Bad escaped character in JSON at position 7",
+            ),
+            (
+                r#"{"a":"\u12g4"}"#,
+                "Bad Unicode escape in JSON at position 10",
+            ),
+            (
+                r#"{"a":-}"#,
+                "No number after minus sign in JSON at position 6",
+            ),
+            (r#"{"a":01}"#, "Unexpected number in JSON at position 6"),
+            (
+                r#"{"a":1.}"#,
+                "Unterminated fractional number in JSON at position 7",
+            ),
+            (
+                r#"{"a":1e}"#,
+                "Exponent part is missing a number in JSON at position 7",
+            ),
+            (
+                r#"{"a":1.5e+}"#,
+                "Exponent part is missing a number in JSON at position 10",
+            ),
+            (r#"{"a":tr"}"#, "Unexpected string in JSON at position 7"),
+            (r#"{"a":t1}"#, "Unexpected number in JSON at position 6"),
+            ("nul", "Unexpected end of JSON input"),
+            (
+                r#"{"abcdefghijklmnopqrstuvwxyz": x}"#,
+                r#"Unexpected token 'x', ..."tuvwxyz": x}" is not valid JSON"#,
+            ),
+            (
+                r#"{"abcdefghijklmnopqrstuvwxyz": 1, "b": @, "cdefghijklmnopqrstuvwxyz": 2}"#,
+                r#"Unexpected token '@', ...": 1, "b": @, "cdefgh"... is not valid JSON"#,
+            ),
+            ("x", r#"Unexpected token 'x', "x" is not valid JSON"#),
+            ("", "Unexpected end of JSON input"),
+            ("  ", "Unexpected end of JSON input"),
+            (
+                "\u{feff}{}",
+                "Unexpected token '\u{feff}', \"\u{feff}{}\" is not valid JSON",
+            ),
+            (
+                r#"{"a":[1,2,}"#,
+                r#"Unexpected token '}', "{"a":[1,2,}" is not valid JSON"#,
+            ),
+            ("{,}", "Expected property name or '}' in JSON at position 1"),
+            (
+                r#"{"a":}"#,
+                r#"Unexpected token '}', "{"a":}" is not valid JSON"#,
+            ),
+            (
+                r#"{"é": 1} x"#,
+                "Unexpected non-whitespace character after JSON at position 9",
+            ),
+            (
+                r#"{"a": "😀"} @"#,
+                "Unexpected non-whitespace character after JSON at position 12",
+            ),
+            (
+                r#"{"a": 😀}"#,
+                "Unexpected token '\u{fffd}', \"{\"a\": 😀}\" is not valid JSON",
+            ),
+            (
+                r#"{"a":[]]}"#,
+                "Expected ',' or '}' after property value in JSON at position 7",
+            ),
+            (
+                r#"{"a":0x1}"#,
+                "Expected ',' or '}' after property value in JSON at position 6",
+            ),
+            (r#"{"a":"\u"}"#, "Bad Unicode escape in JSON at position 8"),
+            (
+                "{\"a\":\"\u{1}\"}",
+                "Bad control character in string literal in JSON at position 6",
+            ),
+            (
+                r#"{"a":true false}"#,
+                "Expected ',' or '}' after property value in JSON at position 10",
+            ),
+            (
+                r#"{"a":nulL}"#,
+                r#"Unexpected token 'L', "{"a":nulL}" is not valid JSON"#,
+            ),
+            (
+                r#"{"a":[1,2,3,4,5,6,7,}"#,
+                r#"Unexpected token '}', ..."3,4,5,6,7,}" is not valid JSON"#,
+            ),
+            (
+                "x123456789012345678901234",
+                r#"Unexpected token 'x', "x123456789"... is not valid JSON"#,
+            ),
+            (
+                r#"{"ab":x,"cdefghijklmnopqrstuvwxyz":1}"#,
+                r#"Unexpected token 'x', "{"ab":x,"cdefghi"... is not valid JSON"#,
+            ),
+            (
+                r#"{"abcdefgh": x123456789}"#,
+                r#"Unexpected token 'x', ..."bcdefgh": x123456789"... is not valid JSON"#,
+            ),
+            ("{", "Expected property name or '}' in JSON at position 1"),
+            ("[", "Unexpected end of JSON input"),
+            (r#"{"ab"#, "Unterminated string in JSON at position 4"),
+            (r#"{"a":"\"#, "Unexpected end of JSON input"),
+            (r#"{"a":"\u12"#, "Bad Unicode escape in JSON at position 10"),
+            ("-", "No number after minus sign in JSON at position 1"),
+            ("[1,]", r#"Unexpected token ']', "[1,]" is not valid JSON"#),
+            ("NaN", r#""NaN" is not valid JSON"#),
+            ("[object Object]", r#""[object Object]" is not valid JSON"#),
+            ("null", "Settings file is not a valid JSON object."),
+            ("1", "Settings file is not a valid JSON object."),
+        ];
+        for (input, want) in table {
+            assert_eq!(parse(input).unwrap_err(), *want, "input {input:?}");
+        }
+    }
+
+    /// Comments are blanked, positions kept (the CLI parses the stripped text).
+    #[test]
+    fn comments_are_blanked_in_place() {
+        assert_eq!(strip_comments("{} // x\n"), "{}     \n");
+        assert_eq!(strip_comments("/* a\nb */{}"), "    \n    {}");
+        assert_eq!(
+            strip_comments(r#"{"u": "http://x"}"#),
+            r#"{"u": "http://x"}"#
+        );
+        assert_eq!(strip_comments("{\"a\\\"//\": 1}"), "{\"a\\\"//\": 1}");
+        assert_eq!(strip_comments("{}\r\n// é\r\n"), "{}\r\n    \r\n");
+        assert_eq!(
+            parse("// c\n{\"a\": tru}").unwrap_err(),
+            "Unexpected token '}', \"    \n{\"a\": tru}\" is not valid JSON"
+        );
+        assert_eq!(
+            parse("{\"a\": 1} /* open").unwrap()["a"],
+            serde_json::json!(1)
+        );
+    }
+}
