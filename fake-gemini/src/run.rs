@@ -1,6 +1,7 @@
 //! One invocation of the worker, in the real CLI's order: argument errors (1) → settings (52) →
-//! auth (41) → sandbox → session listing/deletion → trust (55) → session resolution (42) → start-up
-//! noise → stdin → no input (42) → the model run derived from the scenario, or a process fault.
+//! sandbox command (44) → auth (41) → sandbox image (1) → session listing/deletion → trust (55) →
+//! session resolution (42) → start-up noise → stdin → no input (42) → the model run derived from
+//! the scenario, or a process fault.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -435,7 +436,8 @@ fn load_settings() -> Result<Value, String> {
     }
 }
 
-/// Settings (52), auth (41), sandbox (1/44). `first` = printing the YOLO notice is allowed.
+/// Settings (52), the sandbox command (44), auth (41), the sandbox image (1). `first` = printing
+/// the YOLO notice is allowed.
 fn pre_input_checks(
     ctx: &Ctx,
     args: &Args,
@@ -453,6 +455,15 @@ fn pre_input_checks(
             return Some(52);
         }
         (Ok(s), None) => s,
+    };
+    // The sandbox command is resolved while the config loads, before auth (observed: exit 44
+    // without docker wins over a missing auth method); the image is looked for after auth.
+    let sandbox = match sandbox_command(args, &settings, env.sandbox) {
+        Ok(c) => c,
+        Err(msg) => {
+            fatal_red(&msg);
+            return Some(44);
+        }
     };
     let mut auth = env.auth;
     if auth == Auth::Authenticated && env_is("FAKE_GEMINI_AUTH", "env") {
@@ -493,22 +504,117 @@ fn pre_input_checks(
         }
         return Some(41);
     }
-    let sandbox = args.bool_given("sandbox").unwrap_or(false)
-        || std::env::var("GEMINI_SANDBOX").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
-    if sandbox && std::env::var_os("SANDBOX").is_none() {
-        match env.sandbox {
-            Sandbox::Available => {}
-            Sandbox::ImageMissing => {
-                err(texts::fill(texts::SANDBOX_FAILED, &ctx.version).as_bytes());
-                return Some(1);
-            }
-            Sandbox::InvalidCommand => {
-                fatal_red("Invalid sandbox command 'docker'. Must be one of docker, podman, sandbox-exec, runsc, lxc");
-                return Some(44);
-            }
-        }
+    if sandbox.is_some() && env.sandbox == Sandbox::ImageMissing {
+        err(texts::fill(texts::SANDBOX_FAILED, &ctx.version).as_bytes());
+        return Some(1);
     }
     None
+}
+
+/// The sandbox command as the CLI's `getSandboxCommand` picks it (`None`: no sandbox), or its
+/// FatalSandboxError. `--sandbox` (else `tools.sandbox` of settings.json: a boolean, a command or
+/// `{enabled, command}`), overridden by `GEMINI_SANDBOX`; `SANDBOX` set means "already inside".
+/// A named command must be a known one and on `PATH`; `true` takes docker or podman from `PATH` —
+/// unless the scenario scripts the machine: `command-missing` finds neither, `invalid-command`
+/// fails as a bad `GEMINI_SANDBOX` does, and the default (`image-missing`) and `available` find
+/// docker.
+fn sandbox_command(
+    args: &Args,
+    settings: &Value,
+    scripted: Sandbox,
+) -> Result<Option<String>, String> {
+    const VALID: &str = "docker, podman, sandbox-exec, runsc, lxc, windows-native";
+    if std::env::var_os("SANDBOX").is_some() {
+        return Ok(None);
+    }
+    let option = match args.bool_given("sandbox") {
+        Some(b) => Value::Bool(b),
+        None => settings["tools"]["sandbox"].clone(),
+    };
+    let mut value = match &option {
+        Value::Object(o) if o.get("enabled").is_some_and(truthy) => {
+            o.get("command").cloned().unwrap_or(Value::Bool(true))
+        }
+        Value::Object(_) => Value::Bool(false),
+        v => v.clone(),
+    };
+    let from_env = std::env::var("GEMINI_SANDBOX")
+        .unwrap_or_default()
+        .trim()
+        .to_lowercase();
+    if !from_env.is_empty() {
+        value = Value::String(from_env);
+    }
+    let on = match &value {
+        Value::String(s) if s == "1" || s == "true" => true,
+        Value::String(s) if s == "0" || s == "false" || s.is_empty() => false,
+        Value::String(cmd) => {
+            if !VALID.split(", ").any(|v| v == cmd) {
+                return Err(format!(
+                    "Invalid sandbox command '{cmd}'. Must be one of {VALID}"
+                ));
+            }
+            if cmd == "runsc" && !cfg!(target_os = "linux") {
+                return Err("gVisor (runsc) sandboxing is only supported on Linux".into());
+            }
+            if cmd == "windows-native" && !cfg!(windows) {
+                return Err("Windows native sandboxing is only supported on Windows".into());
+            }
+            if cmd != "windows-native" && !on_path(cmd) {
+                return Err(format!(
+                    "Missing sandbox command '{cmd}' (from GEMINI_SANDBOX)"
+                ));
+            }
+            if cmd == "runsc" && !on_path("docker") {
+                return Err(
+                    "runsc (gVisor) requires Docker. Install Docker, or use sandbox: 'docker'."
+                        .into(),
+                );
+            }
+            return Ok(Some(cmd.clone()));
+        }
+        // Only `true` itself enables it (a number or an object command does not).
+        v => *v == Value::Bool(true),
+    };
+    if !on {
+        return Ok(None);
+    }
+    match scripted {
+        Sandbox::CommandMissing => Err("GEMINI_SANDBOX is true but failed to determine command for sandbox; install docker or podman or specify command in GEMINI_SANDBOX".into()),
+        Sandbox::InvalidCommand => Err(format!("Invalid sandbox command 'docker'. Must be one of {VALID}")),
+        Sandbox::ImageMissing | Sandbox::Available => Ok(Some("docker".into())),
+    }
+}
+
+/// JavaScript truthiness of a JSON value.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+/// Whether an executable of that name is on `PATH` (the `command-exists` check).
+fn on_path(name: &str) -> bool {
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| {
+        let p = dir.join(name);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        }
+        #[cfg(not(unix))]
+        {
+            p.is_file() || p.with_extension("exe").is_file()
+        }
+    })
 }
 
 fn auth_from_env(settings: &Value) -> Option<String> {

@@ -69,6 +69,9 @@ pub enum Sandbox {
     /// No docker image (observed: exit 1, "Failed to relaunch the CLI process").
     #[default]
     ImageMissing,
+    /// Neither docker nor podman on the machine (observed: exit 44, "GEMINI_SANDBOX is true but
+    /// failed to determine command for sandbox; …").
+    CommandMissing,
     /// An invalid sandbox command (exit 44, from source).
     InvalidCommand,
     /// The sandbox starts; the run proceeds as usual.
@@ -475,6 +478,7 @@ builtins!(
     "loop-detected",
     "tool-fatal",
     "sandbox-error",
+    "sandbox-command-missing",
     "config-error",
     "cancelled",
     "session-not-found",

@@ -109,6 +109,13 @@ fn lines(out: &[u8]) -> Vec<Value> {
     "Fatal error: Failed to relaunch the CLI process."
 )]
 #[case(
+    "sandbox-command-missing",
+    "text",
+    44,
+    "",
+    "GEMINI_SANDBOX is true but failed to determine command for sandbox"
+)]
+#[case(
     "config-error",
     "json",
     52,
@@ -152,7 +159,7 @@ fn builtin_via_prompt_marker(
         _ => format!("[[fake-gemini:{name}]]"),
     };
     let mut args = vec!["-p", &marker, "-o", fmt, "--skip-trust"];
-    if name == "sandbox-error" {
+    if name.starts_with("sandbox-") {
         args.push("--sandbox");
     }
     let o = sb.run(&args, None);
@@ -557,6 +564,118 @@ fn settings_json_is_read_as_the_cli_reads_it() {
         err.contains("at position 85\n"),
         "the scripted message: {err}"
     );
+}
+
+/// The sandbox command is resolved as the CLI's `getSandboxCommand` does, before the auth check
+/// (exit 44); a found command then meets the missing image after auth (exit 1).
+#[cfg(unix)]
+#[test]
+fn sandbox_command_is_resolved_before_auth() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut sb = sb();
+    let bin = sb.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    sb.set("PATH", Some(bin.to_str().unwrap()))
+        .set("FAKE_GEMINI_AUTH", Some("env"))
+        .set("GEMINI_API_KEY", None);
+    let run = |sb: &Sandbox, args: &[&str]| {
+        let o = sb.run(args, None);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (rc, err) = run(
+        &sb,
+        &[
+            "-p",
+            "[[fake-gemini:sandbox-command-missing]]",
+            "--skip-trust",
+            "--sandbox",
+        ],
+    );
+    assert_eq!(rc, Some(44), "44 before auth's 41: {err}");
+    assert_eq!(err, "GEMINI_SANDBOX is true but failed to determine command for sandbox; install docker or podman or specify command in GEMINI_SANDBOX\n");
+    assert_eq!(
+        run(&sb, &["-p", "x", "--skip-trust", "--sandbox"]).0,
+        Some(41),
+        "docker assumed: auth first"
+    );
+
+    sb.set("GEMINI_SANDBOX", Some("vm"));
+    let (rc, err) = run(&sb, &["-p", "x", "--skip-trust"]);
+    assert_eq!(rc, Some(44));
+    assert_eq!(err, "Invalid sandbox command 'vm'. Must be one of docker, podman, sandbox-exec, runsc, lxc, windows-native\n");
+    sb.set("GEMINI_SANDBOX", Some(" Podman "));
+    let (rc, err) = run(&sb, &["-p", "x", "--skip-trust"]);
+    assert_eq!(rc, Some(44));
+    assert_eq!(
+        err,
+        "Missing sandbox command 'podman' (from GEMINI_SANDBOX)\n"
+    );
+    let podman = bin.join("podman");
+    std::fs::write(&podman, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(&podman, std::fs::Permissions::from_mode(0o755)).unwrap();
+    sb.set("GEMINI_API_KEY", Some("k"));
+    let (rc, err) = run(&sb, &["-p", "x", "--skip-trust"]);
+    assert_eq!(rc, Some(1), "found, then the image is missing: {err}");
+    assert!(
+        err.starts_with("Fatal error: Failed to relaunch the CLI process.\n"),
+        "{err}"
+    );
+    sb.set("NO_COLOR", None).set("GEMINI_SANDBOX", Some("vm"));
+    assert!(
+        run(&sb, &["-p", "x", "--skip-trust"])
+            .1
+            .starts_with("\x1b[31mInvalid sandbox command"),
+        "red without NO_COLOR"
+    );
+    // Already inside a sandbox: nothing to resolve.
+    sb.set("SANDBOX", Some("sandbox-exec"));
+    assert_eq!(run(&sb, &["-p", "x", "--skip-trust"]).0, Some(0));
+
+    // settings.json's tools.sandbox, which --sandbox=false overrides.
+    sb.set("SANDBOX", None)
+        .set("GEMINI_SANDBOX", None)
+        .set("NO_COLOR", Some("1"));
+    let file = sb.home.join(".gemini/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    for (settings, args, rc) in [
+        (
+            r#"{"tools": {"sandbox": true}}"#,
+            &["-p", "x", "--skip-trust"][..],
+            1,
+        ),
+        (
+            r#"{"tools": {"sandbox": "podman"}}"#,
+            &["-p", "x", "--skip-trust"],
+            1,
+        ),
+        (
+            r#"{"tools": {"sandbox": {"enabled": true, "command": "lxc"}}}"#,
+            &["-p", "x", "--skip-trust"],
+            44,
+        ),
+        (
+            r#"{"tools": {"sandbox": {"enabled": false}}}"#,
+            &["-p", "x", "--skip-trust"],
+            0,
+        ),
+        (
+            r#"{"tools": {"sandbox": 1}}"#,
+            &["-p", "x", "--skip-trust"],
+            0,
+        ),
+        (
+            r#"{"tools": {"sandbox": true}}"#,
+            &["-p", "x", "--skip-trust", "--sandbox=false"],
+            0,
+        ),
+    ] {
+        std::fs::write(&file, settings).unwrap();
+        let (got, err) = run(&sb, args);
+        assert_eq!(got, Some(rc), "{settings} {args:?}: {err}");
+    }
 }
 
 #[test]
