@@ -108,6 +108,16 @@ pub struct Case {
     pub selected_type: bool,
     /// Variables left out of both sides' environment.
     pub remove_env: &'static [&'static str],
+    /// Variables set on both sides.
+    pub set_env: &'static [(&'static str, &'static str)],
+    /// The exact text of `~/.gemini/settings.json` (instead of the JSON built from
+    /// `selected_type` and `settings`): an unparsable or commented file.
+    pub settings_raw: Option<&'static str>,
+    /// `PATH` holds only `node` and a stub executable per name here that fails every command
+    /// (a `docker` without images that cannot pull); `None`: the host's `PATH`.
+    pub path_stubs: Option<&'static [&'static str]>,
+    /// This many `a`s on stdin before the `-p` prompt (0: stdin is /dev/null).
+    pub stdin_chars: usize,
 }
 
 const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
@@ -120,6 +130,10 @@ const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
         skip_trust: true,
         selected_type: true,
         remove_env: &[],
+        set_env: &[],
+        settings_raw: None,
+        path_stubs: None,
+        stdin_chars: 0,
     }
 }
 
@@ -223,6 +237,126 @@ pub const CASES: &[Case] = &[
         settings: Some(r#"{"model":{"maxSessionTurns":1}}"#),
         ..case("[[fake-gemini:turn-limit]]", "stream-json", false)
     },
+    // An unparsable settings.json (the capture's three stray `}`): exit 52, plain text in every
+    // format. The file's own parse error is what both sides print.
+    Case {
+        settings_raw: Some(concat!(
+            r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+            "}}}"
+        )),
+        ..case("[[fake-gemini:config-error]]", "text", true)
+    },
+    Case {
+        settings_raw: Some(concat!(
+            r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+            "}}}"
+        )),
+        ..case("[[fake-gemini:config-error]]", "json", false)
+    },
+    Case {
+        settings_raw: Some(concat!(
+            r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+            "}}}"
+        )),
+        ..case("[[fake-gemini:config-error]]", "stream-json", false)
+    },
+    // JSON.parse's other wordings (V8's, after comments are blanked) and an empty file.
+    Case {
+        settings_raw: Some(concat!(
+            "// user settings\n",
+            r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}, "ui": {"hideBanner": tru}}"#
+        )),
+        ..case("a settings typo near a comment", "json", false)
+    },
+    Case {
+        settings_raw: Some(r#"{"security": {"auth": {"selectedType": "gemini-api-key",}}}"#),
+        ..case("a trailing comma in settings", "text", false)
+    },
+    Case {
+        settings_raw: Some(""),
+        ..case("an empty settings file", "text", false)
+    },
+    Case {
+        settings_raw: Some(concat!(
+            "/* managed */ {\n",
+            r#"  "security": {"auth": {"selectedType": "gemini-api-key"}} // the API key"#,
+            "\n}\n"
+        )),
+        ..case("settings with comments still parse", "stream-json", false)
+    },
+    // --sandbox: docker is there (a stub that has no image and cannot pull): exit 1.
+    Case {
+        args: &["--sandbox"],
+        path_stubs: Some(&["docker"]),
+        ..case("[[fake-gemini:sandbox-error]]", "text", false)
+    },
+    Case {
+        args: &["--sandbox"],
+        path_stubs: Some(&["docker"]),
+        ..case("[[fake-gemini:sandbox-error]]", "json", false)
+    },
+    Case {
+        args: &["--sandbox"],
+        path_stubs: Some(&["docker"]),
+        ..case("[[fake-gemini:sandbox-error]]", "stream-json", false)
+    },
+    // Neither docker nor podman: exit 44, decided before the auth check.
+    Case {
+        args: &["--sandbox"],
+        path_stubs: Some(&[]),
+        ..case("[[fake-gemini:sandbox-command-missing]]", "text", false)
+    },
+    Case {
+        args: &["--sandbox"],
+        path_stubs: Some(&[]),
+        ..case("[[fake-gemini:sandbox-command-missing]]", "json", false)
+    },
+    Case {
+        args: &["--sandbox"],
+        path_stubs: Some(&[]),
+        selected_type: false,
+        ..case(
+            "[[fake-gemini:sandbox-command-missing]]",
+            "stream-json",
+            false,
+        )
+    },
+    // GEMINI_SANDBOX naming a command: checked whatever the scenario says.
+    Case {
+        set_env: &[("GEMINI_SANDBOX", "podman")],
+        path_stubs: Some(&["docker"]),
+        ..case("GEMINI_SANDBOX names a missing command", "text", false)
+    },
+    Case {
+        set_env: &[("GEMINI_SANDBOX", "vm")],
+        ..case("GEMINI_SANDBOX names no sandbox command", "json", false)
+    },
+    // Beyond the context window (4,193,816 characters were refused in an empty directory): the
+    // prompt is never sent, exit 0 with an empty answer.
+    Case {
+        stdin_chars: 4_200_000,
+        ..case("[[fake-gemini:input-too-large]]", "text", false)
+    },
+    Case {
+        stdin_chars: 4_200_000,
+        ..case("[[fake-gemini:input-too-large]]", "json", false)
+    },
+    Case {
+        stdin_chars: 4_200_000,
+        ..case("[[fake-gemini:input-too-large]]", "stream-json", false)
+    },
+    // Without a marker the size alone decides, on both sides of the limit.
+    Case {
+        stdin_chars: 4_200_000,
+        ..case("too large by size alone", "json", false)
+    },
+    Case {
+        stdin_chars: 4_150_000,
+        ..case("large but within the window", "json", false)
+    },
+    // Start-up latency (2 s; the scripted API delays the run's first response as long).
+    case("[[fake-gemini:slow-start]]", "text", false),
+    case("[[fake-gemini:slow-start]]", "stream-json", false),
 ];
 
 /// Built-in scenarios the real CLI cannot be driven into through the API, by reason (the README's
@@ -239,14 +373,8 @@ pub const NOT_DRIVABLE: &[(&str, &[&str])] = &[
         &["no-input", "stdin-late", "memory-show"],
     ),
     (
-        "environment facts the suite does not build yet, pinned by the captures",
-        &[
-            "config-error",
-            "sandbox-error",
-            "input-too-large",
-            "old-version",
-            "slow-start",
-        ],
+        "another CLI version (0.39.0): against the pinned 0.61.0 it can only differ",
+        &["old-version"],
     ),
     ("needs a full disk", &["tool-fatal"]),
     ("needs Ctrl+C on a TTY", &["cancelled"]),
@@ -301,6 +429,18 @@ fn sandbox(base_url: &str, c: &Case) -> Sandbox {
     for k in c.remove_env {
         sb.set(k, None);
     }
+    for (k, v) in c.set_env {
+        sb.set(k, Some(v));
+    }
+    if let Some(stubs) = c.path_stubs {
+        let bin = sb.dir.path().join("bin");
+        stub_path(&bin, stubs);
+        sb.set("PATH", Some(bin.to_str().unwrap()));
+    }
+    if let Some(raw) = c.settings_raw {
+        std::fs::write(sb.home.join(".gemini/settings.json"), raw).unwrap();
+        return sb;
+    }
     let mut settings = if c.selected_type {
         serde_json::json!({"security": {"auth": {"selectedType": "gemini-api-key"}}})
     } else {
@@ -314,6 +454,39 @@ fn sandbox(base_url: &str, c: &Case) -> Sandbox {
     }
     std::fs::write(sb.home.join(".gemini/settings.json"), settings.to_string()).unwrap();
     sb
+}
+
+/// The `node` on the host's `PATH` (the real CLI's script runs under `env node`).
+#[cfg(unix)]
+fn host_node() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("node"))
+        .find(|p| p.is_file())
+        .expect("node on PATH (the differential suite needs node and npm)")
+}
+
+/// Fills `bin` with a link to the host's `node` and a failing `#!/bin/sh` stub per name.
+#[cfg(unix)]
+fn stub_path(bin: &Path, stubs: &[&str]) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(bin).unwrap();
+    std::os::unix::fs::symlink(host_node(), bin.join("node")).unwrap();
+    for name in stubs {
+        let stub = bin.join(name);
+        std::fs::write(&stub, "#!/bin/sh\nexit 1\n").unwrap();
+        std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+#[cfg(not(unix))]
+fn stub_path(_: &Path, _: &[&str]) {
+    panic!("the PATH stubs of the differential suite are shell scripts (Unix only)");
+}
+
+/// The stdin of a case: `stdin_chars` `a`s.
+fn stdin_bytes(c: &Case) -> Option<Vec<u8>> {
+    (c.stdin_chars > 0).then(|| vec![b'a'; c.stdin_chars])
 }
 
 fn argv(c: &Case) -> Vec<&str> {
@@ -330,13 +503,21 @@ fn run_real(gemini: &Path, base_url: &str, c: &Case) -> Outcome {
     let sb = sandbox(base_url, c);
     let out = sb.dir.path().join("stdout");
     let err = sb.dir.path().join("stderr");
+    let stdin = match stdin_bytes(c) {
+        Some(bytes) => {
+            let path = sb.dir.path().join("stdin");
+            std::fs::write(&path, bytes).unwrap();
+            Stdio::from(std::fs::File::open(path).unwrap())
+        }
+        None => Stdio::null(),
+    };
     let mut cmd = Command::new(gemini);
     cmd.args(argv(c))
         .current_dir(&sb.cwd)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", &sb.home)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap());
     for (k, v) in &sb.env {
@@ -375,7 +556,7 @@ fn run_real(gemini: &Path, base_url: &str, c: &Case) -> Outcome {
 /// Runs fake-gemini for a case, with the same flags and environment.
 fn run_fake(base_url: &str, c: &Case) -> Outcome {
     let sb = sandbox(base_url, c);
-    let o = sb.run(&argv(c), None);
+    let o = sb.run(&argv(c), stdin_bytes(c).as_deref());
     Outcome {
         code: o.status.code(),
         stdout: sb.mask(&o.stdout),
@@ -444,7 +625,25 @@ pub fn compare(label: &str, real: &Outcome, fake: &Outcome) -> Result<(), String
 }
 
 fn label(c: &Case) -> String {
-    format!("gemini {}", argv(c).join(" "))
+    let mut l = String::new();
+    for (k, v) in c.set_env {
+        let _ = write!(l, "{k}={v} ");
+    }
+    if let Some(stubs) = c.path_stubs {
+        let _ = write!(
+            l,
+            "PATH=node{} ",
+            stubs.iter().map(|s| format!("+{s}")).collect::<String>()
+        );
+    }
+    let _ = write!(l, "gemini {}", argv(c).join(" "));
+    if c.stdin_chars > 0 {
+        let _ = write!(l, " < {} chars", c.stdin_chars);
+    }
+    if let Some(raw) = c.settings_raw {
+        let _ = write!(l, " (settings.json: {raw:?})");
+    }
+    l
 }
 
 /// Runs the cases one after the other (never two real CLIs at once) and fails with every diff.
