@@ -107,6 +107,15 @@ fn display_name(name: &str) -> &str {
     }
 }
 
+/// A thought as the chat records it: the bold first line is the subject, the rest the description.
+fn thought_record(t: &str) -> Value {
+    let (subject, description) = match t.strip_prefix("**").and_then(|r| r.split_once("**")) {
+        Some((subject, rest)) => (subject.trim(), rest.trim()),
+        None => ("", t.trim()),
+    };
+    json!({"subject": subject, "description": description})
+}
+
 /// Whether every command of a shell line starts with a command the CLI deems safe.
 fn shell_is_safe(command: &str) -> bool {
     command
@@ -378,11 +387,24 @@ fn model_run(
         for (n, call) in turn.tool_calls.iter().enumerate() {
             calls.push(tool(agent, s, call, n, p));
         }
-        let mut msg = json!({"type": "gemini", "content": chunks.concat(), "model": model});
+        let thoughts: Vec<Value> = turn.thought.iter().map(|t| thought_record(t)).collect();
+        let mut msg = json!({"type": "gemini", "content": chunks.concat(), "thoughts": thoughts, "model": model});
         if !calls.is_empty() {
             msg["toolCalls"] = json!(calls);
         }
         history.push(msg);
+        if !calls.is_empty() {
+            // The tool results go back to the model as the user's function responses, and the
+            // chat records them so (replayed as `[Function Response: <name>]`).
+            let parts: Vec<Value> = calls
+                .iter()
+                .map(|c| {
+                    json!({"functionResponse": {"id": c["id"], "name": c["name"],
+                    "response": {"output": c["resultDisplay"]}}})
+                })
+                .collect();
+            history.push(json!({"type": "user", "content": parts}));
+        }
     }
     if let Some(f) = api_failure.filter(|_| after > 0) {
         return failure(agent, f, p, &usage, false, &requested);
@@ -597,7 +619,7 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -
     let mode = s.mode.lock().expect("lock").clone();
     let record = |status: &str, display: &str| {
         json!({"id": call_id, "name": name, "args": call.args, "status": status,
-            "resultDisplay": display, "displayName": title})
+            "resultDisplay": display, "description": title, "displayName": display_name(name)})
     };
     let key = if name == "run_shell_command" {
         command
@@ -794,9 +816,23 @@ pub(super) fn session_context(cwd: &str, project_tmp: &Path) -> String {
 
 /// Replays one stored message as `streamHistory` does.
 pub(super) fn replay(agent: &Agent, sid: &str, m: &Value) {
+    // partListUnionToString: text parts as they are, function parts by name.
     let text = match &m["content"] {
         Value::String(s) => s.clone(),
-        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| {
+                if let Some(t) = p["text"].as_str() {
+                    t.to_string()
+                } else if let Some(n) = p["functionResponse"]["name"].as_str() {
+                    format!("[Function Response: {n}]")
+                } else if let Some(n) = p["functionCall"]["name"].as_str() {
+                    format!("[Function Call: {n}]")
+                } else {
+                    String::new()
+                }
+            })
+            .collect(),
         _ => String::new(),
     };
     if m["type"] == "user" {
@@ -804,6 +840,14 @@ pub(super) fn replay(agent: &Agent, sid: &str, m: &Value) {
             agent.update(sid, json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}));
         }
         return;
+    }
+    for t in m["thoughts"].as_array().into_iter().flatten() {
+        let text = format!(
+            "**{}**\n{}",
+            t["subject"].as_str().unwrap_or_default(),
+            t["description"].as_str().unwrap_or_default()
+        );
+        agent.update(sid, json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text}}));
     }
     if !text.trim().is_empty() {
         agent.update(sid, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));

@@ -786,7 +786,7 @@ fn session_load_replays_the_history() {
         "{context}"
     );
     assert!(context.contains(&format!("  - {cwd}\n")), "{context}");
-    let replay: Vec<Value> = (0..4).map(|_| d.recv()).collect();
+    let replay: Vec<Value> = (0..5).map(|_| d.recv()).collect();
     assert_eq!(r["result"]["modes"]["currentModeId"], "default");
     assert!(r["result"].get("sessionId").is_none());
     assert_eq!(
@@ -795,6 +795,7 @@ fn session_load_replays_the_history() {
             "user_message_chunk",
             "agent_message_chunk",
             "tool_call",
+            "user_message_chunk",
             "agent_message_chunk"
         ]
     );
@@ -803,9 +804,15 @@ fn session_load_replays_the_history() {
         "[[fake-gemini:tool-call]] list it"
     );
     assert_eq!(replay[2]["params"]["update"]["status"], "completed");
-    assert_eq!(replay[2]["params"]["update"]["title"], ".");
+    // As 0.61.0 replays it (observed by the ACP differential suite): the tool's display name,
+    // then the function response the model got.
+    assert_eq!(replay[2]["params"]["update"]["title"], "ReadFolder");
     assert_eq!(
         replay[3]["params"]["update"]["content"]["text"],
+        "[Function Response: list_directory]"
+    );
+    assert_eq!(
+        replay[4]["params"]["update"]["content"]["text"],
         "Hello there! How can I help?"
     );
     assert_eq!(
