@@ -1,3 +1,781 @@
-//! The ACP part of the differential suite: the real `gemini --acp`, run against the scripted API,
-//! and `fake-gemini --acp` get the same JSON-RPC conversation and must send the same messages
-//! after masking.
+//! The ACP part of the differential suite: the real `gemini --acp`, run against the scripted API
+//! (`fake_gemini::api`) in a scratch HOME and cwd, and `fake-gemini --acp` get the same scripted
+//! JSON-RPC conversation and must send the same messages, exit the same way and write the same
+//! stderr, after masking (session ids, timestamps, paths, tool-call times, stack frames).
+//!
+//! A case is a script of client steps; each side's run becomes a transcript — every client
+//! message (`>>>`), every agent message (`<<<`) in arrival order, the exit code at stdin EOF and
+//! the stderr the agent flushed at exit — and the two transcripts are compared line by line.
+//! The real CLI is the one `differential::real_cli` resolves (pinned in
+//! `fake-gemini/differential/CLI_VERSION`). Runs are sequential: one real agent at a time.
+//!
+//! ```sh
+//! cargo nextest run -p fake-gemini --run-ignored only -E 'test(=differential_acp::full)'
+//! cargo nextest run -p fake-gemini --run-ignored only -E 'test(=differential_acp::smoke)'
+//! FAKE_GEMINI_DIFF_FILTER=permission cargo nextest run -p fake-gemini --run-ignored only -E 'test(=differential_acp::full)'
+//! ```
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use fake_gemini::api::{ApiServer, Config};
+use serde_json::{json, Value};
+
+use crate::differential::{line_diff, pinned_version, real_cli};
+use crate::support::Sandbox;
+
+/// How long a step waits for the agent before the run is declared stuck: a guard so a case
+/// fails instead of hanging CI (the real agent starts in 2.5–9 s, more on a loaded machine).
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// One client step of a scripted conversation.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Send a message; the strings `$CWD` and `$SID` (the id of the last session the agent
+    /// created) are substituted anywhere in it.
+    Send(Value),
+    /// Send one raw line (not JSON).
+    Raw(&'static str),
+    /// Read agent messages up to and including the response with this id.
+    Response(u64),
+    /// Read agent messages up to and including a `session/update` of this kind.
+    Update(&'static str),
+    /// Read agent messages up to and including an agent→client request.
+    Request,
+    /// Read exactly this many agent messages.
+    Messages(usize),
+    /// Answer the last agent→client request with this result.
+    Answer(Value),
+    /// Close stdin and wait for the exit; the transcript records the code and the stderr.
+    Close,
+    /// Start the agent again in the same HOME and cwd (after `Close`).
+    Restart,
+    /// Before the next start, move past the clock minute of the last one: the real CLI names a
+    /// session's file after its minute, and a load in the same minute clobbers that file.
+    NextMinute,
+}
+
+/// One ACP comparison: a name, the agent's flags after `--acp`, the script.
+#[derive(Debug, Clone)]
+pub struct AcpCase {
+    /// A short name (also what `FAKE_GEMINI_DIFF_FILTER` matches).
+    pub name: &'static str,
+    /// Flags after `--acp`.
+    pub args: &'static [&'static str],
+    /// The client's script.
+    pub steps: Vec<Step>,
+    /// Part of the CI smoke subset.
+    pub smoke: bool,
+}
+
+fn msg(id: u64, method: &str, params: Value) -> Step {
+    Step::Send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+}
+
+/// A request and its response.
+fn call(id: u64, method: &str, params: Value) -> Vec<Step> {
+    vec![msg(id, method, params), Step::Response(id)]
+}
+
+fn initialize() -> Vec<Step> {
+    call(
+        0,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}}}),
+    )
+}
+
+/// `initialize`, `session/new` and the `available_commands_update` that follows it.
+fn open() -> Vec<Step> {
+    let mut s = initialize();
+    s.extend(call(
+        1,
+        "session/new",
+        json!({"cwd": "$CWD", "mcpServers": []}),
+    ));
+    s.push(Step::Update("available_commands_update"));
+    s
+}
+
+fn prompt_msg(id: u64, text: &str) -> Step {
+    msg(
+        id,
+        "session/prompt",
+        json!({"sessionId": "$SID", "prompt": [{"type": "text", "text": text}]}),
+    )
+}
+
+fn prompt(id: u64, text: &str) -> Vec<Step> {
+    vec![prompt_msg(id, text), Step::Response(id)]
+}
+
+fn select(option: &str) -> Step {
+    Step::Answer(json!({"outcome": {"outcome": "selected", "optionId": option}}))
+}
+
+fn cancel() -> Step {
+    Step::Send(
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "$SID"}}),
+    )
+}
+
+fn script(parts: Vec<Vec<Step>>) -> Vec<Step> {
+    parts.into_iter().flatten().collect()
+}
+
+/// Every ACP case. What the real agent cannot be driven into (or not in reasonable time) is in
+/// fake-gemini's README ("ACP cases not compared").
+pub fn cases() -> Vec<AcpCase> {
+    let case = |name, steps, smoke| AcpCase {
+        name,
+        args: &[],
+        steps,
+        smoke,
+    };
+    vec![
+        case(
+            "initialize-new-session",
+            script(vec![open(), vec![Step::Close]]),
+            false,
+        ),
+        case(
+            "authenticate",
+            script(vec![
+                initialize(),
+                call(1, "authenticate", json!({"methodId": "gemini-api-key"})),
+                call(2, "authenticate", json!({"methodId": "nope"})),
+                call(3, "authenticate", json!({})),
+                call(4, "session/new", json!({"cwd": "$CWD", "mcpServers": []})),
+                vec![Step::Update("available_commands_update"), Step::Close],
+            ]),
+            false,
+        ),
+        case(
+            "prompt-plain",
+            script(vec![
+                open(),
+                prompt(2, "[[fake-gemini:success]]"),
+                prompt(3, r#"[[fake-gemini:success text="4"]]"#),
+                vec![Step::Close],
+            ]),
+            false,
+        ),
+        case(
+            "prompt-thoughts",
+            script(vec![
+                open(),
+                prompt(2, "[[fake-gemini:thinking]]"),
+                vec![Step::Close],
+            ]),
+            false,
+        ),
+        case(
+            "tool-call",
+            script(vec![
+                open(),
+                prompt(2, "[[fake-gemini:tool-call]]"),
+                vec![Step::Close],
+            ]),
+            false,
+        ),
+        case(
+            "permission-allow",
+            script(vec![
+                open(),
+                vec![
+                    prompt_msg(2, "[[fake-gemini:writer]]"),
+                    Step::Request,
+                    select("proceed_once"),
+                    Step::Response(2),
+                    Step::Close,
+                ],
+            ]),
+            false,
+        ),
+        case(
+            "permission-reject",
+            script(vec![
+                open(),
+                vec![
+                    prompt_msg(2, "[[fake-gemini:writer]]"),
+                    Step::Request,
+                    select("cancel"),
+                    Step::Response(2),
+                    Step::Close,
+                ],
+            ]),
+            false,
+        ),
+        case(
+            "cancel-mid-turn",
+            script(vec![
+                open(),
+                // Nothing pending yet: a stderr line only.
+                vec![cancel()],
+                vec![
+                    // Three chunks, then the stream stalls until the client cancels.
+                    prompt_msg(2, "[[fake-gemini:trickle count=5 interval-ms=1 after=3]]"),
+                    Step::Messages(3),
+                    cancel(),
+                    Step::Response(2),
+                ],
+                // The session still serves prompts; an answered prompt stays pending until a
+                // cancel clears it, so only the second cancel after it is an error.
+                prompt(3, "[[fake-gemini:success]]"),
+                vec![cancel(), cancel()],
+                // A request after the cancels: its answer proves they were handled.
+                call(4, "session/list", json!({})),
+                vec![Step::Close],
+            ]),
+            false,
+        ),
+        case(
+            "modes-and-models",
+            script(vec![
+                open(),
+                call(
+                    2,
+                    "session/set_mode",
+                    json!({"sessionId": "$SID", "modeId": "bogus"}),
+                ),
+                call(
+                    3,
+                    "session/set_mode",
+                    json!({"sessionId": "$SID", "modeId": "yolo"}),
+                ),
+                call(
+                    4,
+                    "session/set_mode",
+                    json!({"sessionId": "$SID", "modeId": "plan"}),
+                ),
+                call(
+                    5,
+                    "session/set_mode",
+                    json!({"sessionId": "$SID", "modeId": "plan"}),
+                ),
+                call(
+                    6,
+                    "session/set_model",
+                    json!({"sessionId": "$SID", "modelId": "no-such-model"}),
+                ),
+                call(
+                    7,
+                    "session/set_model",
+                    json!({"sessionId": "$SID", "modelId": "gemini-2.5-pro"}),
+                ),
+                prompt(8, "[[fake-gemini:success]]"),
+                call(
+                    9,
+                    "session/set_mode",
+                    json!({"sessionId": "nope", "modeId": "plan"}),
+                ),
+                vec![Step::Close],
+            ]),
+            false,
+        ),
+        case(
+            "protocol-errors",
+            script(vec![
+                open(),
+                call(2, "no/such_method", json!({})),
+                call(3, "session/list", json!({})),
+                call(4, "session/new", json!({"cwd": "$CWD"})),
+                call(5, "session/prompt", json!({"sessionId": "$SID"})),
+                call(6, "session/load", json!({})),
+                call(7, "initialize", json!({})),
+                call(8, "session/new", json!([])),
+                call(
+                    9,
+                    "session/prompt",
+                    json!({"sessionId": "nope", "prompt": [{"type": "text", "text": "x"}]}),
+                ),
+                // A notification sent as a request.
+                call(10, "session/cancel", json!({"sessionId": "$SID"})),
+                vec![Step::Close],
+            ]),
+            true,
+        ),
+        case(
+            "api-errors",
+            script(vec![
+                open(),
+                prompt(2, "[[fake-gemini:quota-daily]]"),
+                prompt(3, "[[fake-gemini:api-400]]"),
+                prompt(4, "[[fake-gemini:success]]"),
+                vec![Step::Close],
+            ]),
+            false,
+        ),
+        case(
+            "non-json-ignored",
+            // Sent once the agent is up: a line read during the start-up is logged before the
+            // start-up notices, an order only the timing decides.
+            script(vec![
+                initialize(),
+                vec![Step::Raw("this is not json")],
+                call(1, "session/list", json!({})),
+                vec![Step::Raw("{\"half\": ")],
+                call(2, "session/list", json!({})),
+                vec![Step::Close],
+            ]),
+            false,
+        ),
+        case(
+            "eof-mid-prompt",
+            script(vec![
+                open(),
+                // stdin closes after the first of four chunks 300 ms apart: the prompt still
+                // ends (its chunks and response arrive), then the exit.
+                vec![
+                    prompt_msg(2, "[[fake-gemini:trickle count=4 interval-ms=300]]"),
+                    Step::Messages(1),
+                    Step::Close,
+                ],
+            ]),
+            false,
+        ),
+        case(
+            "load-after-restart",
+            script(vec![
+                open(),
+                prompt(2, "[[fake-gemini:tool-call]]"),
+                prompt(3, "[[fake-gemini:thinking]]"),
+                vec![Step::Close, Step::NextMinute, Step::Restart],
+                initialize(),
+                call(
+                    1,
+                    "session/load",
+                    json!({"sessionId": "$SID", "cwd": "$CWD", "mcpServers": []}),
+                ),
+                vec![Step::Update("available_commands_update"), Step::Close],
+            ]),
+            false,
+        ),
+    ]
+}
+
+/// The scenarios the cases name besides the built-ins: `writer` writes notes.txt (a tool that
+/// asks for permission in `default` mode), as in the `acp_perm_*` captures.
+fn scenario_dir(root: &Path) -> PathBuf {
+    let dir = root.join("scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("writer.toml"),
+        r#"requirement = "The model writes notes.txt, then answers."
+[[model.turns]]
+text = "Writing."
+[[model.turns.tool-calls]]
+name = "write_file"
+args = { file_path = "notes.txt", content = "hi" }
+[[model.turns]]
+chunks = ["Done."]
+"#,
+    )
+    .unwrap();
+    dir
+}
+
+/// Which agent a run drives.
+#[derive(Debug, Clone)]
+pub enum Side {
+    /// The real CLI at this path.
+    Real(PathBuf),
+    /// fake-gemini.
+    Fake,
+}
+
+/// A running agent: its stdout split into lines by a reader thread.
+struct Agent {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: mpsc::Receiver<String>,
+    stderr: PathBuf,
+}
+
+impl Agent {
+    fn start(side: &Side, sb: &Sandbox, args: &[&str], n: usize) -> Agent {
+        let mut cmd = match side {
+            Side::Real(gemini) => {
+                let mut c = Command::new(gemini);
+                c.current_dir(&sb.cwd)
+                    .env_clear()
+                    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                    .env("HOME", &sb.home);
+                for (k, v) in &sb.env {
+                    if !k.starts_with("FAKE_GEMINI_") {
+                        c.env(k, v);
+                    }
+                }
+                c
+            }
+            Side::Fake => sb.cmd(&[]),
+        };
+        cmd.arg("--acp").args(args);
+        let stderr = sb.dir.path().join(format!("stderr-{n}"));
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        // Its own process group: the launcher and its worker are killed together at the end.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd.spawn().expect("spawn the agent");
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(l) = line else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Agent {
+            stdin: child.stdin.take(),
+            child,
+            rx,
+            stderr,
+        }
+    }
+
+    fn write(&mut self, line: &str) {
+        if let Some(w) = self.stdin.as_mut() {
+            // A dead agent shows up in the transcript, not as a panic here.
+            let _ = w.write_all(format!("{line}\n").as_bytes());
+            let _ = w.flush();
+        }
+    }
+
+    fn recv(&self) -> Option<String> {
+        self.rx.recv_timeout(PATIENCE).ok()
+    }
+
+    /// Closes stdin and waits for the exit: (code, or None when it did not exit in time).
+    fn close(&mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st.code().unwrap_or(-1));
+            }
+            if start.elapsed() > PATIENCE {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: kill(2) on the process group this run created.
+        unsafe {
+            libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The sandbox both sides get: the real CLI's offline setup (API key, `selectedType`, base
+/// URL), TERM=dumb and NO_COLOR, and the cases' scenario directory for the fake.
+fn sandbox(base_url: &str, scenarios: &Path) -> Sandbox {
+    let mut sb = Sandbox::new("proj");
+    sb.set("NO_COLOR", Some("1"))
+        .set("GOOGLE_GEMINI_BASE_URL", Some(base_url))
+        .set("FAKE_GEMINI_AUTH", Some("env"))
+        .set(
+            "FAKE_GEMINI_SCENARIO_DIR",
+            Some(scenarios.to_str().unwrap()),
+        );
+    std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
+    std::fs::write(
+        sb.home.join(".gemini/settings.json"),
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+    )
+    .unwrap();
+    sb
+}
+
+/// Masks what legitimately differs between the two runs of a case.
+fn mask(sb: &Sandbox, s: &str) -> String {
+    let s = sb.mask(s.as_bytes());
+    // The router's fallback prompt id is a clock value and a random suffix.
+    let fallback = regex::Regex::new(r"classifier-router-fallback-\d+-[0-9a-f]+").unwrap();
+    let s = fallback.replace_all(&s, "classifier-router-fallback-<ID>");
+    // Not compared: the router's own failure report. fake-gemini's ACP mode follows the captures,
+    // whose mock API failed every call of a failing prompt, the router's classifier call too
+    // (`[Routing] NumericalClassifierStrategy failed`); the scripted API answers the router and
+    // fails only the main call, so the real CLI has nothing to report there. The main call's
+    // report and the JSON-RPC error are compared.
+    let router = regex::Regex::new(
+        r"(?ms)^Error generating content via API\. Full report available at: \S*generateJson-api\S* .*?^\}\n|^\[Routing\] NumericalClassifierStrategy failed: .*?\n",
+    )
+    .unwrap();
+    router.replace_all(&s, "").into_owned()
+}
+
+/// Runs a case's script against one side; returns the masked transcript.
+pub fn run(side: &Side, base_url: &str, scenarios: &Path, case: &AcpCase) -> String {
+    let sb = sandbox(base_url, scenarios);
+    let mut starts = 0;
+    let mut agent = Some(Agent::start(side, &sb, case.args, starts));
+    let mut t = String::new();
+    let mut sid = String::new();
+    let mut last_request: Option<Value> = None;
+    let mut next_minute = false;
+    let cwd = sb.cwd.to_str().unwrap().to_string();
+    // Reads one message into the transcript; false when the agent is gone or silent.
+    let read = |a: &Agent, t: &mut String, sid: &mut String| -> Option<Value> {
+        let Some(line) = a.recv() else {
+            let _ = writeln!(t, "!!! no message within {} s", PATIENCE.as_secs());
+            return None;
+        };
+        let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        if let Some(s) = v["result"]["sessionId"].as_str() {
+            *sid = s.to_string();
+        }
+        let _ = writeln!(t, "<<< {}", mask(&sb, &line));
+        Some(v)
+    };
+    for step in &case.steps {
+        let Some(a) = agent.as_mut() else {
+            if let Step::Restart = step {
+                if next_minute {
+                    // Sleep past the minute the previous agent started in.
+                    let wall = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap();
+                    std::thread::sleep(Duration::from_secs(61 - wall.as_secs() % 60));
+                    next_minute = false;
+                }
+                starts += 1;
+                agent = Some(Agent::start(side, &sb, case.args, starts));
+                let _ = writeln!(t, "--- restart");
+            } else if let Step::NextMinute = step {
+                next_minute = true;
+            }
+            continue;
+        };
+        match step {
+            Step::Send(m) => {
+                let line = m.to_string().replace("$CWD", &cwd).replace("$SID", &sid);
+                let _ = writeln!(t, ">>> {}", mask(&sb, &line));
+                a.write(&line);
+            }
+            Step::Raw(line) => {
+                let _ = writeln!(t, ">>> {line}");
+                a.write(line);
+            }
+            Step::Response(id) => loop {
+                let Some(v) = read(a, &mut t, &mut sid) else {
+                    break;
+                };
+                if v["id"] == json!(id) && v.get("method").is_none() {
+                    break;
+                }
+            },
+            Step::Update(kind) => loop {
+                let Some(v) = read(a, &mut t, &mut sid) else {
+                    break;
+                };
+                if v["params"]["update"]["sessionUpdate"] == *kind {
+                    break;
+                }
+            },
+            Step::Request => loop {
+                let Some(v) = read(a, &mut t, &mut sid) else {
+                    break;
+                };
+                if v.get("method").is_some() && v.get("id").is_some() {
+                    last_request = Some(v);
+                    break;
+                }
+            },
+            Step::Messages(n) => {
+                for _ in 0..*n {
+                    if read(a, &mut t, &mut sid).is_none() {
+                        break;
+                    }
+                }
+            }
+            Step::Answer(result) => {
+                let id = last_request
+                    .as_ref()
+                    .map_or(Value::Null, |r| r["id"].clone());
+                let line = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+                let _ = writeln!(t, ">>> {}", mask(&sb, &line));
+                a.write(&line);
+            }
+            Step::Close => {
+                let code = a.close();
+                // Whatever the agent sent after the last awaited message, up to its stdout's end
+                // (once it exited; a live agent's pipe is only drained of what is there).
+                loop {
+                    let line = if code.is_some() {
+                        a.rx.recv_timeout(PATIENCE).ok()
+                    } else {
+                        a.rx.try_recv().ok()
+                    };
+                    let Some(line) = line else { break };
+                    let _ = writeln!(t, "<<< {}", mask(&sb, &line));
+                }
+                match code {
+                    Some(c) => {
+                        let _ = writeln!(t, "=== exit {c}");
+                    }
+                    None => {
+                        let _ = writeln!(
+                            t,
+                            "=== still running {} s after stdin closed",
+                            PATIENCE.as_secs()
+                        );
+                    }
+                }
+                let stderr = std::fs::read(&a.stderr).unwrap_or_default();
+                let _ = writeln!(t, "=== stderr");
+                t.push_str(&mask(&sb, &String::from_utf8_lossy(&stderr)));
+                agent = None;
+            }
+            Step::Restart | Step::NextMinute => {
+                let _ = writeln!(t, "!!! {step:?} while the agent runs");
+            }
+        }
+    }
+    drop(agent);
+    t
+}
+
+/// `Ok` when the transcripts agree, else a readable report with the line diff.
+pub fn compare(label: &str, real: &str, fake: &str) -> Result<(), String> {
+    if real == fake {
+        Ok(())
+    } else {
+        Err(format!(
+            "== {label}\ntranscript differs (- real, + fake):\n{}",
+            line_diff(real, fake)
+        ))
+    }
+}
+
+/// Runs the cases one after the other (never two real agents at once) and fails with every diff.
+fn differential(cases: &[AcpCase]) {
+    let gemini = real_cli();
+    let root = tempfile::tempdir().unwrap();
+    let scenarios = scenario_dir(root.path());
+    let api = ApiServer::start(
+        0,
+        Config {
+            scenario_dir: Some(scenarios.clone()),
+            // A cancelled stall is abandoned by the client; this bounds the server's side.
+            max_stall: Duration::from_secs(60),
+            ..Config::default()
+        },
+    )
+    .expect("start the scripted API");
+    let url = api.base_url();
+    let mut failures = Vec::new();
+    for c in cases {
+        let t = Instant::now();
+        let real = run(&Side::Real(gemini.clone()), &url, &scenarios, c);
+        let fake = run(&Side::Fake, &url, &scenarios, c);
+        let verdict = compare(c.name, &real, &fake);
+        eprintln!(
+            "{} acp {} ({:.1} s)",
+            if verdict.is_ok() {
+                "agree  "
+            } else {
+                "DIFFER "
+            },
+            c.name,
+            t.elapsed().as_secs_f64()
+        );
+        if let Err(e) = verdict {
+            // At once, so a run cut short still shows what differed.
+            eprintln!("{e}");
+            failures.push(e);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} ACP cases differ from the real CLI {}:\n\n{}",
+        failures.len(),
+        cases.len(),
+        pinned_version(),
+        failures.join("\n")
+    );
+}
+
+/// The CI subset: the fast ACP cases (`.ci/run`, when node and npm exist).
+#[test]
+#[ignore = "runs the real Gemini CLI (node, npm); see the module docs"]
+fn smoke() {
+    let cases: Vec<AcpCase> = cases().into_iter().filter(|c| c.smoke).collect();
+    differential(&cases);
+}
+
+/// Every ACP case (or those whose name contains one of the comma-separated
+/// `FAKE_GEMINI_DIFF_FILTER` words).
+#[test]
+#[ignore = "runs the real Gemini CLI (node, npm) for a few minutes; see the module docs"]
+fn full() {
+    let filter = std::env::var("FAKE_GEMINI_DIFF_FILTER").unwrap_or_default();
+    let cases: Vec<AcpCase> = cases()
+        .into_iter()
+        .filter(|c| filter.split(',').any(|f| c.name.contains(f)))
+        .collect();
+    assert!(!cases.is_empty(), "no ACP case matches `{filter}`");
+    differential(&cases);
+}
+
+/// The comparison is not vacuous: a deliberately altered fake message fails an ACP case with a
+/// diff that names the changed line and keeps the agreeing ones as context.
+#[test]
+fn an_acp_difference_fails_with_a_readable_diff() {
+    let root = tempfile::tempdir().unwrap();
+    let scenarios = scenario_dir(root.path());
+    let api = ApiServer::start(0, Config::default()).expect("start the scripted API");
+    let case = cases().into_iter().find(|c| c.name == "tool-call").unwrap();
+    let expected = run(&Side::Fake, &api.base_url(), &scenarios, &case);
+    assert_eq!(
+        compare(
+            "same",
+            &expected,
+            &run(&Side::Fake, &api.base_url(), &scenarios, &case)
+        ),
+        Ok(())
+    );
+    assert!(expected.contains("=== exit 0"), "{expected}");
+    let altered = expected.replace(
+        r#""text":" there! How can I help?""#,
+        r#""text":" there! How may I help?""#,
+    );
+    assert_ne!(altered, expected, "the alteration applies");
+    let report = compare("tool-call", &expected, &altered).expect_err("a difference");
+    assert!(
+        report.starts_with("== tool-call\ntranscript differs (- real, + fake):\n"),
+        "{report}"
+    );
+    let changed: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("- ") || l.starts_with("+ "))
+        .collect();
+    assert_eq!(changed.len(), 2, "{report}");
+    assert!(
+        changed
+            .iter()
+            .any(|l| l.starts_with("- <<< ") && l.contains("How can I help?")),
+        "{report}"
+    );
+    assert!(
+        changed
+            .iter()
+            .any(|l| l.starts_with("+ <<< ") && l.contains("How may I help?")),
+        "{report}"
+    );
+    assert!(report.contains(r#"  <<< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"<UUID>","update":{"sessionUpdate":"tool_call","#), "{report}");
+}
