@@ -509,8 +509,11 @@ impl GeminiServer {
                         }
                     }
                     if let Some(hint) = hint {
-                        if matches!(hint, Hint::Text { .. } | Hint::Tool(_)) {
-                            s.first_content.get_or_insert_with(Instant::now);
+                        if matches!(hint, Hint::Text { .. } | Hint::Tool(_))
+                            && s.first_content.is_none()
+                        {
+                            s.first_content = Some(Instant::now());
+                            s.content_arrived.notify_one();
                         }
                         s.observe(hint);
                     }
@@ -955,15 +958,21 @@ pub const TIMEOUT_EXIT_CODE: i32 = 124;
 
 /// Holds a new run's start gate until its session can no longer be deleted by another start:
 /// its session file records the prompt, or content arrives (the CLI records the prompt before
-/// sending it). The run's end drops the gate too (this task is aborted).
+/// sending it), or the run's `init` names a session without a file (a CLI that writes it later
+/// has nothing to lose: 0.61 writes the header before `init`). The run's end drops the gate too
+/// (this task is aborted).
 async fn hold_start_gate(
     gate: tokio::sync::OwnedMutexGuard<()>,
     state: Arc<Mutex<ProgressState>>,
     workspace: PathBuf,
 ) {
+    let arrived = lock(&state).content_arrived.clone();
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = arrived.notified() => break,
+            _ = tick.tick() => {}
+        }
         let (content, id) = {
             let s = lock(&state);
             (s.first_content.is_some(), s.session_id.clone())
@@ -971,13 +980,13 @@ async fn hold_start_gate(
         if content {
             break;
         }
+        let Some(id) = id else { continue };
         // A new session's file is a few hundred bytes: read in place.
-        let recorded = id.is_some_and(|id| {
-            session::gemini_dir()
-                .and_then(|g| session::chats_dir(&g, &workspace))
-                .is_some_and(|chats| session::prompt_recorded(&chats, &id))
-        });
-        if recorded {
+        let exposed = session::gemini_dir()
+            .and_then(|g| session::chats_dir(&g, &workspace))
+            .and_then(|chats| session::prompt_recorded(&chats, &id))
+            == Some(false);
+        if !exposed {
             break;
         }
     }
@@ -1268,6 +1277,8 @@ struct ProgressState {
     first_content: Option<Instant>,
     /// The session id of the run's `init` event.
     session_id: Option<String>,
+    /// Notified when `first_content` is set (a new run's start gate opens at once).
+    content_arrived: Arc<tokio::sync::Notify>,
     /// The CLI's latest failed API attempt: (attempt, HTTP status, last attempt).
     retry: Option<(u32, Option<u16>, bool)>,
     dirty: bool,

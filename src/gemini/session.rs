@@ -114,38 +114,43 @@ pub fn remove_stubs(chats: &Path, session_id: &str) -> Vec<PathBuf> {
     removed
 }
 
-/// Whether the file of the new session `session_id` in `chats` has recorded a user message: from
-/// then on another CLI start's clean-up keeps it. Until then the file holds only its header and
-/// any other start in the project deletes it (reference §11.1; the clean-up spares only the
-/// starting run's own session).
-pub fn prompt_recorded(chats: &Path, session_id: &str) -> bool {
+/// Whether the file of the new session `session_id` in `chats` has recorded a user message
+/// (`Some(true)`): from then on another CLI start's clean-up keeps it. `Some(false)`: the file
+/// holds only its header, and any other start in the project deletes it (the clean-up spares only
+/// the starting run's own session). `None`: the session has no file (yet, or at all).
+pub fn prompt_recorded(chats: &Path, session_id: &str) -> Option<bool> {
     let id8: String = session_id.chars().take(8).collect();
     let suffix = format!("-{id8}.jsonl");
-    let Ok(entries) = fs::read_dir(chats) else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
+    let entries = fs::read_dir(chats).ok()?;
+    let mut found = None;
+    for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(name) = name.to_str() else {
-            return false;
-        };
+        let Some(name) = name.to_str() else { continue };
         if !(name.starts_with("session-") && name.ends_with(&suffix)) {
-            return false;
+            continue;
         }
         let Ok(text) = fs::read_to_string(entry.path()) else {
-            return false;
+            continue;
         };
         let mut lines = text.lines();
         let ours = lines.next().is_some_and(|l| {
             serde_json::from_str::<Value>(l)
                 .is_ok_and(|v| v.get("sessionId").and_then(Value::as_str) == Some(session_id))
         });
-        ours && lines.any(|l| {
+        if !ours {
+            continue;
+        }
+        let recorded = lines.any(|l| {
             l.contains("\"user\"")
                 && serde_json::from_str::<Value>(l)
                     .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("user"))
-        })
-    })
+        });
+        if recorded {
+            return Some(true);
+        }
+        found = Some(false);
+    }
+    found
 }
 
 /// One entry of `--list-sessions`.
@@ -257,17 +262,19 @@ mod tests {
         let ctx =
             r#"{"$set":{"messages":[{"type":"user","content":[{"text":"<session_context>"}]}]}}"#;
         let file = dir.path().join("session-2026-11-30T00-11-bafbe03a.jsonl");
-        assert!(!prompt_recorded(dir.path(), id), "no file yet");
+        assert_eq!(prompt_recorded(dir.path(), id), None, "no file yet");
         fs::write(&file, format!("{header}\n{ctx}\n")).unwrap();
-        assert!(
-            !prompt_recorded(dir.path(), id),
+        assert_eq!(
+            prompt_recorded(dir.path(), id),
+            Some(false),
             "the header and context only"
         );
         let msg = r#"{"id":"1","timestamp":"t","type":"user","content":[{"text":"hi"}]}"#;
         fs::write(&file, format!("{header}\n{ctx}\n{msg}\n")).unwrap();
-        assert!(prompt_recorded(dir.path(), id));
-        assert!(
-            !prompt_recorded(dir.path(), "bafbe03a-0000-4000-8000-000000000002"),
+        assert_eq!(prompt_recorded(dir.path(), id), Some(true));
+        assert_eq!(
+            prompt_recorded(dir.path(), "bafbe03a-0000-4000-8000-000000000002"),
+            None,
             "another session sharing the short id"
         );
     }
