@@ -459,7 +459,9 @@ fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Message) {
 
 /// The answer to a permission request under `mode`: an `allow_once` option for what the mode
 /// approves, else a `reject_once` option (or `cancelled` when none is offered). Never "the first
-/// option": the choice is by the option's kind.
+/// option": the choice is by the option's kind, and only an option whose id names no option of
+/// another kind counts (the agent acts on the id alone: a "reject" id it also offers as "allow
+/// always" would approve).
 pub fn permission(mode: ApprovalMode, params: &Value) -> (Value, bool) {
     let kind = params["toolCall"]["kind"].as_str().unwrap_or("other");
     let allow = match mode {
@@ -470,11 +472,17 @@ pub fn permission(mode: ApprovalMode, params: &Value) -> (Value, bool) {
         ApprovalMode::Default | ApprovalMode::Plan => false,
     };
     let options = params["options"].as_array().cloned().unwrap_or_default();
+    let unambiguous = |o: &Value| {
+        options
+            .iter()
+            .filter(|other| other["optionId"] == o["optionId"])
+            .all(|other| other["kind"] == o["kind"])
+    };
     let pick = |kind: &str| {
         options
             .iter()
-            .find(|o| o["kind"] == kind)
-            .and_then(|o| o["optionId"].as_str())
+            .filter(|o| o["kind"] == kind && unambiguous(o))
+            .find_map(|o| o["optionId"].as_str())
             .map(str::to_owned)
     };
     let chosen = match allow {
@@ -562,6 +570,36 @@ mod tests {
         assert_eq!(
             permission(ApprovalMode::Default, &none).0,
             json!({"outcome": "cancelled"})
+        );
+    }
+
+    /// Found by the `acp_messages` fuzz target (its input's permission request, verbatim): the
+    /// id `cancel` is offered twice, once without a kind. Answering it would leave the agent to
+    /// guess which one was meant; the reject must be unambiguous, else the answer is `cancelled`.
+    #[test]
+    fn an_option_id_offered_with_two_kinds_is_never_chosen() {
+        let line = r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"660fcb53-e1c0-4116-95a7-d3dd7ef2dfa8","options":[{"optionId":"proceed_always","name":"Allow for this session","kind":"allow_always"},{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Re_always"},{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Reject","kind":"reject_once"}],"toolCall":{"toolCallId":"write_file__write_file_1796006629215_0","status":"pending","title":"Writing to notes.txt","content":[{"type":"diff","path":"<CWD>/notes.txt","oldText":"","newText":"hi","_meta":{"kind":"add"}}],"locations":[{"path":"<CWD>/notes.txt"}],"kind":"edit"}}}"#;
+        let Message::Permission { params, .. } = Message::parse(line.as_bytes()) else {
+            panic!("not a permission request");
+        };
+        assert_eq!(
+            permission(ApprovalMode::Default, &params),
+            (json!({"outcome": "cancelled"}), false)
+        );
+        // The same id twice with one kind is no ambiguity.
+        assert_eq!(
+            permission(ApprovalMode::Yolo, &params).0,
+            json!({"outcome": "selected", "optionId": "proceed_once"})
+        );
+        // A reject id that is also "allow always" must not be sent as the refusal.
+        let trap = json!({"toolCall": {"kind": "edit"}, "options": [
+            {"optionId": "x", "kind": "allow_always"},
+            {"optionId": "x", "kind": "reject_once"},
+            {"optionId": "no", "kind": "reject_always"}
+        ]});
+        assert_eq!(
+            permission(ApprovalMode::Plan, &trap).0,
+            json!({"outcome": "selected", "optionId": "no"})
         );
     }
 }
