@@ -758,6 +758,53 @@ fn api_errors_carry_the_http_status(#[case] text: &str, #[case] code: i64) {
     assert_eq!(r["result"]["stopReason"], "end_turn");
 }
 
+/// With FAKE_GEMINI_SESSION_LOSS=1, the upstream bug: a load in the minute the session's file
+/// was started in resets that file, so the session is not found, then or later (observed on
+/// 0.61.0 by the ACP differential suite); a load in a later minute replays it.
+#[test]
+fn session_load_in_the_same_minute_loses_the_session_with_the_switch() {
+    fn session(sb: &Sandbox) -> String {
+        let mut d = Driver::start(sb, &[]);
+        let sid = d.open_session(sb);
+        prompt(&mut d, 2, &sid, "[[fake-gemini:tool-call]]");
+        assert_eq!(d.finish().0, Some(0));
+        sid
+    }
+    fn load(sb: &Sandbox, sid: &str) -> Value {
+        let mut d = Driver::start(sb, &[]);
+        d.call(0, "initialize", json!({"protocolVersion": 1}));
+        let cwd = sb.cwd.to_str().unwrap();
+        d.call(
+            1,
+            "session/load",
+            json!({"sessionId": sid, "cwd": cwd, "mcpServers": []}),
+        )
+        .1
+    }
+    let mut sb = Sandbox::new("acp");
+    let state = sb.dir.path().join("state");
+    sb.set("FAKE_GEMINI_STATE", Some(state.to_str().unwrap()))
+        .set("FAKE_GEMINI_SESSION_LOSS", Some("1"))
+        .set("FAKE_GEMINI_NOW", Some("2030-01-01T00:00:10Z"));
+    let lost = session(&sb);
+    let kept = session(&sb);
+    sb.set("FAKE_GEMINI_NOW", Some("2030-01-01T00:00:40Z"));
+    let r = load(&sb, &lost);
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    let details = r["error"]["data"]["details"].as_str().unwrap();
+    assert!(
+        details.starts_with(&format!("Invalid session identifier \"{lost}\"")),
+        "{r}"
+    );
+    // The other session of that minute was not loaded: it is still there a minute later.
+    sb.set("FAKE_GEMINI_NOW", Some("2030-01-01T00:01:40Z"));
+    let r = load(&sb, &kept);
+    assert_eq!(r["result"]["modes"]["currentModeId"], "default", "{r}");
+    // The lost one stays lost.
+    let r = load(&sb, &lost);
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+}
+
 #[test]
 fn session_load_replays_the_history() {
     let mut sb = Sandbox::new("acp");
