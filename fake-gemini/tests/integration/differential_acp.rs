@@ -14,6 +14,9 @@
 //! cargo nextest run -p fake-gemini --run-ignored only -E 'test(=differential_acp::smoke)'
 //! FAKE_GEMINI_DIFF_FILTER=permission cargo nextest run -p fake-gemini --run-ignored only -E 'test(=differential_acp::full)'
 //! ```
+//!
+//! `FAKE_GEMINI_DIFF_FILTER` takes comma-separated words of case names; `FAKE_GEMINI_DIFF_SHOW=1`
+//! prints the real agent's transcript of every case, agreeing or not.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -57,6 +60,9 @@ pub enum Step {
     /// Before the next start, move past the clock minute of the last one: the real CLI names a
     /// session's file after its minute, and a load in the same minute clobbers that file.
     NextMinute,
+    /// Wait for the next clock minute unless most of this one is left, so what follows (a
+    /// session, a restart, its load) happens within one minute.
+    FreshMinute,
 }
 
 /// One ACP comparison: a name, the agent's flags after `--acp`, the script.
@@ -355,6 +361,29 @@ pub fn cases() -> Vec<AcpCase> {
             ]),
             false,
         ),
+        case(
+            "load-same-minute",
+            script(vec![
+                vec![Step::FreshMinute],
+                open(),
+                prompt(2, "[[fake-gemini:success]]"),
+                vec![Step::Close, Step::Restart],
+                initialize(),
+                // The load resets the session's file: not found, then or ever after.
+                call(
+                    1,
+                    "session/load",
+                    json!({"sessionId": "$SID", "cwd": "$CWD", "mcpServers": []}),
+                ),
+                call(
+                    2,
+                    "session/load",
+                    json!({"sessionId": "$SID", "cwd": "$CWD", "mcpServers": []}),
+                ),
+                vec![Step::Close],
+            ]),
+            false,
+        ),
     ]
 }
 
@@ -488,6 +517,8 @@ fn sandbox(base_url: &str, scenarios: &Path) -> Sandbox {
     sb.set("NO_COLOR", Some("1"))
         .set("GOOGLE_GEMINI_BASE_URL", Some(base_url))
         .set("FAKE_GEMINI_AUTH", Some("env"))
+        // The real CLI has the bug this switch reproduces (a load in the session's minute).
+        .set("FAKE_GEMINI_SESSION_LOSS", Some("1"))
         .set(
             "FAKE_GEMINI_SCENARIO_DIR",
             Some(scenarios.to_str().unwrap()),
@@ -641,6 +672,16 @@ pub fn run(side: &Side, base_url: &str, scenarios: &Path, case: &AcpCase) -> Str
                 t.push_str(&mask(&sb, &String::from_utf8_lossy(&stderr)));
                 agent = None;
             }
+            Step::FreshMinute => {
+                let into = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs()
+                    % 60;
+                if into > 20 {
+                    std::thread::sleep(Duration::from_secs(61 - into));
+                }
+            }
             Step::Restart | Step::NextMinute => {
                 let _ = writeln!(t, "!!! {step:?} while the agent runs");
             }
@@ -683,6 +724,9 @@ fn differential(cases: &[AcpCase]) {
         let t = Instant::now();
         let real = run(&Side::Real(gemini.clone()), &url, &scenarios, c);
         let fake = run(&Side::Fake, &url, &scenarios, c);
+        if std::env::var_os("FAKE_GEMINI_DIFF_SHOW").is_some() {
+            eprintln!("== {} (the real agent's transcript)\n{real}", c.name);
+        }
         let verdict = compare(c.name, &real, &fake);
         eprintln!(
             "{} acp {} ({:.1} s)",
