@@ -20,6 +20,9 @@ use geminicli_mcp::transport::{GraceTransport, InFlight, LineTransport};
 /// Time, beyond the kill grace, that killed runs get to be reaped before the server exits.
 const EXIT_SLACK: Duration = Duration::from_secs(2);
 
+/// How long the exit waits for the background removal of private temporary directories.
+const REMOVAL_WAIT: Duration = Duration::from_secs(5);
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = Config::from_env_and_flags(&cli.flags);
@@ -40,6 +43,7 @@ fn main() -> anyhow::Result<()> {
     if let Err(e) = process::init_subreaper() {
         tracing::warn!(error = %e, "could not become a child subreaper: descendants that leave their process group cannot be swept");
     }
+    process::keep_spare_tmp();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -50,7 +54,17 @@ fn main() -> anyhow::Result<()> {
     };
     // A blocking stdin read cannot be cancelled; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
+    finish_removals();
     std::process::exit(code);
+}
+
+/// Runs' private temporary directories are removed in the background after their answers, and one
+/// is made ahead for the next run: before the process exits, the spare goes and the last removals
+/// are waited for, not abandoned.
+fn finish_removals() {
+    if !process::finish_tmp(REMOVAL_WAIT) {
+        tracing::warn!("private temporary directories were still being removed at exit");
+    }
 }
 
 /// `geminicli-mcp doctor`: the report on stdout, exit 1 when it found a problem.
@@ -83,6 +97,7 @@ fn doctor(
         print!("{}", report.to_text());
     }
     runtime.shutdown_timeout(Duration::from_millis(100));
+    finish_removals();
     std::process::exit(if report.ok() { 0 } else { 1 });
 }
 

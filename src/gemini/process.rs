@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use capture::Activity;
 use capture::{pump, Head, Tail};
-pub use tmp::PrivateTmp;
+pub use tmp::{finish as finish_tmp, keep_spares as keep_spare_tmp, wait_removed, PrivateTmp};
 use tree::Tree;
 
 /// Everything needed to start one run. Built by the pure command builder; no I/O here.
@@ -357,9 +357,7 @@ pub async fn run_observed(
         }
     }
     if let Some(tmp) = tmp {
-        if let Err(e) = tmp.close() {
-            tracing::warn!(pid, error = %e, "could not remove the private temporary directory");
-        }
+        tmp::remove_later(tmp);
     }
     let duration = started.elapsed();
     tracing::debug!(

@@ -412,6 +412,9 @@ async fn the_private_tmpdir_is_private_and_removed() {
     assert_eq!(out.status, Some(Termination::Exited(0)));
     assert_eq!(mode, "700");
     assert_ne!(path, std::env::temp_dir());
+    assert!(geminicli_mcp::gemini::process::wait_removed(
+        Duration::from_secs(30)
+    ));
     assert!(!path.exists(), "{} was left behind", path.display());
 }
 
@@ -426,6 +429,9 @@ async fn the_private_tmpdir_is_removed_after_a_cancel() {
     bg.cancel.cancel();
     let out = bg.finish_collecting().await.0;
     assert_eq!(out.killed, Some(KillReason::Cancelled));
+    assert!(geminicli_mcp::gemini::process::wait_removed(
+        Duration::from_secs(30)
+    ));
     assert!(!path.exists(), "{} was left behind", path.display());
 }
 

@@ -248,22 +248,25 @@ where
     R: AsyncRead + Unpin,
     S: Sink,
 {
-    let mut buf = vec![0u8; READ_CHUNK];
+    // Read into spare capacity: no zeroing of the chunk on every run, and its pages are touched
+    // only as far as output arrives.
+    let mut buf = Vec::with_capacity(READ_CHUNK);
     loop {
         let read = tokio::select! {
             biased;
             _ = stop.cancelled() => break,
-            read = reader.read(&mut buf) => read,
+            read = reader.read_buf(&mut buf) => read,
         };
         match read {
             Ok(0) => break,
-            Ok(n) => {
+            Ok(_) => {
                 if let Some(a) = &activity {
                     a.touch();
                 }
-                if sink.push(&buf[..n]) {
+                if sink.push(&buf) {
                     let _ = tripped.send(stream);
                 }
+                buf.clear();
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             // A broken pipe has nothing more to give; what was kept stays.
