@@ -152,7 +152,9 @@ impl Keeper {
         // Made while `closed` is held, so `finish` cannot miss it.
         match PrivateTmp::create() {
             Ok(tmp) => *lock(&self.spare) = Some(tmp),
-            Err(e) => tracing::debug!(error = %e, "could not make a spare private temporary directory"),
+            Err(e) => {
+                tracing::debug!(error = %e, "could not make a spare private temporary directory")
+            }
         }
         drop(closed);
     }
@@ -264,7 +266,11 @@ mod tests {
         let spare = spare.expect("a spare directory was made ahead");
         assert!(spare.is_dir());
         assert!(finish(Duration::from_secs(30)));
-        assert!(!spare.exists(), "the spare {} was left behind", spare.display());
+        assert!(
+            !spare.exists(),
+            "the spare {} was left behind",
+            spare.display()
+        );
         for path in paths {
             assert!(!path.exists(), "{} was left behind", path.display());
         }
