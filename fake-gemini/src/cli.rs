@@ -28,7 +28,8 @@ pub struct Flag {
     pub kind: Kind,
     /// Allowed values (`[choices: …]`).
     pub choices: &'static [&'static str],
-    /// First CLI version that has it (see the README: only 0.40.0 and 0.61.0 were observed).
+    /// First CLI version that has it (see the README: only 0.39.0, 0.40.0 and 0.61.0 were observed;
+    /// a flag 0.39.0 already had is dated 0.39.0, though it may be older).
     pub since: (u32, u32, u32),
 }
 
@@ -49,7 +50,7 @@ pub static FLAGS: &[Flag] = &[
     flag("prompt", Some('p'), Kind::Str, (0, 1, 0)),
     flag("prompt-interactive", Some('i'), Kind::Str, (0, 1, 0)),
     flag("skip-trust", None, Kind::Bool, (0, 40, 0)),
-    flag("worktree", Some('w'), Kind::Str, (0, 40, 0)),
+    flag("worktree", Some('w'), Kind::Str, (0, 39, 0)),
     flag("sandbox", Some('s'), Kind::Bool, (0, 1, 0)),
     flag("yolo", Some('y'), Kind::Bool, (0, 1, 0)),
     Flag {
@@ -59,9 +60,9 @@ pub static FLAGS: &[Flag] = &[
         choices: &["default", "auto_edit", "yolo", "plan"],
         since: (0, 1, 0),
     },
-    flag("policy", None, Kind::Array, (0, 40, 0)),
-    flag("admin-policy", None, Kind::Array, (0, 40, 0)),
-    flag("acp", None, Kind::Bool, (0, 40, 0)),
+    flag("policy", None, Kind::Array, (0, 39, 0)),
+    flag("admin-policy", None, Kind::Array, (0, 39, 0)),
+    flag("acp", None, Kind::Bool, (0, 39, 0)),
     flag("experimental-acp", None, Kind::Bool, (0, 1, 0)),
     flag("allowed-mcp-server-names", None, Kind::Array, (0, 1, 0)),
     flag("allowed-tools", None, Kind::Array, (0, 1, 0)),
@@ -435,17 +436,23 @@ pub fn check_conflicts(args: &Args) -> Result<(), ArgError> {
     Ok(())
 }
 
-/// `--help` for `version`: the 0.61.0 text without the options that version lacked.
+/// Subcommand lines of `--help` and the first version listing them (0.39.0 has no `gemma`).
+const COMMANDS_SINCE: &[(&str, Version)] = &[("gemini gemma ", (0, 40, 0))];
+
+/// `--help` for `version`: the 0.61.0 text without the options and commands that version lacked.
 pub fn help_text(version: Version) -> String {
     let mut out = String::with_capacity(texts::HELP_0_61.len());
     for line in texts::HELP_0_61.split_inclusive('\n') {
         let t = line.trim_start();
-        let missing = FLAGS.iter().any(|f| {
-            f.since > version
-                && (t.starts_with(&format!("--{} ", f.long))
-                    || f.short
-                        .is_some_and(|c| t.starts_with(&format!("-{c}, --{} ", f.long))))
-        });
+        let missing = COMMANDS_SINCE
+            .iter()
+            .any(|(cmd, since)| *since > version && t.starts_with(cmd))
+            || FLAGS.iter().any(|f| {
+                f.since > version
+                    && (t.starts_with(&format!("--{} ", f.long))
+                        || f.short
+                            .is_some_and(|c| t.starts_with(&format!("-{c}, --{} ", f.long))))
+            });
         if !missing {
             out.push_str(line);
         }
@@ -514,8 +521,12 @@ mod tests {
             "Unknown arguments: session-id, sessionId"
         );
         assert!(parse(&["--skip-trust".to_string()], (0, 39, 0)).is_err());
+        assert!(parse(&["--acp".to_string()], (0, 39, 0)).is_ok());
         let h = help_text((0, 40, 0));
         assert!(!h.contains("--session-id") && h.contains("--skip-trust"));
+        assert!(h.contains("  gemini gemma "));
+        let h = help_text((0, 39, 0));
+        assert!(!h.contains("--skip-trust") && !h.contains("gemini gemma") && h.contains("--acp"));
         assert_eq!(help_text(V), texts::HELP_0_61);
     }
 

@@ -61,8 +61,9 @@ fn argument_errors_print_usage_and_exit_1(#[case] args: &[&str], #[case] first: 
 #[rstest]
 #[case("0.40.0", &["--session-id", "x"], Some("Unknown arguments: session-id, sessionId"))]
 #[case("0.40.0", &["--skip-trust"], None)]
-#[case("0.39.9", &["--skip-trust"], Some("Unknown arguments: skip-trust, skipTrust"))]
-#[case("0.39.9", &["--acp"], Some("Unknown argument: acp"))]
+#[case("0.39.0", &["--skip-trust"], Some("Unknown arguments: skip-trust, skipTrust"))]
+// 0.39.0 has --acp (observed); older versions are assumed not to.
+#[case("0.38.9", &["--acp"], Some("Unknown argument: acp"))]
 fn version_table(#[case] v: &str, #[case] args: &[&str], #[case] err: Option<&str>) {
     let mut sb = Sandbox::new("cli");
     sb.set("FAKE_GEMINI_VERSION", Some(v));
