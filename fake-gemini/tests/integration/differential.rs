@@ -5,7 +5,9 @@
 //! The real CLI is pinned in `fake-gemini/differential/CLI_VERSION` and installed from the npm
 //! registry into `$HOME/.cache/fake-gemini/differential/gemini-cli-<version>` when missing
 //! (`FAKE_GEMINI_REAL_CLI=/path/to/node_modules/.bin/gemini` uses an existing install instead;
-//! its package.json must carry the pinned version). Runs are sequential: one real CLI at a time.
+//! its package.json must carry the pinned version). `old-version`'s cases run the real CLI of the
+//! version that scenario emulates (`OLD_CLI`), cached and installed the same way. Runs are
+//! sequential: one real CLI at a time.
 //!
 //! ```sh
 //! cargo nextest run -p fake-gemini --run-ignored only -E 'test(differential::full)'    # every case
@@ -46,8 +48,14 @@ fn installed_version(gemini: &Path) -> Option<String> {
 /// The real CLI at the pinned version: `FAKE_GEMINI_REAL_CLI`, else the cached install, installed
 /// with npm when missing.
 pub(crate) fn real_cli() -> PathBuf {
-    let version = pinned_version();
-    let gemini = match std::env::var_os("FAKE_GEMINI_REAL_CLI") {
+    real_cli_at(&pinned_version(), true)
+}
+
+/// The real CLI at `version`: the cached install (installed with npm when missing), or
+/// `FAKE_GEMINI_REAL_CLI` when `may_override` (the pinned version only).
+fn real_cli_at(version: &str, may_override: bool) -> PathBuf {
+    let version = version.to_string();
+    let gemini = match std::env::var_os("FAKE_GEMINI_REAL_CLI").filter(|_| may_override) {
         Some(p) => PathBuf::from(p),
         None => {
             let home = std::env::var_os("HOME").expect("HOME is set");
@@ -118,6 +126,8 @@ pub struct Case {
     pub path_stubs: Option<&'static [&'static str]>,
     /// This many `a`s on stdin before the `-p` prompt (0: stdin is /dev/null).
     pub stdin_chars: usize,
+    /// Another real CLI version than the pinned one (for a scenario emulating that version).
+    pub cli: Option<&'static str>,
 }
 
 const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
@@ -134,8 +144,12 @@ const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
         settings_raw: None,
         path_stubs: None,
         stdin_chars: 0,
+        cli: None,
     }
 }
+
+/// The version `old-version` emulates (its `cli-version`), compared with that real CLI.
+const OLD_CLI: &str = "0.39.0";
 
 /// Every scenario both sides can express, in the formats that show its behaviour. The others,
 /// and why, are listed in fake-gemini's README ("Fidelity").
@@ -354,6 +368,23 @@ pub const CASES: &[Case] = &[
         stdin_chars: 4_150_000,
         ..case("large but within the window", "json", false)
     },
+    // An older CLI's argument surface, against that real CLI: 0.39.0 lacks --skip-trust and
+    // --session-id (and lists no `gemma` command in the usage); --version wins over both.
+    Case {
+        cli: Some(OLD_CLI),
+        ..case("[[fake-gemini:old-version]]", "json", false)
+    },
+    Case {
+        cli: Some(OLD_CLI),
+        args: &["--version"],
+        ..case("[[fake-gemini:old-version]]", "text", false)
+    },
+    Case {
+        cli: Some(OLD_CLI),
+        skip_trust: false,
+        args: &["--session-id", "0b6c1a6e-0000-4000-8000-000000000000"],
+        ..case("[[fake-gemini:old-version]]", "stream-json", false)
+    },
     // Start-up latency (2 s; the scripted API delays the run's first response as long).
     case("[[fake-gemini:slow-start]]", "text", false),
     case("[[fake-gemini:slow-start]]", "stream-json", false),
@@ -371,10 +402,6 @@ pub const NOT_DRIVABLE: &[(&str, &[&str])] = &[
     (
         "no prompt to carry the marker",
         &["no-input", "stdin-late", "memory-show"],
-    ),
-    (
-        "another CLI version (0.39.0): against the pinned 0.61.0 it can only differ",
-        &["old-version"],
     ),
     ("needs a full disk", &["tool-fatal"]),
     ("needs Ctrl+C on a TTY", &["cancelled"]),
@@ -636,7 +663,12 @@ fn label(c: &Case) -> String {
             stubs.iter().map(|s| format!("+{s}")).collect::<String>()
         );
     }
-    let _ = write!(l, "gemini {}", argv(c).join(" "));
+    let _ = write!(
+        l,
+        "gemini{} {}",
+        c.cli.map(|v| format!("@{v}")).unwrap_or_default(),
+        argv(c).join(" ")
+    );
     if c.stdin_chars > 0 {
         let _ = write!(l, " < {} chars", c.stdin_chars);
     }
@@ -652,9 +684,14 @@ fn differential(cases: &[Case]) {
     let api = ApiServer::start(0, Config::default()).expect("start the scripted API");
     let url = api.base_url();
     let mut failures = Vec::new();
+    let mut others = std::collections::HashMap::new();
     for c in cases {
         let t = Instant::now();
-        let real = run_real(&gemini, &url, c);
+        let gemini = match c.cli {
+            Some(v) => others.entry(v).or_insert_with(|| real_cli_at(v, false)),
+            None => &gemini,
+        };
+        let real = run_real(gemini, &url, c);
         let fake = run_fake(&url, c);
         let verdict = compare(&label(c), &real, &fake);
         eprintln!(
@@ -804,6 +841,13 @@ fn the_api_plays_scenarios() {
     assert_eq!(st, 400);
     assert!(out.contains("fake-gemini-api: unknown scenario"), "{out}");
     assert_eq!(api.seen().len(), 9);
+}
+
+/// The older real CLI the suite installs is the version `old-version` emulates.
+#[test]
+fn the_old_cli_is_the_one_old_version_emulates() {
+    let (_, s) = fake_gemini::scenario::load("old-version", None).expect("builtin");
+    assert_eq!(s.environment.cli_version.as_deref(), Some(OLD_CLI));
 }
 
 /// Every built-in scenario is either compared or listed as not drivable, and the README names
