@@ -107,6 +107,28 @@ fn display_name(name: &str) -> &str {
     }
 }
 
+/// The session's model as a prompt resolves it: (router, resolved model, known). Plan mode under
+/// `auto` skips the classifier and uses the pro model (observed in ACP).
+fn session_model(s: &AcpSession) -> (Option<&'static str>, String, bool) {
+    let requested = s.model.lock().expect("lock").clone();
+    let plan = s.mode.lock().expect("lock").as_str() == "plan";
+    if plan && requested == "auto" {
+        (None, "gemini-3.1-pro-preview-customtools".to_string(), true)
+    } else {
+        resolve_model(&requested)
+    }
+}
+
+/// Whether a prompt of this session goes through the classifier router.
+fn routes(s: &AcpSession) -> bool {
+    session_model(s).0.is_some()
+}
+
+/// The router's complaint, once per routed prompt.
+fn router_notice(agent: &Agent) {
+    agent.stderr_line(&format!("Could not find promptId in context for classifier-router. This is unexpected. Using a fallback ID: classifier-router-fallback-{}-{}", clock::now_ms(), &crate::ids::uuid_v4().replace('-', "")[..13]));
+}
+
 /// A thought as the chat records it: the bold first line is the subject, the rest the description.
 fn thought_record(t: &str) -> Value {
     let (subject, description) = match t.strip_prefix("**").and_then(|r| r.split_once("**")) {
@@ -158,6 +180,18 @@ pub(super) fn run(
     let Some(blocks) = params["prompt"].as_array() else {
         return Err(wire::invalid_params("prompt", "Required"));
     };
+    if blocks.is_empty() {
+        // The schema allows it; the router still runs, then building the request's parts fails
+        // (observed on 0.61.0).
+        if routes(s) {
+            router_notice(agent);
+        }
+        return Err(wire::error(
+            500,
+            "partOrString cannot be an empty array",
+            None,
+        ));
+    }
     let text = prompt_text(blocks);
     let marked = scenario::find_marker(&text);
     let from_marker = marked.is_some();
@@ -266,16 +300,10 @@ fn model_run(
         return Ok(usage.result("max_tokens"));
     }
     let requested = s.model.lock().expect("lock").clone();
-    // Plan mode under `auto` skips the classifier and uses the pro model (observed in ACP).
-    let plan = s.mode.lock().expect("lock").as_str() == "plan";
-    let (router, resolved, known) = if plan && requested == "auto" {
-        (None, "gemini-3.1-pro-preview-customtools".to_string(), true)
-    } else {
-        resolve_model(&requested)
-    };
+    let (router, resolved, known) = session_model(s);
     // Once per routed prompt (observed: two prompts, two lines).
     if router.is_some() {
-        agent.stderr_line(&format!("Could not find promptId in context for classifier-router. This is unexpected. Using a fallback ID: classifier-router-fallback-{}-{}", clock::now_ms(), &crate::ids::uuid_v4().replace('-', "")[..13]));
+        router_notice(agent);
     }
     if p.sleep(sc.model.delay_ms) {
         return cancelled();

@@ -1029,6 +1029,27 @@ fn the_launcher_passes_the_protocol_through(#[case] flag: &str) {
     assert_eq!(o.stdout.iter().filter(|&&b| b == b'\n').count(), 1);
 }
 
+/// An empty prompt passes the schema but not the request building: `500` (observed on 0.61.0).
+#[test]
+fn an_empty_prompt_is_a_500() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    let (msgs, r) = d.call(2, "session/prompt", json!({"sessionId": sid, "prompt": []}));
+    assert!(msgs.is_empty(), "{msgs:?}");
+    assert_eq!(
+        r["error"],
+        json!({"code": 500, "message": "partOrString cannot be an empty array"})
+    );
+    // The router ran first (under `auto`).
+    let (_, stderr) = d.finish();
+    assert_eq!(
+        stderr.matches("classifier-router-fallback-").count(),
+        1,
+        "{stderr}"
+    );
+}
+
 /// The SDK's schema check, as 0.61.0 answers it (observed by the ACP differential suite):
 /// `-32603 Internal error` with zod's issue list, before any session lookup.
 #[test]

@@ -301,6 +301,11 @@ pub fn cases() -> Vec<AcpCase> {
                 ),
                 // A notification sent as a request.
                 call(10, "session/cancel", json!({"sessionId": "$SID"})),
+                call(
+                    11,
+                    "session/prompt",
+                    json!({"sessionId": "$SID", "prompt": []}),
+                ),
                 vec![Step::Close],
             ]),
             true,
