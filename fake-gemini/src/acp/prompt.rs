@@ -679,9 +679,16 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -
         ));
     }
     // An edit's confirmation and result both show the file diff, with the absolute path (observed).
+    // write_file works on the disk as the real tool does: the diff starts from the file's
+    // current content (observed: a second write of notes.txt shows `oldText` "hi", `modify`).
+    let target = Path::new(&s.cwd).join(file);
+    let current = (name == "write_file")
+        .then(|| std::fs::read_to_string(&target).ok())
+        .flatten()
+        .unwrap_or_default();
     let diff = edit.then(|| {
         let (old, new) = match name {
-            "write_file" => ("", arg(call, "content").unwrap_or_default()),
+            "write_file" => (current.as_str(), arg(call, "content").unwrap_or_default()),
             _ => (
                 arg(call, "old_string").unwrap_or_default(),
                 arg(call, "new_string").unwrap_or_default(),
@@ -789,6 +796,9 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -
         "run_shell_command" => String::new(),
         _ => call.output.clone().unwrap_or_default(),
     };
+    if name == "write_file" {
+        let _ = std::fs::write(&target, arg(call, "content").unwrap_or_default());
+    }
     let content: Vec<Value> = match &diff {
         Some(d) => vec![d.clone()],
         None if display.is_empty() => vec![],

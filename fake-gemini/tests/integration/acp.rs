@@ -404,6 +404,44 @@ fn permission_round_trip_decides_whether_the_tool_runs(#[case] option: &str, #[c
         .any(|r| r["event"] == "acp-response" && r["id"] == 0));
 }
 
+/// write_file works on the disk: the file is written, and a second write's diff starts from it
+/// (observed on 0.61.0 by the ACP differential suite: `oldText` "hi", kind `modify`).
+#[test]
+fn write_file_writes_and_a_second_write_diffs_against_the_file() {
+    let mut sb = Sandbox::new("acp");
+    write_file_scenario(&mut sb);
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    let mut ask = |d: &mut Driver, id: u64| {
+        d.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:writer]]"}]}}));
+        d.recv();
+        let ask = d.recv();
+        d.send(&json!({"jsonrpc": "2.0", "id": ask["id"],
+            "result": {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}}));
+        while d.recv()["id"] != id {}
+        ask["params"]["toolCall"]["content"][0].clone()
+    };
+    let first = ask(&mut d, 5);
+    assert_eq!(
+        (&first["oldText"], &first["_meta"]["kind"]),
+        (&json!(""), &json!("add"))
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("notes.txt")).unwrap(),
+        "hi"
+    );
+    let second = ask(&mut d, 6);
+    assert_eq!(
+        (
+            &second["oldText"],
+            &second["newText"],
+            &second["_meta"]["kind"]
+        ),
+        (&json!("hi"), &json!("hi"), &json!("modify"))
+    );
+}
+
 #[test]
 fn a_cancelled_permission_and_an_error_answer_fail_the_tool() {
     let mut sb = Sandbox::new("acp");
