@@ -390,9 +390,45 @@ impl Agent {
                     .is_some_and(|o| o.values().all(Value::is_string))
             });
             if !(g.is_object() && base_ok && headers_ok) {
+                // The CLI's own zod (v3) check: `-32000` with its issues as indented JSON (observed).
+                let issue = |path: Vec<Value>, expected: &str, v: &Value| {
+                    let received = match v {
+                        Value::Null => "null",
+                        Value::Bool(_) => "boolean",
+                        Value::Number(_) => "number",
+                        Value::String(_) => "string",
+                        Value::Array(_) => "array",
+                        Value::Object(_) => "object",
+                    };
+                    json!({"code": "invalid_type", "expected": expected, "received": received,
+                        "path": path, "message": format!("Expected {expected}, received {received}")})
+                };
+                let mut issues = Vec::new();
+                if !g.is_object() {
+                    issues.push(issue(vec![], "object", g));
+                } else {
+                    if !base_ok {
+                        issues.push(issue(vec![json!("baseUrl")], "string", &g["baseUrl"]));
+                    }
+                    if let Some(h) = g.get("headers").filter(|_| !headers_ok) {
+                        match h.as_object() {
+                            Some(o) => {
+                                for (k, v) in o.iter().filter(|(_, v)| !v.is_string()) {
+                                    issues.push(issue(
+                                        vec![json!("headers"), json!(k)],
+                                        "string",
+                                        v,
+                                    ));
+                                }
+                            }
+                            None => issues.push(issue(vec![json!("headers")], "object", h)),
+                        }
+                    }
+                }
+                let listed = serde_json::to_string_pretty(&issues).expect("json");
                 return Err(wire::error(
-                    -32602,
-                    "Malformed gateway payload: Expected string, received number",
+                    -32000,
+                    &format!("Malformed gateway payload: {listed}"),
                     None,
                 ));
             }

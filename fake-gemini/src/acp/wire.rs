@@ -258,6 +258,15 @@ pub fn inspect(v: &Value) -> String {
             Value::Null => return "null".into(),
             Value::Bool(b) => return b.to_string(),
             Value::Number(n) => return n.to_string(),
+            // formatPrimitive: a long string with line breaks is cut after each one into
+            // quoted pieces joined by ` +` on indented lines.
+            Value::String(s) if s.contains('\n') && s.encode_utf16().count() + indent + 4 > 80 => {
+                return s
+                    .split_inclusive('\n')
+                    .map(string)
+                    .collect::<Vec<_>>()
+                    .join(&format!(" +\n{}", " ".repeat(indent + 2)))
+            }
             Value::String(s) => return string(s),
             Value::Array(a) if a.is_empty() => return "[]".into(),
             Value::Object(o) if o.is_empty() => return "{}".into(),
@@ -423,6 +432,18 @@ mod tests {
             Ok(())
         );
         assert_eq!(check_params("no/such_method", None), Ok(()));
+    }
+
+    #[test]
+    fn long_multi_line_strings_are_cut_like_node() {
+        // As the real 0.61.0 agent logged a malformed gateway payload.
+        let e = json!({"code": -32000, "message": "Malformed gateway payload: [\n  {\n    \"code\": \"invalid_type\",\n    \"expected\": \"string\"\n  }\n]"});
+        assert_eq!(
+            inspect(&e),
+            "{\n  code: -32000,\n  message: 'Malformed gateway payload: [\\n' +\n    '  {\\n' +\n    '    \"code\": \"invalid_type\",\\n' +\n    '    \"expected\": \"string\"\\n' +\n    '  }\\n' +\n    ']'\n}"
+        );
+        // Short ones stay on one line.
+        assert_eq!(inspect(&json!({"m": "a\nb"})), "{ m: 'a\\nb' }");
     }
 
     #[test]
