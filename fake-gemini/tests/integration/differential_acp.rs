@@ -155,6 +155,16 @@ pub fn cases() -> Vec<AcpCase> {
                 call(1, "authenticate", json!({"methodId": "gemini-api-key"})),
                 call(2, "authenticate", json!({"methodId": "nope"})),
                 call(3, "authenticate", json!({})),
+                call(
+                    5,
+                    "authenticate",
+                    json!({"methodId": "gemini-api-key", "_meta": {"api-key": "fake"}}),
+                ),
+                call(
+                    6,
+                    "authenticate",
+                    json!({"methodId": "gateway", "_meta": {"gateway": {"baseUrl": 5}}}),
+                ),
                 call(4, "session/new", json!({"cwd": "$CWD", "mcpServers": []})),
                 vec![Step::Update("available_commands_update"), Step::Close],
             ]),
@@ -216,6 +226,47 @@ pub fn cases() -> Vec<AcpCase> {
             ]),
             false,
         ),
+        AcpCase {
+            name: "trusted-allow-always",
+            args: &["--skip-trust"],
+            steps: script(vec![
+                open(),
+                // "Allow for this session" on an edit switches the trusted session to autoEdit:
+                // the next write runs unasked.
+                vec![
+                    prompt_msg(2, "[[fake-gemini:writer]]"),
+                    Step::Request,
+                    select("proceed_always"),
+                    Step::Response(2),
+                ],
+                prompt(3, "[[fake-gemini:writer]]"),
+                call(
+                    4,
+                    "session/set_mode",
+                    json!({"sessionId": "$SID", "modeId": "yolo"}),
+                ),
+                prompt(5, "[[fake-gemini:toucher]]"),
+                vec![Step::Close],
+            ]),
+            smoke: false,
+        },
+        AcpCase {
+            name: "yolo-untrusted",
+            args: &["--yolo"],
+            // --yolo does not trust the folder: the session is downgraded to default and a
+            // shell command outside the safe list asks.
+            steps: script(vec![
+                open(),
+                vec![
+                    prompt_msg(2, "[[fake-gemini:toucher]]"),
+                    Step::Request,
+                    select("proceed_once"),
+                    Step::Response(2),
+                    Step::Close,
+                ],
+            ]),
+            smoke: false,
+        },
         case(
             "cancel-mid-turn",
             script(vec![
@@ -393,7 +444,8 @@ pub fn cases() -> Vec<AcpCase> {
 }
 
 /// The scenarios the cases name besides the built-ins: `writer` writes notes.txt (a tool that
-/// asks for permission in `default` mode), as in the `acp_perm_*` captures.
+/// asks for permission in `default` mode), `toucher` runs `touch made.txt` (a shell command
+/// outside the safe list), as in the `acp_perm_*` captures.
 fn scenario_dir(root: &Path) -> PathBuf {
     let dir = root.join("scenarios");
     std::fs::create_dir_all(&dir).unwrap();
@@ -408,6 +460,11 @@ args = { file_path = "notes.txt", content = "hi" }
 [[model.turns]]
 chunks = ["Done."]
 "#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("toucher.toml"),
+        "requirement = \"The model runs a shell command outside the safe list, then answers.\"\n[[model.turns]]\n[[model.turns.tool-calls]]\nname = \"run_shell_command\"\nargs = { command = \"touch made.txt\" }\n[[model.turns]]\ntext = \"ok\"\n",
     )
     .unwrap();
     dir
