@@ -366,13 +366,15 @@ def main():
         for name in a.rounds.split(","):
             root = pathlib.Path(tempfile.mkdtemp(prefix=f"concurrent-{name}-"))
             pj = Project(root, base_url, cli)
+            began = time.time()
             runs = ROUNDS[name](pj, a.n)
+            took = time.time() - began
             # A later start is what runs the clean-up: list twice (two starts) before judging.
             pj.listed()
             listed = set(pj.listed())
             files = pj.files()
             lost = []
-            print(f"\n== round {name} ({root})")
+            print(f"\n== round {name} ({root}), {took:.1f} s")
             for r in runs:
                 sid = r["session"]
                 short = sid[:8] if sid else None
