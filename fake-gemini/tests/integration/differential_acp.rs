@@ -129,6 +129,14 @@ fn cancel() -> Step {
     )
 }
 
+/// A request that answers `{}` and logs nothing, sent after a notification: once its answer is
+/// in, the notification was handled. (A request whose error is logged would not do: the SDK
+/// logs a failed notification a few awaits later, and the two stderr dumps can come in either
+/// order.)
+fn sync(id: u64) -> Vec<Step> {
+    call(id, "authenticate", json!({"methodId": "gemini-api-key"}))
+}
+
 fn script(parts: Vec<Vec<Step>>) -> Vec<Step> {
     parts.into_iter().flatten().collect()
 }
@@ -273,19 +281,21 @@ pub fn cases() -> Vec<AcpCase> {
                 open(),
                 // Nothing pending yet: a stderr line only.
                 vec![cancel()],
+                sync(2),
                 vec![
                     // Three chunks, then the stream stalls until the client cancels.
-                    prompt_msg(2, "[[fake-gemini:trickle count=5 interval-ms=1 after=3]]"),
+                    prompt_msg(3, "[[fake-gemini:trickle count=5 interval-ms=1 after=3]]"),
                     Step::Messages(3),
                     cancel(),
-                    Step::Response(2),
+                    Step::Response(3),
                 ],
                 // The session still serves prompts; an answered prompt stays pending until a
                 // cancel clears it, so only the second cancel after it is an error.
-                prompt(3, "[[fake-gemini:success]]"),
-                vec![cancel(), cancel()],
-                // A request after the cancels: its answer proves they were handled.
-                call(4, "session/list", json!({})),
+                prompt(4, "[[fake-gemini:success]]"),
+                vec![cancel()],
+                sync(5),
+                vec![cancel()],
+                sync(6),
                 vec![Step::Close],
             ]),
             false,
