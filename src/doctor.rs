@@ -66,7 +66,7 @@ pub const CAPABILITIES: [Capability; 5] = [
     Capability {
         name: "--acp",
         required: false,
-        purpose: "Agent Client Protocol mode (not used yet)",
+        purpose: "Agent Client Protocol mode: the warm agents of the `acp` tool set",
     },
     Capability {
         name: "--session-id",
