@@ -412,7 +412,7 @@ fn write_file_writes_and_a_second_write_diffs_against_the_file() {
     write_file_scenario(&mut sb);
     let mut d = Driver::start(&sb, &[]);
     let sid = d.open_session(&sb);
-    let mut ask = |d: &mut Driver, id: u64| {
+    let ask = |d: &mut Driver, id: u64| {
         d.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
             "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:writer]]"}]}}));
         d.recv();
