@@ -2,7 +2,8 @@
 //! way on the same machine (Linux: memory figures come from `/proc`).
 //!
 //! `cargo run --example bench` (add `--release` for numbers that mean something outside a debug
-//! build); `cargo run --example bench -- acp` runs only the warm-ACP section (2 s start-ups).
+//! build); `cargo run --example bench -- acp` runs only the warm-ACP section (2 s start-ups),
+//! `-- overhead` only the per-call overhead.
 //! Offline: fake-gemini answers every call. The comparison row with the official
 //! TypeScript MCP SDK runs when `BENCH_TS_SDK_DIR` names a directory where
 //! `npm install @modelcontextprotocol/sdk` was run (outside the repository); the bench writes its
@@ -219,7 +220,8 @@ fn main() {
 
     println!("| measure | server | baseline | result |");
     println!("|---|---:|---:|---:|");
-    if std::env::args().nth(1).as_deref() == Some("acp") {
+    let section = std::env::args().nth(1);
+    if section.as_deref() == Some("acp") {
         acp_warm_follow_up(&server_bin, &fake, state.path());
         println!("\nload average after the run: {}", load_average());
         return;
@@ -233,6 +235,10 @@ fn main() {
     );
     server.initialize();
     call_overhead(&mut server, &fake, state.path());
+    if section.as_deref() == Some("overhead") {
+        println!("\nload average after the run: {}", load_average());
+        return;
+    }
     let init = spawn_to_initialize(&server_bin, &fake, state.path());
     flood(&mut server, &log);
     drop(server);

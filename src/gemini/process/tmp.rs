@@ -5,8 +5,8 @@
 //! directory can take milliseconds on a journalling file system (2–4 ms measured on ext4 with
 //! discard), creating one a tenth of that, both more than the rest of what a call adds to the
 //! CLI's own time. So a run's directory is removed after its answer ([`remove_later`]), and the
-//! next run's directory is made ahead of time: [`PrivateTmp::new`] takes that spare (each directory
-//! still serves one run only) and asks for the next. [`finish`] removes the spare and waits for the
+//! next run's directory is made ahead of time, right after that removal: [`PrivateTmp::new`] takes
+//! that spare when there is one (each directory still serves one run only). [`finish`] removes the spare and waits for the
 //! removals handed over, so nothing is left behind when the server exits.
 
 use std::ffi::OsString;
@@ -30,9 +30,9 @@ impl PrivateTmp {
         if !SPARES.load(Ordering::Relaxed) {
             return PrivateTmp::create();
         }
-        let keeper = keeper();
-        let spare = lock(&keeper.spare).take();
-        keeper.send(Job::MakeSpare);
+        // The next spare is asked for when this directory is handed back (`remove_later`): the
+        // keeper's file system work then runs after the answer, not next to the spawn.
+        let spare = lock(&keeper().spare).take();
         match spare {
             // A spare that something removed meanwhile (a temp cleaner) is not used.
             Some(tmp) if tmp.path().is_dir() => Ok(tmp),
@@ -184,6 +184,9 @@ pub fn remove_later(tmp: PrivateTmp) {
     if let Some(Job::Remove(tmp)) = keeper.send(Job::Remove(tmp)) {
         remove_now(tmp);
         keeper.done();
+    }
+    if SPARES.load(Ordering::Relaxed) {
+        keeper.send(Job::MakeSpare);
     }
 }
 
