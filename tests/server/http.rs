@@ -86,10 +86,12 @@ impl HttpServer {
 }
 
 /// A second connection source for the server at `addr`, usable from another thread.
+#[cfg(unix)]
 struct HttpClient {
     addr: String,
 }
 
+#[cfg(unix)]
 impl HttpClient {
     /// POSTs `body` to /mcp with `headers`.
     fn post(&self, headers: &[(&str, &str)], body: &Value) -> (u16, Vec<(String, String)>, String) {

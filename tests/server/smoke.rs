@@ -1,5 +1,6 @@
 //! The smoke checks; see the module above for the harness.
 
+#[cfg(unix)]
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
