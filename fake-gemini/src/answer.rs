@@ -282,15 +282,7 @@ impl<'a> Runner<'a> {
             && failure.is_none()
             && sc.model.version.is_none()
         {
-            failure = Some(scenario::Failure {
-                kind: FailureKind::Status,
-                status: Some(404),
-                message: None,
-                attempts: None,
-                attempt_delay_ms: None,
-                partial: None,
-                after_turns: None,
-            });
+            failure = Some(scenario::Failure::status(404));
         }
         let exit_hint = self.predict_exit(failure.as_ref());
         if sc.process.crash_signal.is_none()

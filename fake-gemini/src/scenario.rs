@@ -270,6 +270,22 @@ pub struct Failure {
     pub after_turns: Option<u32>,
 }
 
+impl Failure {
+    /// A plain HTTP `status` on the main call, every other field at its default (the 404 that an
+    /// unknown model gets).
+    pub fn status(status: u16) -> Failure {
+        Failure {
+            kind: FailureKind::Status,
+            status: Some(status),
+            message: None,
+            attempts: None,
+            attempt_delay_ms: None,
+            partial: None,
+            after_turns: None,
+        }
+    }
+}
+
 /// The model's side of a run.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]

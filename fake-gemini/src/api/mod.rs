@@ -437,17 +437,8 @@ fn stream(
         .clone()
         .filter(|f| index as u64 >= u64::from(f.after_turns.unwrap_or(0)))
         .or_else(|| {
-            (!known && sc.model.unknown_model == UnknownModel::NotFound).then_some(
-                scenario::Failure {
-                    kind: FailureKind::Status,
-                    status: Some(404),
-                    message: None,
-                    attempts: None,
-                    attempt_delay_ms: None,
-                    partial: None,
-                    after_turns: None,
-                },
-            )
+            (!known && sc.model.unknown_model == UnknownModel::NotFound)
+                .then(|| scenario::Failure::status(404))
         });
     if sc.process.hang == Some(Hang::BeforeOutput) {
         shared.record(seen);
