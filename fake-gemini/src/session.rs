@@ -455,6 +455,30 @@ impl Store {
         write_atomic(&path, body.as_bytes())
     }
 
+    /// Appends `messages` (as [`Store::record`] takes them) to a file [`Store::begin`] wrote,
+    /// recreating it without its header when it was deleted meanwhile.
+    pub fn append_messages(
+        &self,
+        path: &Path,
+        messages: &[Value],
+        now: i64,
+    ) -> std::io::Result<()> {
+        let t = clock::iso(now);
+        let mut body = String::new();
+        for m in messages {
+            let mut m = m.clone();
+            if let Some(o) = m.as_object_mut() {
+                o.insert("id".into(), json!(crate::ids::uuid_v4()));
+                o.insert("timestamp".into(), json!(t));
+            }
+            body.push_str(&m.to_string());
+            body.push('\n');
+        }
+        body.push_str(&json!({"$set": {"lastUpdated": t}}).to_string());
+        body.push('\n');
+        append(path, &body)
+    }
+
     /// Every `user` and `gemini` message of a session, in file order.
     pub fn messages(&self, s: &Session) -> Vec<Value> {
         let mut out = Vec::new();

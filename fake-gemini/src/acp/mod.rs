@@ -76,6 +76,9 @@ pub(crate) struct AcpSession {
     pending: Mutex<Option<Arc<Pending>>>,
     /// Tools (or shell root commands) the client allowed "for this session".
     pub(crate) always_allowed: Mutex<Vec<String>>,
+    /// With FAKE_GEMINI_SESSION_LOSS=1, the chat file `session/new` began (its header only,
+    /// until a prompt is recorded into it).
+    pub(crate) file: Mutex<Option<std::path::PathBuf>>,
 }
 
 /// The agent process: its configuration, sessions and the two channels.
@@ -282,6 +285,15 @@ impl Agent {
             );
         }
         let s = self.add_session(ids::uuid_v4(), cwd);
+        // With the loss bug on, the file is written as 0.61's chat recording writes it: the
+        // header when the session is made, the messages as prompts are recorded. Until then any
+        // CLI start in the project (its start-up clean-up) deletes it.
+        if env_is("FAKE_GEMINI_SESSION_LOSS", "1") {
+            if let Ok(store) = session::Store::open(&session::state_dir(), cwd) {
+                let _l = store.lock();
+                *s.file.lock().expect("lock") = store.begin(&s.id, clock::now_ms()).ok();
+            }
+        }
         let mode = s.mode.lock().expect("lock").clone();
         let model = s.model.lock().expect("lock").clone();
         Ok(json!({"sessionId": s.id, "modes": wire::modes(&mode), "models": wire::models(&model)}))
@@ -300,6 +312,7 @@ impl Agent {
             model: Mutex::new(self.initial_model.clone()),
             pending: Mutex::new(None),
             always_allowed: Mutex::new(Vec::new()),
+            file: Mutex::new(None),
         });
         self.sessions.lock().expect("lock").insert(id, s.clone());
         s
@@ -679,6 +692,18 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
     agent.config_noise(initial_mode);
     agent.config_noise(initial_mode);
     agent.untrusted_noise();
+    // `gemini --acp` runs the start-up clean-up of every CLI start before its ACP branch: with
+    // the loss bug on, every session file of the project (the cwd) that holds no message yet
+    // goes, a new session's made by another run included.
+    if env_is("FAKE_GEMINI_SESSION_LOSS", "1") {
+        let cwd = std::env::current_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        if let Ok(store) = session::Store::open(&session::state_dir(), &cwd) {
+            let _l = store.lock();
+            store.cleanup_invalid();
+        }
+    }
     // Start-up: the real agent reads nothing for 2.5–6 s; input sent meanwhile waits in the pipe.
     if let Some(ms) = env_ms("FAKE_GEMINI_ACP_START_DELAY_MS") {
         crate::run::sleep_ms(ms);

@@ -261,7 +261,13 @@ fn record(s: &AcpSession, history: &[Value]) {
     // A store that cannot be opened only costs the replay; the answer was already given.
     if let Ok(store) = session::Store::open(&session::state_dir(), &s.cwd) {
         let _l = store.lock();
-        let _ = store.record(&s.id, history, clock::now_ms());
+        let begun = s.file.lock().expect("lock").clone();
+        let _ = match begun {
+            // Appended like the CLI's appendFileSync: a file deleted meanwhile comes back
+            // without its header, and the next start's clean-up deletes it.
+            Some(path) => store.append_messages(&path, history, clock::now_ms()),
+            None => store.record(&s.id, history, clock::now_ms()),
+        };
     }
 }
 
