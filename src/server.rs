@@ -67,8 +67,9 @@ struct Inner {
     /// One start gate per workspace: a new session's file holds no message until the CLI has
     /// recorded the prompt, and any other CLI start in that project deletes it meanwhile (its
     /// start-up clean-up; observed on 0.61, `fake-gemini/differential/concurrent-sessions.py`).
-    /// A new run holds the gate from before its spawn until its prompt is recorded.
-    starts: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+    /// A new run holds the gate from before its spawn until its prompt is recorded. Shared with
+    /// the ACP pool: `gemini --acp` runs the same clean-up when it starts.
+    starts: Arc<session::StartGates>,
     /// The warm ACP agents of the `acp` tool set (issue 6); idle unless it is enabled.
     acp: Arc<crate::acp::pool::Pool>,
 }
@@ -121,9 +122,11 @@ impl GeminiServer {
     /// A server running the CLI in `cwd`. Cancelling `shutdown` kills every run.
     pub fn new(config: Config, cwd: PathBuf, shutdown: CancellationToken) -> Self {
         let slots = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
+        let starts = Arc::new(session::StartGates::default());
         let acp = Arc::new(crate::acp::pool::Pool::new(
             config.clone(),
             shutdown.clone(),
+            starts.clone(),
         ));
         GeminiServer {
             inner: Arc::new(Inner {
@@ -135,7 +138,7 @@ impl GeminiServer {
                 answers: Mutex::default(),
                 next_id: AtomicU64::new(1),
                 workspaces: Mutex::default(),
-                starts: Mutex::default(),
+                starts,
                 acp,
             }),
         }
@@ -879,14 +882,7 @@ impl GeminiServer {
         workspace: &std::path::Path,
         cancel: &CancellationToken,
     ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        let gate = lock(&self.inner.starts)
-            .entry(workspace.to_path_buf())
-            .or_default()
-            .clone();
-        tokio::select! {
-            guard = gate.lock_owned() => Some(guard),
-            _ = cancel.cancelled() => None,
-        }
+        self.inner.starts.lock(workspace, cancel).await
     }
 
     /// Takes the lock of `workspace`: alone (`exclusive`) or shared. `None` when `cancel` fired

@@ -19,6 +19,7 @@ use super::client::{AcpError, Connection, Inbound};
 use super::mode_id;
 use crate::config::Config;
 use crate::error::{ErrorKind, Failure};
+use crate::gemini::session::{self as cli_session, StartGates};
 use crate::gemini::{command, environment, process::RunSpec};
 use crate::policy::ApprovalMode;
 
@@ -127,6 +128,9 @@ pub struct Pool {
     slots: Mutex<HashMap<Key, Arc<Slot>>>,
     shutdown: CancellationToken,
     reaper: AtomicBool,
+    /// The workspaces' start gates, shared with the one-shot runs: an agent's start-up deletes
+    /// the project's session files that hold no message yet, as every CLI start does.
+    starts: Arc<StartGates>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -134,14 +138,28 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Pool {
-    /// A pool; nothing starts before the first call. `shutdown` stops every agent.
-    pub fn new(config: Config, shutdown: CancellationToken) -> Self {
+    /// A pool; nothing starts before the first call. `shutdown` stops every agent; `starts`
+    /// are the workspaces' start gates, shared with the one-shot runs.
+    pub fn new(config: Config, shutdown: CancellationToken, starts: Arc<StartGates>) -> Self {
         Pool {
             config,
             slots: Mutex::default(),
             shutdown,
             reaper: AtomicBool::new(false),
+            starts,
         }
+    }
+
+    /// Takes the start gate of the slot's workspace (see `starts`).
+    async fn start_gate(
+        &self,
+        slot: &Slot,
+        ct: &CancellationToken,
+    ) -> Result<tokio::sync::OwnedMutexGuard<()>, Failure> {
+        self.starts
+            .lock(&slot.key.cwd, ct)
+            .await
+            .ok_or_else(|| cancelled("while another Gemini CLI started in this workspace"))
     }
 
     fn slot(self: &Arc<Self>, key: Key) -> Arc<Slot> {
@@ -329,6 +347,10 @@ impl Pool {
                 None => {}
             }
         }
+        // Held from before the spawn until `initialize` is answered: by then the agent's
+        // start-up clean-up (which deletes the project's session files that hold no message
+        // yet) is done, so it cannot take a new one-shot session with it, nor the reverse.
+        let _gate = self.start_gate(slot, ct).await?;
         self.make_room(&slot.key);
         let spec = self.spec(&slot.key)?;
         let agent = Connection::start(&spec, self.config.kill_grace).map_err(spawn_failure)?;
@@ -519,6 +541,7 @@ impl Pool {
         // max_turns prompts, else a new one.
         let current = lock(&slot.state).session.clone();
         let mut loaded = false;
+        let mut fresh_gate = None;
         let mut session = match (&call.session_id, current) {
             (Some(asked), Some(s)) if s.id == *asked => s,
             (Some(asked), _) => {
@@ -562,8 +585,21 @@ impl Pool {
                     Err(e) => return Err(agent_failure(&agent, e, "loading the session")),
                 }
             }
-            (None, Some(s)) if s.turns < self.config.acp.max_turns => s,
-            (None, _) => self.new_session(slot, &agent).await?,
+            (None, Some(s)) if s.turns < self.config.acp.max_turns => {
+                if s.turns == 0 {
+                    // Made (by list_models) but never prompted: its file may still hold no
+                    // message.
+                    fresh_gate = Some(self.start_gate(slot, ct).await?);
+                }
+                s
+            }
+            (None, _) => {
+                // A new session's file holds no message until the agent records the first
+                // prompt, and any CLI start in the project meanwhile deletes it: held until
+                // the prompt is recorded (or the prompt ends).
+                fresh_gate = Some(self.start_gate(slot, ct).await?);
+                self.new_session(slot, &agent).await?
+            }
         };
         lock(&slot.state).session = Some(session.clone());
         // After a load the agent may still be replaying history (0.61 sends it after the
@@ -642,6 +678,7 @@ impl Pool {
         // the client's last progress shows where the prompt ended.
         let mut unsent: Option<String> = None;
         let mut cancel_sent: Option<tokio::time::Instant> = None;
+        let mut gate_tick = tokio::time::interval(Duration::from_millis(20));
         let outcome = loop {
             let grace_over = async {
                 match cancel_sent {
@@ -680,8 +717,21 @@ impl Pool {
                     agent.ended().await;
                     break Err(AcpError::Exited("killed after the cancel was ignored".into()));
                 }
+                _ = gate_tick.tick(), if fresh_gate.is_some() => {
+                    // A new session's file is a few hundred bytes: read in place. No file (or
+                    // no known chat directory): nothing a start could delete.
+                    let exposed = cli_session::gemini_dir()
+                        .and_then(|g| cli_session::chats_dir(&g, &slot.key.cwd))
+                        .and_then(|chats| cli_session::prompt_recorded(&chats, &sid))
+                        == Some(false);
+                    if !exposed {
+                        tracing::debug!(cwd = %slot.key.cwd.display(), "start gate released: the new ACP session recorded its prompt");
+                        fresh_gate = None;
+                    }
+                }
             }
         };
+        drop(fresh_gate);
         guard.armed = false;
         agent.unroute(&sid);
         if let (Some(p), Some(note)) = (progress, unsent) {

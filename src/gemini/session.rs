@@ -10,10 +10,13 @@
 //! that short id, the real conversation included (reference §11.1). Removing the stub right after
 //! the resumed run, before any other start in the workspace, prevents the loss.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::Failure;
 
@@ -151,6 +154,38 @@ pub fn prompt_recorded(chats: &Path, session_id: &str) -> Option<bool> {
         found = Some(false);
     }
     found
+}
+
+/// One start gate per workspace, shared by the one-shot runs and the ACP agents: every CLI start
+/// (`gemini --acp` included) deletes each session file of its project that holds no message yet,
+/// so nothing may start in a workspace while a new session there is in that state (observed on
+/// 0.61, `fake-gemini/differential/concurrent-sessions.py`).
+#[derive(Debug, Default)]
+pub struct StartGates {
+    gates: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl StartGates {
+    /// Takes the gate of `workspace` (canonicalised when possible, so every caller agrees on
+    /// the key). `None` when `cancel` fired while waiting.
+    pub async fn lock(
+        &self,
+        workspace: &Path,
+        cancel: &CancellationToken,
+    ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        let key = fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        let gate = self
+            .gates
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key)
+            .or_default()
+            .clone();
+        tokio::select! {
+            guard = gate.lock_owned() => Some(guard),
+            _ = cancel.cancelled() => None,
+        }
+    }
 }
 
 /// One entry of `--list-sessions`.
