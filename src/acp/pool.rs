@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
@@ -131,6 +131,9 @@ pub struct Pool {
     /// The workspaces' start gates, shared with the one-shot runs: an agent's start-up deletes
     /// the project's session files that hold no message yet, as every CLI start does.
     starts: Arc<StartGates>,
+    /// When this server made (or last loaded) each session: the minute a load must not happen
+    /// in, when the session's chat files cannot be read.
+    opened: Mutex<HashMap<String, SystemTime>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -147,6 +150,7 @@ impl Pool {
             shutdown,
             reaper: AtomicBool::new(false),
             starts,
+            opened: Mutex::default(),
         }
     }
 
@@ -160,6 +164,71 @@ impl Pool {
             .lock(&slot.key.cwd, ct)
             .await
             .ok_or_else(|| cancelled("while another Gemini CLI started in this workspace"))
+    }
+
+    /// Waits, when session `id` was made (or last loaded) in the current clock minute, until
+    /// that minute is over. Gemini CLI 0.61's `session/load` opens the session's recording in
+    /// the chat file named after the current minute; when that is the session's own file, it
+    /// appends a fresh header, resetting the history, and answers `No previous sessions found
+    /// for this project.` (observed; every later load and listing fails the same way). A load in
+    /// a later minute replays the session. The wait is at most a minute; it is announced as
+    /// progress and ends early with a cancellation.
+    async fn wait_out_session_minute(
+        &self,
+        cwd: &std::path::Path,
+        id: &str,
+        ct: &CancellationToken,
+        progress: Option<&Progress>,
+    ) -> Result<(), Failure> {
+        let minutes = {
+            let (cwd, id) = (cwd.to_path_buf(), id.to_string());
+            tokio::task::spawn_blocking(move || {
+                cli_session::gemini_dir()
+                    .and_then(|g| cli_session::chats_dir(&g, &cwd))
+                    .map(|chats| cli_session::file_minutes(&chats, &id))
+                    .unwrap_or_default()
+            })
+            .await
+            .unwrap_or_default()
+        };
+        let now = SystemTime::now();
+        let this_minute = cli_session::minute_stamp(now);
+        // The files are what the CLI looks at; without them, what this server itself did.
+        let clash = if minutes.is_empty() {
+            lock(&self.opened)
+                .get(id)
+                .is_some_and(|t| cli_session::minute_stamp(*t) == this_minute)
+        } else {
+            minutes.contains(&this_minute)
+        };
+        if !clash {
+            return Ok(());
+        }
+        let into = now
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() % 60_000)
+            .unwrap_or(0) as u64;
+        // A little past the turn: the agent reads the same clock, later.
+        let wait = Duration::from_millis(60_000 - into + 50);
+        tracing::debug!(
+            session = id,
+            wait_ms = wait.as_millis() as u64,
+            "loading a session made this minute: waiting for the next one"
+        );
+        if let Some(p) = progress {
+            p.send(
+                0,
+                Some(format!(
+                    "waiting {} s for the clock minute to turn before loading session {id}: Gemini CLI 0.61 destroys a session loaded in the minute it was made",
+                    wait.as_millis().div_ceil(1000)
+                )),
+            )
+            .await;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => Ok(()),
+            _ = ct.cancelled() => Err(cancelled("while waiting for the clock minute to turn before loading the session")),
+        }
     }
 
     fn slot(self: &Arc<Self>, key: Key) -> Arc<Slot> {
@@ -436,6 +505,7 @@ impl Pool {
         }
         let result = answer.map_err(|e| agent_failure(agent, e, "creating a session"))?;
         let id = result["sessionId"].as_str().unwrap_or_default().to_string();
+        lock(&self.opened).insert(id.clone(), SystemTime::now());
         let model = result["models"]["currentModelId"]
             .as_str()
             .unwrap_or_default()
@@ -545,6 +615,8 @@ impl Pool {
         let mut session = match (&call.session_id, current) {
             (Some(asked), Some(s)) if s.id == *asked => s,
             (Some(asked), _) => {
+                self.wait_out_session_minute(&slot.key.cwd, asked, ct, progress)
+                    .await?;
                 // History replayed during the load arrives before its answer, while nothing
                 // routes this session: none of it leaks into the answer.
                 agent.unroute(asked);
@@ -557,6 +629,7 @@ impl Pool {
                     .await;
                 match r {
                     Ok(result) => {
+                        lock(&self.opened).insert(asked.clone(), SystemTime::now());
                         let model = result["models"]["currentModelId"]
                             .as_str()
                             .unwrap_or_default()

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -156,6 +157,63 @@ pub fn prompt_recorded(chats: &Path, session_id: &str) -> Option<bool> {
     found
 }
 
+/// `YYYY-MM-DDTHH-MM` (UTC) of `t`: the minute the CLI names a session's file after
+/// (`session-<minute>-<id8>.jsonl`).
+pub fn minute_stamp(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}-{:02}",
+        rest / 3600,
+        rest % 3600 / 60
+    )
+}
+
+/// The minutes (`YYYY-MM-DDTHH-MM`) in the names of the files of session `session_id` in `chats`
+/// (files whose header names that session).
+pub fn file_minutes(chats: &Path, session_id: &str) -> Vec<String> {
+    let id8: String = session_id.chars().take(8).collect();
+    let suffix = format!("-{id8}.jsonl");
+    let Ok(entries) = fs::read_dir(chats) else {
+        return Vec::new();
+    };
+    let mut minutes = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(minute) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("session-"))
+            .and_then(|n| n.strip_suffix(suffix.as_str()))
+        else {
+            continue;
+        };
+        let Ok(text) = fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let ours = text.lines().next().is_some_and(|l| {
+            serde_json::from_str::<Value>(l)
+                .is_ok_and(|v| v.get("sessionId").and_then(Value::as_str) == Some(session_id))
+        });
+        if ours {
+            minutes.push(minute.to_owned());
+        }
+    }
+    minutes
+}
+
 /// One start gate per workspace, shared by the one-shot runs and the ACP agents: every CLI start
 /// (`gemini --acp` included) deletes each session file of its project that holds no message yet,
 /// so nothing may start in a workspace while a new session there is in that state (observed on
@@ -240,6 +298,44 @@ pub fn parse_listing(stdout: &str) -> Vec<ListedSession> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn minute_stamps_are_utc_minutes() {
+        let at = |secs: u64| UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        assert_eq!(minute_stamp(at(0)), "1970-01-01T00-00");
+        // 2026-11-30T04:31:59Z and the next second.
+        assert_eq!(minute_stamp(at(1_796_013_119)), "2026-11-30T04-31");
+        assert_eq!(minute_stamp(at(1_796_013_120)), "2026-11-30T04-32");
+        // 2024-02-29T23:59:00Z (a leap day).
+        assert_eq!(minute_stamp(at(1_709_251_140)), "2024-02-29T23-59");
+    }
+
+    #[test]
+    fn file_minutes_name_only_the_sessions_own_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = "4bbcbf8f-9030-45c0-bae1-d0d388862ff0";
+        let other = "4bbcbf8f-1111-45c0-bae1-d0d388862ff0";
+        let header = |sid: &str| format!("{{\"sessionId\":\"{sid}\",\"kind\":\"main\"}}\n");
+        fs::write(
+            dir.path().join("session-2026-11-30T04-31-4bbcbf8f.jsonl"),
+            header(id),
+        )
+        .unwrap();
+        fs::write(
+            dir.path().join("session-2026-11-30T04-33-4bbcbf8f.jsonl"),
+            header(other),
+        )
+        .unwrap();
+        fs::write(
+            dir.path().join("notes-2026-11-30T04-34-4bbcbf8f.jsonl"),
+            header(id),
+        )
+        .unwrap();
+        assert_eq!(
+            file_minutes(dir.path(), id),
+            vec!["2026-11-30T04-31".to_string()]
+        );
+    }
 
     #[test]
     fn only_uuids_are_session_ids() {
