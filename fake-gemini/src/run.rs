@@ -384,6 +384,12 @@ pub fn worker(argv: Vec<String>) -> i32 {
             let _l = st.lock();
             st.begin(&runner.session_id, clock::now_ms()).ok()
         }
+        // A resume opens its recording as the run starts: the new header goes into the
+        // session's file then, and in a later minute the stub exists for the whole run.
+        (Some(st), Some(s)) if loss => {
+            let _l = st.lock();
+            st.begin_resume(s, clock::now_ms()).ok()
+        }
         _ => None,
     };
     if let (Some(st), Some(path)) = (store.clone(), begun.clone()) {
@@ -415,7 +421,8 @@ pub fn worker(argv: Vec<String>) -> i32 {
             let answer = runner.full_text.clone();
             let model = runner.main_model.clone();
             let _ = match (&resumed, &begun) {
-                (Some(s), _) => st.resume(s, &ctx.prompt, &answer, &model, now, loss),
+                (Some(_), Some(path)) => st.finish(path, &answer, &model, now),
+                (Some(s), None) => st.resume(s, &ctx.prompt, &answer, &model, now, loss),
                 (None, Some(path)) => st.finish(path, &answer, &model, now),
                 (None, None) => st.create(&runner.session_id, &ctx.prompt, &answer, &model, now),
             };

@@ -329,6 +329,29 @@ impl Store {
         Ok(())
     }
 
+    /// With the loss bug on, a resume is written as the CLI's recording writes it: when the run
+    /// starts, the new header is appended to the session's file and, in a later minute, the stub
+    /// (header and session context) named after the current minute is written; the prompt and
+    /// the answer are appended later ([`Store::record_prompt`], [`Store::finish`]). Returns the
+    /// session's file.
+    pub fn begin_resume(&self, s: &Session, now: i64) -> std::io::Result<PathBuf> {
+        let now = self.monotonic(now);
+        let file = s
+            .files
+            .first()
+            .cloned()
+            .expect("a listed session has a file");
+        append(&file, &self.header(&s.id, now))?;
+        let id8: String = s.id.chars().take(8).collect();
+        let stub = self
+            .chats
+            .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
+        if !s.files.contains(&stub) && !stub.exists() {
+            write_atomic(&stub, self.header(&s.id, now).as_bytes())?;
+        }
+        Ok(file)
+    }
+
     /// With the loss bug on, a new session's file is written the way the real CLI writes it:
     /// the header when the run starts ([`Store::begin`]), the prompt once it is sent
     /// ([`Store::record_prompt`]), the answer at the end ([`Store::finish`]). Until the prompt is
