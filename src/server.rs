@@ -401,22 +401,23 @@ impl GeminiServer {
                 CancelCause::Shutdown => shutting_down(),
             })?;
 
-        // New runs start one at a time per workspace (see `Inner::starts`); resumed runs already
-        // hold the workspace alone.
-        let start_gate = match call.request.resume {
-            Some(_) => None,
-            None => Some(
-                self.lock_start(&cwd, &run_ct)
-                    .await
-                    .ok_or_else(|| match cause() {
-                        CancelCause::Client => Failure::new(
-                            ErrorKind::Cancelled,
-                            130,
-                            "the request was cancelled while waiting for its workspace",
-                        ),
-                        CancelCause::Shutdown => shutting_down(),
-                    })?,
-            ),
+        // New runs start one at a time per workspace (see `Inner::starts`). Resumed runs already
+        // hold the workspace alone against other runs, but ACP agents start through the gate
+        // only: a resumed run holds it until its stub is removed (the stub exists from its start).
+        let gate = self
+            .lock_start(&cwd, &run_ct)
+            .await
+            .ok_or_else(|| match cause() {
+                CancelCause::Client => Failure::new(
+                    ErrorKind::Cancelled,
+                    130,
+                    "the request was cancelled while waiting for its workspace",
+                ),
+                CancelCause::Shutdown => shutting_down(),
+            })?;
+        let (start_gate, _resume_gate) = match call.request.resume {
+            Some(_) => (None, Some(gate)),
+            None => (Some(gate), None),
         };
 
         // The concurrency bound; a queued call says so.
@@ -736,6 +737,9 @@ impl GeminiServer {
             .lock_workspace(&cwd, true, &run_ct)
             .await
             .ok_or_else(cancelled)?;
+        // A listing or a deletion starts a CLI too, whose start-up clean-up would delete a new
+        // ACP session that has not recorded its first prompt (the ACP pool holds the gate then).
+        let _gate = self.lock_start(&cwd, &run_ct).await.ok_or_else(cancelled)?;
         let _permit = tokio::select! {
             p = self.inner.slots.clone().acquire_owned() => p.map_err(|_| shutting_down())?,
             _ = run_ct.cancelled() => return Err(cancelled()),
