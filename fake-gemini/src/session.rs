@@ -365,6 +365,15 @@ impl Store {
         Ok(path)
     }
 
+    /// `gemini --acp`'s `session/new`: the file [`Store::begin`] writes, then a second header and
+    /// session context appended to it (observed on 0.61.0: both are in the file by the time the
+    /// response is sent). Returns the file.
+    pub fn begin_acp(&self, id: &str, now: i64) -> std::io::Result<PathBuf> {
+        let path = self.begin(id, now)?;
+        append(&path, &self.header(id, now))?;
+        Ok(path)
+    }
+
     /// Appends the user message to a file [`Store::begin`] wrote. Like the CLI's
     /// `appendFileSync`, it recreates a file that was deleted meanwhile, without its header.
     pub fn record_prompt(&self, path: &Path, prompt: &str, now: i64) -> std::io::Result<()> {

@@ -285,13 +285,15 @@ impl Agent {
             );
         }
         let s = self.add_session(ids::uuid_v4(), cwd);
-        // With the loss bug on, the file is written as 0.61's chat recording writes it: the
-        // header when the session is made, the messages as prompts are recorded. Until then any
-        // CLI start in the project (its start-up clean-up) deletes it.
+        // With the loss bug on, the file is written as 0.61's chat recording writes it
+        // (observed): two headers, each with the session context, before the response; the user
+        // message once a prompt's router call is answered, the answer at the turn's end. Until
+        // the first prompt is recorded any CLI start in the project (its start-up clean-up)
+        // deletes it.
         if env_is("FAKE_GEMINI_SESSION_LOSS", "1") {
             if let Ok(store) = session::Store::open(&session::state_dir(), cwd) {
                 let _l = store.lock();
-                *s.file.lock().expect("lock") = store.begin(&s.id, clock::now_ms()).ok();
+                *s.file.lock().expect("lock") = store.begin_acp(&s.id, clock::now_ms()).ok();
             }
         }
         let mode = s.mode.lock().expect("lock").clone();

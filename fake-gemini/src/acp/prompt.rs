@@ -256,8 +256,29 @@ pub(super) fn run(
     result
 }
 
-/// Appends the exchange to the session store so `session/load` can replay it.
+/// With a file `session/new` began (FAKE_GEMINI_SESSION_LOSS=1), appends the user message to it
+/// as the prompt is sent; false when there is no such file (the whole exchange is recorded at
+/// the end).
+fn record_sent(s: &AcpSession, user: &Value) -> bool {
+    let Some(path) = s.file.lock().expect("lock").clone() else {
+        return false;
+    };
+    let Ok(store) = session::Store::open(&session::state_dir(), &s.cwd) else {
+        return false;
+    };
+    let _l = store.lock();
+    // Appended like the CLI's appendFileSync (a file deleted meanwhile comes back headless).
+    store
+        .append_messages(&path, std::slice::from_ref(user), clock::now_ms())
+        .is_ok()
+}
+
+/// Appends the exchange (what [`record_sent`] has not recorded yet) to the session store so
+/// `session/load` can replay it.
 fn record(s: &AcpSession, history: &[Value]) {
+    if history.is_empty() {
+        return;
+    }
     // A store that cannot be opened only costs the replay; the answer was already given.
     if let Ok(store) = session::Store::open(&session::state_dir(), &s.cwd) {
         let _l = store.lock();
@@ -310,6 +331,11 @@ fn model_run(
     // Once per routed prompt (observed: two prompts, two lines).
     if router.is_some() {
         router_notice(agent);
+    }
+    // The CLI records the user message once the router has answered, before the main call
+    // (observed on 0.61.0 over ACP); the answer follows at the end of the turn.
+    if record_sent(s, &history[0]) {
+        history.remove(0);
     }
     if p.sleep(sc.model.delay_ms) {
         return cancelled();

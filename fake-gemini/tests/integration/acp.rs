@@ -843,6 +843,69 @@ fn session_load_in_the_same_minute_loses_the_session_with_the_switch() {
     assert_eq!(r["error"]["code"], -32603, "{r}");
 }
 
+/// With FAKE_GEMINI_SESSION_LOSS=1, a new session's chat file as 0.61.0 writes it (observed):
+/// two headers, each with the session context, and no message once `session/new` is answered;
+/// the user message while the prompt's answer is still held (after the router call, before the
+/// main call); the answer at the turn's end.
+#[test]
+fn a_new_session_file_records_the_prompt_before_the_answer_with_the_switch() {
+    fn lines(state: &std::path::Path) -> Vec<Value> {
+        let files: Vec<_> = std::fs::read_dir(state.join("tmp/acp/chats"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        std::fs::read_to_string(&files[0])
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+    fn kinds(lines: &[Value]) -> Vec<&str> {
+        lines
+            .iter()
+            .map(|v| {
+                if v.get("sessionId").is_some() {
+                    "header"
+                } else if v.get("$set").is_some() {
+                    "$set"
+                } else {
+                    v["type"].as_str().unwrap_or("?")
+                }
+            })
+            .collect()
+    }
+    let mut sb = Sandbox::new("acp");
+    let state = sb.dir.path().join("state");
+    sb.set("FAKE_GEMINI_STATE", Some(state.to_str().unwrap()))
+        .set("FAKE_GEMINI_SESSION_LOSS", Some("1"));
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    let begun = lines(&state);
+    assert_eq!(kinds(&begun), ["header", "$set", "header", "$set"]);
+    assert_eq!(begun[0]["sessionId"], json!(sid));
+    d.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
+        "sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:success delay-ms=1500]]"}]}}));
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(
+        kinds(&lines(&state))[4..],
+        ["user", "$set"],
+        "the prompt is recorded while the answer is held"
+    );
+    loop {
+        let m = d.recv();
+        if m["id"] == json!(2) {
+            assert_eq!(m["result"]["stopReason"], "end_turn", "{m}");
+            break;
+        }
+    }
+    assert_eq!(
+        kinds(&lines(&state))[4..],
+        ["user", "$set", "gemini", "$set"]
+    );
+    assert_eq!(d.finish().0, Some(0));
+}
+
 #[test]
 fn session_load_replays_the_history() {
     let mut sb = Sandbox::new("acp");
