@@ -897,10 +897,8 @@ impl GeminiServer {
         exclusive: bool,
         cancel: &CancellationToken,
     ) -> Option<WorkspaceGuard> {
-        let lock = lock(&self.inner.workspaces)
-            .entry(workspace.to_path_buf())
-            .or_default()
-            .clone();
+        let lock =
+            session::workspace_entry(&mut lock(&self.inner.workspaces), workspace.to_path_buf());
         tokio::select! {
             guard = async {
                 if exclusive {

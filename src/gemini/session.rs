@@ -232,18 +232,32 @@ impl StartGates {
         cancel: &CancellationToken,
     ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
         let key = fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-        let gate = self
-            .gates
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(key)
-            .or_default()
-            .clone();
+        let gate = workspace_entry(
+            &mut self.gates.lock().unwrap_or_else(|e| e.into_inner()),
+            key,
+        );
         tokio::select! {
             guard = gate.lock_owned() => Some(guard),
             _ = cancel.cancelled() => None,
         }
     }
+}
+
+/// Past this many entries, a per-workspace lock map drops the locks nobody holds or waits for.
+const PRUNE_AT: usize = 64;
+
+/// The lock of `key` in a per-workspace lock map, made on first use. Once the map holds
+/// [`PRUNE_AT`] entries, those nobody holds or waits for (the map's own reference is their only
+/// one) are dropped first, so a server that sees many workspaces does not keep a lock for each
+/// forever; a workspace that comes back gets a fresh one.
+pub(crate) fn workspace_entry<T: Default>(
+    map: &mut HashMap<PathBuf, Arc<T>>,
+    key: PathBuf,
+) -> Arc<T> {
+    if map.len() >= PRUNE_AT {
+        map.retain(|_, lock| Arc::strong_count(lock) > 1);
+    }
+    map.entry(key).or_default().clone()
 }
 
 /// One entry of `--list-sessions`.
@@ -298,6 +312,24 @@ pub fn parse_listing(stdout: &str) -> Vec<ListedSession> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workspace_locks_nobody_holds_are_dropped_past_the_bound_and_held_ones_kept() {
+        let mut map: HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>> = HashMap::new();
+        let held = workspace_entry(&mut map, PathBuf::from("/w/held"));
+        let guard = held.clone().try_lock_owned().unwrap();
+        for n in 0..(PRUNE_AT * 4) {
+            let lock = workspace_entry(&mut map, PathBuf::from(format!("/w/{n}")));
+            drop(lock);
+        }
+        assert!(map.len() <= PRUNE_AT, "{} entries kept", map.len());
+        // The held lock survived every prune: the same workspace still finds it taken.
+        let again = workspace_entry(&mut map, PathBuf::from("/w/held"));
+        assert!(Arc::ptr_eq(&again, &held));
+        assert!(again.try_lock().is_err());
+        drop(guard);
+        assert!(again.try_lock().is_ok());
+    }
 
     #[test]
     fn minute_stamps_are_utc_minutes() {
