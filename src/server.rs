@@ -374,6 +374,15 @@ impl GeminiServer {
                 CancelCause::Client
             }
         };
+        // Cancelled while waiting for the workspace's lock or start gate.
+        let waited_out = || match cause() {
+            CancelCause::Client => Failure::new(
+                ErrorKind::Cancelled,
+                130,
+                "the request was cancelled while waiting for its workspace",
+            ),
+            CancelCause::Shutdown => shutting_down(),
+        };
 
         let queued_since = Instant::now();
         let state = Arc::new(Mutex::new(ProgressState {
@@ -392,14 +401,7 @@ impl GeminiServer {
         let _workspace = self
             .lock_workspace(&cwd, call.request.resume.is_some(), &run_ct)
             .await
-            .ok_or_else(|| match cause() {
-                CancelCause::Client => Failure::new(
-                    ErrorKind::Cancelled,
-                    130,
-                    "the request was cancelled while waiting for its workspace",
-                ),
-                CancelCause::Shutdown => shutting_down(),
-            })?;
+            .ok_or_else(waited_out)?;
 
         // New runs start one at a time per workspace (see `Inner::starts`). Resumed runs already
         // hold the workspace alone against other runs, but ACP agents start through the gate
@@ -407,14 +409,7 @@ impl GeminiServer {
         let gate = self
             .lock_start(&cwd, &run_ct)
             .await
-            .ok_or_else(|| match cause() {
-                CancelCause::Client => Failure::new(
-                    ErrorKind::Cancelled,
-                    130,
-                    "the request was cancelled while waiting for its workspace",
-                ),
-                CancelCause::Shutdown => shutting_down(),
-            })?;
+            .ok_or_else(waited_out)?;
         let (start_gate, _resume_gate) = match call.request.resume {
             Some(_) => (None, Some(gate)),
             None => (Some(gate), None),
