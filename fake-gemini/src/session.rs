@@ -455,6 +455,22 @@ impl Store {
     }
 }
 
+/// Appends `messages` to a chat file's `body` as the CLI records them: each with a fresh id and the
+/// timestamp `t`, then a `$set` of `lastUpdated`.
+fn push_messages(body: &mut String, messages: &[Value], t: &str) {
+    for m in messages {
+        let mut m = m.clone();
+        if let Some(o) = m.as_object_mut() {
+            o.insert("id".into(), json!(crate::ids::uuid_v4()));
+            o.insert("timestamp".into(), json!(t));
+        }
+        body.push_str(&m.to_string());
+        body.push('\n');
+    }
+    body.push_str(&json!({"$set": {"lastUpdated": t}}).to_string());
+    body.push('\n');
+}
+
 /// ACP mode records a session as its prompts end and replays it on `session/load`.
 impl Store {
     /// Appends `messages` (`user` / `gemini` records without id and timestamp) to session `id`,
@@ -473,17 +489,7 @@ impl Store {
                 (f, self.header(id, now))
             }
         };
-        for m in messages {
-            let mut m = m.clone();
-            if let Some(o) = m.as_object_mut() {
-                o.insert("id".into(), json!(crate::ids::uuid_v4()));
-                o.insert("timestamp".into(), json!(t));
-            }
-            body.push_str(&m.to_string());
-            body.push('\n');
-        }
-        body.push_str(&json!({"$set": {"lastUpdated": t}}).to_string());
-        body.push('\n');
+        push_messages(&mut body, messages, &t);
         write_atomic(&path, body.as_bytes())
     }
 
@@ -495,19 +501,8 @@ impl Store {
         messages: &[Value],
         now: i64,
     ) -> std::io::Result<()> {
-        let t = clock::iso(now);
         let mut body = String::new();
-        for m in messages {
-            let mut m = m.clone();
-            if let Some(o) = m.as_object_mut() {
-                o.insert("id".into(), json!(crate::ids::uuid_v4()));
-                o.insert("timestamp".into(), json!(t));
-            }
-            body.push_str(&m.to_string());
-            body.push('\n');
-        }
-        body.push_str(&json!({"$set": {"lastUpdated": t}}).to_string());
-        body.push('\n');
+        push_messages(&mut body, messages, &clock::iso(now));
         append(path, &body)
     }
 
