@@ -320,23 +320,15 @@ impl GeminiServer {
             .policy
             .approval(call.options.approval_mode, call.options.approval_argument)?;
         report.approval = Some(approval);
-        let (cwd, include_directories, image_refs) = self.resolve_paths(&call.options).await?;
+        let (cwd, include_directories, image_refs, save_path) =
+            self.resolve_paths(&call.options).await?;
         let mut request = call.request.clone();
         request.approval_mode = Some(approval);
         request.include_directories = include_directories;
         request.image_refs = image_refs;
         request.sandbox = call.options.sandbox;
         request.allowed_mcp_server_names = call.options.allowed_mcp_server_names.clone();
-        if let Some(raw) = &call.options.save_file {
-            let roots = config.policy.roots(&self.inner.cwd);
-            let client_roots = client_roots(call.options.client.as_ref()).await?;
-            report.save_path = Some(policy::check_save_path(
-                raw,
-                &cwd,
-                &roots,
-                client_roots.as_deref(),
-            )?);
-        }
+        report.save_path = save_path;
         let invocation = command::build(&request, schema.as_ref(), config.slash_commands)?;
         // Resolved per call: a CLI installed (or PATH fixed) after start-up is found.
         let resolved = resolve_cli(config)?;
@@ -356,17 +348,7 @@ impl GeminiServer {
         );
 
         // One token for the run: the client's cancellation or the server's shutdown.
-        let run_ct = self.inner.shutdown.child_token();
-        let link = {
-            let run_ct = run_ct.clone();
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = ct.cancelled() => run_ct.cancel(),
-                    _ = run_ct.cancelled() => {}
-                }
-            })
-        };
-        let _unlink = AbortOnDrop(link);
+        let (run_ct, _unlink) = self.run_token(ct);
         let cause = || {
             if self.inner.shutdown.is_cancelled() {
                 CancelCause::Shutdown
@@ -698,7 +680,7 @@ impl GeminiServer {
             client: Some(context.peer.clone()),
             ..Default::default()
         };
-        let (cwd, _, _) = self.resolve_paths(&options).await?;
+        let (cwd, ..) = self.resolve_paths(&options).await?;
         let flag = match tool {
             ExtraTool::DeleteSession => {
                 let id = text("session_id")?.ok_or_else(|| {
@@ -713,18 +695,7 @@ impl GeminiServer {
             Some(id) => format!("--delete-session={id}"),
             None => "--list-sessions".to_string(),
         };
-        let run_ct = self.inner.shutdown.child_token();
-        let ct = context.ct.clone();
-        let link = {
-            let run_ct = run_ct.clone();
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = ct.cancelled() => run_ct.cancel(),
-                    _ = run_ct.cancelled() => {}
-                }
-            })
-        };
-        let _unlink = AbortOnDrop(link);
+        let (run_ct, _unlink) = self.run_token(context.ct.clone());
         // Listing writes titles into session files and deletion removes them: both hold the
         // workspace alone, like a resumed run.
         let cancelled = || Failure::new(ErrorKind::Cancelled, 130, "the request was cancelled");
@@ -800,18 +771,19 @@ impl GeminiServer {
         process::run(spec, ct, None).await.map_err(spawn_failure)
     }
 
-    /// The run's working directory, include directories and image `@` references, canonical and
-    /// checked against the allowed roots (and the client's MCP roots, asked for only when a path
-    /// was given).
+    /// The run's working directory, include directories, image `@` references and `save_file`
+    /// path, canonical and checked against the allowed roots (and the client's MCP roots, asked
+    /// for once, and only when a path was given).
     async fn resolve_paths(
         &self,
         options: &tools::CallOptions,
-    ) -> Result<(PathBuf, Vec<PathBuf>, Vec<String>), Failure> {
+    ) -> Result<(PathBuf, Vec<PathBuf>, Vec<String>, Option<PathBuf>), Failure> {
         if options.workspace.is_none()
             && options.include_directories.is_empty()
             && options.image_paths.is_empty()
+            && options.save_file.is_none()
         {
-            return Ok((self.inner.cwd.clone(), Vec::new(), Vec::new()));
+            return Ok((self.inner.cwd.clone(), Vec::new(), Vec::new(), None));
         }
         let roots = self.inner.config.policy.roots(&self.inner.cwd);
         let client_roots = client_roots(options.client.as_ref()).await?;
@@ -871,7 +843,28 @@ impl GeminiServer {
             };
             images.push(command::at_reference(&reference));
         }
-        Ok((cwd, include, images))
+        let save = options
+            .save_file
+            .as_ref()
+            .map(|raw| policy::check_save_path(raw, &cwd, &roots, client_roots))
+            .transpose()?;
+        Ok((cwd, include, images, save))
+    }
+
+    /// A token that fires on the client's cancellation `ct` or on the server's shutdown; the
+    /// guard ends the task that links them.
+    fn run_token(&self, ct: CancellationToken) -> (CancellationToken, AbortOnDrop<()>) {
+        let run_ct = self.inner.shutdown.child_token();
+        let link = {
+            let run_ct = run_ct.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = ct.cancelled() => run_ct.cancel(),
+                    _ = run_ct.cancelled() => {}
+                }
+            })
+        };
+        (run_ct, AbortOnDrop(link))
     }
 
     /// Takes the start gate of `workspace` (see `Inner::starts`). `None` when `cancel` fired
@@ -1134,6 +1127,7 @@ impl GeminiServer {
             pool: &self.inner.acp,
             peer: context.peer.clone(),
             progress: context.meta.get_progress_token(),
+            client_roots: tokio::sync::OnceCell::new(),
         };
         let mut result = crate::acp::tools::call(
             env,

@@ -148,6 +148,20 @@ pub struct Env<'a> {
     pub peer: Peer<RoleServer>,
     /// The request's progress token, if any.
     pub progress: Option<rmcp::model::ProgressToken>,
+    /// The client's MCP roots, asked for once per call (see [`Env::limits`]).
+    pub client_roots: tokio::sync::OnceCell<Option<Vec<PathBuf>>>,
+}
+
+impl Env<'_> {
+    /// The roots a path argument must lie under: the operator's, and the client's MCP roots when
+    /// it advertises them (asked for on the first path argument of the call only).
+    async fn limits(&self) -> Result<(Vec<PathBuf>, Option<&[PathBuf]>), Failure> {
+        let client = self
+            .client_roots
+            .get_or_try_init(|| crate::server::client_roots(Some(&self.peer)))
+            .await?;
+        Ok((self.config.policy.roots(self.cwd), client.as_deref()))
+    }
 }
 
 /// Runs one call of this tool set.
@@ -248,15 +262,14 @@ async fn workspace(env: &Env<'_>, args: &JsonObject) -> Result<Option<PathBuf>, 
     let Some(raw) = raw else {
         return Ok(Some(env.cwd.to_path_buf()));
     };
-    let roots = env.config.policy.roots(env.cwd);
-    let client_roots = crate::server::client_roots(Some(&env.peer)).await?;
+    let (roots, client_roots) = env.limits().await?;
     policy::check_path(
         "cd",
         &raw,
         env.cwd,
         policy::Expect::Dir,
         &roots,
-        client_roots.as_deref(),
+        client_roots,
     )
     .map(Some)
 }
@@ -345,17 +358,14 @@ async fn gemini(
     let image = match string(args, "image_path").map_err(plain)? {
         None => None,
         Some(raw) => {
-            let roots = env.config.policy.roots(env.cwd);
-            let client_roots = crate::server::client_roots(Some(&env.peer))
-                .await
-                .map_err(plain)?;
+            let (roots, client_roots) = env.limits().await.map_err(plain)?;
             let path = policy::check_path(
                 "image_path",
                 &raw,
                 &cwd,
                 policy::Expect::File,
                 &roots,
-                client_roots.as_deref(),
+                client_roots,
             )
             .map_err(plain)?;
             if !policy::is_supported_image(&path) {
@@ -392,14 +402,8 @@ async fn gemini(
     let save = match string(args, "save_file").map_err(plain)? {
         None => None,
         Some(raw) => {
-            let roots = env.config.policy.roots(env.cwd);
-            let client_roots = crate::server::client_roots(Some(&env.peer))
-                .await
-                .map_err(plain)?;
-            Some(
-                policy::check_save_path(&raw, &cwd, &roots, client_roots.as_deref())
-                    .map_err(plain)?,
-            )
+            let (roots, client_roots) = env.limits().await.map_err(plain)?;
+            Some(policy::check_save_path(&raw, &cwd, &roots, client_roots).map_err(plain)?)
         }
     };
     let mut extra = Map::new();
