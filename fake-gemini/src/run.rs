@@ -660,8 +660,11 @@ fn fatal_red(msg: &str) {
     }
 }
 
-fn trust_check(ctx: &Ctx, args: &Args, yolo: bool) -> Option<i32> {
-    let trusted = match ctx.scenario.environment.trust {
+/// Whether the folder is trusted, as the scenario says or by the CLI's rules: `--skip-trust`,
+/// `GEMINI_CLI_TRUST_WORKSPACE=true`, `yolo` when it counts (headless runs; not in ACP mode, where
+/// yolo is downgraded instead), or the settings and trustedFolders.json.
+pub(crate) fn folder_trusted(ctx: &Ctx, args: &Args, yolo: bool) -> bool {
+    match ctx.scenario.environment.trust {
         Trust::Trusted => true,
         Trust::Untrusted => false,
         Trust::Rules => {
@@ -670,8 +673,11 @@ fn trust_check(ctx: &Ctx, args: &Args, yolo: bool) -> Option<i32> {
                 || yolo
                 || folder_trusted_by_files()
         }
-    };
-    if trusted {
+    }
+}
+
+fn trust_check(ctx: &Ctx, args: &Args, yolo: bool) -> Option<i32> {
+    if folder_trusted(ctx, args, yolo) {
         None
     } else {
         fatal_red(texts::UNTRUSTED);
@@ -680,7 +686,7 @@ fn trust_check(ctx: &Ctx, args: &Args, yolo: bool) -> Option<i32> {
 }
 
 /// `security.folderTrust.enabled = false`, or the cwd (or its parent) in trustedFolders.json.
-pub(crate) fn folder_trusted_by_files() -> bool {
+fn folder_trusted_by_files() -> bool {
     let settings = load_settings().unwrap_or_default();
     if settings["security"]["folderTrust"]["enabled"] == json!(false) {
         return true;

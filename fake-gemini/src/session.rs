@@ -272,10 +272,7 @@ impl Store {
         now: i64,
     ) -> std::io::Result<()> {
         let now = self.monotonic(now);
-        let id8: String = id.chars().take(8).collect();
-        let path = self
-            .chats
-            .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
+        let path = self.chat_file(id, now);
         let mut body = self.header(id, now);
         body.push_str(&exchange(prompt, answer, model, now));
         write_atomic(&path, body.as_bytes())
@@ -319,10 +316,7 @@ impl Store {
         body.push_str(&self.header(&s.id, now));
         body.push_str(&exchange(prompt, answer, model, now));
         write_atomic(&file, body.as_bytes())?;
-        let id8: String = s.id.chars().take(8).collect();
-        let stub = self
-            .chats
-            .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
+        let stub = self.chat_file(&s.id, now);
         if loss && stub != file && !stub.exists() {
             write_atomic(&stub, self.header(&s.id, now).as_bytes())?;
         }
@@ -342,14 +336,19 @@ impl Store {
             .cloned()
             .expect("a listed session has a file");
         append(&file, &self.header(&s.id, now))?;
-        let id8: String = s.id.chars().take(8).collect();
-        let stub = self
-            .chats
-            .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
+        let stub = self.chat_file(&s.id, now);
         if !s.files.contains(&stub) && !stub.exists() {
             write_atomic(&stub, self.header(&s.id, now).as_bytes())?;
         }
         Ok(file)
+    }
+
+    /// The chat file a recording of session `id` opens at `now`: named after the clock minute and
+    /// the id's first 8 characters, as the CLI names them.
+    fn chat_file(&self, id: &str, now: i64) -> PathBuf {
+        let id8: String = id.chars().take(8).collect();
+        self.chats
+            .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)))
     }
 
     /// With the loss bug on, a new session's file is written the way the real CLI writes it:
@@ -357,10 +356,7 @@ impl Store {
     /// ([`Store::record_prompt`]), the answer at the end ([`Store::finish`]). Until the prompt is
     /// recorded the file is what another run's start-up clean-up deletes. Returns the file.
     pub fn begin(&self, id: &str, now: i64) -> std::io::Result<PathBuf> {
-        let id8: String = id.chars().take(8).collect();
-        let path = self
-            .chats
-            .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
+        let path = self.chat_file(id, now);
         write_atomic(&path, self.header(id, now).as_bytes())?;
         Ok(path)
     }
@@ -482,10 +478,7 @@ impl Store {
         let (path, mut body) = match existing.as_ref().and_then(|s| s.files.first()) {
             Some(f) => (f.clone(), fs::read_to_string(f).unwrap_or_default()),
             None => {
-                let id8: String = id.chars().take(8).collect();
-                let f = self
-                    .chats
-                    .join(format!("session-{}-{id8}.jsonl", clock::minute_stamp(now)));
+                let f = self.chat_file(id, now);
                 (f, self.header(id, now))
             }
         };

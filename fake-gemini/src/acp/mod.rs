@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use crate::cli::Args;
 use crate::output::{err, out};
 use crate::run::{env_is, env_ms, Ctx};
-use crate::scenario::{Auth, Scenario, Trust};
+use crate::scenario::{Auth, Scenario};
 use crate::{clock, ids, log, proc, session};
 
 /// Set when a scenario freezes the agent (`hang`, `hang-after-output`): nothing is written or read
@@ -655,16 +655,8 @@ fn selected_auth_type() -> Option<String> {
 pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
     // The invocation record: ACP has no prompt or stdin of its own, and the exit is decided by EOF.
     ctx.log(None);
-    let trusted = match ctx.scenario.environment.trust {
-        Trust::Trusted => true,
-        Trust::Untrusted => false,
-        // Unlike a headless run, --yolo does not trust the folder: it is downgraded (observed).
-        Trust::Rules => {
-            args.flag("skip-trust")
-                || env_is("GEMINI_CLI_TRUST_WORKSPACE", "true")
-                || crate::run::folder_trusted_by_files()
-        }
-    };
+    // Unlike a headless run, --yolo does not trust the folder: it is downgraded (observed).
+    let trusted = crate::run::folder_trusted(ctx, args, false);
     let initial_mode = match (args.flag("yolo"), args.str("approval-mode")) {
         (true, _) | (_, Some("yolo")) => "yolo",
         (_, Some("auto_edit")) => "autoEdit",
