@@ -330,23 +330,31 @@ fn load_average() -> String {
         .join(" ")
 }
 
+/// fake-gemini started directly as the server starts it for `gemini_prompt` (flags, one process,
+/// the prompt to be written on stdin), for the baselines; the caller chooses what stderr gets.
+fn direct_fake(fake: &Path, state: &Path) -> Command {
+    let mut command = Command::new(fake);
+    command
+        .args([
+            "--output-format=stream-json",
+            "--approval-mode=yolo",
+            "--skip-trust",
+        ])
+        .env("FAKE_GEMINI_STATE", state)
+        .env("GEMINI_CLI_NO_RELAUNCH", "1")
+        .current_dir(state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    command
+}
+
 /// A tools/call through the server vs the same fake-gemini run started directly, interleaved
 /// pair by pair so load changes hit both sides; the difference per pair is what is reported.
 fn call_overhead(server: &mut Server, fake: &Path, state: &Path) {
     let prompt = "Say hello.";
     let direct_run = || {
         let t = Instant::now();
-        let mut child = Command::new(fake)
-            .args([
-                "--output-format=stream-json",
-                "--approval-mode=yolo",
-                "--skip-trust",
-            ])
-            .env("FAKE_GEMINI_STATE", state)
-            .env("GEMINI_CLI_NO_RELAUNCH", "1")
-            .current_dir(state)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+        let mut child = direct_fake(fake, state)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -546,17 +554,7 @@ fn concurrent_calls(server_bin: &Path, fake: &Path, state: &Path) {
     let t = Instant::now();
     let children: Vec<Child> = (0..CALLS)
         .map(|_| {
-            let mut child = Command::new(fake)
-                .args([
-                    "--output-format=stream-json",
-                    "--approval-mode=yolo",
-                    "--skip-trust",
-                ])
-                .env("FAKE_GEMINI_STATE", state)
-                .env("GEMINI_CLI_NO_RELAUNCH", "1")
-                .current_dir(state)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
+            let mut child = direct_fake(fake, state)
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap();
