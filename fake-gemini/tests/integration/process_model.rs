@@ -31,6 +31,11 @@ impl Run {
         Run { child, out, log }
     }
 
+    /// A headless run of `prompt` (`-p`) in a trusted folder.
+    fn prompt(sb: &mut Sandbox, prompt: &str) -> Run {
+        Run::start(sb, &["-p", prompt, "--skip-trust"])
+    }
+
     fn line(&mut self) -> String {
         let mut l = String::new();
         self.out.read_line(&mut l).unwrap();
@@ -123,7 +128,7 @@ fn sandbox() -> Sandbox {
 #[test]
 fn the_launcher_spawns_a_logged_worker_that_logs_its_launcher() {
     let mut sb = sandbox();
-    let mut r = Run::start(&mut sb, &["-p", "hi", "--skip-trust"]);
+    let mut r = Run::prompt(&mut sb, "hi");
     assert_eq!(r.rest(), "Hello there! How can I help?\n");
     assert!(r.wait().success());
     let recs = log_records(&r.log);
@@ -148,7 +153,7 @@ fn the_launcher_spawns_a_logged_worker_that_logs_its_launcher() {
 fn no_relaunch_runs_a_single_process() {
     let mut sb = sandbox();
     sb.set("GEMINI_CLI_NO_RELAUNCH", Some("true"));
-    let mut r = Run::start(&mut sb, &["-p", "hi", "--skip-trust"]);
+    let mut r = Run::prompt(&mut sb, "hi");
     r.rest();
     assert!(r.wait().success());
     let recs = log_records(&r.log);
@@ -160,10 +165,7 @@ fn no_relaunch_runs_a_single_process() {
 #[test]
 fn exit_199_makes_the_launcher_relaunch_the_worker() {
     let mut sb = sandbox();
-    let mut r = Run::start(
-        &mut sb,
-        &["-p", "[[fake-gemini:success relaunches=2]]", "--skip-trust"],
-    );
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:success relaunches=2]]");
     assert_eq!(r.rest(), "Hello there! How can I help?\n");
     assert!(r.wait().success());
     let workers = log_records(&r.log)
@@ -225,7 +227,7 @@ fn json_mode_prints_nothing_when_signalled() {
 #[test]
 fn the_launcher_ignores_sigterm_and_killing_it_orphans_the_worker() {
     let mut sb = sandbox();
-    let mut r = Run::start(&mut sb, &["-p", "[[fake-gemini:relaunch]]", "--skip-trust"]);
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:relaunch]]");
     r.hello();
     let worker = r.worker_pid();
     r.signal(r.child.id(), libc::SIGTERM);
@@ -265,10 +267,7 @@ fn crash_kills_the_worker_by_a_signal() {
     );
 
     sb.set("GEMINI_CLI_NO_RELAUNCH", Some("1"));
-    let mut r = Run::start(
-        &mut sb,
-        &["-p", "[[fake-gemini:crash signal=6]]", "--skip-trust"],
-    );
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:crash signal=6]]");
     r.rest();
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(r.wait().signal(), Some(6));
@@ -278,10 +277,7 @@ fn crash_kills_the_worker_by_a_signal() {
 fn ignore_sigterm_needs_another_signal() {
     let mut sb = sandbox();
     sb.set("GEMINI_CLI_NO_RELAUNCH", Some("1"));
-    let mut r = Run::start(
-        &mut sb,
-        &["-p", "[[fake-gemini:ignore-sigterm]]", "--skip-trust"],
-    );
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:ignore-sigterm]]");
     r.hello();
     r.signal_group(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(200));
@@ -327,14 +323,7 @@ fn spawned_of(log: &std::path::Path, kind: &str) -> i32 {
 #[test]
 fn grandchild_holds_stdout_and_dies_with_the_group() {
     let mut sb = sandbox();
-    let mut r = Run::start(
-        &mut sb,
-        &[
-            "-p",
-            "[[fake-gemini:grandchild-holds-stdout]]",
-            "--skip-trust",
-        ],
-    );
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:grandchild-holds-stdout]]");
     r.hello();
     let gc = spawned_of(&r.log, "grandchild");
     assert!(alive(gc));
@@ -353,14 +342,7 @@ fn grandchild_holds_stdout_and_dies_with_the_group() {
 #[test]
 fn an_exit_0_descendant_keeps_stdout_open_after_the_exit() {
     let mut sb = sandbox();
-    let mut r = Run::start(
-        &mut sb,
-        &[
-            "-p",
-            "[[fake-gemini:exit-0-descendant-holds-stdout]]",
-            "--skip-trust",
-        ],
-    );
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:exit-0-descendant-holds-stdout]]");
     assert_eq!(r.wait().code(), Some(0));
     let gc = spawned_of(&r.log, "grandchild");
     assert!(alive(gc), "the descendant outlives the exit");
@@ -374,10 +356,7 @@ fn an_exit_0_descendant_keeps_stdout_open_after_the_exit() {
 #[test]
 fn a_setsid_grandchild_escapes_the_group_kill() {
     let mut sb = sandbox();
-    let mut r = Run::start(
-        &mut sb,
-        &["-p", "[[fake-gemini:setsid-grandchild]]", "--skip-trust"],
-    );
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:setsid-grandchild]]");
     r.hello();
     let gc = spawned_of(&r.log, "setsid-grandchild");
     wait_for(|| {
@@ -396,14 +375,7 @@ fn a_setsid_grandchild_escapes_the_group_kill() {
 #[test]
 fn a_closed_stdout_ends_the_run_with_exit_0() {
     let mut sb = sandbox();
-    let mut r = Run::start(
-        &mut sb,
-        &[
-            "-p",
-            "[[fake-gemini:flood-stdout bytes=100000000]]",
-            "--skip-trust",
-        ],
-    );
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:flood-stdout bytes=100000000]]");
     let mut buf = [0u8; 1024];
     r.out.read_exact(&mut buf).unwrap();
     drop(std::mem::replace(
@@ -426,10 +398,7 @@ fn unsafe_dummy_stdout() -> std::process::ChildStdout {
 #[test]
 fn oauth_wait_waits_for_a_browser_until_killed() {
     let mut sb = sandbox();
-    let mut r = Run::start(
-        &mut sb,
-        &["-p", "[[fake-gemini:oauth-wait]]", "--skip-trust"],
-    );
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:oauth-wait]]");
     wait_for(|| {
         r.stderr()
             .contains("Waiting for authentication...")
@@ -445,10 +414,7 @@ fn oauth_wait_waits_for_a_browser_until_killed() {
 fn network_down_retries_on_stderr_with_stdout_silent() {
     let mut sb = sandbox();
     sb.set("FAKE_GEMINI_ATTEMPT_DELAY_MS", Some("5"));
-    let mut r = Run::start(
-        &mut sb,
-        &["-p", "[[fake-gemini:network-down]]", "--skip-trust"],
-    );
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:network-down]]");
     wait_for(|| {
         r.stderr().contains("Attempt 3 failed. Retrying with backoff... Error: exception TypeError: fetch failed sending request").then_some(())
     });
@@ -600,14 +566,7 @@ fn a_signal_to_the_launcher_alone_is_ignored_like_the_captures(
 #[test]
 fn hang_after_output_can_stall_later() {
     let mut sb = sandbox();
-    let mut r = Run::start(
-        &mut sb,
-        &[
-            "-p",
-            "[[fake-gemini:hang-after-output after=2]]",
-            "--skip-trust",
-        ],
-    );
+    let mut r = Run::prompt(&mut sb, "[[fake-gemini:hang-after-output after=2]]");
     let mut b = [0u8; 28];
     r.out.read_exact(&mut b).unwrap();
     assert_eq!(&b, b"Hello there! How can I help?");
