@@ -301,31 +301,11 @@ fn initialize_reports_the_emulated_version() {
     assert_eq!(r["result"]["protocolVersion"], 1);
 }
 
-/// A scenario directory: `writer` writes notes.txt, `rm` runs `touch made.txt` (the scenarios
-/// of the acp_perm_* / acp_plan_write captures).
+/// Points `sb` at the permission scenarios (`writer`, `rm`: see
+/// [`crate::support::permission_scenarios`]).
 fn write_file_scenario(sb: &mut Sandbox) {
-    let dir = sb.dir.path().join("scenarios");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("writer.toml"),
-        r#"requirement = "The model writes notes.txt, then answers."
-[[model.turns]]
-text = "Writing."
-[[model.turns.tool-calls]]
-name = "write_file"
-args = { file_path = "notes.txt", content = "hi" }
-[[model.turns]]
-chunks = ["Done."]
-"#,
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("rm.toml"),
-        "requirement = \"The model runs a shell command outside the safe list, then answers.\"\n[[model.turns]]\n[[model.turns.tool-calls]]\nname = \"run_shell_command\"\nargs = { command = \"touch made.txt\" }\n[[model.turns]]\ntext = \"ok\"\n",
-    )
-    .unwrap();
-    let dir = dir.to_str().unwrap().to_string();
-    sb.set("FAKE_GEMINI_SCENARIO_DIR", Some(&dir));
+    let dir = crate::support::permission_scenarios(sb.dir.path());
+    sb.set("FAKE_GEMINI_SCENARIO_DIR", Some(dir.to_str().unwrap()));
 }
 
 fn prompt(d: &mut Driver, id: u64, sid: &str, text: &str) -> (Vec<Value>, Value) {

@@ -253,7 +253,7 @@ pub fn cases() -> Vec<AcpCase> {
                     "session/set_mode",
                     json!({"sessionId": "$SID", "modeId": "yolo"}),
                 ),
-                prompt(5, "[[fake-gemini:toucher]]"),
+                prompt(5, "[[fake-gemini:rm]]"),
                 vec![Step::Close],
             ]),
             smoke: false,
@@ -266,7 +266,7 @@ pub fn cases() -> Vec<AcpCase> {
             steps: script(vec![
                 open(),
                 vec![
-                    prompt_msg(2, "[[fake-gemini:toucher]]"),
+                    prompt_msg(2, "[[fake-gemini:rm]]"),
                     Step::Request,
                     select("proceed_once"),
                     Step::Response(2),
@@ -451,33 +451,6 @@ pub fn cases() -> Vec<AcpCase> {
             false,
         ),
     ]
-}
-
-/// The scenarios the cases name besides the built-ins: `writer` writes notes.txt (a tool that
-/// asks for permission in `default` mode), `toucher` runs `touch made.txt` (a shell command
-/// outside the safe list), as in the `acp_perm_*` captures.
-fn scenario_dir(root: &Path) -> PathBuf {
-    let dir = root.join("scenarios");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("writer.toml"),
-        r#"requirement = "The model writes notes.txt, then answers."
-[[model.turns]]
-text = "Writing."
-[[model.turns.tool-calls]]
-name = "write_file"
-args = { file_path = "notes.txt", content = "hi" }
-[[model.turns]]
-chunks = ["Done."]
-"#,
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("toucher.toml"),
-        "requirement = \"The model runs a shell command outside the safe list, then answers.\"\n[[model.turns]]\n[[model.turns.tool-calls]]\nname = \"run_shell_command\"\nargs = { command = \"touch made.txt\" }\n[[model.turns]]\ntext = \"ok\"\n",
-    )
-    .unwrap();
-    dir
 }
 
 /// Which agent a run drives.
@@ -779,7 +752,7 @@ pub fn compare(label: &str, real: &str, fake: &str) -> Result<(), String> {
 fn differential(cases: &[AcpCase]) {
     let gemini = real_cli();
     let root = tempfile::tempdir().unwrap();
-    let scenarios = scenario_dir(root.path());
+    let scenarios = crate::support::permission_scenarios(root.path());
     let api = ApiServer::start(
         0,
         Config {
@@ -853,7 +826,7 @@ fn full() {
 #[test]
 fn an_acp_difference_fails_with_a_readable_diff() {
     let root = tempfile::tempdir().unwrap();
-    let scenarios = scenario_dir(root.path());
+    let scenarios = crate::support::permission_scenarios(root.path());
     let api = ApiServer::start(0, Config::default()).expect("start the scripted API");
     let case = cases().into_iter().find(|c| c.name == "tool-call").unwrap();
     let expected = run(&Side::Fake, &api.base_url(), &scenarios, &case);

@@ -201,3 +201,31 @@ pub fn alive(pid: i32) -> bool {
         .map(|s| !s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z')))
         .unwrap_or(true)
 }
+
+/// Writes the ACP tests' permission scenarios into `root/scenarios` and returns that directory
+/// (for `FAKE_GEMINI_SCENARIO_DIR`): `writer` writes notes.txt (a tool that asks for permission in
+/// `default` mode), `rm` runs `touch made.txt` (named as in the captures) (a shell command outside the safe list), as in
+/// the `acp_perm_*` / `acp_plan_write` captures.
+pub fn permission_scenarios(root: &Path) -> PathBuf {
+    let dir = root.join("scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("writer.toml"),
+        r#"requirement = "The model writes notes.txt, then answers."
+[[model.turns]]
+text = "Writing."
+[[model.turns.tool-calls]]
+name = "write_file"
+args = { file_path = "notes.txt", content = "hi" }
+[[model.turns]]
+chunks = ["Done."]
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("rm.toml"),
+        "requirement = \"The model runs a shell command outside the safe list, then answers.\"\n[[model.turns]]\n[[model.turns.tool-calls]]\nname = \"run_shell_command\"\nargs = { command = \"touch made.txt\" }\n[[model.turns]]\ntext = \"ok\"\n",
+    )
+    .unwrap();
+    dir
+}
