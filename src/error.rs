@@ -3,11 +3,11 @@
 //! `structuredContent` fields fixed in CONTRIBUTING.md.
 
 use rmcp::model::{CallToolResult, ContentBlock};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// Most bytes of the child's stderr repeated in an error result (the tail is kept).
 pub const STDERR_TAIL_BYTES: usize = 4096;
-/// Most characters of a partial answer or raw response repeated in an error result's text.
+/// Most characters of a partial answer or raw response repeated in an error result.
 pub const PARTIAL_TEXT_CHARS: usize = 8192;
 
 /// Every kind of failure a call can end with. The string form is the `KIND` of the first line and
@@ -128,6 +128,91 @@ impl ErrorKind {
         }
     }
 
+    /// The exit code of this kind when no process decided one (a failure before the spawn, one
+    /// the server decided, an ACP agent's answer): the "usual N" of the README's errors table,
+    /// so the same kind always shows the same N.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Error | ErrorKind::Unknown | ErrorKind::CliTooOld => 1,
+            ErrorKind::AuthRequired => 41,
+            ErrorKind::InputValidation | ErrorKind::SessionNotFound => 42,
+            ErrorKind::SandboxError => 44,
+            ErrorKind::ConfigError => 52,
+            ErrorKind::TurnLimit => 53,
+            ErrorKind::ToolError => 54,
+            ErrorKind::UntrustedWorkspace => 55,
+            ErrorKind::Cancelled => 130,
+            // An API error's exit is its HTTP status & 0xFF: 429 → 173, 400 → 144, 403 → 147,
+            // 404 → 148, 500 → 244.
+            ErrorKind::RateLimited | ErrorKind::QuotaExhausted => 173,
+            ErrorKind::BadRequest => 144,
+            ErrorKind::PermissionDenied => 147,
+            ErrorKind::ModelNotFound => 148,
+            ErrorKind::ServerError => 244,
+            ErrorKind::EmptyResponse
+            | ErrorKind::InputTooLarge
+            | ErrorKind::Incomplete
+            | ErrorKind::SchemaMismatch => 0,
+            ErrorKind::OutputLimit => 137,
+            ErrorKind::SpawnFailed => 127,
+            ErrorKind::Timeout => 124,
+        }
+    }
+
+    /// The kind of an API error from its HTTP status (when known) and its message: the message
+    /// first, because a 429 is a daily quota or a retryable rate limit only by what it says.
+    /// `None` when neither tells.
+    pub fn from_http(status: Option<u16>, message: &str) -> Option<ErrorKind> {
+        let lower = message.to_ascii_lowercase();
+        let says = |phrases: &[&str]| phrases.iter().any(|p| lower.contains(p));
+        if says(&[
+            "exhausted your daily quota",
+            "terminalquotaerror",
+            "perday",
+            "quota exceeded",
+        ]) || (lower.contains("quota") && lower.contains("daily"))
+        {
+            return Some(ErrorKind::QuotaExhausted);
+        }
+        if says(&[
+            "resource has been exhausted",
+            "rate limit",
+            "resource_exhausted",
+            "too many requests",
+        ]) {
+            return Some(ErrorKind::RateLimited);
+        }
+        match status {
+            Some(429) => Some(ErrorKind::RateLimited),
+            Some(400) => Some(ErrorKind::BadRequest),
+            Some(401 | 403) => Some(ErrorKind::PermissionDenied),
+            Some(404) => Some(ErrorKind::ModelNotFound),
+            Some(500..=599) => Some(ErrorKind::ServerError),
+            _ if says(&["permission_denied", "unauthenticated"]) => {
+                Some(ErrorKind::PermissionDenied)
+            }
+            _ if says(&["invalid_argument"]) => Some(ErrorKind::BadRequest),
+            _ if says(&["not_found", "is not found"]) => Some(ErrorKind::ModelNotFound),
+            _ => None,
+        }
+    }
+
+    /// What to do about a failure of this kind, when the fix is always the same.
+    pub fn fix(self) -> Option<&'static str> {
+        match self {
+            ErrorKind::AuthRequired => Some(
+                "authenticate the Gemini CLI once (run `gemini` interactively) or set GEMINI_API_KEY in the MCP server's env",
+            ),
+            ErrorKind::UntrustedWorkspace => Some(
+                "the server passes --skip-trust; set GEMINI_CLI_TRUST_WORKSPACE=true in its env if your CLI ignores it",
+            ),
+            ErrorKind::ModelNotFound => Some("check the model name (e.g. gemini-2.5-pro)"),
+            ErrorKind::QuotaExhausted => Some("wait for the quota to reset or use another model"),
+            ErrorKind::RateLimited => Some("retry later"),
+            _ => None,
+        }
+    }
+
     /// The kind the CLI's exit code alone implies (the last step of classification).
     pub fn from_exit_code(code: i32) -> ErrorKind {
         match code {
@@ -162,60 +247,108 @@ impl std::fmt::Display for ErrorKind {
 
 pub use crate::structured::ValidationIssue;
 
+/// What the run behind a failure left: everything a failure reports besides its kind, exit code
+/// and message. Empty for a failure decided before anything ran.
+#[derive(Debug, Clone, Default)]
+pub struct RunFacts {
+    /// The end of the child's stderr, lossily decoded.
+    pub stderr_tail: String,
+    /// Assistant text seen before the failure.
+    pub partial_response: Option<String>,
+    /// The session the run used.
+    pub session_id: Option<String>,
+    /// The model the run used.
+    pub model: Option<String>,
+    /// The CLI's token and tool statistics.
+    pub stats: Option<Value>,
+    /// Milliseconds from the start to the end of supervision.
+    pub duration_ms: u64,
+    /// The signal that ended the child, when one did.
+    pub signal: Option<i32>,
+}
+
+/// A structured answer that does not validate: why, and what came.
+#[derive(Debug, Clone)]
+pub struct Invalid {
+    /// Each validation error.
+    pub errors: Vec<ValidationIssue>,
+    /// The model's raw answer.
+    pub raw: String,
+}
+
 /// A failed call, with everything the error result reports.
 #[derive(Debug, Clone)]
 pub struct Failure {
     /// The kind.
     pub kind: ErrorKind,
-    /// `N` of `[error exit=N]`: the CLI's exit code, 128 + signal, 127/126, or 42 before spawning.
+    /// `N` of `[error exit=N]`: the CLI's exit code, 128 + signal, 127/126, or the kind's own
+    /// code when no process decided it ([`ErrorKind::exit_code`]).
     pub exit_code: i32,
     /// One line (or a few) saying what happened and what to do.
     pub message: String,
-    /// The end of the child's stderr, lossily decoded.
-    pub stderr_tail: String,
-    /// Assistant text seen before the failure.
-    pub partial_response: Option<String>,
-    /// From the `init` event.
-    pub session_id: Option<String>,
-    /// From the `init` event.
-    pub model: Option<String>,
-    /// From the `result` event.
-    pub stats: Option<Value>,
-    /// Milliseconds from spawn to the end of supervision (0 when nothing was spawned).
-    pub duration_ms: u64,
-    /// The signal that ended the child, when one did.
-    pub signal: Option<i32>,
+    /// What the run left.
+    pub run: RunFacts,
     /// How long the API asked to wait, when it said.
     pub retry_delay_ms: Option<u64>,
-    /// `schema_mismatch`: each validation error.
-    pub validation_errors: Option<Vec<ValidationIssue>>,
-    /// `schema_mismatch`: the model's raw answer.
-    pub raw_response: Option<String>,
+    /// `schema_mismatch`: the validation errors and the raw answer.
+    pub invalid: Option<Invalid>,
 }
 
 impl Failure {
-    /// A failure with only a kind, an exit code and a message (the rest empty).
-    pub fn new(kind: ErrorKind, exit_code: i32, message: impl Into<String>) -> Self {
+    /// A failure of `kind` with its own exit code ([`ErrorKind::exit_code`]).
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Failure::with_exit(kind, kind.exit_code(), message)
+    }
+
+    /// A failure whose exit code a process decided (the CLI's exit, 128 + signal, 127/126).
+    pub fn with_exit(kind: ErrorKind, exit_code: i32, message: impl Into<String>) -> Self {
         Failure {
             kind,
             exit_code,
             message: message.into(),
-            stderr_tail: String::new(),
-            partial_response: None,
-            session_id: None,
-            model: None,
-            stats: None,
-            duration_ms: 0,
-            signal: None,
+            run: RunFacts::default(),
             retry_delay_ms: None,
-            validation_errors: None,
-            raw_response: None,
+            invalid: None,
         }
     }
 
     /// Arguments refused before spawning: `[error exit=42] input_validation: …`.
     pub fn invalid_input(message: impl Into<String>) -> Self {
-        Failure::new(ErrorKind::InputValidation, 42, message)
+        Failure::new(ErrorKind::InputValidation, message)
+    }
+
+    /// The call was cancelled (by the client, or the server shutting down): exit 130.
+    pub fn cancelled(message: impl Into<String>) -> Self {
+        Failure::new(ErrorKind::Cancelled, message)
+    }
+
+    /// The server is shutting down.
+    pub fn shutting_down() -> Self {
+        Failure::cancelled("the server is shutting down")
+    }
+
+    /// What the run behind the failure left.
+    pub fn with_run(mut self, run: RunFacts) -> Self {
+        self.run = run;
+        self
+    }
+
+    /// The retry delay the API gave.
+    pub fn with_retry_delay(mut self, ms: Option<u64>) -> Self {
+        self.retry_delay_ms = ms;
+        self
+    }
+
+    /// A structured answer's validation errors and raw text.
+    pub fn with_invalid(mut self, errors: Vec<ValidationIssue>, raw: String) -> Self {
+        self.invalid = Some(Invalid { errors, raw });
+        self
+    }
+
+    /// Appends a note in parentheses to the message (what a retry policy did).
+    pub fn note(mut self, note: &str) -> Self {
+        self.message = format!("{} ({note})", self.message);
+        self
     }
 
     /// The first line of the text, byte for byte what clients match on.
@@ -231,9 +364,9 @@ impl Failure {
         if let Some(ms) = self.retry_delay_ms {
             text.push_str(&format!("\nretry after: {ms} ms"));
         }
-        if let Some(errors) = &self.validation_errors {
+        if let Some(invalid) = &self.invalid {
             text.push_str("\nvalidation errors:");
-            for e in errors {
+            for e in &invalid.errors {
                 let path = if e.instance_path.is_empty() {
                     "(root)"
                 } else {
@@ -241,18 +374,16 @@ impl Failure {
                 };
                 text.push_str(&format!("\n  {path}: {}", e.message));
             }
-        }
-        if let Some(raw) = &self.raw_response {
             text.push_str("\n--- raw response ---\n");
-            text.push_str(&head_chars(raw, PARTIAL_TEXT_CHARS));
+            text.push_str(&clip(&invalid.raw));
         }
-        if !self.stderr_tail.trim().is_empty() {
+        if !self.run.stderr_tail.trim().is_empty() {
             text.push_str("\n--- stderr (tail) ---\n");
-            text.push_str(self.stderr_tail.trim_end());
+            text.push_str(self.run.stderr_tail.trim_end());
         }
-        if let Some(partial) = &self.partial_response {
+        if let Some(partial) = &self.run.partial_response {
             text.push_str("\n--- partial response ---\n");
-            text.push_str(&head_chars(partial, PARTIAL_TEXT_CHARS));
+            text.push_str(&clip(partial));
         }
         text
     }
@@ -263,28 +394,60 @@ impl Failure {
             "errorKind": self.kind.as_str(),
             "exitCode": self.exit_code,
             "message": self.message,
-            "stderrTail": self.stderr_tail,
-            "partialResponse": self.partial_response,
-            "sessionId": self.session_id,
-            "model": self.model,
-            "stats": self.stats,
-            "durationMs": self.duration_ms,
-            "signal": self.signal,
+            "stderrTail": self.run.stderr_tail,
+            "partialResponse": self.run.partial_response.as_deref().map(clip),
+            "sessionId": self.run.session_id,
+            "model": self.run.model,
+            "stats": self.run.stats,
+            "durationMs": self.run.duration_ms,
+            "signal": self.run.signal,
             "retryDelayMs": self.retry_delay_ms,
-            "validationErrors": self.validation_errors.as_ref().map(|errors| {
-                errors
+            "validationErrors": self.invalid.as_ref().map(|invalid| {
+                invalid
+                    .errors
                     .iter()
                     .map(|e| json!({"instancePath": e.instance_path, "message": e.message}))
                     .collect::<Vec<_>>()
             }),
-            "rawResponse": self.raw_response,
+            "rawResponse": self.invalid.as_ref().map(|i| clip(&i.raw)),
         })
     }
+}
 
-    /// The MCP result: `isError: true`, the text block, and `structuredContent`.
+/// The one renderer of failures into tool results: `isError: true`, the text block, and the
+/// `structuredContent` of the tool's contract.
+impl Failure {
+    /// The result of every tool but the `acp` set's `gemini`: [`Failure::structured`].
     pub fn into_call_tool_result(self) -> CallToolResult {
+        let structured = self.structured();
+        self.result(structured)
+    }
+
+    /// The result of the `acp` set's `gemini` tool: gemini_mcp's contract (`success: false`,
+    /// `SESSION_ID`, `agent_messages`, `error`, …) with the kind and exit code, and `extra`
+    /// (what the call asked to be echoed) on top.
+    pub fn into_agent_result(self, extra: Map<String, Value>) -> CallToolResult {
+        let mut v = json!({
+            "success": false,
+            "SESSION_ID": self.run.session_id,
+            "agent_messages": self.run.partial_response.as_deref().map(clip).unwrap_or_default(),
+            "thought": "",
+            "stop_reason": null,
+            "tool_calls": [],
+            "plan": [],
+            "error": self.message,
+            "errorKind": self.kind.as_str(),
+            "exitCode": self.exit_code,
+        });
+        for (k, val) in extra {
+            v[k] = val;
+        }
+        self.result(v)
+    }
+
+    fn result(self, structured: Value) -> CallToolResult {
         let mut result = CallToolResult::error(vec![ContentBlock::text(self.text())]);
-        result.structured_content = Some(self.structured());
+        result.structured_content = Some(structured);
         result
     }
 }
@@ -310,6 +473,13 @@ pub fn tail_lossy(bytes: &[u8], max: usize) -> String {
         }
     }
     String::from_utf8_lossy(tail).into_owned()
+}
+
+/// The one cut of a partial answer or raw response in an error result, in its text and its
+/// `structuredContent` alike: the first [`PARTIAL_TEXT_CHARS`] characters (models read from the
+/// start), with a marker saying how many more there were.
+pub fn clip(text: &str) -> String {
+    head_chars(text, PARTIAL_TEXT_CHARS)
 }
 
 /// The first `max` characters of `text`, with a marker when cut.
@@ -340,7 +510,7 @@ mod tests {
 
     #[test]
     fn message_newlines_stay_out_of_the_first_line() {
-        let f = Failure::new(ErrorKind::Error, 1, "a\nb");
+        let f = Failure::new(ErrorKind::Error, "a\nb");
         assert_eq!(
             f.text().lines().next().unwrap(),
             "[error exit=1] error: a b"
@@ -349,7 +519,7 @@ mod tests {
 
     #[test]
     fn structured_has_every_contract_field() {
-        let v = Failure::new(ErrorKind::RateLimited, 173, "slow down").structured();
+        let v = Failure::new(ErrorKind::RateLimited, "slow down").structured();
         for key in [
             "errorKind",
             "exitCode",
@@ -378,6 +548,66 @@ mod tests {
         assert_eq!(ErrorKind::from_exit_code(244), ErrorKind::ServerError);
         assert_eq!(ErrorKind::from_exit_code(7), ErrorKind::Unknown);
         assert_eq!(ErrorKind::from_exit_code(0), ErrorKind::Incomplete);
+    }
+
+    #[test]
+    fn http_statuses_and_messages_map_to_kinds() {
+        let k = ErrorKind::from_http;
+        assert_eq!(
+            k(Some(429), "You have exhausted your daily quota"),
+            Some(ErrorKind::QuotaExhausted)
+        );
+        assert_eq!(
+            k(Some(429), "quota for this daily limit"),
+            Some(ErrorKind::QuotaExhausted)
+        );
+        assert_eq!(k(Some(429), "slow down"), Some(ErrorKind::RateLimited));
+        assert_eq!(k(None, "RESOURCE_EXHAUSTED"), Some(ErrorKind::RateLimited));
+        assert_eq!(k(Some(400), "bad"), Some(ErrorKind::BadRequest));
+        assert_eq!(k(Some(403), "no"), Some(ErrorKind::PermissionDenied));
+        assert_eq!(k(Some(404), "gone"), Some(ErrorKind::ModelNotFound));
+        assert_eq!(k(Some(503), "later"), Some(ErrorKind::ServerError));
+        assert_eq!(
+            k(None, "models/x is not found"),
+            Some(ErrorKind::ModelNotFound)
+        );
+        assert_eq!(k(None, "something else"), None);
+    }
+
+    #[test]
+    fn every_kind_has_its_own_exit_code_where_no_process_decides() {
+        for kind in ErrorKind::ALL {
+            let f = Failure::new(kind, "x");
+            assert_eq!(f.exit_code, kind.exit_code(), "{kind}");
+        }
+        assert_eq!(
+            ErrorKind::from_exit_code(ErrorKind::RateLimited.exit_code()),
+            ErrorKind::RateLimited
+        );
+        assert_eq!(
+            ErrorKind::from_exit_code(ErrorKind::ModelNotFound.exit_code()),
+            ErrorKind::ModelNotFound
+        );
+        assert_eq!(Failure::cancelled("x").exit_code, 130);
+    }
+
+    #[test]
+    fn partial_text_is_cut_once_and_the_same_way_in_text_and_structure() {
+        let long: String = "é".repeat(PARTIAL_TEXT_CHARS + 10);
+        let f = Failure::new(ErrorKind::Error, "x").with_run(RunFacts {
+            partial_response: Some(long),
+            ..RunFacts::default()
+        });
+        let structured = f.structured()["partialResponse"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            structured.ends_with("[… 10 more characters]"),
+            "{}",
+            &structured[structured.len() - 40..]
+        );
+        assert!(f.text().ends_with(&structured));
     }
 
     #[test]

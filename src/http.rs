@@ -16,7 +16,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{split_list, Flags};
+use crate::config::parse::{parse_flag, split_list};
+use crate::config::Flags;
 use crate::server::GeminiServer;
 
 /// The one path MCP is served on.
@@ -119,8 +120,7 @@ impl HttpOptions {
             .parse()
             .map_err(|_| HttpConfigError::BadAddress(addr.clone()))?;
         let allow_remote = flags.http_allow_remote
-            || lookup("GEMINICLI_MCP_HTTP_ALLOW_REMOTE")
-                .is_some_and(|v| crate::config::parse_flag(&v));
+            || lookup("GEMINICLI_MCP_HTTP_ALLOW_REMOTE").is_some_and(|v| parse_flag(&v));
         if !addr.ip().is_loopback() && !allow_remote {
             return Err(HttpConfigError::NotLoopback(addr));
         }

@@ -1,57 +1,15 @@
-//! The operator's limits on what a call may ask for (issue 5): the allowed roots for `workspace`
-//! and friends, the approval-mode ceiling, and the checks of paths against them. Read from
-//! `GEMINICLI_MCP_ALLOWED_ROOTS` and `GEMINICLI_MCP_APPROVAL_MODE`.
+//! The operator's limits on what a call may ask for: the allowed roots for `workspace` and the other
+//! path arguments, the approval-mode ceiling, the opt-in tool sets, the deadlines and the quota
+//! policy, and the checks of paths against the roots. Read from `GEMINICLI_MCP_ALLOWED_ROOTS`,
+//! `GEMINICLI_MCP_APPROVAL_MODE`, `GEMINICLI_MCP_TOOLSETS` and the deadline and quota variables.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::approval::ApprovalMode;
+use crate::config::parse::{parse_flag, parse_positive};
+use crate::deadline::Deadlines;
 use crate::error::Failure;
-
-/// The CLI's approval modes, from the most restrictive to the least.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ApprovalMode {
-    /// Read-only: the CLI plans and may not change anything.
-    Plan,
-    /// Tools that change things need an approval nobody can give headless: they are refused.
-    Default,
-    /// Edits are auto-approved, shell commands are not.
-    AutoEdit,
-    /// Everything is auto-approved (the reference's only mode).
-    Yolo,
-}
-
-impl ApprovalMode {
-    /// The CLI's spelling (`--approval-mode=<this>`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalMode::Plan => "plan",
-            ApprovalMode::Default => "default",
-            ApprovalMode::AutoEdit => "auto_edit",
-            ApprovalMode::Yolo => "yolo",
-        }
-    }
-
-    /// A mode by the CLI's name.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "plan" => Some(ApprovalMode::Plan),
-            "default" => Some(ApprovalMode::Default),
-            "auto_edit" => Some(ApprovalMode::AutoEdit),
-            "yolo" => Some(ApprovalMode::Yolo),
-            _ => None,
-        }
-    }
-
-    /// A mode by cli-agent-mcp's `permission` names.
-    pub fn from_permission(value: &str) -> Option<Self> {
-        match value {
-            "read-only" => Some(ApprovalMode::Plan),
-            "workspace-write" => Some(ApprovalMode::AutoEdit),
-            "unlimited" => Some(ApprovalMode::Yolo),
-            _ => None,
-        }
-    }
-}
 
 /// The operator's limits.
 #[derive(Debug, Clone)]
@@ -63,7 +21,7 @@ pub struct Policy {
     /// the mode of calls that ask for none (default `yolo`, as the reference).
     pub approval_ceiling: ApprovalMode,
     /// `GEMINICLI_MCP_TOOLSETS`: the opt-in tools listed besides the reference's three.
-    pub toolsets: crate::toolsets::Toolsets,
+    pub toolsets: Toolsets,
     /// `GEMINICLI_MCP_*_TIMEOUT_MS`: the operator's deadlines (none by default).
     pub deadlines: Deadlines,
     /// The opt-in quota and retry policy (off by default).
@@ -99,9 +57,9 @@ impl QuotaPolicy {
         let d = QuotaPolicy::default();
         QuotaPolicy {
             rate_limit_retry: text("GEMINICLI_MCP_RATE_LIMIT_RETRY")
-                .is_some_and(|v| crate::config::parse_flag(&v)),
+                .is_some_and(|v| parse_flag(&v)),
             max_wait: text("GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS")
-                .and_then(|v| crate::config::parse_positive(&v))
+                .and_then(|v| parse_positive(&v))
                 .map_or(d.max_wait, std::time::Duration::from_millis),
             fallback_models: text("GEMINICLI_MCP_FALLBACK_MODELS")
                 .map(|v| {
@@ -116,50 +74,52 @@ impl QuotaPolicy {
     }
 }
 
-/// A run's opt-in deadlines; none set means no timeout, as the reference.
+/// Which opt-in tool sets are listed and callable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Deadlines {
-    /// From the spawn to the first content: an assistant message or a tool event.
-    pub first_content: Option<std::time::Duration>,
-    /// Longest time without a line on either stream.
-    pub inactivity: Option<std::time::Duration>,
-    /// From the spawn to the end of the run.
-    pub total: Option<std::time::Duration>,
+pub struct Toolsets {
+    /// `sessions`: list and delete the CLI's sessions.
+    pub sessions: bool,
+    /// `models`: the models the CLI knows.
+    pub models: bool,
 }
 
-impl Deadlines {
-    /// Reads `GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS`, `GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS` and
-    /// `GEMINICLI_MCP_TOTAL_TIMEOUT_MS` (positive integers; anything else: unset).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Deadlines {
-        let ms = |name: &str| {
-            lookup(name)
-                .and_then(|v| v.into_string().ok())
-                .and_then(|v| crate::config::parse_positive(&v))
-                .map(std::time::Duration::from_millis)
-        };
-        Deadlines {
-            first_content: ms("GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS"),
-            inactivity: ms("GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS"),
-            total: ms("GEMINICLI_MCP_TOTAL_TIMEOUT_MS"),
+impl Toolsets {
+    /// Parses `GEMINICLI_MCP_TOOLSETS`: comma-separated `sessions`, `models`, or `all` (any case,
+    /// spaces ignored; `acp`/`agent` belong to the ACP tool set). Unknown names are returned.
+    pub fn parse(value: &str) -> (Toolsets, Vec<String>) {
+        let mut t = Toolsets::default();
+        let mut unknown = Vec::new();
+        for name in value.split(',').map(|n| n.trim().to_ascii_lowercase()) {
+            match name.as_str() {
+                "" => {}
+                "sessions" => t.sessions = true,
+                "models" => t.models = true,
+                "all" => {
+                    t.sessions = true;
+                    t.models = true;
+                }
+                // The ACP tool set is read by `acp`.
+                "acp" | "agent" => {}
+                _ => unknown.push(name),
+            }
         }
+        (t, unknown)
     }
 
-    /// The operator's limits with a call's on top: for each, the shorter of the two.
-    pub fn with(self, call: Deadlines) -> Deadlines {
-        let min = |a: Option<std::time::Duration>, b: Option<std::time::Duration>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+    /// Reads the variable through `lookup`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Toolsets {
+        let Some(value) = lookup("GEMINICLI_MCP_TOOLSETS").and_then(|v| v.into_string().ok())
+        else {
+            return Toolsets::default();
         };
-        Deadlines {
-            first_content: min(self.first_content, call.first_content),
-            inactivity: min(self.inactivity, call.inactivity),
-            total: min(self.total, call.total),
+        let (t, unknown) = Toolsets::parse(&value);
+        if !unknown.is_empty() {
+            tracing::warn!(
+                ?unknown,
+                "GEMINICLI_MCP_TOOLSETS: unknown tool sets ignored (known: sessions, models, all)"
+            );
         }
-    }
-
-    /// Whether any limit is set.
-    pub fn any(&self) -> bool {
-        self.first_content.is_some() || self.inactivity.is_some() || self.total.is_some()
+        t
     }
 }
 
@@ -168,7 +128,7 @@ impl Default for Policy {
         Policy {
             allowed_roots: Vec::new(),
             approval_ceiling: ApprovalMode::Yolo,
-            toolsets: crate::toolsets::Toolsets::default(),
+            toolsets: Toolsets::default(),
             deadlines: Deadlines::default(),
             quota: QuotaPolicy::default(),
         }
@@ -198,7 +158,7 @@ impl Policy {
         Policy {
             allowed_roots,
             approval_ceiling,
-            toolsets: crate::toolsets::Toolsets::from_lookup(&lookup),
+            toolsets: Toolsets::from_lookup(&lookup),
             deadlines: Deadlines::from_lookup(&lookup),
             quota: QuotaPolicy::from_lookup(&lookup),
         }
@@ -236,13 +196,6 @@ impl Policy {
             ))),
         }
     }
-}
-
-/// Whether a failed attempt may be run again (the quota policy's guard): a retry repeats whatever
-/// the attempt's tools did, so only when none ran, or the approval mode cannot write (`plan`,
-/// `default`: headless, nothing that needs an approval runs).
-pub fn may_repeat(tools_ran: bool, mode: Option<ApprovalMode>) -> bool {
-    !tools_ran || mode.is_some_and(|m| m <= ApprovalMode::Default)
 }
 
 /// `path` made absolute and resolved (symlinks, `..`), without the `\\?\` prefix Windows adds.
@@ -423,6 +376,16 @@ mod tests {
     use crate::error::ErrorKind;
 
     #[test]
+    fn toolsets_parse() {
+        assert_eq!(Toolsets::parse("").0, Toolsets::default());
+        let (t, unknown) = Toolsets::parse(" Sessions , nope");
+        assert!(t.sessions && !t.models);
+        assert_eq!(unknown, ["nope"]);
+        let (t, _) = Toolsets::parse("all");
+        assert!(t.sessions && t.models);
+    }
+
+    #[test]
     fn approval_is_refused_above_the_ceiling() {
         let p = Policy {
             approval_ceiling: ApprovalMode::AutoEdit,
@@ -505,42 +468,6 @@ mod tests {
             "{}",
             f.message
         );
-    }
-
-    #[test]
-    fn deadlines_take_the_shorter_limit() {
-        let ms = |v| Some(std::time::Duration::from_millis(v));
-        let env = Deadlines {
-            total: ms(1000),
-            inactivity: ms(300),
-            ..Deadlines::default()
-        };
-        let call = Deadlines {
-            total: ms(5000),
-            first_content: ms(200),
-            ..Deadlines::default()
-        };
-        let d = env.with(call);
-        assert_eq!(
-            (d.total, d.inactivity, d.first_content),
-            (ms(1000), ms(300), ms(200))
-        );
-        assert!(!Deadlines::default().any());
-        let from = Deadlines::from_lookup(|n| {
-            (n == "GEMINICLI_MCP_TOTAL_TIMEOUT_MS").then(|| OsString::from("250"))
-        });
-        assert_eq!(from.total, ms(250));
-        assert_eq!(from.inactivity, None);
-    }
-
-    #[test]
-    fn a_retry_never_repeats_writing_tools() {
-        assert!(may_repeat(false, Some(ApprovalMode::Yolo)));
-        assert!(may_repeat(true, Some(ApprovalMode::Plan)));
-        assert!(may_repeat(true, Some(ApprovalMode::Default)));
-        assert!(!may_repeat(true, Some(ApprovalMode::AutoEdit)));
-        assert!(!may_repeat(true, Some(ApprovalMode::Yolo)));
-        assert!(!may_repeat(true, None));
     }
 
     #[test]

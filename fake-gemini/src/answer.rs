@@ -5,9 +5,11 @@
 use serde_json::{json, Value};
 
 use crate::cli::Args;
-use crate::output::{self, err, err_line, event, out, Format, Stats, Tokens};
-use crate::run::{env_ms, sleep_ms, Ctx};
+use crate::invocation::Ctx;
+use crate::output::{self, event, Format, Stats, Tokens};
 use crate::scenario::{self, Descendant, FailureKind, Hang, Then, Turn, UnknownModel};
+use crate::sys::{env_ms, sleep_ms};
+use crate::sys::{err, err_line, out};
 use crate::{clock, proc, texts};
 
 /// Resolves a requested model as the real CLI does: (router version under auto, main version).
@@ -443,7 +445,7 @@ impl<'a> Runner<'a> {
             let hold = sc.process.descendant_hold_ms.unwrap_or(600_000);
             if let Err(e) = proc::spawn_holder(hold, d == Descendant::SetsidGrandchild) {
                 err_line(&format!("fake-gemini: cannot spawn the descendant: {e}"));
-                proc::exit_now(99);
+                crate::sys::exit_now(99);
             }
             if sc.process.then == Then::Hang {
                 proc::hang();
@@ -457,7 +459,7 @@ impl<'a> Runner<'a> {
     fn cancel(&mut self) -> ! {
         err(b"\nCancelling...\n");
         let code = self.fatal("FatalCancellationError", texts::CANCELLED, 130, false);
-        proc::exit_now(code);
+        crate::sys::exit_now(code);
     }
 
     /// Runs one tool call; `Some(code)` ends the run (fatal tool error).
@@ -889,12 +891,12 @@ impl<'a> Runner<'a> {
                 while left > 0 {
                     let k = left.min(BLOCK as u64) as usize;
                     if o.write_all(&block.as_bytes()[..k]).is_err() {
-                        proc::exit_now(0);
+                        crate::sys::exit_now(0);
                     }
                     left -= k as u64;
                 }
                 if o.flush().is_err() {
-                    proc::exit_now(0);
+                    crate::sys::exit_now(0);
                 }
                 self.text_written = n > 0;
                 self.text_last_nl = n > 0 && block.as_bytes()[(n as usize - 1) % BLOCK] == b'\n';
@@ -913,7 +915,7 @@ impl<'a> Runner<'a> {
                 use std::io::Write;
                 while left >= BLOCK as u64 {
                     if o.write_all(&line).is_err() {
-                        proc::exit_now(0);
+                        crate::sys::exit_now(0);
                     }
                     left -= BLOCK as u64;
                 }

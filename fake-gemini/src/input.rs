@@ -74,7 +74,7 @@ pub fn read(wait: Duration, late: bool) -> Stdin {
     if text.len() > MAX_STDIN {
         truncated = true;
         text.truncate(floor_char_boundary(&text, MAX_STDIN));
-        crate::output::err_line(&format!(
+        crate::sys::err_line(&format!(
             "Warning: stdin input truncated to {MAX_STDIN} bytes."
         ));
     }

@@ -8,10 +8,12 @@
 pub mod acp;
 pub mod answer;
 pub mod api;
+pub mod checks;
 pub mod cli;
 pub mod clock;
 pub mod ids;
 pub mod input;
+pub mod invocation;
 pub mod log;
 pub mod output;
 pub mod proc;
@@ -19,6 +21,7 @@ pub mod run;
 pub mod scenario;
 pub mod session;
 pub mod settings;
+pub mod sys;
 pub mod texts;
 
 /// The binary's entry point: descendant role, launcher, or worker.
@@ -32,5 +35,5 @@ pub fn main_entry() -> ! {
         proc::launcher(&argv);
     }
     let code = run::worker(argv);
-    proc::exit_now(code)
+    sys::exit_now(code)
 }

@@ -42,8 +42,8 @@ fn append(record: &Value) {
 
 /// A log that cannot be written is a fixture bug: it must not pass for a run without records.
 fn fail(msg: &str) -> ! {
-    crate::output::err_line(&format!("fake-gemini: {msg}"));
-    crate::proc::exit_now(99)
+    crate::sys::err_line(&format!("fake-gemini: {msg}"));
+    crate::sys::exit_now(99)
 }
 
 /// Fails (exit 99) unless FAKE_GEMINI_LOG, when set, can be opened for appending; the launcher
@@ -104,7 +104,7 @@ pub fn invocation(inv: &Invocation<'_>) {
                 v.to_string_lossy().into_owned(),
             )
         })
-        .filter(|(k, _)| k != crate::proc::LAUNCHER_ENV)
+        .filter(|(k, _)| k != crate::sys::LAUNCHER_ENV)
         .collect();
     vars.sort();
     for (k, v) in vars {
@@ -126,9 +126,9 @@ pub fn invocation(inv: &Invocation<'_>) {
         "event": "invocation",
         "version": inv.version,
         "pid": std::process::id(),
-        "pgid": crate::proc::pgid(),
-        "ppid": crate::proc::ppid(),
-        "launcher_pid": crate::proc::launcher_info().map(|(p, _)| p),
+        "pgid": crate::sys::pgid(),
+        "ppid": crate::sys::ppid(),
+        "launcher_pid": crate::sys::launcher_info().map(|(p, _)| p),
         "argv": inv.argv,
         "cwd": cwd,
         "stdin": String::from_utf8_lossy(inv.stdin),

@@ -2,8 +2,6 @@
 //! stripped from model text, stdout EPIPE ending the process with exit 0, and the stats shapes of
 //! `-o json` and `-o stream-json`.
 
-use std::io::Write;
-
 use serde_json::{json, Map, Value};
 
 /// `-o` values.
@@ -26,29 +24,6 @@ impl Format {
             _ => Format::Text,
         }
     }
-}
-
-/// Writes to stdout; a closed pipe ends the process with exit 0 and no output, as Node does.
-pub fn out(bytes: &[u8]) {
-    let mut o = std::io::stdout().lock();
-    if o.write_all(bytes).and_then(|_| o.flush()).is_err() {
-        crate::proc::exit_now(0);
-    }
-}
-
-/// Writes to stderr; errors are ignored.
-pub fn err(bytes: &[u8]) {
-    let mut e = std::io::stderr().lock();
-    let _ = e.write_all(bytes);
-    let _ = e.flush();
-}
-
-/// Writes one stderr line.
-pub fn err_line(s: &str) {
-    let mut b = Vec::with_capacity(s.len() + 1);
-    b.extend_from_slice(s.as_bytes());
-    b.push(b'\n');
-    err(&b);
 }
 
 /// Removes ANSI escape sequences (CSI, OSC, two-byte ESC), keeping other control bytes.

@@ -5,23 +5,12 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// The env var naming the launcher's pid and the attempt number (`PID:N`) in the worker.
-pub const LAUNCHER_ENV: &str = "FAKE_GEMINI_LAUNCHER";
+use crate::sys::{exit_now, LAUNCHER_ENV};
+
 /// The env var that turns a spawned copy of the binary into a descendant holding the pipes (`MS[:setsid]`).
 pub const HOLDER_ENV: &str = "FAKE_GEMINI_HOLDER";
 /// The worker's "please relaunch me" exit code.
 pub const RELAUNCH_EXIT_CODE: i32 = 199;
-
-/// Exits at once, without running destructors (stdout is unbuffered here, nothing is lost).
-pub fn exit_now(code: i32) -> ! {
-    #[cfg(unix)]
-    // SAFETY: _exit is always safe to call; it only ends the process.
-    unsafe {
-        libc::_exit(code)
-    }
-    #[cfg(not(unix))]
-    std::process::exit(code)
-}
 
 #[cfg(unix)]
 extern "C" fn graceful(_sig: libc::c_int) {
@@ -86,7 +75,7 @@ pub fn launcher(argv: &[String]) -> ! {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
-            crate::output::err_line(&format!("Error: Failed to start child process: {e}"));
+            crate::sys::err_line(&format!("Error: Failed to start child process: {e}"));
             exit_now(1);
         }
     };
@@ -100,7 +89,7 @@ pub fn launcher(argv: &[String]) -> ! {
         let mut child = match child {
             Ok(c) => c,
             Err(e) => {
-                crate::output::err_line(&format!("Error: Failed to start child process: {e}"));
+                crate::sys::err_line(&format!("Error: Failed to start child process: {e}"));
                 exit_now(1);
             }
         };
@@ -118,13 +107,6 @@ pub fn launcher(argv: &[String]) -> ! {
         }
         attempt += 1;
     }
-}
-
-/// `(launcher pid, attempt)` when this process is a relaunched worker.
-pub fn launcher_info() -> Option<(u32, u32)> {
-    let v = std::env::var(LAUNCHER_ENV).ok()?;
-    let (pid, n) = v.split_once(':')?;
-    Some((pid.parse().ok()?, n.parse().ok()?))
 }
 
 /// Sleeps until a signal ends the process.
@@ -200,26 +182,4 @@ pub fn holder_role() {
     let _ = setsid;
     std::thread::sleep(Duration::from_millis(ms.parse().unwrap_or(600_000)));
     exit_now(0);
-}
-
-/// The process group id (Unix), else the pid.
-pub fn pgid() -> u32 {
-    #[cfg(unix)]
-    // SAFETY: getpgrp cannot fail.
-    unsafe {
-        libc::getpgrp() as u32
-    }
-    #[cfg(not(unix))]
-    std::process::id()
-}
-
-/// The parent pid (Unix), else 0.
-pub fn ppid() -> u32 {
-    #[cfg(unix)]
-    // SAFETY: getppid cannot fail.
-    unsafe {
-        libc::getppid() as u32
-    }
-    #[cfg(not(unix))]
-    0
 }

@@ -99,7 +99,7 @@ pub fn state_dir() -> PathBuf {
     if let Some(s) = std::env::var_os("FAKE_GEMINI_STATE") {
         return PathBuf::from(s);
     }
-    crate::run::home_dir().join(".gemini")
+    crate::sys::home_dir().join(".gemini")
 }
 
 fn short_name(cwd: &str) -> String {

@@ -13,8 +13,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::ApprovalMode;
 use crate::gemini::process::{Live, RunSpec, SpawnError, Termination};
-use crate::policy::ApprovalMode;
 
 /// Bytes of the agent's stderr kept for error messages.
 const STDERR_TAIL: usize = 8 * 1024;

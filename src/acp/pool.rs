@@ -9,22 +9,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
-use rmcp::service::{Peer, RoleServer};
+use base64::Engine;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
 use super::client::{AcpError, Connection, Inbound};
-use super::mode_id;
+use crate::approval::ApprovalMode;
 use crate::config::Config;
-use crate::error::{ErrorKind, Failure};
+use crate::error::{ErrorKind, Failure, RunFacts};
+use crate::gemini::command;
+use crate::gemini::launch::{spawn_failure, Launch};
+use crate::gemini::process::RunSpec;
 use crate::gemini::session::{self as cli_session, StartGates};
-use crate::gemini::{command, environment, process::RunSpec};
-use crate::policy::ApprovalMode;
-
-/// Shortest interval between two progress notifications of one prompt.
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
+use crate::progress::{preview, Progress};
 
 /// Which agent a call goes to: the workspace and the MCP servers it may load (a start-up flag).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -104,24 +102,6 @@ pub struct Answer {
     pub fallbacks: Vec<String>,
 }
 
-/// Progress notifications for one call.
-pub struct Progress {
-    /// The client.
-    pub peer: Peer<RoleServer>,
-    /// Its token.
-    pub token: ProgressToken,
-}
-
-impl Progress {
-    async fn send(&self, n: u32, message: Option<String>) {
-        let mut param = ProgressNotificationParam::new(self.token.clone(), f64::from(n));
-        if let Some(m) = message {
-            param = param.with_message(m);
-        }
-        let _ = self.peer.notify_progress(param).await;
-    }
-}
-
 /// All agents of the server.
 pub struct Pool {
     config: Config,
@@ -178,7 +158,7 @@ impl Pool {
         cwd: &std::path::Path,
         id: &str,
         ct: &CancellationToken,
-        progress: Option<&Progress>,
+        progress: &Progress,
     ) -> Result<(), Failure> {
         let minutes = {
             let (cwd, id) = (cwd.to_path_buf(), id.to_string());
@@ -215,16 +195,12 @@ impl Pool {
             wait_ms = wait.as_millis() as u64,
             "loading a session made this minute: waiting for the next one"
         );
-        if let Some(p) = progress {
-            p.send(
-                0,
-                Some(format!(
-                    "waiting {} s for the clock minute to turn before loading session {id}: Gemini CLI 0.61 destroys a session loaded in the minute it was made",
-                    wait.as_millis().div_ceil(1000)
-                )),
-            )
+        progress
+            .say(format!(
+                "waiting {} s for the clock minute to turn before loading session {id}: Gemini CLI 0.61 destroys a session loaded in the minute it was made",
+                wait.as_millis().div_ceil(1000)
+            ))
             .await;
-        }
         tokio::select! {
             _ = tokio::time::sleep(wait) => Ok(()),
             _ = ct.cancelled() => Err(cancelled("while waiting for the clock minute to turn before loading the session")),
@@ -422,7 +398,8 @@ impl Pool {
         let _gate = self.start_gate(slot, ct).await?;
         self.make_room(&slot.key);
         let spec = self.spec(&slot.key)?;
-        let agent = Connection::start(&spec, self.config.kill_grace).map_err(spawn_failure)?;
+        let agent = Connection::start(&spec, self.config.kill_grace)
+            .map_err(|e| spawn_failure(e, "gemini --acp"))?;
         let init = json!({
             "protocolVersion": 1,
             // No `fs` (nor terminal) capability: the agent uses its own file system tools.
@@ -450,33 +427,20 @@ impl Pool {
         Ok(agent)
     }
 
-    /// The command line and environment of an agent: the CLI path's environment policy and
-    /// child variables, trust given, no browser.
+    /// The command line and environment of an agent: a call's environment, trust given, no
+    /// browser.
     fn spec(&self, key: &Key) -> Result<RunSpec, Failure> {
-        let config = &self.config;
-        let resolved = crate::server::resolve_cli(config)?;
-        let mut args = resolved.prefix_args;
+        let launch = Launch::resolve(&self.config)?;
         // Without trust an untrusted folder silently downgrades yolo and auto_edit to default.
-        args.push("--acp".into());
-        args.push("--skip-trust".into());
+        let mut args: Vec<std::ffi::OsString> = vec!["--acp".into(), "--skip-trust".into()];
         for name in &key.servers {
             command::validate_server_name(name)?;
             args.push(format!("--allowed-mcp-server-names={name}").into());
         }
-        let (env_clear, mut env) = environment::for_child(config.env_policy, &config.env_pass);
-        env.push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
-        Ok(RunSpec {
-            program: resolved.program,
-            args,
-            env_clear,
-            env,
-            env_remove: Vec::new(),
-            cwd: key.cwd.clone(),
-            stdin: Vec::new(),
-            max_output_bytes: config.max_output_bytes,
-            kill_grace: config.kill_grace,
-            private_tmp: true,
-        })
+        let mut spec = launch.spec(&self.config, &key.cwd, args, Vec::new());
+        spec.env
+            .push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
+        Ok(spec)
     }
 
     /// `session/new`, authenticating first when the agent asks for it and the environment
@@ -493,7 +457,6 @@ impl Pool {
             let Some(method) = auth_method() else {
                 return Err(Failure::new(
                     ErrorKind::AuthRequired,
-                    41,
                     format!("the Gemini CLI has no usable authentication ({message}); set GEMINI_API_KEY, configure Vertex AI, or log in once with `gemini` interactively so cached credentials exist (the server never opens a browser)"),
                 ));
             };
@@ -511,7 +474,7 @@ impl Pool {
             .unwrap_or_default()
             .to_string();
         lock(&slot.state).models = result.get("models").cloned().unwrap_or(Value::Null);
-        let mode = mode_of(&result);
+        let mode = ApprovalMode::from_acp_id(result["modes"]["currentModeId"].as_str());
         Ok(Session {
             id,
             turns: 0,
@@ -520,80 +483,31 @@ impl Pool {
         })
     }
 
-    /// Runs one prompt. Never re-runs it: a prompt whose agent died is reported, not repeated.
-    /// With `transcript` (`full_output`), every message of the turn (of each attempt, when the
-    /// quota fallback tried another model) is appended to it, success or failure.
+    /// Runs one prompt: one attempt, never re-run here (a prompt whose agent died is reported,
+    /// not repeated; the retry policy lives in `run`). Returns the outcome and whether a tool
+    /// ran (or was asked for). With `transcript` (`full_output`), every message of the turn is
+    /// appended to it, success or failure.
     pub async fn prompt(
         self: &Arc<Self>,
         call: PromptCall,
-        ct: CancellationToken,
-        progress: Option<Progress>,
-        mut transcript: Option<&mut Vec<Value>>,
-    ) -> Result<Answer, Failure> {
-        let started = Instant::now();
+        ct: &CancellationToken,
+        progress: &Progress,
+        transcript: Option<&mut Vec<Value>>,
+    ) -> (Result<Answer, Failure>, bool) {
         let slot = self.slot(Key {
             cwd: call.cwd.clone(),
             servers: call.servers.clone(),
         });
         let _busy = tokio::select! {
             g = slot.busy.lock() => g,
-            _ = ct.cancelled() => return Err(cancelled("while another prompt ran in this workspace")),
+            _ = ct.cancelled() => return (Err(cancelled("while another prompt ran in this workspace")), false),
         };
-        // The sessions issue's opt-in quota policy (GEMINICLI_MCP_FALLBACK_MODELS): after
-        // `quota_exhausted`, the next model with every other argument kept, only while
-        // `policy::may_repeat` allows (no tool ran, or the mode cannot write).
-        let fallbacks = &self.config.policy.quota.fallback_models;
-        let mut call = call;
-        let mut tried: Vec<String> = Vec::new();
-        let mut not_retried = false;
-        let result = loop {
-            let mut tools_ran = false;
-            let result = self
-                .prompt_locked(
-                    &slot,
-                    call.clone(),
-                    &ct,
-                    progress.as_ref(),
-                    &mut tools_ran,
-                    transcript.as_deref_mut(),
-                )
-                .await;
-            match result {
-                Err(f) if f.kind == ErrorKind::QuotaExhausted && tried.len() < fallbacks.len() => {
-                    if !crate::policy::may_repeat(tools_ran, Some(call.mode)) {
-                        // The failed attempt may have changed files: repeating it could do so twice.
-                        not_retried = true;
-                        break Err(f);
-                    }
-                    let next = fallbacks[tried.len()].clone();
-                    tracing::debug!(model = %next, "quota exhausted: trying the next fallback model");
-                    if let Some(events) = transcript.as_deref_mut() {
-                        events.push(json!({"kind": "fallback", "model": next}));
-                    }
-                    tried.push(next.clone());
-                    call.model = Some(next);
-                }
-                other => break other,
-            }
-        };
+        let mut tools_ran = false;
+        let result = self
+            .prompt_locked(&slot, call, ct, progress, &mut tools_ran, transcript)
+            .await;
         lock(&slot.state).last_used = Some(Instant::now());
-        match result {
-            Ok(mut a) => {
-                a.duration_ms = started.elapsed().as_millis() as u64;
-                a.fallbacks = tried;
-                Ok(a)
-            }
-            Err(mut f) => {
-                if !tried.is_empty() {
-                    f.message
-                        .push_str(&format!(" (fallback models tried: {})", tried.join(", ")));
-                }
-                if not_retried {
-                    f.message.push_str(" (not retried: tools ran)");
-                }
-                Err(f)
-            }
-        }
+        (result, tools_ran)
     }
 
     async fn prompt_locked(
@@ -601,142 +515,25 @@ impl Pool {
         slot: &Slot,
         call: PromptCall,
         ct: &CancellationToken,
-        progress: Option<&Progress>,
+        progress: &Progress,
         tools_ran: &mut bool,
         transcript: Option<&mut Vec<Value>>,
     ) -> Result<Answer, Failure> {
-        let t = Some(self.config.acp.request_timeout);
         let agent = self.agent(slot, ct).await?;
-        // The session: the one asked for, else the workspace's own until it has served
-        // max_turns prompts, else a new one.
-        let current = lock(&slot.state).session.clone();
-        let mut loaded = false;
-        let mut fresh_gate = None;
-        let mut session = match (&call.session_id, current) {
-            (Some(asked), Some(s)) if s.id == *asked => s,
-            (Some(asked), _) => {
-                self.wait_out_session_minute(&slot.key.cwd, asked, ct, progress)
-                    .await?;
-                // History replayed during the load arrives before its answer, while nothing
-                // routes this session: none of it leaks into the answer.
-                agent.unroute(asked);
-                let r = agent
-                    .request(
-                        "session/load",
-                        json!({"sessionId": asked, "cwd": slot.key.cwd, "mcpServers": []}),
-                        t,
-                    )
-                    .await;
-                match r {
-                    Ok(result) => {
-                        lock(&self.opened).insert(asked.clone(), SystemTime::now());
-                        let model = result["models"]["currentModelId"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string();
-                        if let Some(m) = result.get("models") {
-                            lock(&slot.state).models = m.clone();
-                        }
-                        let s = Session {
-                            id: asked.clone(),
-                            turns: 0,
-                            model,
-                            mode: mode_of(&result),
-                        };
-                        loaded = true;
-                        s
-                    }
-                    Err(AcpError::Rpc { code, message }) if code == -32603 || code == -32602 => {
-                        return Err(Failure::new(
-                            ErrorKind::SessionNotFound,
-                            42,
-                            format!(
-                                "session {asked} cannot be loaded in this workspace: {message}"
-                            ),
-                        ));
-                    }
-                    Err(e) => return Err(agent_failure(&agent, e, "loading the session")),
-                }
-            }
-            (None, Some(s)) if s.turns < self.config.acp.max_turns => {
-                if s.turns == 0 {
-                    // Made (by list_models) but never prompted: its file may still hold no
-                    // message.
-                    fresh_gate = Some(self.start_gate(slot, ct).await?);
-                }
-                s
-            }
-            (None, _) => {
-                // A new session's file holds no message until the agent records the first
-                // prompt, and any CLI start in the project meanwhile deletes it: held until
-                // the prompt is recorded (or the prompt ends).
-                fresh_gate = Some(self.start_gate(slot, ct).await?);
-                self.new_session(slot, &agent).await?
-            }
-        };
-        lock(&slot.state).session = Some(session.clone());
-        // After a load the agent may still be replaying history (0.61 sends it after the
-        // response): one more round trip, answered in order after those lines, is the barrier
-        // past which they have all been dropped, before the prompt's route exists.
-        if loaded || session.mode != call.mode {
-            agent
-                .request(
-                    "session/set_mode",
-                    json!({"sessionId": session.id, "modeId": mode_id(call.mode)}),
-                    t,
-                )
-                .await
-                .map_err(|e| agent_failure(&agent, e, "setting the approval mode"))?;
-            session.mode = call.mode;
-        }
-        if let Some(model) = call.model.as_deref().filter(|m| *m != session.model) {
-            agent
-                .request(
-                    "session/set_model",
-                    json!({"sessionId": session.id, "modelId": model}),
-                    t,
-                )
-                .await
-                .map_err(|e| agent_failure(&agent, e, "setting the model"))?;
-            session.model = model.to_string();
-        }
-        lock(&slot.state).session = Some(session.clone());
-
-        let mut blocks = vec![json!({"type": "text", "text": call.prompt})];
-        if let Some(context) = &call.context {
-            blocks.push(json!({"type": "resource", "resource": {
-                "uri": "geminicli-mcp://context", "mimeType": "text/plain", "text": context}}));
-        }
-        if let Some((mime, path)) = &call.image {
-            let read = {
-                let path = path.clone();
-                tokio::task::spawn_blocking(move || std::fs::read(path)).await
-            };
-            let bytes = read
-                .map_err(|e| Failure::invalid_input(format!("image_path: {e}")))?
-                .map_err(|e| {
-                    Failure::invalid_input(format!("image_path {}: {e}", path.display()))
-                })?;
-            blocks.push(json!({"type": "image", "mimeType": mime, "data": super::base64(&bytes)}));
-        }
-
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        agent.route(&session.id, session.mode, tx);
+        let (session, fresh_gate) = self.session(slot, &agent, &call, ct, progress).await?;
+        let blocks = prompt_blocks(&call).await?;
         let sid = session.id.clone();
-        let (mut reply, request_id) = agent
-            .start_request(
-                "session/prompt",
-                json!({"sessionId": sid, "prompt": blocks}),
-            )
-            .map_err(|e| agent_failure(&agent, e, "sending the prompt"))?;
-        let mut guard = PromptGuard {
-            agent: agent.clone(),
-            session: sid.clone(),
-            grace: self.config.kill_grace,
-            request_id,
-            armed: true,
-        };
-        let mut fold = Fold::new(
+        progress.set_session(sid.clone());
+        // Held until no other start can delete the new session (its prompt is recorded), or
+        // the turn ends.
+        let _gate = fresh_gate.map(|gate| {
+            AbortOnDrop(tokio::spawn(cli_session::hold_start_gate(
+                gate,
+                slot.key.cwd.clone(),
+                progress.clone(),
+            )))
+        });
+        let fold = Fold::new(
             Answer {
                 session_id: sid.clone(),
                 model: session.model.clone(),
@@ -745,83 +542,12 @@ impl Pool {
             },
             transcript.is_some(),
         );
-        let mut last_progress: Option<Instant> = None;
-        let mut sent = 0u32;
-        // Throttled, the latest note waits; whatever is still waiting goes out at the end, so
-        // the client's last progress shows where the prompt ended.
-        let mut unsent: Option<String> = None;
-        let mut cancel_sent: Option<tokio::time::Instant> = None;
-        let mut gate_tick = tokio::time::interval(Duration::from_millis(20));
-        let outcome = loop {
-            let grace_over = async {
-                match cancel_sent {
-                    Some(at) => tokio::time::sleep_until(at + self.config.kill_grace).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                Some(inbound) = rx.recv() => {
-                    if let Some(note) = fold.absorb(inbound) {
-                        unsent = Some(note);
-                    }
-                    if let (Some(p), Some(_)) = (progress, &unsent) {
-                        if last_progress.is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL) {
-                            last_progress = Some(Instant::now());
-                            sent += 1;
-                            p.send(sent, unsent.take()).await;
-                        }
-                    }
-                }
-                r = &mut reply => {
-                    // Updates sent before the answer are already queued: take them too.
-                    while let Ok(inbound) = rx.try_recv() {
-                        fold.absorb(inbound);
-                    }
-                    break r.unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())));
-                }
-                _ = ct.cancelled(), if cancel_sent.is_none() => {
-                    agent.notify("session/cancel", json!({"sessionId": sid}));
-                    cancel_sent = Some(tokio::time::Instant::now());
-                }
-                _ = grace_over => {
-                    tracing::warn!(pid = agent.pid(), "the agent did not stop after session/cancel: killing it");
-                    agent.kill();
-                    agent.ended().await;
-                    break Err(AcpError::Exited("killed after the cancel was ignored".into()));
-                }
-                _ = gate_tick.tick(), if fresh_gate.is_some() => {
-                    // A new session's file is a few hundred bytes: read in place. No file (or
-                    // no known chat directory): nothing a start could delete.
-                    let exposed = cli_session::gemini_dir()
-                        .and_then(|g| cli_session::chats_dir(&g, &slot.key.cwd))
-                        .and_then(|chats| cli_session::prompt_recorded(&chats, &sid))
-                        == Some(false);
-                    if !exposed {
-                        tracing::debug!(cwd = %slot.key.cwd.display(), "start gate released: the new ACP session recorded its prompt");
-                        fresh_gate = None;
-                    }
-                }
-            }
-        };
-        drop(fresh_gate);
-        guard.armed = false;
-        agent.unroute(&sid);
-        if let (Some(p), Some(note)) = (progress, unsent) {
-            p.send(sent + 1, Some(note)).await;
-        }
-        *tools_ran = fold.tools_ran();
-        let end = match (&outcome, cancel_sent.is_some()) {
-            (_, true) => json!({"kind": "cancelled"}),
-            (Ok(result), false) => {
-                json!({"kind": "stop", "stopReason": result["stopReason"].as_str().unwrap_or("end_turn")})
-            }
-            (Err(AcpError::Rpc { code, message }), false) => {
-                json!({"kind": "error", "code": code, "message": message})
-            }
-            (Err(e), false) => json!({"kind": "error", "message": e.to_string()}),
-        };
-        let (mut answer, events) = fold.finish(end);
+        let turn = self
+            .turn(&agent, &session, blocks, fold, ct, progress)
+            .await?;
+        *tools_ran = turn.fold.tools_ran();
+        let end = turn.end();
+        let (mut answer, events) = turn.fold.finish(end);
         if let (Some(out), Some(events)) = (transcript, events) {
             out.extend(events);
         }
@@ -835,13 +561,18 @@ impl Pool {
                 st.session = None;
             }
         }
-        if cancel_sent.is_some() {
-            let mut f = cancelled("by the client");
-            f.session_id = Some(sid);
-            f.partial_response = Some(answer.messages).filter(|m| !m.is_empty());
-            return Err(f);
+        let facts = |answer: Answer| RunFacts {
+            session_id: Some(sid.clone()),
+            model: Some(answer.model),
+            partial_response: Some(answer.messages).filter(|m| !m.is_empty()),
+            ..RunFacts::default()
+        };
+        if turn.cancelled {
+            let mut facts = facts(answer);
+            facts.model = None;
+            return Err(cancelled("by the client").with_run(facts));
         }
-        match outcome {
+        match turn.outcome {
             Ok(result) => {
                 answer.stop_reason = result["stopReason"]
                     .as_str()
@@ -850,13 +581,267 @@ impl Pool {
                 Ok(answer)
             }
             Err(e) => {
-                let mut f = agent_failure(&agent, e, "running the prompt");
-                f.session_id = Some(sid);
-                f.model = Some(answer.model);
-                f.partial_response = Some(answer.messages).filter(|m| !m.is_empty());
-                Err(f)
+                let f = agent_failure(&agent, e, "running the prompt");
+                let stderr = f.run.stderr_tail.clone();
+                let mut facts = facts(answer);
+                facts.stderr_tail = stderr;
+                Err(f.with_run(facts))
             }
         }
+    }
+
+    /// The session a prompt runs in — the one asked for (loaded when this agent does not hold
+    /// it), else the workspace's own until it has served `max_turns` prompts, else a new one —
+    /// in the call's approval mode and model. A session whose file may still hold no message
+    /// comes with the workspace's start gate, taken.
+    async fn session(
+        &self,
+        slot: &Slot,
+        agent: &Connection,
+        call: &PromptCall,
+        ct: &CancellationToken,
+        progress: &Progress,
+    ) -> Result<(Session, Option<OwnedMutexGuard<()>>), Failure> {
+        let t = Some(self.config.acp.request_timeout);
+        let current = lock(&slot.state).session.clone();
+        let mut loaded = false;
+        let mut fresh_gate = None;
+        let mut session = match (&call.session_id, current) {
+            (Some(asked), Some(s)) if s.id == *asked => s,
+            (Some(asked), _) => {
+                self.wait_out_session_minute(&slot.key.cwd, asked, ct, progress)
+                    .await?;
+                loaded = true;
+                self.load(slot, agent, asked).await?
+            }
+            (None, Some(s)) if s.turns < self.config.acp.max_turns => {
+                if s.turns == 0 {
+                    // Made (by list_models) but never prompted: its file may still hold no
+                    // message.
+                    fresh_gate = Some(self.start_gate(slot, ct).await?);
+                }
+                s
+            }
+            (None, _) => {
+                // A new session's file holds no message until the agent records the first
+                // prompt, and any CLI start in the project meanwhile deletes it.
+                fresh_gate = Some(self.start_gate(slot, ct).await?);
+                self.new_session(slot, agent).await?
+            }
+        };
+        lock(&slot.state).session = Some(session.clone());
+        // After a load the agent may still be replaying history (0.61 sends it after the
+        // response): one more round trip, answered in order after those lines, is the barrier
+        // past which they have all been dropped, before the prompt's route exists.
+        if loaded || session.mode != call.mode {
+            agent
+                .request(
+                    "session/set_mode",
+                    json!({"sessionId": session.id, "modeId": call.mode.acp_id()}),
+                    t,
+                )
+                .await
+                .map_err(|e| agent_failure(agent, e, "setting the approval mode"))?;
+            session.mode = call.mode;
+        }
+        if let Some(model) = call.model.as_deref().filter(|m| *m != session.model) {
+            agent
+                .request(
+                    "session/set_model",
+                    json!({"sessionId": session.id, "modelId": model}),
+                    t,
+                )
+                .await
+                .map_err(|e| agent_failure(agent, e, "setting the model"))?;
+            session.model = model.to_string();
+        }
+        lock(&slot.state).session = Some(session.clone());
+        Ok((session, fresh_gate))
+    }
+
+    /// `session/load` of `asked`; a session the agent does not know is `session_not_found`.
+    async fn load(&self, slot: &Slot, agent: &Connection, asked: &str) -> Result<Session, Failure> {
+        // History replayed during the load arrives before its answer, while nothing routes
+        // this session: none of it leaks into the answer.
+        agent.unroute(asked);
+        let r = agent
+            .request(
+                "session/load",
+                json!({"sessionId": asked, "cwd": slot.key.cwd, "mcpServers": []}),
+                Some(self.config.acp.request_timeout),
+            )
+            .await;
+        match r {
+            Ok(result) => {
+                lock(&self.opened).insert(asked.to_string(), SystemTime::now());
+                if let Some(m) = result.get("models") {
+                    lock(&slot.state).models = m.clone();
+                }
+                Ok(Session {
+                    id: asked.to_string(),
+                    turns: 0,
+                    model: result["models"]["currentModelId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    mode: ApprovalMode::from_acp_id(result["modes"]["currentModeId"].as_str()),
+                })
+            }
+            Err(AcpError::Rpc { code, message }) if code == -32603 || code == -32602 => {
+                Err(Failure::new(
+                    ErrorKind::SessionNotFound,
+                    format!("session {asked} cannot be loaded in this workspace: {message}"),
+                ))
+            }
+            Err(e) => Err(agent_failure(agent, e, "loading the session")),
+        }
+    }
+
+    /// Sends the prompt and follows the turn to its end: updates folded in and reported as
+    /// progress, a cancellation sent on to the agent (and the agent killed when it ignores it
+    /// past the grace).
+    async fn turn(
+        &self,
+        agent: &Arc<Connection>,
+        session: &Session,
+        blocks: Vec<Value>,
+        mut fold: Fold,
+        ct: &CancellationToken,
+        progress: &Progress,
+    ) -> Result<Turn, Failure> {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        agent.route(&session.id, session.mode, tx);
+        let sid = session.id.clone();
+        let (mut reply, request_id) = agent
+            .start_request(
+                "session/prompt",
+                json!({"sessionId": sid, "prompt": blocks}),
+            )
+            .map_err(|e| agent_failure(agent, e, "sending the prompt"))?;
+        let mut guard = PromptGuard {
+            agent: agent.clone(),
+            session: sid.clone(),
+            grace: self.config.kill_grace,
+            request_id,
+            armed: true,
+        };
+        let mut cancel_sent: Option<tokio::time::Instant> = None;
+        let outcome = loop {
+            let grace_over = async {
+                match cancel_sent {
+                    Some(at) => tokio::time::sleep_until(at + self.config.kill_grace).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                Some(inbound) = rx.recv() => observe(&mut fold, inbound, progress),
+                r = &mut reply => {
+                    // Updates sent before the answer are already queued: take them too.
+                    while let Ok(inbound) = rx.try_recv() {
+                        observe(&mut fold, inbound, progress);
+                    }
+                    break r.unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())));
+                }
+                _ = ct.cancelled(), if cancel_sent.is_none() => {
+                    agent.notify("session/cancel", json!({"sessionId": sid}));
+                    cancel_sent = Some(tokio::time::Instant::now());
+                }
+                _ = grace_over => {
+                    tracing::warn!(pid = agent.pid(), "the agent did not stop after session/cancel: killing it");
+                    agent.kill();
+                    agent.ended().await;
+                    break Err(AcpError::Exited("killed after the cancel was ignored".into()));
+                }
+            }
+        };
+        guard.armed = false;
+        agent.unroute(&sid);
+        Ok(Turn {
+            fold,
+            outcome,
+            cancelled: cancel_sent.is_some(),
+        })
+    }
+}
+
+/// A turn's end: what was folded in, the prompt's answer, and whether it was cancelled.
+struct Turn {
+    fold: Fold,
+    outcome: Result<Value, AcpError>,
+    cancelled: bool,
+}
+
+impl Turn {
+    /// How the turn ended, as the transcript's last event.
+    fn end(&self) -> Value {
+        match (&self.outcome, self.cancelled) {
+            (_, true) => json!({"kind": "cancelled"}),
+            (Ok(result), false) => {
+                json!({"kind": "stop", "stopReason": result["stopReason"].as_str().unwrap_or("end_turn")})
+            }
+            (Err(AcpError::Rpc { code, message }), false) => {
+                json!({"kind": "error", "code": code, "message": message})
+            }
+            (Err(e), false) => json!({"kind": "error", "message": e.to_string()}),
+        }
+    }
+}
+
+/// Folds one inbound message in and reports it: content (text, thoughts, tool calls) counts as
+/// arrived, and the message's note becomes the call's latest event (tool events at once).
+fn observe(fold: &mut Fold, inbound: Inbound, progress: &Progress) {
+    let (content, urgent) = match &inbound {
+        Inbound::Update(u) => {
+            let kind = u["sessionUpdate"].as_str().unwrap_or_default();
+            (
+                matches!(
+                    kind,
+                    "agent_message_chunk"
+                        | "agent_thought_chunk"
+                        | "tool_call"
+                        | "tool_call_update"
+                ),
+                kind.starts_with("tool_call"),
+            )
+        }
+        Inbound::Permission { .. } => (true, true),
+    };
+    if content {
+        progress.content_arrived();
+    }
+    if let Some(note) = fold.absorb(inbound) {
+        progress.event(note, urgent);
+    }
+}
+
+/// The prompt's content blocks: the text, the context as an embedded resource, the image.
+async fn prompt_blocks(call: &PromptCall) -> Result<Vec<Value>, Failure> {
+    let mut blocks = vec![json!({"type": "text", "text": call.prompt})];
+    if let Some(context) = &call.context {
+        blocks.push(json!({"type": "resource", "resource": {
+            "uri": "geminicli-mcp://context", "mimeType": "text/plain", "text": context}}));
+    }
+    if let Some((mime, path)) = &call.image {
+        let read = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || std::fs::read(path)).await
+        };
+        let bytes = read
+            .map_err(|e| Failure::invalid_input(format!("image_path: {e}")))?
+            .map_err(|e| Failure::invalid_input(format!("image_path {}: {e}", path.display())))?;
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        blocks.push(json!({"type": "image", "mimeType": mime, "data": data}));
+    }
+    Ok(blocks)
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -1023,24 +1008,6 @@ fn absorb(
     }
 }
 
-fn preview(text: &str) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default();
-    line.chars().take(60).collect()
-}
-
-/// The session's current mode from a `session/new` or `session/load` answer.
-fn mode_of(result: &Value) -> ApprovalMode {
-    match result["modes"]["currentModeId"].as_str() {
-        Some("yolo") => ApprovalMode::Yolo,
-        Some("autoEdit") => ApprovalMode::AutoEdit,
-        Some("plan") => ApprovalMode::Plan,
-        _ => ApprovalMode::Default,
-    }
-}
-
 /// The browser-free method to authenticate with, from the environment the agent inherits.
 fn auth_method() -> Option<&'static str> {
     let set = |n: &str| std::env::var_os(n).is_some_and(|v| !v.is_empty());
@@ -1056,55 +1023,33 @@ fn auth_method() -> Option<&'static str> {
 }
 
 fn cancelled(when: &str) -> Failure {
-    Failure::new(
-        ErrorKind::Cancelled,
-        130,
-        format!("the request was cancelled {when}"),
-    )
+    Failure::cancelled(format!("the request was cancelled {when}"))
 }
 
-fn spawn_failure(e: crate::gemini::process::SpawnError) -> Failure {
-    use crate::gemini::process::SpawnError;
-    let code = match e {
-        SpawnError::NotFound(_) => 127,
-        _ => 126,
-    };
-    Failure::new(ErrorKind::SpawnFailed, code, format!("{e} (gemini --acp)"))
-}
-
-/// A failed ACP exchange as a tool failure: API errors carry their HTTP status as the code.
+/// A failed ACP exchange as a tool failure: an API error carries its HTTP status as the code
+/// and is classified as on the one-shot path (`ErrorKind::from_http`).
 fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Failure {
-    let mut f = match &e {
+    let f = match &e {
         AcpError::Rpc { code, message } => {
-            // As on the CLI path: an API error's exit is its HTTP status & 0xFF (errors table).
-            let kind = match code {
-                429 if message.contains("quota") && message.contains("daily") => ErrorKind::QuotaExhausted,
-                429 => ErrorKind::RateLimited,
-                400 => ErrorKind::BadRequest,
-                401 | 403 => ErrorKind::PermissionDenied,
-                404 => ErrorKind::ModelNotFound,
-                500..=599 => ErrorKind::ServerError,
-                _ => ErrorKind::Error,
-            };
-            let exit = match code {
-                400..=599 => (*code & 0xFF) as i32,
-                _ => 1,
-            };
-            Failure::new(kind, exit, format!("{doing}: {message} (ACP error {code})"))
+            let status = u16::try_from(*code).ok().filter(|c| (400..=599).contains(c));
+            let kind = ErrorKind::from_http(status, message).unwrap_or(ErrorKind::Error);
+            // As on the one-shot path: an API error's exit is its HTTP status & 0xFF.
+            let exit = status.map_or(1, |s| i32::from(s & 0xFF));
+            Failure::with_exit(kind, exit, format!("{doing}: {message} (ACP error {code})"))
         }
         AcpError::Exited(how) => Failure::new(
             ErrorKind::Error,
-            1,
             format!("the Gemini ACP agent ended while {doing} ({how}); it is restarted on the next call, and this prompt was not re-run"),
         ),
         AcpError::Timeout(method) => Failure::new(
             ErrorKind::Error,
-            1,
             format!("the Gemini ACP agent did not answer {method} in time while {doing}; it was killed and is restarted on the next call"),
         ),
     };
-    f.stderr_tail = agent.stderr_tail();
-    f
+    f.with_run(RunFacts {
+        stderr_tail: agent.stderr_tail(),
+        ..RunFacts::default()
+    })
 }
 
 #[cfg(test)]

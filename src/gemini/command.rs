@@ -3,7 +3,6 @@
 
 use std::ffi::OsString;
 
-use crate::config::SlashCommands;
 use crate::error::Failure;
 use crate::structured::{self, PreparedSchema};
 
@@ -52,7 +51,7 @@ pub struct PromptRequest {
     /// The session to resume (`--resume=<uuid>`), already checked to be a UUID.
     pub resume: Option<String>,
     /// The approval mode (`None`: yolo, the reference's), already checked against the ceiling.
-    pub approval_mode: Option<crate::policy::ApprovalMode>,
+    pub approval_mode: Option<crate::approval::ApprovalMode>,
     /// `--include-directories` entries: canonical paths already checked against the roots.
     pub include_directories: Vec<std::path::PathBuf>,
     /// `--sandbox`.
@@ -67,6 +66,15 @@ pub struct PromptRequest {
 /// With `--sandbox` the CLI relaunches itself inside the sandbox with the prompt moved from stdin
 /// into one argv element, which Linux caps at 128 KiB (`MAX_ARG_STRLEN`).
 pub const SANDBOX_MAX_PROMPT_BYTES: usize = 128 * 1024;
+
+/// How a prompt that starts with `/` reaches the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlashCommands {
+    /// Prefix the slash with a backslash: the CLI sees text, not a command.
+    Escape,
+    /// Send the prompt unchanged: the CLI may run it as a command (`/memory show` does).
+    Passthrough,
+}
 
 /// Checks an MCP server name: `[A-Za-z0-9._-]+` (the CLI splits the flag's values on commas).
 pub fn validate_server_name(name: &str) -> Result<(), Failure> {
@@ -106,8 +114,6 @@ pub fn at_reference(path: &str) -> String {
 pub struct Invocation {
     /// Arguments after the program: flags only.
     pub args: Vec<OsString>,
-    /// Variables to set for the child.
-    pub env: Vec<(OsString, OsString)>,
     /// The bytes written to the child's stdin: the whole prompt.
     pub stdin: Vec<u8>,
     /// Whether a leading `/` was escaped.
@@ -216,13 +222,8 @@ pub fn build(
         crate::gemini::session::validate_session_id(id)?;
         args.push(format!("--resume={id}").into());
     }
-    let env = CHILD_ENV
-        .iter()
-        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-        .collect();
     Ok(Invocation {
         args,
-        env,
         stdin: text.into_bytes(),
         slash_escaped,
     })
@@ -277,20 +278,6 @@ mod tests {
             ]
         );
         assert_eq!(inv.stdin, b"--help");
-        let env: Vec<_> = inv
-            .env
-            .iter()
-            .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
-            .collect();
-        assert_eq!(
-            env,
-            vec![
-                "NO_COLOR=1",
-                "TERM=dumb",
-                "NO_BROWSER=true",
-                "GEMINI_CLI_NO_RELAUNCH=1"
-            ]
-        );
     }
 
     #[test]

@@ -1,10 +1,8 @@
 //! The CLI's `-o stream-json` output: one JSON event per line, parsed tolerantly (non-JSON noise
 //! lines such as `/memory show` output are counted and skipped), folded into a [`Transcript`].
 
+pub use crate::progress::Hint;
 use serde_json::Value;
-
-/// Most characters of assistant text a failure carries as its partial answer (head and tail).
-pub const PARTIAL_MAX_CHARS: usize = 200_000;
 
 /// One stream-json event, reduced to what the server uses.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,31 +131,6 @@ pub fn parse_line(line: &[u8]) -> Option<Event> {
     Some(event)
 }
 
-/// What progress reporting needs from one line, read without building a JSON tree: the streamed
-/// text chunk or the tool called. Much cheaper than [`parse_line`] on large deltas, so progress
-/// keeps up with a flood instead of queueing it in memory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Hint {
-    /// An assistant text chunk: its length in characters and its last characters.
-    Text {
-        /// Characters in the chunk.
-        chars: usize,
-        /// The chunk's last characters (at most `tail` of them, as asked).
-        tail: String,
-    },
-    /// A tool call.
-    Tool(String),
-    /// The CLI reported a failed API attempt on stderr (`Attempt N failed …`).
-    Retry {
-        /// The attempt that failed (1-based, as the CLI counts).
-        attempt: u32,
-        /// The HTTP status, when the CLI named one.
-        status: Option<u16>,
-        /// True for the last attempt (`Max attempts reached`): the CLI gives up.
-        last: bool,
-    },
-}
-
 /// Reads the CLI's retry message from one stderr line: `Attempt 3 failed with status 429.
 /// Retrying with backoff...`, `Attempt 2 failed. Retrying with backoff... Error: … fetch failed`,
 /// and the final `Attempt 10 failed: …. Max attempts reached`.
@@ -180,7 +153,9 @@ pub fn retry_hint(line: &[u8]) -> Option<Hint> {
     })
 }
 
-/// Reads the progress [`Hint`] of one stdout line, keeping at most `tail` trailing characters.
+/// Reads the progress [`Hint`] of one stdout line, keeping at most `tail` trailing characters:
+/// the streamed text chunk or the tool called, read without building a JSON tree — much cheaper
+/// than [`parse_line`] on large deltas, so progress keeps up with a flood instead of queueing it.
 pub fn progress_hint(line: &[u8], tail: usize) -> Option<Hint> {
     #[derive(serde::Deserialize)]
     struct Raw<'a> {
@@ -364,29 +339,10 @@ impl Transcript {
         &self.all_text[self.last_turn_start..]
     }
 
-    /// All text seen, when there is any: the partial answer reported with a failure. Past
-    /// [`PARTIAL_MAX_CHARS`] only the head and the tail are kept.
+    /// All text seen, when there is any: the partial answer reported with a failure (which
+    /// cuts it, once, when it renders the failure: `error::clip`).
     pub fn partial(&self) -> Option<String> {
-        if self.all_text.is_empty() {
-            return None;
-        }
-        let total = self.all_text.chars().count();
-        if total <= PARTIAL_MAX_CHARS {
-            return Some(self.all_text.clone());
-        }
-        let half = PARTIAL_MAX_CHARS / 2;
-        let head_end = self.all_text.char_indices().nth(half).map_or(0, |(i, _)| i);
-        let tail_start = self
-            .all_text
-            .char_indices()
-            .nth(total - half)
-            .map_or(self.all_text.len(), |(i, _)| i);
-        Some(format!(
-            "{}\n\n[… {} characters omitted …]\n\n{}",
-            &self.all_text[..head_end],
-            total - 2 * half,
-            &self.all_text[tail_start..]
-        ))
+        (!self.all_text.is_empty()).then(|| self.all_text.clone())
     }
 }
 
@@ -598,14 +554,11 @@ mod tests {
     }
 
     #[test]
-    fn long_partials_keep_head_and_tail() {
+    fn the_partial_answer_is_all_text_seen() {
         let mut t = Transcript::default();
-        t.push(Event::AssistantText(
-            "a".repeat(PARTIAL_MAX_CHARS) + &"b".repeat(10),
-        ));
-        let p = t.partial().unwrap();
-        assert!(p.starts_with('a') && p.ends_with("bbbbbbbbbb"));
-        assert!(p.contains("[… 10 characters omitted …]"));
+        assert_eq!(t.partial(), None);
+        t.push(Event::AssistantText("a".repeat(300_000)));
+        assert_eq!(t.partial().map(|p| p.len()), Some(300_000));
     }
 
     #[test]

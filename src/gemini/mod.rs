@@ -1,9 +1,13 @@
-//! Everything about running the Gemini CLI: finding it, building its command line, supervising the
-//! process tree, and reading what it printed.
+//! The one-shot backend, and what both backends share about the Gemini CLI: finding and starting
+//! it (`resolve`, `environment`, `launch`), its command line (`command`), supervising the process
+//! tree (`process`), reading what it printed (`events`, `outcome`), one attempt of a prompt
+//! (`oneshot`), and its sessions on disk (`session`).
 
 pub mod command;
 pub mod environment;
 pub mod events;
+pub mod launch;
+pub mod oneshot;
 pub mod outcome;
 pub mod process;
 pub mod resolve;

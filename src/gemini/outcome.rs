@@ -8,7 +8,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::error::{tail_lossy, ErrorKind, Failure, STDERR_TAIL_BYTES};
+use crate::error::{tail_lossy, ErrorKind, Failure, RunFacts, STDERR_TAIL_BYTES};
 use crate::gemini::events::Transcript;
 use crate::gemini::process::{KillReason, RunOutput, Stream, Termination};
 
@@ -38,26 +38,34 @@ pub enum CancelCause {
     Shutdown,
 }
 
-/// Classifies one finished run.
+/// What a finished run leaves for its failure: stderr tail, partial answer, session, model,
+/// stats, duration and the signal that ended it.
+pub fn facts(run: &RunOutput, transcript: &Transcript) -> RunFacts {
+    RunFacts {
+        stderr_tail: tail_lossy(&run.stderr, STDERR_TAIL_BYTES),
+        partial_response: transcript.partial(),
+        session_id: transcript.session_id.clone(),
+        model: transcript.model.clone(),
+        stats: transcript.result.as_ref().and_then(|r| r.stats.clone()),
+        duration_ms: millis(run.duration),
+        signal: match run.status {
+            Some(Termination::Signaled(s)) => Some(s),
+            _ => None,
+        },
+    }
+}
+
+/// Classifies one finished run. `deadline_ms` is the length of the deadline that killed it, if
+/// one did (`KillReason::Deadline`).
 pub fn classify(
     run: &RunOutput,
     transcript: &Transcript,
     cancel_cause: CancelCause,
+    deadline_ms: Option<Duration>,
 ) -> Result<Success, Failure> {
     let stderr = String::from_utf8_lossy(&run.stderr);
     let failure = |kind: ErrorKind, code: i32, message: String| {
-        let mut f = Failure::new(kind, code, message);
-        f.stderr_tail = tail_lossy(&run.stderr, STDERR_TAIL_BYTES);
-        f.partial_response = transcript.partial();
-        f.session_id = transcript.session_id.clone();
-        f.model = transcript.model.clone();
-        f.stats = transcript.result.as_ref().and_then(|r| r.stats.clone());
-        f.duration_ms = millis(run.duration);
-        f.signal = match run.status {
-            Some(Termination::Signaled(s)) => Some(s),
-            _ => None,
-        };
-        f
+        Failure::with_exit(kind, code, message).with_run(facts(run, transcript))
     };
     let code = run.status.map(Termination::code);
 
@@ -78,6 +86,16 @@ pub fn classify(
                     ),
                 )
             }
+            KillReason::Deadline(limit) => failure(
+                ErrorKind::Timeout,
+                ErrorKind::Timeout.exit_code(),
+                format!(
+                    "the {} deadline passed: {} for {} ms; the CLI's process tree was killed",
+                    limit.name(),
+                    limit.what(),
+                    deadline_ms.map_or(0, |d| d.as_millis()),
+                ),
+            ),
             KillReason::Cancelled => {
                 let message = match cancel_cause {
                     CancelCause::Client => {
@@ -135,9 +153,7 @@ pub fn classify(
         }
         if let Some(message) = message {
             let (kind, retry) = api_error_kind(&message, &stderr, exit);
-            let mut f = failure(kind, exit, hint(kind, &message));
-            f.retry_delay_ms = retry;
-            return Err(f);
+            return Err(failure(kind, exit, hint(kind, &message)).with_retry_delay(retry));
         }
         // status error without an error field: the empty-response path (INVALID_STREAM).
         let empty = transcript
@@ -159,9 +175,7 @@ pub fn classify(
 
     // 3. The JSON error document or a known stderr signature.
     if let Some((kind, message, retry)) = stderr_signature(&stderr, exit) {
-        let mut f = failure(kind, exit, hint(kind, &message));
-        f.retry_delay_ms = retry;
-        return Err(f);
+        return Err(failure(kind, exit, hint(kind, &message)).with_retry_delay(retry));
     }
 
     // 4. The exit code.
@@ -212,25 +226,12 @@ fn nonzero(code: Option<i32>) -> Option<i32> {
     code.filter(|c| *c != 0)
 }
 
-/// Adds the fix to messages whose fix is always the same.
+/// Adds the fix to messages whose fix is always the same ([`ErrorKind::fix`]).
 fn hint(kind: ErrorKind, message: &str) -> String {
     let message = message.trim();
-    let fix = match kind {
-        ErrorKind::AuthRequired => {
-            " — authenticate the Gemini CLI once (run `gemini` interactively) or set GEMINI_API_KEY in the MCP server's env"
-        }
-        ErrorKind::UntrustedWorkspace => {
-            " — the server passes --skip-trust; set GEMINI_CLI_TRUST_WORKSPACE=true in its env if your CLI ignores it"
-        }
-        ErrorKind::ModelNotFound => " — check the model name (e.g. gemini-2.5-pro)",
-        ErrorKind::QuotaExhausted => " — wait for the quota to reset or use another model",
-        ErrorKind::RateLimited => " — retry later",
-        _ => "",
-    };
-    if fix.is_empty() || message.contains(fix.trim_start_matches(" — ")) {
-        message.to_owned()
-    } else {
-        format!("{message}{fix}")
+    match kind.fix() {
+        Some(fix) if !message.contains(fix) => format!("{message} — {fix}"),
+        _ => message.to_owned(),
     }
 }
 
@@ -260,40 +261,11 @@ pub fn retry_delay_ms(text: &str) -> Option<u64> {
 /// Kind of an API error from its message (and the stderr around it, and the exit code).
 fn api_error_kind(message: &str, stderr: &str, exit: i32) -> (ErrorKind, Option<u64>) {
     let retry = retry_delay_ms(message).or_else(|| retry_delay_ms(stderr));
-    let lower = message.to_ascii_lowercase();
-    // 429s exit 173 whether daily or retryable: only the message tells them apart.
-    if lower.contains("exhausted your daily quota")
-        || lower.contains("terminalquotaerror")
-        || lower.contains("perday")
-        || lower.contains("quota exceeded")
-    {
-        return (ErrorKind::QuotaExhausted, retry);
-    }
-    if lower.contains("resource has been exhausted")
-        || lower.contains("rate limit")
-        || lower.contains("resource_exhausted")
-        || lower.contains("too many requests")
-    {
-        return (ErrorKind::RateLimited, retry);
-    }
     let status = HTTP_CODE
         .captures(message)
         .and_then(|c| c[1].parse::<u16>().ok());
-    let kind = match status {
-        Some(429) => ErrorKind::RateLimited,
-        Some(400) => ErrorKind::BadRequest,
-        Some(401 | 403) => ErrorKind::PermissionDenied,
-        Some(404) => ErrorKind::ModelNotFound,
-        Some(500..=599) => ErrorKind::ServerError,
-        _ if lower.contains("permission_denied") || lower.contains("unauthenticated") => {
-            ErrorKind::PermissionDenied
-        }
-        _ if lower.contains("invalid_argument") => ErrorKind::BadRequest,
-        _ if lower.contains("not_found") || lower.contains("is not found") => {
-            ErrorKind::ModelNotFound
-        }
-        _ => ErrorKind::from_exit_code(exit).or_error(),
-    };
+    let kind = ErrorKind::from_http(status, message)
+        .unwrap_or_else(|| ErrorKind::from_exit_code(exit).or_error());
     (kind, retry)
 }
 
@@ -449,7 +421,7 @@ mod tests {
 
     fn kind(status: Option<Termination>, stdout: &str, stderr: &str) -> (ErrorKind, i32) {
         let (o, t) = run(status, stdout, stderr);
-        let f = classify(&o, &t, CancelCause::Client).expect_err("a failure");
+        let f = classify(&o, &t, CancelCause::Client, None).expect_err("a failure");
         (f.kind, f.exit_code)
     }
 
@@ -463,7 +435,7 @@ mod tests {
             &stdout,
             "YOLO mode is enabled.",
         );
-        let s = classify(&o, &t, CancelCause::Client).unwrap();
+        let s = classify(&o, &t, CancelCause::Client, None).unwrap();
         assert_eq!(s.answer, "hi");
         assert_eq!(s.session_id.as_deref(), Some("s"));
         assert_eq!(s.stats.unwrap()["total_tokens"], 3);
@@ -647,15 +619,15 @@ mod tests {
             "",
         );
         o.killed = Some(KillReason::OutputLimit(Stream::Stdout));
-        let f = classify(&o, &t, CancelCause::Client).unwrap_err();
+        let f = classify(&o, &t, CancelCause::Client, None).unwrap_err();
         assert_eq!(
-            (f.kind, f.exit_code, f.signal),
+            (f.kind, f.exit_code, f.run.signal),
             (ErrorKind::OutputLimit, 137, Some(9))
         );
-        assert_eq!(f.partial_response.as_deref(), Some("part"));
+        assert_eq!(f.run.partial_response.as_deref(), Some("part"));
         o.killed = Some(KillReason::Cancelled);
         o.status = Some(Termination::Exited(0));
-        let f = classify(&o, &t, CancelCause::Shutdown).unwrap_err();
+        let f = classify(&o, &t, CancelCause::Shutdown, None).unwrap_err();
         assert_eq!((f.kind, f.exit_code), (ErrorKind::Cancelled, 130));
         assert!(f.message.contains("shutting down"));
     }

@@ -6,6 +6,7 @@
 //! after each run; elsewhere such escaped descendants are out of reach (the run still ends).
 
 mod capture;
+mod status;
 #[cfg(target_os = "linux")]
 mod sweep;
 mod tmp;
@@ -24,8 +25,11 @@ use tokio::task::JoinHandle;
 use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 
+use crate::deadline::Limit;
+
 pub use capture::Activity;
 use capture::{pump, Head, Tail};
+pub use status::{KillReason, SpawnError, Stream, Termination};
 pub use tmp::{finish as finish_tmp, keep_spares as keep_spare_tmp, wait_removed, PrivateTmp};
 use tree::Tree;
 
@@ -56,43 +60,6 @@ pub struct RunSpec {
     pub private_tmp: bool,
 }
 
-/// Which pipe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    /// The child's stdout.
-    Stdout,
-    /// The child's stderr.
-    Stderr,
-}
-
-/// Why the supervisor itself ended the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KillReason {
-    /// A stream went past `max_output_bytes`.
-    OutputLimit(Stream),
-    /// The caller's cancellation token fired (MCP cancellation, client gone, deadline).
-    Cancelled,
-}
-
-/// How the direct child ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Termination {
-    /// Exited with this code.
-    Exited(i32),
-    /// Killed by this signal (Unix).
-    Signaled(i32),
-}
-
-impl Termination {
-    /// The shell-style code: the exit code, or 128 + signal.
-    pub fn code(self) -> i32 {
-        match self {
-            Termination::Exited(c) => c,
-            Termination::Signaled(s) => 128 + s,
-        }
-    }
-}
-
 /// What one run produced.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
@@ -111,20 +78,6 @@ pub struct RunOutput {
     pub stderr_total: u64,
     /// Wall time from spawn to the end of supervision.
     pub duration: Duration,
-}
-
-/// The child could not be started.
-#[derive(Debug, thiserror::Error)]
-pub enum SpawnError {
-    /// The program does not exist (reported as exit 127).
-    #[error("gemini binary not found: {0}")]
-    NotFound(String),
-    /// The program exists but cannot be executed (reported as exit 126).
-    #[error("gemini binary is not executable: {0}")]
-    NotExecutable(String),
-    /// Any other spawn failure.
-    #[error("failed to start gemini: {0}")]
-    Other(String),
 }
 
 /// After the direct child exits, how long the pipes may take to reach EOF before the rest of the
@@ -179,17 +132,38 @@ pub async fn run(
     cancel: CancellationToken,
     lines: Option<mpsc::UnboundedSender<(Stream, Vec<u8>)>>,
 ) -> Result<RunOutput, SpawnError> {
-    run_observed(spec, cancel, lines, None).await
+    let watch = Watch {
+        lines,
+        ..Watch::default()
+    };
+    run_observed(spec, cancel, watch).await
 }
 
-/// [`run`], also stamping `activity` each time either pipe delivers bytes (a line need not be
-/// complete): what an inactivity deadline watches.
+/// What a caller watches a run with, besides its cancellation token.
+#[derive(Default)]
+pub struct Watch {
+    /// Every line of either stream as it arrives (see [`run`]).
+    pub lines: Option<mpsc::UnboundedSender<(Stream, Vec<u8>)>>,
+    /// Stamped each time either pipe delivers bytes (a line need not be complete): what an
+    /// inactivity deadline watches.
+    pub activity: Option<Activity>,
+    /// Resolves when a deadline of the run passes: the tree is then ended as for a cancellation,
+    /// and the run reports [`KillReason::Deadline`] with that limit.
+    pub deadline: Option<std::pin::Pin<Box<dyn std::future::Future<Output = Limit> + Send>>>,
+}
+
+/// [`run`] with a [`Watch`]: lines, activity and a deadline.
 pub async fn run_observed(
     spec: RunSpec,
     cancel: CancellationToken,
-    lines: Option<mpsc::UnboundedSender<(Stream, Vec<u8>)>>,
-    activity: Option<Activity>,
+    watch: Watch,
 ) -> Result<RunOutput, SpawnError> {
+    let Watch {
+        lines,
+        activity,
+        deadline: limit,
+    } = watch;
+    let mut limit = limit.unwrap_or_else(|| Box::pin(std::future::pending()));
     let started = Instant::now();
     if cancel.is_cancelled() {
         return Ok(RunOutput {
@@ -262,13 +236,14 @@ pub async fn run_observed(
     let mut killed: Option<KillReason> = None;
     let mut status: Option<Termination> = None;
     let mut phase = Phase::Running;
-    let mut deadline: Option<tokio::time::Instant> = None;
+    let mut timer: Option<tokio::time::Instant> = None;
     loop {
         let event = tokio::select! {
             exited = tree.wait_leader() => Event::Exited(exited),
             Some(stream) = trip_rx.recv() => Event::Tripped(stream),
-            _ = cancel.cancelled(), if killed.is_none() => Event::Cancelled,
-            _ = sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => Event::Deadline,
+            _ = cancel.cancelled(), if killed.is_none() => Event::Stopped(KillReason::Cancelled),
+            passed = &mut limit, if killed.is_none() => Event::Stopped(KillReason::Deadline(passed)),
+            _ = sleep_until(timer.unwrap_or_else(tokio::time::Instant::now)), if timer.is_some() => Event::Timer,
         };
         match event {
             Event::Exited(Ok(exit)) => {
@@ -285,31 +260,32 @@ pub async fn run_observed(
                     tracing::debug!(pid, ?stream, max, "output cap reached: killing the tree");
                     tree.kill();
                     phase = Phase::Killed;
-                    deadline = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
+                    timer = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
                 }
             }
-            Event::Cancelled => {
-                killed = Some(KillReason::Cancelled);
+            Event::Stopped(reason) => {
+                killed = Some(reason);
                 tracing::debug!(
                     pid,
+                    ?reason,
                     grace_ms = grace.as_millis() as u64,
-                    "cancelled: terminating the tree"
+                    "stopped: terminating the tree"
                 );
                 if tree.terminate() {
                     phase = Phase::Grace;
-                    deadline = Some(tokio::time::Instant::now() + grace);
+                    timer = Some(tokio::time::Instant::now() + grace);
                 } else {
                     phase = Phase::Killed;
-                    deadline = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
+                    timer = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
                 }
             }
-            Event::Deadline if phase == Phase::Grace => {
+            Event::Timer if phase == Phase::Grace => {
                 tracing::debug!(pid, "grace over: killing the tree");
                 tree.kill();
                 phase = Phase::Killed;
-                deadline = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
+                timer = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
             }
-            Event::Deadline => {
+            Event::Timer => {
                 tracing::warn!(
                     pid,
                     "gemini was not reaped after the kill; answering without its status"
@@ -395,8 +371,10 @@ enum Phase {
 enum Event {
     Exited(std::io::Result<std::process::ExitStatus>),
     Tripped(Stream),
-    Cancelled,
-    Deadline,
+    /// The caller's cancellation or a deadline.
+    Stopped(KillReason),
+    /// The grace or the reaping bound is over.
+    Timer,
 }
 
 /// Writes the prompt, then closes stdin (dropping it) so the CLI sees EOF.

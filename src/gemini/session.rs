@@ -14,12 +14,13 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Failure;
+use crate::progress::Progress;
 
 /// Checks a session id: a UUID in its canonical 8-4-4-4-12 hexadecimal form. `latest` and list
 /// indexes are refused: indexes shift with every resume, and `latest` is whatever ran last.
@@ -155,6 +156,48 @@ pub fn prompt_recorded(chats: &Path, session_id: &str) -> Option<bool> {
         found = Some(false);
     }
     found
+}
+
+/// Whether the new session `session_id` of `workspace` can still be deleted by another CLI
+/// start: its file exists and holds no message yet (see [`prompt_recorded`]). No file, or no
+/// known chat directory: nothing a start could delete.
+pub fn exposed(workspace: &Path, session_id: &str) -> bool {
+    gemini_dir()
+        .and_then(|g| chats_dir(&g, workspace))
+        .and_then(|chats| prompt_recorded(&chats, session_id))
+        == Some(false)
+}
+
+/// How often a held start gate looks at the new session's file.
+const GATE_POLL: Duration = Duration::from_millis(20);
+
+/// Holds a new session's start gate until no other start can delete that session: content
+/// arrives (the CLI records the prompt before it sends it), or the run's session has a file that
+/// has recorded the prompt, or has no file (a CLI that writes it later has nothing to lose: 0.61
+/// writes the header before its `init` event and before answering `session/new`). The session id
+/// and the content come from the call's `progress`, fed by either backend. Dropping the future
+/// (the run ended) releases the gate too.
+pub async fn hold_start_gate(
+    gate: tokio::sync::OwnedMutexGuard<()>,
+    workspace: PathBuf,
+    progress: Progress,
+) {
+    let mut tick = tokio::time::interval(GATE_POLL);
+    loop {
+        tokio::select! {
+            _ = progress.content() => break,
+            _ = tick.tick() => {}
+        }
+        let Some(id) = progress.session_id() else {
+            continue;
+        };
+        // A new session's file is a few hundred bytes: read in place.
+        if !exposed(&workspace, &id) {
+            break;
+        }
+    }
+    tracing::debug!(workspace = %workspace.display(), "start gate released");
+    drop(gate);
 }
 
 /// `YYYY-MM-DDTHH-MM` (UTC) of `t`: the minute the CLI names a session's file after

@@ -3,181 +3,27 @@
 //! are answered in arrival order on the reading thread, except `session/prompt`, which runs on its
 //! own thread so `session/cancel` and other requests keep flowing while it streams.
 
+mod agent;
 mod prompt;
 pub mod wire;
 
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::cli::Args;
-use crate::output::{err, out};
-use crate::run::{env_is, env_ms, Ctx};
-use crate::scenario::{Auth, Scenario};
+use crate::invocation::Ctx;
+use crate::scenario::Auth;
+use crate::sys::{env_is, env_ms};
 use crate::{clock, ids, log, proc, session};
 
-/// Set when a scenario freezes the agent (`hang`, `hang-after-output`): nothing is written or read
-/// any more, as when Node's event loop is stuck.
-static FROZEN: AtomicBool = AtomicBool::new(false);
-
-/// Freezes the whole agent: this thread and every later writer sleep until a signal ends them.
-fn freeze() -> ! {
-    FROZEN.store(true, Ordering::SeqCst);
-    proc::hang()
-}
-
-/// A prompt in progress: its abort flag, and a condition variable so sleeps end on cancel.
-pub(crate) struct Pending {
-    aborted: Mutex<bool>,
-    wake: Condvar,
-}
-
-impl Pending {
-    fn new() -> Arc<Pending> {
-        Arc::new(Pending {
-            aborted: Mutex::new(false),
-            wake: Condvar::new(),
-        })
-    }
-
-    fn abort(&self) {
-        *self.aborted.lock().expect("lock") = true;
-        self.wake.notify_all();
-    }
-
-    pub(crate) fn is_aborted(&self) -> bool {
-        *self.aborted.lock().expect("lock")
-    }
-
-    /// Sleeps `ms`; returns true when the prompt was aborted meanwhile.
-    pub(crate) fn sleep(&self, ms: u64) -> bool {
-        let guard = self.aborted.lock().expect("lock");
-        if ms == 0 {
-            return *guard;
-        }
-        let (guard, _) = self
-            .wake
-            .wait_timeout_while(guard, Duration::from_millis(ms), |a| !*a)
-            .expect("lock");
-        *guard
-    }
-}
-
-/// One ACP session held by the agent.
-pub(crate) struct AcpSession {
-    pub(crate) id: String,
-    pub(crate) cwd: String,
-    pub(crate) mode: Mutex<String>,
-    pub(crate) model: Mutex<String>,
-    pending: Mutex<Option<Arc<Pending>>>,
-    /// Tools (or shell root commands) the client allowed "for this session".
-    pub(crate) always_allowed: Mutex<Vec<String>>,
-    /// With FAKE_GEMINI_SESSION_LOSS=1, the chat file `session/new` began (its header only,
-    /// until a prompt is recorded into it).
-    pub(crate) file: Mutex<Option<std::path::PathBuf>>,
-}
-
-/// The agent process: its configuration, sessions and the two channels.
-pub(crate) struct Agent {
-    pub(crate) version: String,
-    /// The process-level scenario (FAKE_GEMINI_SCENARIO): environment facts and the default
-    /// model behaviour of a prompt without a marker.
-    pub(crate) scenario: Scenario,
-    pub(crate) scenario_name: Option<String>,
-    pub(crate) trusted: bool,
-    initial_mode: String,
-    initial_model: String,
-    /// argv without argv0, for the scenarios' `expect` checks.
-    pub(crate) argv: Vec<String>,
-    sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
-    write_lock: Mutex<()>,
-    stderr: Mutex<Vec<u8>>,
-    next_request_id: AtomicU64,
-    client_waiters: Mutex<HashMap<u64, mpsc::Sender<Value>>>,
-    /// `authenticate` succeeded (its method id).
-    authenticated: Mutex<Option<String>>,
-    api_key: Mutex<Option<String>>,
-    startup_flushed: AtomicBool,
-    /// Prompts still running, and how many of them wait for a client's answer: at stdin EOF the
-    /// agent exits once every running prompt is done or waits for an answer that cannot come.
-    running: AtomicUsize,
-    awaiting_client: AtomicUsize,
-}
+use agent::{freeze, AcpSession, Agent, Pending, FROZEN};
 
 impl Agent {
-    /// Writes one JSON-RPC message as a line on stdout.
-    pub(crate) fn send(&self, msg: &Value) {
-        let mut line = serde_json::to_vec(msg).expect("serializes");
-        line.push(b'\n');
-        let _g = self.write_lock.lock().expect("lock");
-        if FROZEN.load(Ordering::SeqCst) {
-            proc::hang();
-        }
-        out(&line);
-    }
-
-    /// Sends a message and freezes the agent before anyone else can write or read (the
-    /// `hang-after-output` fault: the chunk is the last thing the client ever sees).
-    pub(crate) fn send_then_freeze(&self, msg: &Value) -> ! {
-        let mut line = serde_json::to_vec(msg).expect("serializes");
-        line.push(b'\n');
-        let _g = self.write_lock.lock().expect("lock");
-        out(&line);
-        freeze()
-    }
-
-    /// A `session/update` notification.
-    pub(crate) fn update(&self, session_id: &str, update: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": "session/update",
-            "params": {"sessionId": session_id, "update": update}}));
-    }
-
-    fn respond(&self, id: &Value, result: Result<Value, Value>, msg: &Value) {
-        match result {
-            Ok(r) => self.send(&json!({"jsonrpc": "2.0", "id": id, "result": r})),
-            Err(e) => {
-                self.stderr_line(&wire::error_log_line("request", msg, &e));
-                self.send(&json!({"jsonrpc": "2.0", "id": id, "error": e}));
-            }
-        }
-    }
-
-    /// Buffers a stderr line; the real agent's stderr only arrives at exit.
-    pub(crate) fn stderr_line(&self, s: &str) {
-        let mut b = self.stderr.lock().expect("lock");
-        b.extend_from_slice(s.as_bytes());
-        b.push(b'\n');
-    }
-
-    fn flush_stderr(&self) {
-        let b = std::mem::take(&mut *self.stderr.lock().expect("lock"));
-        err(&b);
-    }
-
-    /// Sends an agent→client request and waits for the client's response message.
-    pub(crate) fn client_request(&self, method: &str, params: Value) -> Value {
-        let id = self.next_request_id.fetch_add(1, Ordering::SeqCst);
-        let (tx, rx) = mpsc::channel();
-        self.client_waiters.lock().expect("lock").insert(id, tx);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        // The reading thread ends the process at EOF, so an unanswered request just waits.
-        self.awaiting_client.fetch_add(1, Ordering::SeqCst);
-        let answer = rx.recv().unwrap_or(Value::Null);
-        self.awaiting_client.fetch_sub(1, Ordering::SeqCst);
-        answer
-    }
-
-    /// The fake's own failure inside ACP mode: the buffered stderr, the message, exit 99.
-    pub(crate) fn fake_error(&self, msg: &str) -> ! {
-        self.flush_stderr();
-        err(format!("fake-gemini: {msg}\n").as_bytes());
-        proc::exit_now(99)
-    }
-
     fn session(&self, params: &Value) -> Result<Arc<AcpSession>, Value> {
         let id = params["sessionId"].as_str().unwrap_or_default();
         self.sessions
@@ -643,7 +489,7 @@ fn freeze_request() -> ! {
 
 /// `security.auth.selectedType` from `$HOME/.gemini/settings.json`.
 fn selected_auth_type() -> Option<String> {
-    let path = crate::run::home_dir().join(".gemini").join("settings.json");
+    let path = crate::sys::home_dir().join(".gemini").join("settings.json");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
     v["security"]["auth"]["selectedType"]
         .as_str()
@@ -656,7 +502,7 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
     // The invocation record: ACP has no prompt or stdin of its own, and the exit is decided by EOF.
     ctx.log(None);
     // Unlike a headless run, --yolo does not trust the folder: it is downgraded (observed).
-    let trusted = crate::run::folder_trusted(ctx, args, false);
+    let trusted = crate::checks::folder_trusted(ctx, args, false);
     let initial_mode = match (args.flag("yolo"), args.str("approval-mode")) {
         (true, _) | (_, Some("yolo")) => "yolo",
         (_, Some("auto_edit")) => "autoEdit",
@@ -700,7 +546,7 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
     }
     // Start-up: the real agent reads nothing for 2.5–6 s; input sent meanwhile waits in the pipe.
     if let Some(ms) = env_ms("FAKE_GEMINI_ACP_START_DELAY_MS") {
-        crate::run::sleep_ms(ms);
+        crate::sys::sleep_ms(ms);
     }
     let stdin = std::io::stdin();
     let mut reader = stdin.lock();

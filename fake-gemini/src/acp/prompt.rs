@@ -7,12 +7,13 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{freeze, wire, AcpSession, Agent, Pending};
+use super::agent::{freeze, AcpSession, Agent, Pending};
+use super::wire;
 use crate::answer::{over_context_window, resolve_model};
-use crate::run::env_ms;
 use crate::scenario::{
     self, Descendant, FailureKind, Hang, Scenario, Then, ToolCall, Turn, UnknownModel,
 };
+use crate::sys::env_ms;
 use crate::{clock, log, proc, session, texts};
 
 /// Shell commands the CLI runs without asking (its `isSafeToCallWithExec` list, from source).
@@ -196,7 +197,7 @@ pub(super) fn run(
     let marked = scenario::find_marker(&text);
     let from_marker = marked.is_some();
     let (name, sc, marker_params) = match marked {
-        Some(Ok(m)) => match crate::run::resolve(&m.name, &m.params) {
+        Some(Ok(m)) => match crate::invocation::resolve(&m.name, &m.params) {
             Ok((n, sc)) => (Some(n), sc, m.params),
             Err(e) => agent.fake_error(&e),
         },
@@ -225,7 +226,7 @@ pub(super) fn run(
         "prompt": text, "blocks": shapes, "scenario": name, "params": logged}));
     // `expect` self-checks: argv and env of the agent, `cwd` against the session's cwd, and
     // `stdin`/`stdin-contains` against the prompt's text (ACP has no stdin prompt).
-    let check = crate::run::Ctx {
+    let check = crate::invocation::Ctx {
         argv: agent.argv.clone(),
         version: agent.version.clone(),
         scenario_name: name.clone(),
@@ -235,7 +236,7 @@ pub(super) fn run(
         prompt: text.clone(),
         start: std::time::Instant::now(),
     };
-    if let Err(e) = crate::run::check_expect(&check, &s.cwd) {
+    if let Err(e) = crate::invocation::check_expect(&check, &s.cwd) {
         agent.fake_error(&format!("expectation failed: {e}"));
     }
     // A marker's start-up latency (`slow-start`) delays this answer: the process has long
@@ -306,12 +307,12 @@ fn model_run(
         // Raw mode: exactly these bytes, protocol or not, then the exit.
         agent.flush_stderr();
         if let Some(e) = &pr.stderr {
-            crate::output::err(e.as_bytes());
+            crate::sys::err(e.as_bytes());
         }
         if let Some(o) = &pr.stdout {
-            crate::output::out(o.as_bytes());
+            crate::sys::out(o.as_bytes());
         }
-        proc::exit_now(pr.exit_code.unwrap_or(0));
+        crate::sys::exit_now(pr.exit_code.unwrap_or(0));
     }
     if pr.hang == Some(Hang::BeforeOutput) {
         freeze();

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::Stream;
+use super::status::Stream;
 
 /// Bytes asked for per read: the default pipe buffer on Linux, so one read usually empties it.
 const READ_CHUNK: usize = 64 * 1024;

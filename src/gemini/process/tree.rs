@@ -6,7 +6,7 @@ use std::process::ExitStatus;
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap};
 
-use super::{SpawnError, Termination};
+use super::status::{SpawnError, Termination};
 
 /// A spawned child and everything it started, killed as one when dropped unless finished.
 #[derive(Debug)]

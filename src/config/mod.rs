@@ -6,6 +6,14 @@ use std::time::Duration;
 
 use clap::Parser;
 
+pub use crate::gemini::command::SlashCommands;
+use parse::{parse_flag, parse_positive, split_list};
+
+mod acp;
+pub mod parse;
+
+pub use acp::AcpConfig;
+
 /// Default per-stream cap on bytes read from the child (32 MiB), as in the TypeScript reference.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
 /// Default time between the polite termination signal and the kill of the whole tree.
@@ -213,15 +221,6 @@ impl EnvPolicy {
     }
 }
 
-/// How a prompt that starts with `/` reaches the CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SlashCommands {
-    /// Prefix the slash with a backslash: the CLI sees text, not a command.
-    Escape,
-    /// Send the prompt unchanged: the CLI may run it as a command (`/memory show` does).
-    Passthrough,
-}
-
 /// Everything the server reads from its environment.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -252,7 +251,7 @@ pub struct Config {
     /// `GEMINICLI_MCP_APPROVAL_MODE`; see `policy`).
     pub policy: crate::policy::Policy,
     /// The ACP tool set and its agents (`GEMINICLI_MCP_TOOLSETS`, `GEMINICLI_MCP_ACP_*`).
-    pub acp: crate::acp::AcpConfig,
+    pub acp: AcpConfig,
 }
 
 impl Default for Config {
@@ -270,7 +269,7 @@ impl Default for Config {
             env_policy: EnvPolicy::Inherit,
             env_pass: Vec::new(),
             policy: crate::policy::Policy::default(),
-            acp: crate::acp::AcpConfig::default(),
+            acp: AcpConfig::default(),
         }
     }
 }
@@ -323,7 +322,7 @@ impl Config {
                 .map(|v| split_list(&v))
                 .unwrap_or_default(),
             policy: crate::policy::Policy::from_lookup(&lookup),
-            acp: crate::acp::AcpConfig::from_lookup(&lookup),
+            acp: AcpConfig::from_lookup(&lookup),
         }
     }
 
@@ -371,32 +370,6 @@ impl Config {
             self.env_policy = policy;
         }
     }
-}
-
-/// A comma-separated list, trimmed, empty items dropped.
-pub fn split_list(value: &str) -> Vec<String> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// A positive base-10 integer: ASCII digits only (no sign, no spaces, no `0x`), above zero.
-pub fn parse_positive(value: &str) -> Option<u64> {
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    value.parse::<u64>().ok().filter(|v| *v > 0)
-}
-
-/// The reference's truthy spellings: `1`, `true`, `yes` (case-insensitive).
-pub fn parse_flag(value: &str) -> bool {
-    matches!(
-        value.trim().to_ascii_lowercase().as_str(),
-        "1" | "true" | "yes"
-    )
 }
 
 #[cfg(test)]

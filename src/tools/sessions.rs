@@ -1,16 +1,18 @@
-//! The opt-in tool sets beyond the reference's three tools (`GEMINICLI_MCP_TOOLSETS`): `sessions`
-//! (`gemini_list_sessions`, `gemini_delete_session`) and `models` (`gemini_list_models`). Their
-//! definitions, argument decoding, and the reading of the CLI's `--list-sessions` and
-//! `--delete-session` output; the server runs the CLI.
-
-use std::ffi::OsString;
-use std::sync::Arc;
+//! The `sessions` tool set: `gemini_list_sessions` and `gemini_delete_session`, the CLI's
+//! `--list-sessions` and `--delete-session` run in a workspace and their output read; and the
+//! `models` tool set's `gemini_list_models`.
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::error::{ErrorKind, Failure};
+use super::args::{self, given};
+use crate::error::{tail_lossy, ErrorKind, Failure, STDERR_TAIL_BYTES};
 use crate::gemini::session::{self, ListedSession};
+use crate::policy::Toolsets;
+use crate::roots::Roots;
+use crate::run::Runner;
 
 /// `gemini_list_sessions`.
 pub const GEMINI_LIST_SESSIONS: &str = "gemini_list_sessions";
@@ -19,58 +21,27 @@ pub const GEMINI_DELETE_SESSION: &str = "gemini_delete_session";
 /// `gemini_list_models`.
 pub const GEMINI_LIST_MODELS: &str = "gemini_list_models";
 
-/// Which opt-in tool sets are listed and callable.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Toolsets {
-    /// `sessions`: list and delete the CLI's sessions.
-    pub sessions: bool,
-    /// `models`: the models the CLI knows.
-    pub models: bool,
+/// Arguments of `gemini_list_sessions`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListArgs {
+    /// The project directory (default: the server's working directory); under the allowed roots.
+    #[serde(default)]
+    pub workspace: Option<String>,
 }
 
-impl Toolsets {
-    /// Parses `GEMINICLI_MCP_TOOLSETS`: comma-separated `sessions`, `models`, or `all` (any case,
-    /// spaces ignored; `acp`/`agent` belong to the ACP tool set). Unknown names are returned.
-    pub fn parse(value: &str) -> (Toolsets, Vec<String>) {
-        let mut t = Toolsets::default();
-        let mut unknown = Vec::new();
-        for name in value.split(',').map(|n| n.trim().to_ascii_lowercase()) {
-            match name.as_str() {
-                "" => {}
-                "sessions" => t.sessions = true,
-                "models" => t.models = true,
-                "all" => {
-                    t.sessions = true;
-                    t.models = true;
-                }
-                // The ACP tool set is read by `acp`.
-                "acp" | "agent" => {}
-                _ => unknown.push(name),
-            }
-        }
-        (t, unknown)
-    }
-
-    /// Reads the variable through `lookup`.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Toolsets {
-        let Some(value) = lookup("GEMINICLI_MCP_TOOLSETS").and_then(|v| v.into_string().ok())
-        else {
-            return Toolsets::default();
-        };
-        let (t, unknown) = Toolsets::parse(&value);
-        if !unknown.is_empty() {
-            tracing::warn!(
-                ?unknown,
-                "GEMINICLI_MCP_TOOLSETS: unknown tool sets ignored (known: sessions, models, all)"
-            );
-        }
-        t
-    }
+/// Arguments of `gemini_delete_session`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DeleteArgs {
+    /// The project directory (default: the server's working directory); under the allowed roots.
+    #[serde(default)]
+    pub workspace: Option<String>,
+    /// The session's UUID.
+    pub session_id: String,
 }
 
 /// One of the opt-in tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExtraTool {
+pub enum Extra {
     /// `gemini_list_sessions`.
     ListSessions,
     /// `gemini_delete_session`.
@@ -79,21 +50,73 @@ pub enum ExtraTool {
     ListModels,
 }
 
-impl ExtraTool {
+impl Extra {
     /// The tool named `name`, when its set is enabled.
-    pub fn from_name(name: &str, enabled: Toolsets) -> Option<ExtraTool> {
+    pub fn from_name(name: &str, enabled: Toolsets) -> Option<Extra> {
         match name {
-            GEMINI_LIST_SESSIONS if enabled.sessions => Some(ExtraTool::ListSessions),
-            GEMINI_DELETE_SESSION if enabled.sessions => Some(ExtraTool::DeleteSession),
-            GEMINI_LIST_MODELS if enabled.models => Some(ExtraTool::ListModels),
+            GEMINI_LIST_SESSIONS if enabled.sessions => Some(Extra::ListSessions),
+            GEMINI_DELETE_SESSION if enabled.sessions => Some(Extra::DeleteSession),
+            GEMINI_LIST_MODELS if enabled.models => Some(Extra::ListModels),
             _ => None,
         }
     }
 }
 
-fn object(v: Value) -> Arc<JsonObject> {
+/// Runs one of the opt-in tools.
+pub async fn call(
+    tool: Extra,
+    arguments: Option<&JsonObject>,
+    roots: &Roots<'_>,
+    runner: &Runner,
+    ct: tokio_util::sync::CancellationToken,
+) -> Result<CallToolResult, Failure> {
+    let (workspace, id) = match tool {
+        Extra::ListModels => return Ok(list_models()),
+        Extra::ListSessions => {
+            let a: ListArgs = args::decode(arguments)?;
+            (given(a.workspace), None)
+        }
+        Extra::DeleteSession => {
+            let a: DeleteArgs = args::decode(arguments)?;
+            session::validate_session_id(&a.session_id)?;
+            (given(a.workspace), Some(a.session_id))
+        }
+    };
+    let cwd = roots.workspace("workspace", workspace.as_deref()).await?;
+    let arg = match &id {
+        Some(id) => format!("--delete-session={id}"),
+        None => "--list-sessions".to_string(),
+    };
+    let out = runner.cli(&cwd, vec![arg.into()], ct).await?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let exit = out.status.map_or(1, |t| t.code());
+    match id {
+        Some(id) => deleted(&cwd, &id, &stdout, &stderr, exit),
+        None if exit == 0 => Ok(listed(&cwd, &stdout)),
+        None => {
+            let line = stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("gemini --list-sessions failed")
+                .trim()
+                .to_string();
+            Err(
+                Failure::with_exit(ErrorKind::from_exit_code(exit), exit, line).with_run(
+                    crate::error::RunFacts {
+                        stderr_tail: tail_lossy(&out.stderr, STDERR_TAIL_BYTES),
+                        ..Default::default()
+                    },
+                ),
+            )
+        }
+    }
+}
+
+fn object(v: Value) -> std::sync::Arc<JsonObject> {
     match v {
-        Value::Object(m) => Arc::new(m),
+        Value::Object(m) => std::sync::Arc::new(m),
         _ => unreachable!("a json! object literal"),
     }
 }
@@ -106,14 +129,13 @@ const LIST_MODELS_DESCRIPTION: &str = "The Gemini models and aliases the install
 
 /// The definitions of the enabled opt-in tools.
 pub fn definitions(enabled: Toolsets, with_output_schema: bool) -> Vec<Tool> {
-    let workspace = json!({"type": "string", "description": "The project directory (default: the server's working directory); under the allowed roots."});
     let mut tools = Vec::new();
     if enabled.sessions {
         tools.push((
             Tool::new(
                 GEMINI_LIST_SESSIONS,
                 LIST_SESSIONS_DESCRIPTION,
-                object(json!({"type": "object", "properties": {"workspace": workspace}})),
+                args::input_schema::<ListArgs>(),
             )
             .annotate(
                 ToolAnnotations::with_title("List Gemini sessions")
@@ -129,7 +151,7 @@ pub fn definitions(enabled: Toolsets, with_output_schema: bool) -> Vec<Tool> {
             Tool::new(
                 GEMINI_DELETE_SESSION,
                 DELETE_SESSION_DESCRIPTION,
-                object(json!({"type": "object", "properties": {"workspace": workspace, "session_id": {"type": "string", "description": "The session's UUID."}}, "required": ["session_id"]})),
+                args::input_schema::<DeleteArgs>(),
             )
             .annotate(
                 ToolAnnotations::with_title("Delete a Gemini session")
@@ -278,17 +300,17 @@ pub fn deleted(
     } else {
         ErrorKind::from_exit_code(exit)
     };
-    let mut f = Failure::new(
-        kind,
-        if kind == ErrorKind::SessionNotFound {
-            42
-        } else {
-            exit
-        },
-        message,
-    );
-    f.stderr_tail = stderr.to_string();
-    Err(f)
+    let code = if kind == ErrorKind::SessionNotFound {
+        kind.exit_code()
+    } else {
+        exit
+    };
+    Err(
+        Failure::with_exit(kind, code, message).with_run(crate::error::RunFacts {
+            stderr_tail: stderr.to_string(),
+            ..Default::default()
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -296,19 +318,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn toolsets_parse() {
-        assert_eq!(Toolsets::parse("").0, Toolsets::default());
-        let (t, unknown) = Toolsets::parse(" Sessions , nope");
-        assert!(t.sessions && !t.models);
-        assert_eq!(unknown, ["nope"]);
-        let (t, _) = Toolsets::parse("all");
-        assert!(t.sessions && t.models);
-    }
-
-    #[test]
     fn extra_tools_only_when_enabled() {
         let none = Toolsets::default();
-        assert!(ExtraTool::from_name(GEMINI_LIST_MODELS, none).is_none());
+        assert!(Extra::from_name(GEMINI_LIST_MODELS, none).is_none());
         assert!(definitions(none, true).is_empty());
         let all = Toolsets::parse("all").0;
         let names: Vec<_> = definitions(all, true)

@@ -1,16 +1,28 @@
-//! The three tools: their names, descriptions, input and output schemas and annotations, and the
-//! hand-written decoding of raw arguments (bad arguments are `input_validation` tool errors, not
-//! JSON-RPC errors, so the model can correct itself).
+//! The reference's three tools — `gemini_prompt`, `gemini_prompt_with_context`,
+//! `gemini_prompt_structured` — with the optional arguments every prompt tool shares: their
+//! arguments (the schema and the decoder), descriptions, output schema, annotations, the checks
+//! that turn a call into a [`Job`], and the rendering of an answer.
 
+use std::num::NonZeroU64;
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::args::{self, given};
+use crate::answers::Answers;
+use crate::approval::ApprovalMode;
+use crate::deadline::Deadlines;
 use crate::error::{ErrorKind, Failure};
 use crate::gemini::command::PromptRequest;
+use crate::gemini::session;
+use crate::policy::Policy;
+use crate::roots::{self, PathArgs, Roots};
+use crate::run::{Answer, Job, Report};
+use crate::structured;
 
 /// `gemini_prompt`.
 pub const GEMINI_PROMPT: &str = "gemini_prompt";
@@ -19,8 +31,77 @@ pub const GEMINI_PROMPT_WITH_CONTEXT: &str = "gemini_prompt_with_context";
 /// `gemini_prompt_structured`.
 pub const GEMINI_PROMPT_STRUCTURED: &str = "gemini_prompt_structured";
 
-/// Optional arguments shared by the three prompt tools (issue 5). A caller that sends none of
-/// them gets the reference behaviour.
+/// Longest accepted `task_note`, in characters.
+pub const MAX_TASK_NOTE_CHARS: usize = 1000;
+
+/// The approval modes by the CLI's names.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeArg {
+    /// Read-only.
+    Plan,
+    /// Changes refused headless.
+    Default,
+    /// Edits approved, shell refused.
+    AutoEdit,
+    /// Everything approved.
+    Yolo,
+}
+
+/// cli-agent-mcp's names for approval levels.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+pub enum PermissionArg {
+    /// `plan`.
+    #[serde(rename = "read-only")]
+    ReadOnly,
+    /// `auto_edit`.
+    #[serde(rename = "workspace-write")]
+    WorkspaceWrite,
+    /// `yolo`.
+    #[serde(rename = "unlimited")]
+    Unlimited,
+}
+
+impl From<ModeArg> for ApprovalMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Plan => ApprovalMode::Plan,
+            ModeArg::Default => ApprovalMode::Default,
+            ModeArg::AutoEdit => ApprovalMode::AutoEdit,
+            ModeArg::Yolo => ApprovalMode::Yolo,
+        }
+    }
+}
+
+impl From<PermissionArg> for ApprovalMode {
+    fn from(p: PermissionArg) -> Self {
+        match p {
+            PermissionArg::ReadOnly => ApprovalMode::Plan,
+            PermissionArg::WorkspaceWrite => ApprovalMode::AutoEdit,
+            PermissionArg::Unlimited => ApprovalMode::Yolo,
+        }
+    }
+}
+
+/// The approval mode a call asks for through `approval_mode` or `permission` (not both), under
+/// the operator's ceiling.
+pub fn approval(
+    policy: &Policy,
+    mode: Option<ModeArg>,
+    permission: Option<PermissionArg>,
+) -> Result<ApprovalMode, Failure> {
+    match (mode, permission) {
+        (Some(_), Some(_)) => Err(Failure::invalid_input(
+            "give either `approval_mode` or `permission`, not both",
+        )),
+        (Some(m), None) => policy.approval(Some(m.into()), "approval_mode"),
+        (None, Some(p)) => policy.approval(Some(p.into()), "permission"),
+        (None, None) => policy.approval(None, "approval_mode"),
+    }
+}
+
+/// The optional arguments shared by the three prompt tools. A caller that sends none of them
+/// gets the reference behaviour.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct CommonArgs {
     /// Continue an earlier conversation: the `sessionId` (a UUID) of an earlier answer. The CLI
@@ -38,11 +119,11 @@ pub struct CommonArgs {
     /// `auto_edit` (edits approved, shell refused) or `yolo` (everything approved). Default and
     /// upper limit: the server's GEMINICLI_MCP_APPROVAL_MODE (default yolo).
     #[serde(default)]
-    pub approval_mode: Option<String>,
+    pub approval_mode: Option<ModeArg>,
     /// cli-agent-mcp's names for approval levels: `read-only` (plan), `workspace-write`
     /// (auto_edit), `unlimited` (yolo). Not together with `approval_mode`.
     #[serde(default)]
-    pub permission: Option<String>,
+    pub permission: Option<PermissionArg>,
     /// Run the CLI's tools in its sandbox (`--sandbox`; needs docker or podman where the server
     /// runs). The sandbox passes the prompt on the command line, so prompts of 128 KiB or more
     /// are refused with it.
@@ -73,50 +154,16 @@ pub struct CommonArgs {
     /// Kill the run and fail with `timeout` when no content (assistant text or a tool event)
     /// has come this many milliseconds after the start. The server's own limit wins when shorter.
     #[serde(default)]
-    pub timeout_first_content_ms: Option<u64>,
+    pub timeout_first_content_ms: Option<NonZeroU64>,
     /// … when the CLI printed nothing (no line on stdout or stderr) for this many milliseconds.
     #[serde(default)]
-    pub timeout_inactivity_ms: Option<u64>,
+    pub timeout_inactivity_ms: Option<NonZeroU64>,
     /// … when the run took this many milliseconds in all.
     #[serde(default)]
-    pub timeout_total_ms: Option<u64>,
+    pub timeout_total_ms: Option<NonZeroU64>,
 }
 
-/// Longest accepted `task_note`, in characters.
-pub const MAX_TASK_NOTE_CHARS: usize = 1000;
-
-/// The issue-5 arguments of a call, decoded but not yet checked against the file system.
-#[derive(Debug, Clone, Default)]
-pub struct CallOptions {
-    /// `workspace`, as given.
-    pub workspace: Option<String>,
-    /// `include_directories`, as given.
-    pub include_directories: Vec<String>,
-    /// `approval_mode` or `permission`, mapped to a mode.
-    pub approval_mode: Option<crate::policy::ApprovalMode>,
-    /// Which of the two arguments gave it (for the refusal's text).
-    pub approval_argument: &'static str,
-    /// `sandbox`.
-    pub sandbox: bool,
-    /// `allowed_mcp_server_names`, as given.
-    pub allowed_mcp_server_names: Vec<String>,
-    /// `image_paths`, as given.
-    pub image_paths: Vec<String>,
-    /// `full_output`.
-    pub full_output: bool,
-    /// `save_file`, as given.
-    pub save_file: Option<String>,
-    /// `task_note`.
-    pub task_note: Option<String>,
-    /// `debug`.
-    pub debug: bool,
-    /// `timeout_first_content_ms`, `timeout_inactivity_ms`, `timeout_total_ms`.
-    pub deadlines: crate::policy::Deadlines,
-    /// The calling client, asked for its MCP roots when the call names a path.
-    pub client: Option<rmcp::service::Peer<rmcp::service::RoleServer>>,
-}
-
-/// Arguments of `gemini_prompt`.
+/// Arguments of `gemini_prompt` besides the common ones.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PromptArgs {
     /// Prompt text.
@@ -124,14 +171,11 @@ pub struct PromptArgs {
     /// Gemini model, e.g. `gemini-2.5-pro` (default: the CLI's own choice).
     #[serde(default)]
     pub model: Option<String>,
-    #[serde(flatten)]
-    #[allow(missing_docs)]
-    pub common: CommonArgs,
 }
 
-/// Arguments of `gemini_prompt_with_context`.
+/// Arguments of `gemini_prompt_with_context` besides the common ones.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct PromptWithContextArgs {
+pub struct WithContextArgs {
     /// Prompt text.
     pub prompt: String,
     /// Text prepended to the prompt inside a `<context>` block.
@@ -139,14 +183,11 @@ pub struct PromptWithContextArgs {
     /// Gemini model, e.g. `gemini-2.5-pro` (default: the CLI's own choice).
     #[serde(default)]
     pub model: Option<String>,
-    #[serde(flatten)]
-    #[allow(missing_docs)]
-    pub common: CommonArgs,
 }
 
-/// Arguments of `gemini_prompt_structured`.
+/// Arguments of `gemini_prompt_structured` besides the common ones.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct PromptStructuredArgs {
+pub struct StructuredArgs {
     /// Prompt text.
     pub prompt: String,
     /// JSON Schema the response must conform to.
@@ -157,14 +198,22 @@ pub struct PromptStructuredArgs {
     /// Gemini model, e.g. `gemini-2.5-pro` (default: the CLI's own choice).
     #[serde(default)]
     pub model: Option<String>,
-    #[serde(flatten)]
-    #[allow(missing_docs)]
-    pub common: CommonArgs,
 }
 
-/// Which tool a call is for.
+/// A tool's whole argument set, for its schema: its own arguments and the common ones.
+#[derive(JsonSchema)]
+struct Full<T> {
+    #[serde(flatten)]
+    #[allow(dead_code)]
+    own: T,
+    #[serde(flatten)]
+    #[allow(dead_code)]
+    common: CommonArgs,
+}
+
+/// Which of the three tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolKind {
+pub enum Kind {
     /// `gemini_prompt`.
     Prompt,
     /// `gemini_prompt_with_context`.
@@ -173,13 +222,13 @@ pub enum ToolKind {
     Structured,
 }
 
-impl ToolKind {
-    /// The tool named `name`, if it is one of ours.
-    pub fn from_name(name: &str) -> Option<ToolKind> {
+impl Kind {
+    /// The tool named `name`, if it is one of the three.
+    pub fn from_name(name: &str) -> Option<Kind> {
         match name {
-            GEMINI_PROMPT => Some(ToolKind::Prompt),
-            GEMINI_PROMPT_WITH_CONTEXT => Some(ToolKind::WithContext),
-            GEMINI_PROMPT_STRUCTURED => Some(ToolKind::Structured),
+            GEMINI_PROMPT => Some(Kind::Prompt),
+            GEMINI_PROMPT_WITH_CONTEXT => Some(Kind::WithContext),
+            GEMINI_PROMPT_STRUCTURED => Some(Kind::Structured),
             _ => None,
         }
     }
@@ -187,217 +236,213 @@ impl ToolKind {
     /// The tool's name.
     pub fn name(self) -> &'static str {
         match self {
-            ToolKind::Prompt => GEMINI_PROMPT,
-            ToolKind::WithContext => GEMINI_PROMPT_WITH_CONTEXT,
-            ToolKind::Structured => GEMINI_PROMPT_STRUCTURED,
+            Kind::Prompt => GEMINI_PROMPT,
+            Kind::WithContext => GEMINI_PROMPT_WITH_CONTEXT,
+            Kind::Structured => GEMINI_PROMPT_STRUCTURED,
         }
     }
 }
 
-/// A decoded call: the request, plus the schema for the structured tool.
+/// What a prompt call asks for, decoded (paths not yet checked).
 #[derive(Debug, Clone)]
 pub struct Call {
     /// The tool.
-    pub tool: ToolKind,
-    /// Prompt, context, model.
+    pub kind: Kind,
+    /// Prompt, context, model and session.
     pub request: PromptRequest,
-    /// The caller's JSON Schema (`gemini_prompt_structured` only).
-    pub schema: Option<Value>,
-    /// Workspace, include directories and approval mode (all optional).
-    pub options: CallOptions,
+    /// `gemini_prompt_structured`'s schema, prepared.
+    pub schema: Option<Arc<structured::PreparedSchema>>,
+    /// The approval mode, under the ceiling.
+    pub mode: ApprovalMode,
+    /// The path arguments, as given.
+    pub paths: PathArgs,
+    /// `task_note`.
+    pub task_note: Option<String>,
+    /// The call's deadlines.
+    pub deadlines: Deadlines,
+    /// `full_output`.
+    pub full_output: bool,
+    /// `debug`.
+    pub debug: bool,
 }
 
-fn field_ms(args: &JsonObject, name: &str) -> Result<Option<std::time::Duration>, Failure> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_u64().filter(|v| *v > 0) {
-            Some(v) => Ok(Some(std::time::Duration::from_millis(v))),
-            None => Err(Failure::invalid_input(format!(
-                "argument `{name}` must be a positive integer (milliseconds), got {n}"
-            ))),
-        },
-        Some(other) => Err(Failure::invalid_input(format!(
-            "argument `{name}` must be a positive integer (milliseconds), got {}",
-            type_name(other)
-        ))),
-    }
-}
-
-fn field_bool(args: &JsonObject, name: &str) -> Result<bool, Failure> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(Failure::invalid_input(format!(
-            "argument `{name}` must be a boolean, got {}",
-            type_name(other)
-        ))),
-    }
-}
-
-fn field_str_list(args: &JsonObject, name: &str) -> Result<Vec<String>, Failure> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| match v {
-                Value::String(s) => Ok(s.clone()),
-                other => Err(Failure::invalid_input(format!(
-                    "argument `{name}` must be an array of strings, got an element that is {}",
-                    type_name(other)
-                ))),
-            })
-            .collect(),
-        Some(other) => Err(Failure::invalid_input(format!(
-            "argument `{name}` must be an array of strings, got {}",
-            type_name(other)
-        ))),
-    }
-}
-
-fn decode_options(args: &JsonObject) -> Result<CallOptions, Failure> {
-    use crate::policy::ApprovalMode;
-    let workspace = field_str(args, "workspace", false)?.filter(|s| !s.is_empty());
-    let include_directories = field_str_list(args, "include_directories")?;
-    let mode = field_str(args, "approval_mode", false)?.filter(|s| !s.is_empty());
-    let permission = field_str(args, "permission", false)?.filter(|s| !s.is_empty());
-    let task_note = field_str(args, "task_note", false)?.filter(|s| !s.is_empty());
-    if let Some(note) = &task_note {
-        if note.chars().count() > MAX_TASK_NOTE_CHARS {
-            return Err(Failure::invalid_input(format!(
-                "task_note is longer than {MAX_TASK_NOTE_CHARS} characters"
-            )));
+/// Decodes a call's arguments and checks what can be checked without the file system.
+pub fn decode(
+    kind: Kind,
+    arguments: Option<&JsonObject>,
+    policy: &Policy,
+) -> Result<Call, Failure> {
+    let (prompt, context, model, schema) = match kind {
+        Kind::Prompt => {
+            let a: PromptArgs = args::decode(arguments)?;
+            (a.prompt, None, a.model, None)
         }
-    }
-    let approval_argument = if permission.is_some() {
-        "permission"
-    } else {
-        "approval_mode"
-    };
-    let approval_mode = match (mode, permission) {
-        (Some(_), Some(_)) => {
-            return Err(Failure::invalid_input(
-                "give either `approval_mode` or `permission`, not both",
-            ))
+        Kind::WithContext => {
+            let a: WithContextArgs = args::decode(arguments)?;
+            (a.prompt, Some(a.context), a.model, None)
         }
-        (Some(m), None) => Some(ApprovalMode::parse(&m).ok_or_else(|| {
-            Failure::invalid_input(format!(
-                "approval_mode must be one of default, auto_edit, yolo, plan (got {:?})",
-                m.chars().take(64).collect::<String>()
-            ))
-        })?),
-        (None, Some(p)) => Some(ApprovalMode::from_permission(&p).ok_or_else(|| {
-            Failure::invalid_input(format!(
-                "permission must be one of read-only, workspace-write, unlimited (got {:?})",
-                p.chars().take(64).collect::<String>()
-            ))
-        })?),
-        (None, None) => None,
+        Kind::Structured => {
+            let a: StructuredArgs = args::decode(arguments)?;
+            (a.prompt, a.context, a.model, Some(Value::Object(a.schema)))
+        }
     };
-    Ok(CallOptions {
-        workspace,
-        include_directories,
-        approval_mode,
-        approval_argument,
-        sandbox: field_bool(args, "sandbox")?,
-        allowed_mcp_server_names: field_str_list(args, "allowed_mcp_server_names")?,
-        image_paths: field_str_list(args, "image_paths")?,
-        full_output: field_bool(args, "full_output")?,
-        save_file: field_str(args, "save_file", false)?.filter(|s| !s.is_empty()),
-        task_note,
-        debug: field_bool(args, "debug")?,
-        deadlines: crate::policy::Deadlines {
-            first_content: field_ms(args, "timeout_first_content_ms")?,
-            inactivity: field_ms(args, "timeout_inactivity_ms")?,
-            total: field_ms(args, "timeout_total_ms")?,
-        },
-        client: None,
-    })
-}
-
-fn field_str(args: &JsonObject, name: &str, required: bool) -> Result<Option<String>, Failure> {
-    match args.get(name) {
-        None | Some(Value::Null) if required => Err(Failure::invalid_input(format!(
-            "missing required argument `{name}` (a string)"
-        ))),
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(Failure::invalid_input(format!(
-            "argument `{name}` must be a string, got {}",
-            type_name(other)
-        ))),
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Decodes raw `arguments` for `tool`. Unknown extra arguments are ignored, as the reference's
-/// validator does.
-pub fn decode(tool: ToolKind, arguments: Option<&JsonObject>) -> Result<Call, Failure> {
-    let empty = JsonObject::new();
-    let args = arguments.unwrap_or(&empty);
-    let prompt = field_str(args, "prompt", true)?.unwrap_or_default();
-    let model = field_str(args, "model", false)?;
-    let session_id = field_str(args, "session_id", false)?.filter(|s| !s.is_empty());
+    let common: CommonArgs = args::decode(arguments)?;
+    let session_id = given(common.session_id);
     if let Some(id) = &session_id {
-        crate::gemini::session::validate_session_id(id)?;
+        session::validate_session_id(id)?;
     }
-    let options = decode_options(args)?;
-    let (context, schema) = match tool {
-        ToolKind::Prompt => (None, None),
-        ToolKind::WithContext => (field_str(args, "context", true)?, None),
-        ToolKind::Structured => {
-            let schema = match args.get("schema") {
-                None | Some(Value::Null) => {
-                    return Err(Failure::invalid_input(
-                        "missing required argument `schema` (a JSON Schema object)",
-                    ))
-                }
-                Some(v @ Value::Object(_)) => v.clone(),
-                Some(other) => {
-                    return Err(Failure::invalid_input(format!(
-                        "argument `schema` must be a JSON Schema object, got {}",
-                        type_name(other)
-                    )))
-                }
-            };
-            (field_str(args, "context", false)?, Some(schema))
-        }
-    };
+    let task_note = given(common.task_note);
+    if task_note
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > MAX_TASK_NOTE_CHARS)
+    {
+        return Err(Failure::invalid_input(format!(
+            "task_note is longer than {MAX_TASK_NOTE_CHARS} characters"
+        )));
+    }
+    let mode = approval(policy, common.approval_mode, common.permission)?;
+    let schema = schema
+        .map(|s| {
+            structured::Schema::prepare(&s)
+                .map(Arc::new)
+                .map_err(|e| Failure::invalid_input(e.to_string()))
+        })
+        .transpose()?;
+    let ms = |v: Option<NonZeroU64>| v.map(|v| Duration::from_millis(v.get()));
     Ok(Call {
-        tool,
+        kind,
         request: PromptRequest {
             prompt,
             context,
             model,
             resume: session_id,
+            approval_mode: Some(mode),
+            sandbox: common.sandbox.unwrap_or(false),
+            allowed_mcp_server_names: common.allowed_mcp_server_names.unwrap_or_default(),
             ..PromptRequest::default()
         },
         schema,
-        options,
+        mode,
+        paths: PathArgs {
+            workspace: given(common.workspace),
+            include_directories: common.include_directories.unwrap_or_default(),
+            image_paths: common.image_paths.unwrap_or_default(),
+            save_file: given(common.save_file),
+        },
+        task_note,
+        deadlines: Deadlines {
+            first_content: ms(common.timeout_first_content_ms),
+            inactivity: ms(common.timeout_inactivity_ms),
+            total: ms(common.timeout_total_ms),
+        },
+        full_output: common.full_output.unwrap_or(false),
+        debug: common.debug.unwrap_or(false),
     })
 }
 
-fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
-    let settings = schemars::generate::SchemaSettings::draft2020_12();
-    let schema = settings.into_generator().into_root_schema_for::<T>();
-    match serde_json::to_value(schema) {
-        Ok(Value::Object(mut map)) => {
-            // Clients only need the object schema itself.
-            map.remove("$schema");
-            map.remove("title");
-            Arc::new(map)
-        }
-        _ => Arc::new(JsonObject::new()),
+/// The call's job: its paths checked against the roots.
+pub async fn job(call: &Call, roots: &Roots<'_>) -> Result<Job, Failure> {
+    let paths = roots::resolve(roots, &call.paths).await?;
+    let mut request = call.request.clone();
+    request.include_directories = paths.include_directories;
+    request.image_refs = paths.image_refs;
+    Ok(Job {
+        tool: call.kind.name(),
+        request,
+        schema: call.schema.clone(),
+        mode: call.mode,
+        cwd: paths.cwd,
+        save: paths.save,
+        deadlines: call.deadlines,
+        full_output: call.full_output,
+        debug: call.debug,
+    })
+}
+
+/// The result of an answered call: the answer inline, or — past `max_chars` — its head and tail
+/// around a marker naming the resource that holds it whole.
+pub fn render(answer: Answer, max_chars: usize, answers: &Answers) -> CallToolResult {
+    let Answer { success, json } = answer;
+    let total_chars = success.answer.chars().count();
+    let (text, link) = if total_chars > max_chars {
+        let resource = answers.keep(success.answer.clone(), total_chars);
+        let text = truncate_middle(&success.answer, max_chars, total_chars, &resource.uri);
+        (text, Some(resource))
+    } else {
+        (success.answer, None)
+    };
+    let mut structured = json!({
+        "response": text,
+        "sessionId": success.session_id,
+        "model": success.model,
+        "stats": success.stats,
+        "durationMs": success.duration.as_millis() as u64,
+        "exitCode": success.exit_code,
+        "truncated": link.is_some(),
+    });
+    if let Some(value) = json {
+        structured["json"] = value;
     }
+    let mut content = vec![ContentBlock::text(text)];
+    if let Some(resource) = link {
+        content.push(ContentBlock::resource_link(resource));
+    }
+    let mut result = CallToolResult::success(content);
+    result.structured_content = Some(structured);
+    result
+}
+
+/// Adds what the call asked for to its result (success and error alike): the task note (also
+/// to the text), the events, the debug report, what the retry policy did, where the answer was
+/// saved.
+pub fn decorate(result: &mut CallToolResult, task_note: Option<&str>, report: Report) {
+    if let Some(Value::Object(sc)) = result.structured_content.as_mut() {
+        if let Some(note) = task_note {
+            sc.insert("taskNote".into(), json!(note));
+        }
+        if let Some(events) = report.events {
+            sc.insert("events".into(), Value::Array(events));
+        }
+        if let Some(debug) = report.debug {
+            sc.insert("debug".into(), debug);
+        }
+        if let Some(p) = report.policy {
+            sc.insert("retryPolicy".into(), p);
+        }
+        match report.saved {
+            Some(Ok(path)) => {
+                sc.insert("savedFile".into(), json!(path.display().to_string()));
+            }
+            Some(Err(e)) => {
+                sc.insert("savedFile".into(), Value::Null);
+                sc.insert("saveError".into(), json!(e));
+            }
+            None => {}
+        }
+    }
+    if let Some(note) = task_note {
+        result
+            .content
+            .push(ContentBlock::text(format!("[task note] {note}")));
+    }
+}
+
+/// Keeps the head and tail of `text` (`max` characters in all) around a marker that names the
+/// resource holding the whole answer.
+pub fn truncate_middle(text: &str, max: usize, total_chars: usize, uri: &str) -> String {
+    let head = max / 2;
+    let tail = max - head;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(total_chars.saturating_sub(tail))
+        .map_or(text.len(), |(i, _)| i);
+    let omitted = total_chars - head - tail;
+    format!(
+        "{}\n\n[… {omitted} characters omitted; the full answer ({total_chars} characters) is the resource {uri} (resources/read) …]\n\n{}",
+        &text[..head_end],
+        &text[tail_start..]
+    )
 }
 
 /// The output schema shared by the three tools: a success object or an error object, in one
@@ -444,6 +489,7 @@ pub fn output_schema(structured: bool) -> Arc<JsonObject> {
         "taskNote": {"type": "string", "description": "The call's task_note, echoed."},
         "events": {"type": "array", "items": {"type": "object"}, "description": "Every stream-json event of the run (full_output)."},
         "debug": {"type": "object", "description": "argv (flags only), cwd, exit, kill reason, timings, byte counts and stderr tail (debug)."},
+        "retryPolicy": {"type": "object", "description": "What the retry and fallback policy did."},
         "savedFile": {"type": ["string", "null"], "description": "Where the answer was written (save_file); null when writing failed."},
         "saveError": {"type": "string", "description": "Why writing save_file failed."},
     });
@@ -491,18 +537,11 @@ pub fn output_schema(structured: bool) -> Arc<JsonObject> {
     }
 }
 
-/// The annotations of every tool: the CLI runs with `--approval-mode=yolo`, so it may write files
-/// and run commands (not read-only, possibly destructive); answers vary (not idempotent); it talks
-/// to Google's API and whatever its tools reach (open world).
-pub fn annotations(title: &str) -> ToolAnnotations {
-    annotations_for(title, crate::policy::ApprovalMode::Yolo)
-}
-
 /// The annotations under an approval-mode ceiling (`GEMINICLI_MCP_APPROVAL_MODE`): no call can
 /// run above it, so `plan` makes every tool read-only, and `default` (headless, nothing that
-/// needs an approval runs) not destructive.
-pub fn annotations_for(title: &str, ceiling: crate::policy::ApprovalMode) -> ToolAnnotations {
-    use crate::policy::ApprovalMode;
+/// needs an approval runs) not destructive. Answers vary (not idempotent); the CLI talks to
+/// Google's API and whatever its tools reach (open world).
+pub fn annotations(title: &str, ceiling: ApprovalMode) -> ToolAnnotations {
     ToolAnnotations::with_title(title)
         .read_only(ceiling == ApprovalMode::Plan)
         .destructive(ceiling >= ApprovalMode::AutoEdit)
@@ -521,22 +560,15 @@ The server appends an instruction to answer with JSON only, extracts the JSON fr
 A response that does not validate is an error (`schema_mismatch`) listing each validation error and the raw response. \
 Schema limits: 1 MiB, 10,000 nodes, 64 levels.";
 
-/// The three tool definitions. `with_output_schema` is false for clients of protocol versions
-/// before 2025-06-18, which have no `outputSchema` (nor tool titles).
-pub fn definitions(with_output_schema: bool) -> Vec<Tool> {
-    definitions_for(with_output_schema, crate::policy::ApprovalMode::Yolo)
-}
-
-/// The three tool definitions, annotated for the approval-mode `ceiling`.
-pub fn definitions_for(
-    with_output_schema: bool,
-    ceiling: crate::policy::ApprovalMode,
-) -> Vec<Tool> {
+/// The three tool definitions, annotated for the approval-mode `ceiling`. `with_output_schema`
+/// is false for clients of protocol versions before 2025-06-18, which have no `outputSchema`
+/// (nor tool titles).
+pub fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool> {
     static INPUTS: LazyLock<[Arc<JsonObject>; 3]> = LazyLock::new(|| {
         [
-            input_schema::<PromptArgs>(),
-            input_schema::<PromptWithContextArgs>(),
-            input_schema::<PromptStructuredArgs>(),
+            args::input_schema::<Full<PromptArgs>>(),
+            args::input_schema::<Full<WithContextArgs>>(),
+            args::input_schema::<Full<StructuredArgs>>(),
         ]
     });
     let tools = [
@@ -558,8 +590,8 @@ pub fn definitions_for(
         .into_iter()
         .zip(INPUTS.iter())
         .map(|((name, title, description, structured), input)| {
-            let mut tool = Tool::new(name, description, input.clone())
-                .annotate(annotations_for(title, ceiling));
+            let mut tool =
+                Tool::new(name, description, input.clone()).annotate(annotations(title, ceiling));
             if with_output_schema {
                 tool = tool
                     .with_title(title)
@@ -581,59 +613,72 @@ mod tests {
         }
     }
 
+    fn decoded(kind: Kind, v: Value) -> Result<Call, Failure> {
+        decode(kind, Some(&obj(v)), &Policy::default())
+    }
+
     #[test]
     fn decode_happy_paths() {
-        let c = decode(
-            ToolKind::Prompt,
-            Some(&obj(json!({"prompt": "hi", "model": null}))),
-        )
-        .unwrap();
+        let c = decoded(Kind::Prompt, json!({"prompt": "hi", "model": null})).unwrap();
         assert_eq!(c.request.prompt, "hi");
         assert!(c.request.model.is_none());
-        let c = decode(
-            ToolKind::WithContext,
-            Some(&obj(
-                json!({"prompt": "q", "context": "c", "model": "flash"}),
-            )),
+        let c = decoded(
+            Kind::WithContext,
+            json!({"prompt": "q", "context": "c", "model": "flash", "workspace": ""}),
         )
         .unwrap();
         assert_eq!(c.request.context.as_deref(), Some("c"));
         assert_eq!(c.request.model.as_deref(), Some("flash"));
-        let c = decode(
-            ToolKind::Structured,
-            Some(&obj(json!({"prompt": "q", "schema": {"type": "object"}}))),
+        assert_eq!(c.paths.workspace, None, "an empty workspace is not given");
+        let c = decoded(
+            Kind::Structured,
+            json!({"prompt": "q", "schema": {"type": "object"}, "timeout_total_ms": 5}),
         )
         .unwrap();
-        assert_eq!(c.schema, Some(json!({"type": "object"})));
+        assert!(c.schema.is_some());
+        assert_eq!(c.deadlines.total, Some(Duration::from_millis(5)));
     }
 
     #[test]
     fn bad_arguments_are_input_validation() {
         let cases = [
-            (ToolKind::Prompt, None),
-            (ToolKind::Prompt, Some(json!({"prompt": 5}))),
-            (ToolKind::Prompt, Some(json!({"prompt": "x", "model": 1}))),
-            (ToolKind::WithContext, Some(json!({"prompt": "x"}))),
-            (ToolKind::Structured, Some(json!({"prompt": "x"}))),
+            (Kind::Prompt, json!({})),
+            (Kind::Prompt, json!({"prompt": 5})),
+            (Kind::Prompt, json!({"prompt": "x", "model": 1})),
+            (Kind::WithContext, json!({"prompt": "x"})),
+            (Kind::Structured, json!({"prompt": "x"})),
+            (Kind::Structured, json!({"prompt": "x", "schema": "{}"})),
             (
-                ToolKind::Structured,
-                Some(json!({"prompt": "x", "schema": "{}"})),
+                Kind::Prompt,
+                json!({"prompt": "x", "include_directories": "a"}),
+            ),
+            (Kind::Prompt, json!({"prompt": "x", "timeout_total_ms": 0})),
+            (Kind::Prompt, json!({"prompt": "x", "approval_mode": "all"})),
+            (Kind::Prompt, json!({"prompt": "x", "session_id": "latest"})),
+            (
+                Kind::Prompt,
+                json!({"prompt": "x", "approval_mode": "plan", "permission": "read-only"}),
             ),
         ];
-        for (tool, args) in cases {
-            let args = args.map(obj);
-            let f = decode(tool, args.as_ref()).unwrap_err();
+        for (kind, args) in cases {
+            let f = decoded(kind, args.clone()).unwrap_err();
             assert!(
                 f.first_line()
                     .starts_with("[error exit=42] input_validation: "),
-                "{f}"
+                "{args}: {f}"
             );
         }
+        let f = decoded(
+            Kind::Prompt,
+            json!({"prompt": "x", "include_directories": [1]}),
+        )
+        .unwrap_err();
+        assert!(f.message.contains("array of strings"), "{}", f.message);
     }
 
     #[test]
     fn definitions_advertise_the_reference_contract() {
-        let tools = definitions(true);
+        let tools = definitions(true, ApprovalMode::Yolo);
         let names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
             names,
@@ -649,6 +694,8 @@ mod tests {
         assert_eq!(required(2), json!(["prompt", "schema"]));
         for t in &tools {
             assert_eq!(t.input_schema.get("type"), Some(&json!("object")));
+            let props = t.input_schema.get("properties").unwrap();
+            assert!(props.get("session_id").is_some() && props.get("timeout_total_ms").is_some());
             assert_eq!(
                 t.output_schema.as_ref().unwrap().get("type"),
                 Some(&json!("object"))
@@ -658,12 +705,14 @@ mod tests {
             assert_eq!(a.idempotent_hint, Some(false));
             assert_eq!(a.open_world_hint, Some(true));
         }
-        assert!(definitions(false).iter().all(|t| t.output_schema.is_none()));
+        assert!(definitions(false, ApprovalMode::Yolo)
+            .iter()
+            .all(|t| t.output_schema.is_none()));
     }
 
     #[test]
     fn readme_quotes_the_templates() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../../README.md");
         assert!(
             readme.contains(&format!(
                 "```text\n{}\n```",
@@ -689,5 +738,15 @@ mod tests {
         let err = Failure::invalid_input("x").structured();
         assert!(validator.is_valid(&err), "{err}");
         assert!(!validator.is_valid(&json!({"response": 1})));
+    }
+
+    #[test]
+    fn truncation_keeps_head_and_tail() {
+        let text: String = ('a'..='z').cycle().take(1000).collect();
+        let out = truncate_middle(&text, 100, 1000, "geminicli-mcp://answers/1");
+        assert!(out.starts_with(&text[..50]));
+        assert!(out.ends_with(&text[950..]));
+        assert!(out.contains("900 characters omitted"));
+        assert!(out.contains("geminicli-mcp://answers/1"));
     }
 }

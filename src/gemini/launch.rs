@@ -1,0 +1,191 @@
+//! The one way a Gemini CLI process is started: the program resolved per call, its environment
+//! under `GEMINICLI_MCP_ENV` with the headless variables on top, the caps and the private
+//! `TMPDIR` — for one-shot prompt runs, session listings and deletions, ACP agents and the
+//! doctor's probes alike.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::error::{ErrorKind, Failure};
+use crate::gemini::command::CHILD_ENV;
+use crate::gemini::environment;
+use crate::gemini::process::{RunSpec, SpawnError};
+use crate::gemini::resolve::{self, Platform};
+
+/// A resolved CLI: what to execute and the arguments that come before the run's own.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The program (an absolute path, or `node` for a JS entry).
+    pub program: PathBuf,
+    /// The JS entry when `program` is node, otherwise empty.
+    pub prefix: Vec<OsString>,
+    /// How it was found (`GEMINI_CLI_BIN=…`, `PATH: …`), for diagnostics.
+    pub via: String,
+}
+
+impl Launch {
+    /// Finds the CLI for a run, per call (a CLI installed, or PATH fixed, after start-up is
+    /// found): not found is `spawn_failed` with the resolver's fix.
+    pub fn resolve(config: &Config) -> Result<Launch, Failure> {
+        let found = resolve::resolve_on_host(config.gemini_bin.as_deref()).map_err(|e| {
+            Failure::with_exit(ErrorKind::SpawnFailed, e.exit_code(), e.to_string())
+        })?;
+        Ok(Launch {
+            program: found.program,
+            prefix: found.prefix_args,
+            via: found.via,
+        })
+    }
+
+    /// A run of this CLI in `cwd` with `args` (after the prefix) and `stdin`, in the environment
+    /// a call gets: the server's own under the policy, plus the headless variables.
+    pub fn spec(
+        &self,
+        config: &Config,
+        cwd: &Path,
+        args: impl IntoIterator<Item = OsString>,
+        stdin: Vec<u8>,
+    ) -> RunSpec {
+        let (env_clear, env) = environment_of(config, None);
+        self.spec_with(config, cwd, args, stdin, env_clear, env)
+    }
+
+    /// [`Launch::spec`] starting from exactly `vars` instead of the server's environment (the
+    /// doctor reports what the CLI would see from a given environment).
+    pub fn spec_from_vars(
+        &self,
+        config: &Config,
+        cwd: &Path,
+        args: impl IntoIterator<Item = OsString>,
+        vars: Vec<(OsString, OsString)>,
+    ) -> RunSpec {
+        let (env_clear, env) = environment_of(config, Some(vars));
+        self.spec_with(config, cwd, args, Vec::new(), env_clear, env)
+    }
+
+    fn spec_with(
+        &self,
+        config: &Config,
+        cwd: &Path,
+        args: impl IntoIterator<Item = OsString>,
+        stdin: Vec<u8>,
+        env_clear: bool,
+        env: Vec<(OsString, OsString)>,
+    ) -> RunSpec {
+        let mut all = self.prefix.clone();
+        all.extend(args);
+        RunSpec {
+            program: self.program.clone(),
+            args: all,
+            env_clear,
+            env,
+            env_remove: Vec::new(),
+            cwd: cwd.to_path_buf(),
+            stdin,
+            max_output_bytes: config.max_output_bytes,
+            kill_grace: config.kill_grace,
+            private_tmp: true,
+        }
+    }
+}
+
+/// Whether a child's environment is cleared first, and what is set: the policy's base (from
+/// `vars`, else the server's environment), then [`CHILD_ENV`]. Given `vars`, the child sees those
+/// and nothing of the server's.
+fn environment_of(
+    config: &Config,
+    vars: Option<Vec<(OsString, OsString)>>,
+) -> (bool, Vec<(OsString, OsString)>) {
+    let (clear, mut env) = match vars {
+        Some(vars) => {
+            let kept = environment::base(
+                config.env_policy,
+                vars.iter().cloned(),
+                &config.env_pass,
+                Platform::current(),
+            );
+            (true, kept.unwrap_or(vars))
+        }
+        None => {
+            let kept = environment::base(
+                config.env_policy,
+                std::env::vars_os(),
+                &config.env_pass,
+                Platform::current(),
+            );
+            (kept.is_some(), kept.unwrap_or_default())
+        }
+    };
+    env.extend(
+        CHILD_ENV
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    (clear, env)
+}
+
+/// A CLI that could not be started as a tool failure: 127 when it is missing, 126 otherwise,
+/// with the fix. `what` names the process (`gemini`, `gemini --acp`).
+pub fn spawn_failure(e: SpawnError, what: &str) -> Failure {
+    let (code, hint) = match &e {
+        SpawnError::NotFound(_) => (
+            127,
+            " — install the Gemini CLI (npm install -g @google/gemini-cli) or set GEMINI_CLI_BIN to its absolute path",
+        ),
+        SpawnError::NotExecutable(_) => (126, " — check GEMINI_CLI_BIN and the file's permissions"),
+        SpawnError::Other(_) => (126, ""),
+    };
+    Failure::with_exit(ErrorKind::SpawnFailed, code, format!("{e} ({what}){hint}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::EnvPolicy;
+
+    fn launch() -> Launch {
+        Launch {
+            program: PathBuf::from("/bin/gemini"),
+            prefix: vec!["entry.js".into()],
+            via: "test".into(),
+        }
+    }
+
+    #[test]
+    fn a_spec_puts_the_prefix_first_and_the_headless_variables_last() {
+        let config = Config::default();
+        let spec = launch().spec(&config, Path::new("/w"), ["--acp".into()], b"hi".to_vec());
+        assert_eq!(spec.args, ["entry.js", "--acp"]);
+        assert!(!spec.env_clear, "inherit: the server's environment");
+        assert_eq!(spec.env.len(), CHILD_ENV.len());
+        assert!(spec.private_tmp);
+        assert_eq!(spec.stdin, b"hi");
+    }
+
+    #[test]
+    fn given_variables_are_all_the_child_sees() {
+        let mut config = Config::default();
+        let vars = vec![
+            (OsString::from("PATH"), OsString::from("/bin")),
+            (OsString::from("SECRET"), OsString::from("x")),
+        ];
+        let spec = launch().spec_from_vars(&config, Path::new("/w"), [], vars.clone());
+        assert!(spec.env_clear);
+        assert!(spec.env.iter().any(|(k, _)| k == "SECRET"));
+        config.env_policy = EnvPolicy::Minimal;
+        let spec = launch().spec_from_vars(&config, Path::new("/w"), [], vars);
+        assert!(spec.env.iter().any(|(k, _)| k == "PATH"));
+        assert!(!spec.env.iter().any(|(k, _)| k == "SECRET"));
+    }
+
+    #[test]
+    fn spawn_failures_carry_the_shell_codes() {
+        let f = spawn_failure(SpawnError::NotFound("/x".into()), "gemini");
+        assert_eq!((f.kind, f.exit_code), (ErrorKind::SpawnFailed, 127));
+        assert!(f.message.contains("GEMINI_CLI_BIN"), "{}", f.message);
+        let f = spawn_failure(SpawnError::NotExecutable("/x".into()), "gemini --acp");
+        assert_eq!(f.exit_code, 126);
+        assert!(f.message.contains("(gemini --acp)"), "{}", f.message);
+    }
+}

@@ -1,0 +1,457 @@
+//! The one path of every call that runs Gemini: admit (workspace lock, start gate, a slot), run
+//! the backend under the one retry and fallback policy, finish (validate a structured answer,
+//! save the answer) — and the bookkeeping around it: calls in flight, and a cancellation that is
+//! the client's or the server's shutdown.
+
+pub mod admit;
+pub mod retry;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::pool::{self, Answer as AgentAnswer, Pool};
+use crate::approval::ApprovalMode;
+use crate::config::Config;
+use crate::deadline::Deadlines;
+use crate::error::{ErrorKind, Failure, RunFacts};
+use crate::gemini::command::{self, PromptRequest};
+use crate::gemini::launch::{spawn_failure, Launch};
+use crate::gemini::oneshot::{self, Attempt};
+use crate::gemini::outcome::{CancelCause, Success};
+use crate::gemini::process::{self, RunOutput};
+use crate::gemini::session;
+use crate::progress::Progress;
+use crate::structured::{self, PreparedSchema};
+use admit::Admission;
+use retry::{Attempted, Context, Try};
+
+/// A prompt call, decoded and checked against the operator's policy: what a backend runs.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The tool, for the logs.
+    pub tool: &'static str,
+    /// Prompt, context, model, session; the approval mode and the checked paths filled in.
+    pub request: PromptRequest,
+    /// The caller's schema (`gemini_prompt_structured`), prepared.
+    pub schema: Option<Arc<PreparedSchema>>,
+    /// The approval mode, under the ceiling.
+    pub mode: ApprovalMode,
+    /// The workspace, canonical and under the roots.
+    pub cwd: PathBuf,
+    /// Where the answer is also written (`save_file`), checked.
+    pub save: Option<PathBuf>,
+    /// The call's own deadlines (the operator's apply on top).
+    pub deadlines: Deadlines,
+    /// Keep every event of the run (`full_output`).
+    pub full_output: bool,
+    /// Report the run's argv, exit and timings (`debug`).
+    pub debug: bool,
+}
+
+/// A prompt call's answer: the success, and the validated value of a structured answer.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The answer text and what the run reported with it.
+    pub success: Success,
+    /// `gemini_prompt_structured`: the value that validated.
+    pub json: Option<Value>,
+}
+
+/// What a call's optional arguments and the retry policy add to its result, on success and on
+/// failure alike.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Every event of the last attempt (`full_output`).
+    pub events: Option<Vec<Value>>,
+    /// argv, exit, timings and stderr tail of the last attempt (`debug`).
+    pub debug: Option<Value>,
+    /// What the retry policy did.
+    pub policy: Option<Value>,
+    /// Where the answer was written, or why it could not be (`save_file`).
+    pub saved: Option<Result<PathBuf, String>>,
+}
+
+/// A finished prompt call.
+pub struct Finished {
+    /// The answer or the failure.
+    pub result: Result<Answer, Failure>,
+    /// What the call's options asked to see.
+    pub report: Report,
+}
+
+/// An `acp`-set `gemini` call, decoded and checked.
+pub type AgentJob = pool::PromptCall;
+
+/// Counts calls in progress while alive.
+struct ActiveGuard(watch::Sender<usize>);
+
+impl ActiveGuard {
+    fn new(active: &watch::Sender<usize>) -> Self {
+        active.send_modify(|n| *n += 1);
+        ActiveGuard(active.clone())
+    }
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Runs every call that starts Gemini. Shared by all clients of the server.
+pub struct Runner {
+    config: Config,
+    shutdown: CancellationToken,
+    admission: Admission,
+    pool: Arc<Pool>,
+    active: watch::Sender<usize>,
+}
+
+impl Runner {
+    /// A runner; cancelling `shutdown` ends every run and every wait.
+    pub fn new(config: Config, shutdown: CancellationToken) -> Self {
+        let admission = Admission::new(config.max_concurrency, shutdown.clone());
+        let pool = Arc::new(Pool::new(
+            config.clone(),
+            shutdown.clone(),
+            admission.start_gates(),
+        ));
+        Runner {
+            config,
+            shutdown,
+            admission,
+            pool,
+            active: watch::Sender::new(0),
+        }
+    }
+
+    /// The warm agents (for the `acp` set's listings and resets).
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+
+    /// Waits until no call is in progress.
+    pub async fn idle(&self) {
+        let mut rx = self.active.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    /// A token that fires on the client's cancellation `ct` or on the server's shutdown; the
+    /// guard ends the task that links them.
+    fn run_token(&self, ct: CancellationToken) -> (CancellationToken, AbortOnDrop<()>) {
+        let run_ct = self.shutdown.child_token();
+        let link = {
+            let run_ct = run_ct.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = ct.cancelled() => run_ct.cancel(),
+                    _ = run_ct.cancelled() => {}
+                }
+            })
+        };
+        (run_ct, AbortOnDrop(link))
+    }
+
+    /// Whose cancellation ended a run.
+    fn cause(&self) -> CancelCause {
+        if self.shutdown.is_cancelled() {
+            CancelCause::Shutdown
+        } else {
+            CancelCause::Client
+        }
+    }
+
+    /// Runs a prompt call of the one-shot backend to its end. `ct` is the request's
+    /// cancellation.
+    pub async fn prompt(&self, job: Job, ct: CancellationToken, progress: Progress) -> Finished {
+        let _active = ActiveGuard::new(&self.active);
+        let started = Instant::now();
+        let (run_ct, _unlink) = self.run_token(ct);
+        let _reporter = progress.report(self.config.heartbeat, run_ct.clone());
+        let limits = self.config.policy.deadlines.with(job.deadlines);
+        let last: Mutex<(Option<Vec<Value>>, Option<Value>)> = Mutex::default();
+        let ctx = Context {
+            quota: &self.config.policy.quota,
+            mode: job.mode,
+            total: limits.total,
+            progress: &progress,
+            stop: &run_ct,
+        };
+        let retried = retry::with_policy(ctx, job.request.model.clone(), |t: Try| {
+            let limits = Deadlines {
+                total: t.total,
+                ..limits
+            };
+            let (job, run_ct, progress, last) = (&job, &run_ct, &progress, &last);
+            async move {
+                let mut request = job.request.clone();
+                request.model = t.model;
+                self.attempt(job, request, limits, run_ct, progress, last, started)
+                    .await
+            }
+        })
+        .await;
+        let (events, debug) = std::mem::take(&mut *last.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut report = Report {
+            events,
+            debug,
+            policy: retried.report,
+            saved: None,
+        };
+        let result = match retried.result {
+            Ok(success) => self.finish(&job, success).await,
+            Err(f) => Err(f),
+        };
+        let result = result.map_err(|mut f| {
+            if f.run.duration_ms == 0 && f.kind != ErrorKind::InputValidation {
+                f.run.duration_ms = started.elapsed().as_millis() as u64;
+            }
+            tracing::debug!(tool = job.tool, kind = %f.kind, exit = f.exit_code, "call failed");
+            if f.kind == ErrorKind::CliTooOld {
+                // An operator problem, not a caller's: it goes to the log (and so to the client
+                // as a log notification) besides the result.
+                tracing::warn!(
+                    "the Gemini CLI refused a flag the server passes: it is too old; upgrade it (npm install -g @google/gemini-cli@latest) and run `geminicli-mcp doctor`"
+                );
+            }
+            f
+        });
+        if let (Ok(answer), Some(path)) = (&result, &job.save) {
+            report.saved = Some(crate::save::save_answer(path, &answer.success.answer));
+        }
+        Finished { result, report }
+    }
+
+    /// One attempt: the command line built, then the workspace's lock, its start gate and a
+    /// slot, then the run.
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt(
+        &self,
+        job: &Job,
+        request: PromptRequest,
+        limits: Deadlines,
+        run_ct: &CancellationToken,
+        progress: &Progress,
+        last: &Mutex<(Option<Vec<Value>>, Option<Value>)>,
+        started: Instant,
+    ) -> Attempted<Success> {
+        let refused = |f: Failure| Attempted {
+            result: Err(f),
+            tools_ran: false,
+        };
+        let invocation =
+            match command::build(&request, job.schema.as_deref(), self.config.slash_commands) {
+                Ok(i) => i,
+                Err(f) => return refused(f),
+            };
+        // Resolved per call: a CLI installed (or PATH fixed) after start-up is found.
+        let launch = match Launch::resolve(&self.config) {
+            Ok(l) => l,
+            Err(f) => return refused(f),
+        };
+        tracing::debug!(
+            tool = job.tool,
+            prompt_bytes = request.prompt.len(),
+            context_bytes = request.context.as_ref().map_or(0, String::len),
+            stdin_bytes = invocation.stdin.len(),
+            slash_escaped = invocation.slash_escaped,
+            program = %launch.program.display(),
+            via = %launch.via,
+            args = ?invocation.args,
+            "call"
+        );
+        let resume = request.resume.as_deref();
+        // Session runs hold their workspace alone; every other run shares it. Taken before the
+        // concurrency slot, so a call waiting for its workspace does not hold a slot.
+        let admitted = async {
+            let workspace = self
+                .admission
+                .workspace(&job.cwd, resume.is_some(), run_ct)
+                .await?;
+            let gate = self.admission.start_gate(&job.cwd, run_ct).await?;
+            let permit = self.admission.slot(progress, run_ct).await?;
+            Ok::<_, Failure>((workspace, gate, permit))
+        };
+        let (_workspace, gate, _permit) = match admitted.await {
+            Ok(a) => a,
+            Err(f) => return refused(f),
+        };
+        // New runs start one at a time per workspace until their session's prompt is recorded;
+        // a resumed run holds the gate to its end (its stub exists from its start, and an ACP
+        // agent starting meanwhile would delete it).
+        let (_held, _release) = match resume {
+            Some(_) => (Some(gate), None),
+            None => (
+                None,
+                Some(AbortOnDrop(tokio::spawn(session::hold_start_gate(
+                    gate,
+                    job.cwd.clone(),
+                    progress.clone(),
+                )))),
+            ),
+        };
+        let spec = launch.spec(&self.config, &job.cwd, invocation.args, invocation.stdin);
+        let ran = oneshot::run(
+            spec,
+            Attempt {
+                progress,
+                limits,
+                resume,
+                full_output: job.full_output,
+                debug: job.debug,
+                queued_for: started.elapsed(),
+            },
+            run_ct.child_token(),
+            || self.cause(),
+        )
+        .await;
+        *last.lock().unwrap_or_else(|e| e.into_inner()) = (ran.events, ran.debug);
+        Attempted {
+            result: ran.result,
+            tools_ran: ran.tools_ran,
+        }
+    }
+
+    /// A structured answer validated against its schema; the answer becomes its canonical JSON.
+    async fn finish(&self, job: &Job, success: Success) -> Result<Answer, Failure> {
+        let Some(schema) = job.schema.clone() else {
+            return Ok(Answer {
+                success,
+                json: None,
+            });
+        };
+        // Extraction and validation are CPU-bound on answers of up to the output cap: off the
+        // async workers, so other calls' progress and cancellations are not held up.
+        let (checked, mut success) = tokio::task::spawn_blocking(move || {
+            let checked = structured::extract_and_validate(&schema, &success.answer);
+            (checked, success)
+        })
+        .await
+        .map_err(|e| {
+            Failure::new(
+                ErrorKind::Unknown,
+                format!("validating the structured answer failed: {e}"),
+            )
+        })?;
+        match checked {
+            Ok(ok) => {
+                success.answer = ok.canonical;
+                Ok(Answer {
+                    success,
+                    json: Some(ok.value),
+                })
+            }
+            Err(err) => Err(Failure::with_exit(
+                ErrorKind::SchemaMismatch,
+                success.exit_code,
+                err.reason.summary(),
+            )
+            .with_run(RunFacts {
+                session_id: success.session_id,
+                model: success.model,
+                stats: success.stats,
+                duration_ms: success.duration.as_millis() as u64,
+                ..RunFacts::default()
+            })
+            .with_invalid(err.errors, err.raw)),
+        }
+    }
+
+    /// Runs an `acp`-set `gemini` call on a warm agent, under the retry and fallback policy.
+    /// With `transcript` (`full_output`), every message of every attempt is appended to it.
+    pub async fn agent(
+        &self,
+        job: AgentJob,
+        ct: CancellationToken,
+        progress: Progress,
+        transcript: Option<&mut Vec<Value>>,
+    ) -> Result<AgentAnswer, Failure> {
+        let _active = ActiveGuard::new(&self.active);
+        let started = Instant::now();
+        let _reporter = progress.report(self.config.heartbeat, ct.clone());
+        let transcript = Mutex::new(transcript);
+        let ctx = Context {
+            quota: &self.config.policy.quota,
+            mode: job.mode,
+            total: None,
+            progress: &progress,
+            stop: &ct,
+        };
+        let first = std::sync::atomic::AtomicBool::new(true);
+        let retried = retry::with_policy(ctx, job.model.clone(), |t: Try| {
+            let mut call = job.clone();
+            let fallback = !first.swap(false, std::sync::atomic::Ordering::Relaxed);
+            call.model = t.model;
+            let (ct, progress, transcript) = (&ct, &progress, &transcript);
+            async move {
+                let mut events = Vec::new();
+                if let (true, Some(model)) = (fallback, &call.model) {
+                    // The transcript says where the next attempt starts and on which model.
+                    events.push(serde_json::json!({"kind": "fallback", "model": model}));
+                }
+                let keep = transcript
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_some();
+                let (result, tools_ran) = self
+                    .pool
+                    .prompt(call, ct, progress, keep.then_some(&mut events))
+                    .await;
+                if let Some(out) = transcript
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_mut()
+                {
+                    out.extend(events);
+                }
+                Attempted { result, tools_ran }
+            }
+        })
+        .await;
+        progress.flush().await;
+        let mut answer = retried.result?;
+        answer.duration_ms = started.elapsed().as_millis() as u64;
+        answer.fallbacks = retried.fallbacks;
+        Ok(answer)
+    }
+
+    /// Runs the CLI with `args` and no prompt in `cwd` (a session listing or deletion), holding
+    /// the workspace alone: a listing writes titles into session files and a deletion removes
+    /// them, and the CLI's start-up clean-up would delete a new ACP session meanwhile.
+    pub async fn cli(
+        &self,
+        cwd: &Path,
+        args: Vec<std::ffi::OsString>,
+        ct: CancellationToken,
+    ) -> Result<RunOutput, Failure> {
+        let _active = ActiveGuard::new(&self.active);
+        let launch = Launch::resolve(&self.config)?;
+        let (run_ct, _unlink) = self.run_token(ct);
+        let untracked = Progress::new(None, crate::progress::Style::Summary, None);
+        let _workspace = self.admission.workspace(cwd, true, &run_ct).await?;
+        let _gate = self.admission.start_gate(cwd, &run_ct).await?;
+        let _permit = self.admission.slot(&untracked, &run_ct).await?;
+        let spec = launch.spec(&self.config, cwd, args, Vec::new());
+        let out = process::run(spec, run_ct, None)
+            .await
+            .map_err(|e| spawn_failure(e, "gemini"))?;
+        if out.killed.is_some() {
+            return Err(Failure::cancelled("the CLI was stopped before it finished"));
+        }
+        Ok(out)
+    }
+}

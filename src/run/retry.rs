@@ -1,0 +1,281 @@
+//! The one retry and fallback policy, for every backend (opt-in, `GEMINICLI_MCP_RATE_LIMIT_*` and
+//! `GEMINICLI_MCP_FALLBACK_MODELS`): after `rate_limited` with a delay the API gave, wait and try
+//! once more; after `quota_exhausted`, try the next fallback model, every other argument kept.
+//! Never when the failed attempt ran a tool under an approval mode that can write.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{may_repeat, ApprovalMode};
+use crate::error::{ErrorKind, Failure};
+use crate::policy::QuotaPolicy;
+use crate::progress::Progress;
+
+/// One attempt's outcome, and whether a tool ran in it (the guard against repeating writes).
+pub struct Attempted<T> {
+    /// The answer or the failure.
+    pub result: Result<T, Failure>,
+    /// Whether a tool ran (or was asked for) during the attempt.
+    pub tools_ran: bool,
+}
+
+/// What an attempt is given: the model to use, and the total deadline left (a retry after a
+/// wait has less of it).
+#[derive(Debug, Clone)]
+pub struct Try {
+    /// The model (the caller's, or a fallback).
+    pub model: Option<String>,
+    /// The total deadline left, when one is set.
+    pub total: Option<Duration>,
+}
+
+/// The attempts' end: the last outcome, and what the policy did.
+pub struct Retried<T> {
+    /// The last attempt's outcome; a failure's message says what the policy did.
+    pub result: Result<T, Failure>,
+    /// Whether a tool ran in the last attempt.
+    pub tools_ran: bool,
+    /// What the policy did, when it did anything: `retriedAfterMs`, `requestedModel`,
+    /// `fallbacks`, `modelUsed` (`retryPolicy` in `structuredContent`).
+    pub report: Option<Value>,
+    /// The fallback models tried, in order (the last one answered when the call succeeded).
+    pub fallbacks: Vec<String>,
+}
+
+/// The run's context for the policy.
+pub struct Context<'a> {
+    /// The operator's policy.
+    pub quota: &'a QuotaPolicy,
+    /// The run's approval mode.
+    pub mode: ApprovalMode,
+    /// The total deadline of the call, when one is set.
+    pub total: Option<Duration>,
+    /// Where waits and fallbacks are announced.
+    pub progress: &'a Progress,
+    /// The call's cancellation (client or shutdown): no retry after it, and a wait ends with it.
+    pub stop: &'a CancellationToken,
+}
+
+/// Runs `attempt` under the policy until it answers, fails for good, or the policy has nothing
+/// more to try.
+pub async fn with_policy<T, F, Fut>(
+    ctx: Context<'_>,
+    model: Option<String>,
+    mut attempt: F,
+) -> Retried<T>
+where
+    F: FnMut(Try) -> Fut,
+    Fut: Future<Output = Attempted<T>>,
+{
+    let started = Instant::now();
+    let asked = model.clone();
+    let mut next = Try {
+        model,
+        total: ctx.total,
+    };
+    let mut retried_after: Option<u64> = None;
+    let mut fallbacks: Vec<String> = Vec::new();
+    let mut why_not: Option<&'static str> = None;
+    let Attempted { result, tools_ran } = loop {
+        let done = attempt(next.clone()).await;
+        let Err(f) = &done.result else {
+            break done;
+        };
+        if ctx.stop.is_cancelled() {
+            break done;
+        }
+        let repeatable = may_repeat(done.tools_ran, ctx.mode);
+        match f.kind {
+            ErrorKind::RateLimited if ctx.quota.rate_limit_retry && retried_after.is_none() => {
+                let Some(delay) = f.retry_delay_ms else {
+                    break done;
+                };
+                let left = ctx.total.map(|t| t.saturating_sub(started.elapsed()));
+                let wait = Duration::from_millis(delay);
+                if !repeatable {
+                    why_not = Some("not retried: tools ran");
+                } else if wait > ctx.quota.max_wait {
+                    why_not = Some("not retried: the API's delay is longer than GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS");
+                } else if left.is_some_and(|l| wait >= l) {
+                    why_not = Some("not retried: the wait would pass the total deadline");
+                } else {
+                    ctx.progress
+                        .say(format!(
+                            "rate limited: waiting {delay} ms, then retrying once"
+                        ))
+                        .await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = ctx.stop.cancelled() => break done,
+                    }
+                    retried_after = Some(delay);
+                    next.total = left.map(|l| l.saturating_sub(wait).max(Duration::from_millis(1)));
+                    continue;
+                }
+                break done;
+            }
+            ErrorKind::QuotaExhausted => {
+                let Some(model) = ctx.quota.fallback_models.get(fallbacks.len()).cloned() else {
+                    break done;
+                };
+                if !repeatable {
+                    why_not = Some("not retried: tools ran");
+                    break done;
+                }
+                ctx.progress
+                    .say(format!("quota exhausted: falling back to model {model}"))
+                    .await;
+                tracing::debug!(model = %model, "quota exhausted: trying the next fallback model");
+                next.model = Some(model.clone());
+                fallbacks.push(model);
+            }
+            _ => break done,
+        }
+    };
+    let report = (retried_after.is_some() || !fallbacks.is_empty()).then(|| {
+        json!({
+            "retriedAfterMs": retried_after,
+            "requestedModel": asked,
+            "fallbacks": fallbacks,
+            "modelUsed": next.model,
+        })
+    });
+    let result = result.map_err(|mut f| {
+        if let Some(why) = why_not {
+            f = f.note(why);
+        }
+        if let Some(ms) = retried_after {
+            f = f.note(&format!("retried once after waiting {ms} ms"));
+        }
+        if !fallbacks.is_empty() {
+            f = f.note(&format!("after falling back to {}", fallbacks.join(", ")));
+        }
+        f
+    });
+    Retried {
+        result,
+        tools_ran,
+        report,
+        fallbacks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::progress::Style;
+    use std::cell::RefCell;
+
+    fn quota() -> QuotaPolicy {
+        QuotaPolicy {
+            rate_limit_retry: true,
+            max_wait: Duration::from_millis(500),
+            fallback_models: vec!["flash".into(), "lite".into()],
+        }
+    }
+
+    async fn run(
+        mode: ApprovalMode,
+        outcomes: Vec<(Result<&'static str, Failure>, bool)>,
+    ) -> (Retried<&'static str>, Vec<Option<String>>) {
+        let quota = quota();
+        let progress = Progress::new(None, Style::Summary, None);
+        let stop = CancellationToken::new();
+        let tries = RefCell::new(Vec::new());
+        let outcomes = RefCell::new(outcomes.into_iter());
+        let ctx = Context {
+            quota: &quota,
+            mode,
+            total: None,
+            progress: &progress,
+            stop: &stop,
+        };
+        let retried = with_policy(ctx, Some("pro".into()), |t: Try| {
+            tries.borrow_mut().push(t.model.clone());
+            let (result, tools_ran) = outcomes.borrow_mut().next().expect("an outcome per try");
+            async move { Attempted { result, tools_ran } }
+        })
+        .await;
+        (retried, tries.into_inner())
+    }
+
+    fn quota_failure() -> Failure {
+        Failure::new(ErrorKind::QuotaExhausted, "daily quota")
+    }
+
+    #[tokio::test]
+    async fn fallbacks_are_tried_in_order_and_reported() {
+        let (r, tries) = run(
+            ApprovalMode::Yolo,
+            vec![(Err(quota_failure()), false), (Ok("from flash"), false)],
+        )
+        .await;
+        assert_eq!(r.result.unwrap(), "from flash");
+        assert_eq!(tries, [Some("pro".into()), Some("flash".into())]);
+        assert_eq!(r.fallbacks, ["flash"]);
+        assert_eq!(r.report.unwrap()["modelUsed"], "flash");
+
+        let (r, _) = run(
+            ApprovalMode::Yolo,
+            vec![
+                (Err(quota_failure()), false),
+                (Err(quota_failure()), false),
+                (Err(quota_failure()), false),
+            ],
+        )
+        .await;
+        let f = r.result.unwrap_err();
+        assert!(
+            f.message.ends_with("(after falling back to flash, lite)"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[tokio::test]
+    async fn nothing_is_repeated_after_a_writing_tool_ran() {
+        let (r, tries) = run(ApprovalMode::Yolo, vec![(Err(quota_failure()), true)]).await;
+        assert_eq!(tries.len(), 1);
+        assert!(r
+            .result
+            .unwrap_err()
+            .message
+            .ends_with("(not retried: tools ran)"));
+        // Under plan nothing can write: the fallback runs.
+        let (r, tries) = run(
+            ApprovalMode::Plan,
+            vec![(Err(quota_failure()), true), (Ok("ok"), true)],
+        )
+        .await;
+        assert_eq!(tries.len(), 2);
+        assert!(r.result.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_rate_limit_is_retried_once_after_its_delay() {
+        let limited = || Failure::new(ErrorKind::RateLimited, "slow").with_retry_delay(Some(20));
+        let (r, tries) = run(
+            ApprovalMode::Yolo,
+            vec![(Err(limited()), false), (Err(limited()), false)],
+        )
+        .await;
+        assert_eq!(tries.len(), 2, "once, not twice");
+        let f = r.result.unwrap_err();
+        assert!(
+            f.message.contains("retried once after waiting 20 ms"),
+            "{}",
+            f.message
+        );
+        let over = Failure::new(ErrorKind::RateLimited, "slow").with_retry_delay(Some(60_000));
+        let (r, tries) = run(ApprovalMode::Yolo, vec![(Err(over), false)]).await;
+        assert_eq!(tries.len(), 1);
+        assert!(r
+            .result
+            .unwrap_err()
+            .message
+            .contains("not retried: the API's delay"));
+    }
+}

@@ -1,0 +1,477 @@
+//! The workspace's module structure: no import circle between the files of any package.
+//!
+//! Every crate root (`lib.rs`, `main.rs`, `bin/*.rs`) is parsed with `syn`; its module tree is
+//! followed through `mod` declarations, and every path a file names — `use` trees, paths in
+//! types and expressions, and `crate::`/`super::`/`self::` token runs inside macro calls — becomes
+//! an arrow to the file of the deepest module the path reaches. A module's own `mod child;`
+//! declaration is not an arrow; `child::item` used in the parent is. Code behind `#[cfg(test)]`
+//! is left out: unit tests may reach across the layers. A circle (a strongly connected set of
+//! two or more files) fails the test, which prints each circle with the names behind each arrow.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+/// One file-backed module: its path in the crate (`["gemini", "process"]`) and its child modules.
+struct Module {
+    file: PathBuf,
+    /// Child module name → index in `Crate::modules` (inline children point into the same file).
+    children: BTreeMap<String, usize>,
+    parent: Option<usize>,
+}
+
+/// A crate's module tree, built from its root file.
+struct Crate {
+    modules: Vec<Module>,
+    /// The parsed file of each file-backed module.
+    files: BTreeMap<PathBuf, syn::File>,
+}
+
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+fn parse(path: &Path) -> syn::File {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    syn::parse_file(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+}
+
+impl Crate {
+    fn load(root: &Path) -> Crate {
+        let mut c = Crate {
+            modules: Vec::new(),
+            files: BTreeMap::new(),
+        };
+        c.modules.push(Module {
+            file: root.to_path_buf(),
+            children: BTreeMap::new(),
+            parent: None,
+        });
+        let file = parse(root);
+        // A crate root's children live in its own folder (`src/x.rs` for `mod x;` in `src/lib.rs`).
+        let dir = root.parent().expect("a root has a folder").to_path_buf();
+        c.declare(0, &file.items, &dir);
+        c.files.insert(root.to_path_buf(), file);
+        c
+    }
+
+    /// Registers the `mod` items of module `at`, whose children's files live in `dir`.
+    fn declare(&mut self, at: usize, items: &[syn::Item], dir: &Path) {
+        for item in items {
+            let syn::Item::Mod(m) = item else { continue };
+            if is_cfg_test(&m.attrs) {
+                continue;
+            }
+            let name = m.ident.to_string();
+            let id = self.modules.len();
+            match &m.content {
+                Some((_, inner)) => {
+                    // An inline module shares its file with its parent.
+                    let file = self.modules[at].file.clone();
+                    self.modules.push(Module {
+                        file,
+                        children: BTreeMap::new(),
+                        parent: Some(at),
+                    });
+                    self.modules[at].children.insert(name.clone(), id);
+                    self.declare(id, inner, &dir.join(&name));
+                }
+                None => {
+                    let flat = dir.join(format!("{name}.rs"));
+                    let nested = dir.join(&name).join("mod.rs");
+                    let file = if flat.exists() { flat } else { nested };
+                    let parsed = parse(&file);
+                    self.modules.push(Module {
+                        file: file.clone(),
+                        children: BTreeMap::new(),
+                        parent: Some(at),
+                    });
+                    self.modules[at].children.insert(name.clone(), id);
+                    self.declare(id, &parsed.items, &dir.join(&name));
+                    self.files.insert(file, parsed);
+                }
+            }
+        }
+    }
+
+    /// The module a path names, read from module `at`: as deep as its segments are modules.
+    fn resolve(&self, at: usize, segments: &[String]) -> Option<usize> {
+        let (mut current, rest) = match segments.first().map(String::as_str) {
+            Some("crate") => (0, &segments[1..]),
+            Some("self") => (at, &segments[1..]),
+            Some("super") => {
+                let mut m = at;
+                let mut rest = segments;
+                while rest.first().map(String::as_str) == Some("super") {
+                    m = self.modules[m].parent?;
+                    rest = &rest[1..];
+                }
+                (m, rest)
+            }
+            Some(first) if self.modules[at].children.contains_key(first) => (at, segments),
+            _ => return None,
+        };
+        for s in rest {
+            match self.modules[current].children.get(s) {
+                Some(&child) => current = child,
+                None => break,
+            }
+        }
+        Some(current)
+    }
+}
+
+/// Collects the paths named in one module's items (not descending into child modules, which
+/// are visited on their own with their own scope).
+struct Paths<'a> {
+    krate: &'a Crate,
+    at: usize,
+    /// (target module, the name used) of every path seen.
+    found: Vec<(usize, String)>,
+}
+
+impl Paths<'_> {
+    fn add(&mut self, segments: Vec<String>) {
+        if let Some(target) = self.krate.resolve(self.at, &segments) {
+            self.found.push((target, segments.join("::")));
+        }
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut s = prefix.clone();
+                if n.ident != "self" {
+                    s.push(n.ident.to_string());
+                }
+                self.add(s);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut s = prefix.clone();
+                s.push(r.ident.to_string());
+                self.add(s);
+            }
+            syn::UseTree::Glob(_) => self.add(prefix.clone()),
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(prefix, t);
+                }
+            }
+        }
+    }
+
+    /// `crate`/`self`/`super` (or a child module's name) followed by `::` inside a macro call.
+    fn tokens(&mut self, tokens: proc_macro2::TokenStream) {
+        use proc_macro2::TokenTree;
+        let flat: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut i = 0;
+        while i < flat.len() {
+            if let TokenTree::Group(g) = &flat[i] {
+                self.tokens(g.stream());
+                i += 1;
+                continue;
+            }
+            let mut segments = Vec::new();
+            let mut j = i;
+            while let Some(TokenTree::Ident(id)) = flat.get(j) {
+                let colons = matches!(
+                    (flat.get(j + 1), flat.get(j + 2)),
+                    (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                        if a.as_char() == ':' && b.as_char() == ':'
+                );
+                segments.push(id.to_string());
+                if !colons {
+                    break;
+                }
+                j += 3;
+            }
+            if segments.len() > 1 {
+                self.add(segments);
+                i = j.max(i + 1);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Paths<'_> {
+    fn visit_item_mod(&mut self, _: &'ast syn::ItemMod) {}
+
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let attrs: &[syn::Attribute] = match item {
+            syn::Item::Fn(i) => &i.attrs,
+            syn::Item::Impl(i) => &i.attrs,
+            syn::Item::Use(i) => &i.attrs,
+            syn::Item::Struct(i) => &i.attrs,
+            syn::Item::Enum(i) => &i.attrs,
+            syn::Item::Const(i) => &i.attrs,
+            syn::Item::Static(i) => &i.attrs,
+            syn::Item::Trait(i) => &i.attrs,
+            _ => &[],
+        };
+        if !is_cfg_test(attrs) {
+            syn::visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        self.use_tree(&mut Vec::new(), &u.tree);
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segments.len() > 1 {
+            self.add(segments);
+        }
+        syn::visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.tokens(m.tokens.clone());
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+/// The items of module `id`: a file's whole item list, or an inline module's content.
+fn items_of(krate: &Crate, id: usize) -> Vec<&syn::Item> {
+    let file = &krate.files[&krate.modules[id].file];
+    // Walk from the file's own module down the inline chain to `id`.
+    let mut chain = vec![id];
+    let mut m = id;
+    while let Some(p) = krate.modules[m].parent {
+        if krate.modules[p].file != krate.modules[id].file {
+            break;
+        }
+        chain.push(p);
+        m = p;
+    }
+    chain.reverse();
+    let mut items: Vec<&syn::Item> = file.items.iter().collect();
+    for pair in chain.windows(2) {
+        let name = krate.modules[pair[0]]
+            .children
+            .iter()
+            .find(|(_, &c)| c == pair[1])
+            .map(|(n, _)| n.clone())
+            .expect("a child of its parent");
+        items = items
+            .into_iter()
+            .find_map(|i| match i {
+                syn::Item::Mod(m) if m.ident == name => m.content.as_ref().map(|(_, c)| c),
+                _ => None,
+            })
+            .map(|c| c.iter().collect())
+            .unwrap_or_default();
+    }
+    items
+}
+
+/// File → file arrows, with the names behind each.
+type Arrows = BTreeMap<PathBuf, BTreeMap<PathBuf, BTreeSet<String>>>;
+
+fn arrows(krate: &Crate) -> Arrows {
+    let mut out = Arrows::new();
+    for id in 0..krate.modules.len() {
+        let mut paths = Paths {
+            krate,
+            at: id,
+            found: Vec::new(),
+        };
+        for item in items_of(krate, id) {
+            paths.visit_item(item);
+        }
+        let from = &krate.modules[id].file;
+        for (target, name) in paths.found {
+            let to = &krate.modules[target].file;
+            if to != from {
+                out.entry(from.clone())
+                    .or_default()
+                    .entry(to.clone())
+                    .or_default()
+                    .insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// The strongly connected sets of two or more files (Tarjan).
+fn circles(arrows: &Arrows) -> Vec<Vec<PathBuf>> {
+    struct State<'a> {
+        arrows: &'a Arrows,
+        index: BTreeMap<&'a PathBuf, usize>,
+        low: BTreeMap<&'a PathBuf, usize>,
+        stack: Vec<&'a PathBuf>,
+        on_stack: BTreeSet<&'a PathBuf>,
+        out: Vec<Vec<PathBuf>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a PathBuf) {
+        let n = s.index.len();
+        s.index.insert(v, n);
+        s.low.insert(v, n);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        for w in s.arrows.get(v).into_iter().flat_map(|m| m.keys()) {
+            if !s.index.contains_key(w) {
+                visit(s, w);
+                let lw = s.low[w];
+                let lv = s.low.get_mut(v).expect("visited");
+                *lv = (*lv).min(lw);
+            } else if s.on_stack.contains(w) {
+                let iw = s.index[w];
+                let lv = s.low.get_mut(v).expect("visited");
+                *lv = (*lv).min(iw);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut set = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                set.push(w.clone());
+                if w == v {
+                    break;
+                }
+            }
+            if set.len() > 1 {
+                set.sort();
+                s.out.push(set);
+            }
+        }
+    }
+    let mut s = State {
+        arrows,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in arrows.keys() {
+        if !s.index.contains_key(v) {
+            visit(&mut s, v);
+        }
+    }
+    s.out
+}
+
+/// The crate roots of a package's `src` folder.
+fn roots(src: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = ["lib.rs", "main.rs"]
+        .iter()
+        .map(|f| src.join(f))
+        .filter(|p| p.exists())
+        .collect();
+    if let Ok(entries) = std::fs::read_dir(src.join("bin")) {
+        let mut bins: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+            .collect();
+        bins.sort();
+        out.extend(bins);
+    }
+    out
+}
+
+/// Every circle of the package whose sources are in `src`, described for a reader.
+fn circles_in(src: &Path) -> Vec<String> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let show = |p: &Path| p.strip_prefix(workspace).unwrap_or(p).display().to_string();
+    let mut report = Vec::new();
+    for root in roots(src) {
+        let krate = Crate::load(&root);
+        let arrows = arrows(&krate);
+        for set in circles(&arrows) {
+            let mut lines = vec![format!(
+                "a circle of {} files: {}",
+                set.len(),
+                set.iter().map(|p| show(p)).collect::<Vec<_>>().join(", ")
+            )];
+            for from in &set {
+                for (to, names) in arrows.get(from).into_iter().flatten() {
+                    if set.contains(to) {
+                        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                        lines.push(format!(
+                            "  {} -> {}: {}",
+                            show(from),
+                            show(to),
+                            names.join(", ")
+                        ));
+                    }
+                }
+            }
+            report.push(lines.join("\n"));
+        }
+    }
+    report
+}
+
+#[test]
+fn no_import_circle_between_files_of_any_package() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut report = Vec::new();
+    for package in [".", "fake-gemini", "conformance"] {
+        report.extend(circles_in(&workspace.join(package).join("src")));
+    }
+    assert!(
+        report.is_empty(),
+        "import circles (each arrow names what the first file takes from the second):\n{}",
+        report.join("\n")
+    );
+}
+
+#[test]
+fn the_check_sees_a_circle_and_its_names() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("outer")).expect("src");
+    let write = |name: &str, text: &str| std::fs::write(src.join(name), text).expect("write");
+    write("lib.rs", "pub mod a;\npub mod b;\npub mod outer;\n");
+    write(
+        "a.rs",
+        "use crate::b::Thing;\npub fn f() -> Thing { Thing }\n",
+    );
+    write(
+        "b.rs",
+        "pub struct Thing;\npub fn g() { tracing::debug!(\"{}\", crate::a::f()); }\n",
+    );
+    write(
+        "outer/mod.rs",
+        "pub mod inner;\npub fn h() { inner::deep(); }\n#[cfg(test)]\nmod tests { use crate::a::f; }\n",
+    );
+    write(
+        "outer/inner.rs",
+        "pub fn deep() {}\npub fn up() { super::h() }\n",
+    );
+    let found = circles_in(&src);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    let all = found.join("\n");
+    assert!(
+        all.contains("a.rs -> ") && all.contains("crate::b::Thing"),
+        "{all}"
+    );
+    assert!(
+        all.contains("crate::a::f"),
+        "a path inside a macro call counts: {all}"
+    );
+    assert!(
+        all.contains("inner::deep") && all.contains("super::h"),
+        "{all}"
+    );
+
+    // Without the arrows back up there is no circle; a test module's import is not an arrow.
+    write("b.rs", "pub struct Thing;\n");
+    write("outer/inner.rs", "pub fn deep() {}\n");
+    assert!(circles_in(&src).is_empty(), "{:#?}", circles_in(&src));
+}
