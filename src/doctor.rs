@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, SlashCommands};
-use crate::gemini::command::{BASE_ARGS, CHILD_ENV};
-use crate::gemini::environment;
-use crate::gemini::process::{self, RunSpec};
+use crate::gemini::command::BASE_ARGS;
+use crate::gemini::launch::Launch;
+use crate::gemini::process;
 use crate::gemini::resolve::{self, Platform};
 
 /// The oldest CLI the server works with: 0.40.0 brought `--skip-trust`.
@@ -198,6 +198,10 @@ impl Report {
     }
 
     /// The report as text for a person.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the report's sections in the order they print"
+    )]
     pub fn to_text(&self) -> String {
         let mut t = format!(
             "geminicli-mcp {} doctor\n\nGemini CLI\n",
@@ -419,10 +423,37 @@ pub async fn run(inputs: Inputs) -> Report {
         }
     };
 
+    let version = version_problems(&version_probe, &help_probe, &mut problems);
+    let capabilities = capability_problems(help_probe.output(), &mut problems);
+    let (auth_variables, oauth_credentials) = auth(&inputs, &mut warnings);
+    problems.extend(inputs.extra_problems.iter().cloned());
+    let mut config_rows = config_rows(config);
+    config_rows.extend(inputs.extra_config.iter().cloned());
+    Report {
+        program,
+        via,
+        version_probe,
+        version: version.map(|(text, _)| text),
+        help_probe,
+        capabilities,
+        auth_variables,
+        oauth_credentials,
+        config: config_rows,
+        problems,
+        warnings,
+    }
+}
+
+/// The problems of the two probes, and the version `--version` printed (text and number).
+fn version_problems(
+    version_probe: &Probe,
+    help_probe: &Probe,
+    problems: &mut Vec<Problem>,
+) -> Option<(String, (u64, u64, u64))> {
     let version = version_probe
         .output()
         .and_then(|out| parse_version(out).map(|v| (out.trim().to_owned(), v)));
-    for (what, p) in [("--version", &version_probe), ("--help", &help_probe)] {
+    for (what, p) in [("--version", version_probe), ("--help", help_probe)] {
         match p {
             Probe::TimedOut(bound) => problems.push(Problem {
                 message: format!(
@@ -480,7 +511,14 @@ pub async fn run(inputs: Inputs) -> Report {
         }
     }
 
-    let help = help_probe.output();
+    version
+}
+
+/// Which capabilities `--help` lists, and a problem for each required one it lacks.
+fn capability_problems(
+    help: Option<&str>,
+    problems: &mut Vec<Problem>,
+) -> Vec<(Capability, Option<bool>)> {
     let capabilities: Vec<(Capability, Option<bool>)> = CAPABILITIES
         .iter()
         .map(|c| (*c, help.map(|h| help_lists(h, c.name))))
@@ -501,6 +539,11 @@ pub async fn run(inputs: Inputs) -> Report {
         });
     }
 
+    capabilities
+}
+
+/// The auth variables set (names only) and the cached login, with a warning when neither exists.
+fn auth(inputs: &Inputs, warnings: &mut Vec<String>) -> (Vec<&'static str>, Option<PathBuf>) {
     let auth_variables: Vec<&'static str> = AUTH_VARIABLES
         .iter()
         .copied()
@@ -520,22 +563,7 @@ pub async fn run(inputs: Inputs) -> Report {
         );
     }
 
-    problems.extend(inputs.extra_problems.iter().cloned());
-    let mut config_rows = config_rows(config);
-    config_rows.extend(inputs.extra_config.iter().cloned());
-    Report {
-        program,
-        via,
-        version_probe,
-        version: version.map(|(text, _)| text),
-        help_probe,
-        capabilities,
-        auth_variables,
-        oauth_credentials,
-        config: config_rows,
-        problems,
-        warnings,
-    }
+    (auth_variables, oauth_credentials)
 }
 
 /// The effective configuration under the names operators set it by.
@@ -579,35 +607,20 @@ fn config_rows(c: &Config) -> Vec<(&'static str, Value)> {
 /// Runs `program prefix… flag` with the environment a call would get, bounded by the timeout;
 /// on expiry the whole tree is killed, as for a cancelled call.
 async fn probe(inputs: &Inputs, program: &Path, prefix: &[OsString], flag: &str) -> Probe {
-    let config = &inputs.config;
-    let base = environment::base(
-        config.env_policy,
-        inputs.vars.iter().cloned(),
-        &config.env_pass,
-        Platform::current(),
-    );
-    let mut env = base.unwrap_or_else(|| inputs.vars.clone());
-    env.extend(
-        CHILD_ENV
-            .iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
-    );
-    let mut args = prefix.to_vec();
-    args.push(flag.into());
-    let spec = RunSpec {
+    let launch = Launch {
         program: program.to_owned(),
-        args,
-        // The probe's environment is exactly `inputs.vars` (not the doctor's own), so tests and
-        // the report agree on what the CLI saw.
-        env_clear: true,
-        env,
-        env_remove: Vec::new(),
-        cwd: inputs.cwd.clone(),
-        stdin: Vec::new(),
-        max_output_bytes: PROBE_OUTPUT_CAP,
-        kill_grace: config.kill_grace,
-        private_tmp: true,
+        prefix: prefix.to_vec(),
+        via: String::new(),
     };
+    // The probe's environment is exactly `inputs.vars` (not the doctor's own), so tests and the
+    // report agree on what the CLI saw.
+    let mut spec = launch.spec_from_vars(
+        &inputs.config,
+        &inputs.cwd,
+        [flag.into()],
+        inputs.vars.clone(),
+    );
+    spec.max_output_bytes = PROBE_OUTPUT_CAP;
     let cancel = CancellationToken::new();
     let timer = {
         let cancel = cancel.clone();

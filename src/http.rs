@@ -288,6 +288,10 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 /// Serves MCP on `listener` until `shutdown` is cancelled. Every session gets a handle of the
 /// same `server`: one concurrency bound, one working directory, one environment.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the accept loop with its per-connection service, in the order a connection is handled"
+)]
 pub async fn serve(
     listener: TcpListener,
     options: HttpOptions,

@@ -182,6 +182,103 @@ pub struct Step {
     pub level: Option<Level>,
 }
 
+/// What a step does: its one action key, read out of the [`Step`] (the other keys modify it).
+#[derive(Debug, Clone, Copy)]
+pub enum Action<'a> {
+    /// `call`: a `tools/call` of an abstract tool.
+    Call(&'a str),
+    /// `request`.
+    Request(&'a Value),
+    /// `notify`.
+    Notify(&'a Value),
+    /// `send-raw`.
+    SendRaw(&'a str),
+    /// `cancel`.
+    Cancel(&'a str),
+    /// `await-response`.
+    AwaitResponse(&'a str),
+    /// `expect-message`.
+    ExpectMessage(&'a Value),
+    /// `expect-notification`.
+    ExpectNotification(&'a Value),
+    /// `expect-no-notification`.
+    ExpectNoNotification(&'a Value),
+    /// `expect-no-response`.
+    ExpectNoResponse(&'a str),
+    /// `wait-invocations`.
+    WaitInvocations(usize),
+    /// `expect-invocations`.
+    ExpectInvocations(usize),
+    /// `expect-files-absent`.
+    ExpectFilesAbsent(&'a [String]),
+    /// `expect-files`.
+    ExpectFiles(&'a BTreeMap<String, String>),
+    /// `expect-stderr-excludes`.
+    ExpectStderrExcludes(&'a str),
+    /// `sleep-ms`.
+    Sleep(u64),
+    /// `close-stdin`.
+    CloseStdin,
+    /// `disconnect`.
+    Disconnect,
+    /// `kill-target`.
+    KillTarget,
+    /// `expect-exit`.
+    ExpectExit,
+    /// `expect-processes-gone`.
+    ExpectProcessesGone,
+}
+
+impl Step {
+    /// The step's action; an error when it has none or more than one.
+    pub fn action(&self) -> Result<Action<'_>, String> {
+        let flag = |on: bool, a: Action<'static>| on.then_some(a);
+        let found: Vec<Action<'_>> = [
+            self.call.as_deref().map(Action::Call),
+            self.request.as_ref().map(Action::Request),
+            self.notify.as_ref().map(Action::Notify),
+            self.send_raw.as_deref().map(Action::SendRaw),
+            self.cancel.as_deref().map(Action::Cancel),
+            self.await_response.as_deref().map(Action::AwaitResponse),
+            self.expect_message.as_ref().map(Action::ExpectMessage),
+            self.expect_notification
+                .as_ref()
+                .map(Action::ExpectNotification),
+            self.expect_no_notification
+                .as_ref()
+                .map(Action::ExpectNoNotification),
+            self.expect_no_response
+                .as_deref()
+                .map(Action::ExpectNoResponse),
+            self.wait_invocations.map(Action::WaitInvocations),
+            self.expect_invocations.map(Action::ExpectInvocations),
+            self.expect_files_absent
+                .as_deref()
+                .map(Action::ExpectFilesAbsent),
+            self.expect_files.as_ref().map(Action::ExpectFiles),
+            self.expect_stderr_excludes
+                .as_deref()
+                .map(Action::ExpectStderrExcludes),
+            self.sleep_ms.map(Action::Sleep),
+            flag(self.close_stdin, Action::CloseStdin),
+            flag(self.disconnect, Action::Disconnect),
+            flag(self.kill_target, Action::KillTarget),
+            flag(self.expect_exit, Action::ExpectExit),
+            flag(self.expect_processes_gone, Action::ExpectProcessesGone),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        match found.as_slice() {
+            [one] => Ok(*one),
+            _ => Err(format!(
+                "it has {} actions; exactly one is required",
+                found.len()
+            )),
+        }
+    }
+}
+
 /// One `[[log.invocation]]` check on the fake's invocation records.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -503,37 +600,8 @@ fn substitute_toml(v: toml::Value, vars: &BTreeMap<String, String>) -> toml::Val
 /// Checks what serde cannot: each step has exactly one action, and modifiers fit it.
 pub fn validate(spec: &CaseSpec) -> Result<(), String> {
     for (n, s) in spec.steps.iter().enumerate() {
-        let actions = [
-            s.call.is_some(),
-            s.request.is_some(),
-            s.notify.is_some(),
-            s.send_raw.is_some(),
-            s.cancel.is_some(),
-            s.await_response.is_some(),
-            s.expect_message.is_some(),
-            s.expect_notification.is_some(),
-            s.expect_no_notification.is_some(),
-            s.expect_no_response.is_some(),
-            s.wait_invocations.is_some(),
-            s.expect_invocations.is_some(),
-            s.expect_files_absent.is_some(),
-            s.expect_files.is_some(),
-            s.expect_stderr_excludes.is_some(),
-            s.sleep_ms.is_some(),
-            s.close_stdin,
-            s.disconnect,
-            s.kill_target,
-            s.expect_exit,
-            s.expect_processes_gone,
-        ]
-        .iter()
-        .filter(|x| **x)
-        .count();
-        if actions != 1 {
-            return Err(format!(
-                "step {} has {actions} actions; exactly one is required",
-                n + 1
-            ));
+        if let Err(e) = s.action() {
+            return Err(format!("step {}: {e}", n + 1));
         }
         if s.arguments.is_some() && s.call.is_none() {
             return Err(format!("step {}: `arguments` belongs to `call`", n + 1));

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use crate::case::{Case, GeminiBinary, Level, Step};
+use crate::case::{Action, Case, GeminiBinary, Level, Step};
 use crate::checks::check_invocation;
 use crate::client::{is_response, Client};
 use crate::fakelog::FakeLog;
@@ -326,6 +326,10 @@ fn place_executable(from: &Path, to: &Path) -> Result<(), String> {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the target's environment in the order it is layered: cleared, the suite's, the profile's, the case's"
+)]
 fn build_command(
     cfg: &RunConfig,
     case: &Case,
@@ -455,6 +459,27 @@ fn json_of(v: &Value) -> String {
     }
 }
 
+/// Why a step did not pass: the target failed its check, or the case or its fixture is broken
+/// (which must never look like a verdict on the target).
+enum StepError {
+    /// A check failed; the message says what was expected and what came.
+    Fail(String),
+    /// A fixture or harness problem.
+    Bug(String),
+}
+
+fn fail(message: String) -> StepError {
+    StepError::Fail(message)
+}
+
+/// Where a step stands: its number, its deadline and its timeout as written.
+#[derive(Clone, Copy)]
+struct At {
+    n: usize,
+    deadline: Instant,
+    ms: u64,
+}
+
 struct Run<'a> {
     cfg: &'a RunConfig,
     case: &'a Case,
@@ -553,14 +578,17 @@ impl Run<'_> {
         }
         for (i, step) in self.case.spec.steps.iter().enumerate() {
             let level = step.level.unwrap_or(Level::Must);
-            if let Err(msg) = self.step(i + 1, step) {
-                if let Some(bug) = msg.strip_prefix("BUG: ") {
+            match self.step(i + 1, step) {
+                Ok(()) => {}
+                Err(StepError::Bug(bug)) => {
                     findings.bugs.push(format!("step {}: {bug}", i + 1));
                     return Err(Stop);
                 }
-                findings.add(level, msg);
-                if level == Level::Must {
-                    return Err(Stop);
+                Err(StepError::Fail(msg)) => {
+                    findings.add(level, msg);
+                    if level == Level::Must {
+                        return Err(Stop);
+                    }
                 }
             }
         }
@@ -611,11 +639,11 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn label_id(&self, label: &str) -> Result<Value, String> {
+    fn label_id(&self, label: &str) -> Result<Value, StepError> {
         self.labels
             .get(label)
             .cloned()
-            .ok_or_else(|| format!("BUG: no earlier request is labelled {label:?}"))
+            .ok_or_else(|| StepError::Bug(format!("no earlier request is labelled {label:?}")))
     }
 
     fn expect_subset(
@@ -630,315 +658,369 @@ impl Run<'_> {
             .map_err(|e| format!("step {n} ({what}): {e}\n  message: {}", json_of(actual)))
     }
 
-    fn step(&mut self, n: usize, s: &Step) -> Result<(), String> {
+    fn step(&mut self, n: usize, s: &Step) -> Result<(), StepError> {
         let (timeout, ms) = self.timeout(Some(s));
-        let deadline = Instant::now() + timeout;
+        let at = At {
+            n,
+            deadline: Instant::now() + timeout,
+            ms,
+        };
         let within = |d: u64| self.cfg.scaled(s.within_ms.unwrap_or(d));
+        let action = s.action().map_err(StepError::Bug)?;
+        match action {
+            Action::Call(tool) => self.call(at, s, tool),
+            Action::Request(r) => self.request(at, s, r),
+            Action::Notify(nf) => self.notify(n, nf),
+            Action::SendRaw(raw) => {
+                let mut bytes = self.vars.str(raw).into_bytes();
+                bytes.push(b'\n');
+                self.client
+                    .send_raw(bytes)
+                    .map_err(|e| fail(format!("step {n} (send-raw): {e}")))
+            }
+            Action::Cancel(label) => self.cancel(n, label),
+            Action::AwaitResponse(label) => {
+                let id = self.label_id(label)?;
+                let what = format!("await-response {label}");
+                match self.client.response(&id, at.deadline) {
+                    Some(r) => self.check_response(n, &what, s, &r),
+                    None => Err(fail(self.no_answer(n, &what, ms))),
+                }
+            }
+            Action::ExpectMessage(pattern) => self.expect_message(at, pattern),
+            Action::ExpectNotification(pattern) => self.expect_notification(at, pattern),
+            Action::ExpectNoNotification(pattern) => {
+                self.expect_no_notification(n, pattern, s.only_new, within(0))
+            }
+            Action::ExpectNoResponse(label) => self.expect_no_response(n, label, within(1000)),
+            Action::WaitInvocations(want) => self.wait_invocations(at, want),
+            Action::ExpectInvocations(want) => self.expect_invocations(n, want),
+            Action::ExpectFilesAbsent(paths) => self.expect_files_absent(n, paths),
+            Action::ExpectFiles(files) => self.expect_files(n, files),
+            Action::ExpectStderrExcludes(text) => {
+                let text = self.vars.str(text);
+                if self.client.stderr().contains(&text) {
+                    Err(fail(format!(
+                        "step {n} (expect-stderr-excludes): the target's stderr contains {text:?}"
+                    )))
+                } else {
+                    Ok(())
+                }
+            }
+            Action::Sleep(ms) => self.sleep(ms),
+            Action::CloseStdin | Action::Disconnect | Action::KillTarget => {
+                match action {
+                    Action::CloseStdin => self.client.close_stdin(),
+                    Action::Disconnect => self.client.disconnect(),
+                    _ => self.client.kill_target_only(),
+                }
+                Ok(())
+            }
+            Action::ExpectExit => {
+                let bound = s.within_ms.map(|w| self.cfg.scaled(w)).unwrap_or(timeout);
+                self.expect_exit(n, bound, s.exit_code)
+            }
+            Action::ExpectProcessesGone => self.expect_processes_gone(n, within(10_000)),
+        }
+    }
 
-        if s.call.is_some() || s.request.is_some() {
-            let (method, params, what) = if let Some(tool) = &s.call {
-                let name = self
-                    .cfg
-                    .target
-                    .profile
-                    .tool(tool)
-                    .expect("checked by skip_reason")
-                    .to_string();
+    /// `request`: a JSON-RPC request the case writes, placeholders filled.
+    fn request(&mut self, at: At, s: &Step, r: &Value) -> Result<(), StepError> {
+        let method = r
+            .get("method")
+            .and_then(Value::as_str)
+            .ok_or_else(|| StepError::Bug("a `request` needs a string `method`".into()))?
+            .to_string();
+        let params = self.generated(r.get("params"))?;
+        let what = format!("request {method}");
+        self.send_request(at, s, &method, params, &what)
+    }
+
+    /// `notify`: a notification the case writes.
+    fn notify(&mut self, n: usize, nf: &Value) -> Result<(), StepError> {
+        let method = nf
+            .get("method")
+            .and_then(Value::as_str)
+            .ok_or_else(|| StepError::Bug("`notify` needs a `method`".into()))?;
+        let params = self.generated(nf.get("params"))?;
+        self.client
+            .notify(method, params)
+            .map_err(|e| fail(format!("step {n} (notify {method}): {e}")))
+    }
+
+    /// `cancel`: `notifications/cancelled` for a labelled request.
+    fn cancel(&mut self, n: usize, label: &str) -> Result<(), StepError> {
+        let id = self.label_id(label)?;
+        self.client
+            .notify(
+                "notifications/cancelled",
+                Some(json!({"requestId": id, "reason": "cancelled by the conformance case"})),
+            )
+            .map_err(|e| fail(format!("step {n} (cancel {label}): {e}")))
+    }
+
+    fn expect_no_response(
+        &mut self,
+        n: usize,
+        label: &str,
+        within: Duration,
+    ) -> Result<(), StepError> {
+        let id = self.label_id(label)?;
+        self.client.listen_until(Instant::now() + within);
+        let hit = self
+            .client
+            .received
+            .iter()
+            .find(|r| is_response(&r.message) && r.message.get("id") == Some(&id));
+        match hit {
+            Some(r) => Err(fail(format!(
+                "step {n} (expect-no-response {label}): the request was answered: {}",
+                json_of(&r.message)
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn expect_invocations(&self, n: usize, want: usize) -> Result<(), StepError> {
+        let have = FakeLog::read(&self.dirs.log).invocations.len();
+        if have == want {
+            return Ok(());
+        }
+        Err(fail(format!(
+            "step {n} (expect-invocations): the fake logged {have} invocation(s), expected {want}"
+        )))
+    }
+
+    fn expect_files_absent(&self, n: usize, paths: &[String]) -> Result<(), StepError> {
+        let present: Vec<String> = paths
+            .iter()
+            .map(|p| self.vars.str(p))
+            .filter(|p| Path::new(p).exists())
+            .collect();
+        if present.is_empty() {
+            return Ok(());
+        }
+        Err(fail(format!(
+            "step {n} (expect-files-absent): these exist: {present:?}"
+        )))
+    }
+
+    /// Sleeps `ms` (scaled), reading meanwhile: a target must never block on a full stdout pipe.
+    fn sleep(&mut self, ms: u64) -> Result<(), StepError> {
+        let until = Instant::now() + self.cfg.scaled(ms);
+        self.client.listen_until(until);
+        if let Some(rest) = until.checked_duration_since(Instant::now()) {
+            std::thread::sleep(rest);
+        }
+        Ok(())
+    }
+
+    /// A case value with its placeholders filled and its generators run.
+    fn generated(&self, params: Option<&Value>) -> Result<Option<Value>, StepError> {
+        params
+            .map(|p| generate(&self.vars.value(p)).map_err(StepError::Bug))
+            .transpose()
+    }
+
+    /// `call`: the abstract tool and arguments mapped through the profile.
+    fn call(&mut self, at: At, s: &Step, tool: &str) -> Result<(), StepError> {
+        let name = self
+            .cfg
+            .target
+            .profile
+            .tool(tool)
+            .expect("checked by skip_reason")
+            .to_string();
+        let arguments = match &s.arguments {
+            Some(Value::Object(a)) => {
                 let mut args = Map::new();
-                if let Some(Value::Object(a)) = &s.arguments {
-                    for (k, v) in a {
-                        args.insert(self.cfg.target.profile.argument(k).to_string(), v.clone());
-                    }
-                } else if let Some(other) = &s.arguments {
-                    // Deliberately malformed arguments (not an object) are sent as written.
-                    return self.send_call(n, s, &name, other.clone(), deadline, ms);
+                for (k, v) in a {
+                    args.insert(self.cfg.target.profile.argument(k).to_string(), v.clone());
                 }
-                let what = format!("call {tool}");
-                (
-                    "tools/call".to_string(),
-                    Some(json!({"name": name, "arguments": Value::Object(args)})),
-                    what,
-                )
-            } else {
-                let r = s.request.as_ref().expect("checked");
-                let method = r
-                    .get("method")
-                    .and_then(Value::as_str)
-                    .ok_or("BUG: a `request` needs a string `method`")?
-                    .to_string();
-                let what = format!("request {method}");
-                (method, r.get("params").cloned(), what)
-            };
-            let params = match params {
-                Some(p) => Some(generate(&self.vars.value(&p)).map_err(|e| format!("BUG: {e}"))?),
-                None => None,
-            };
-            return self.send_request(n, s, &method, params, &what, deadline, ms);
-        }
-        if let Some(nf) = &s.notify {
-            let method = nf
-                .get("method")
-                .and_then(Value::as_str)
-                .ok_or("BUG: `notify` needs a `method`")?;
-            let params = match nf.get("params") {
-                Some(p) => Some(generate(&self.vars.value(p)).map_err(|e| format!("BUG: {e}"))?),
-                None => None,
-            };
-            return self
-                .client
-                .notify(method, params)
-                .map_err(|e| format!("step {n} (notify {method}): {e}"));
-        }
-        if let Some(raw) = &s.send_raw {
-            let mut bytes = self.vars.str(raw).into_bytes();
-            bytes.push(b'\n');
-            return self
-                .client
-                .send_raw(bytes)
-                .map_err(|e| format!("step {n} (send-raw): {e}"));
-        }
-        if let Some(label) = &s.cancel {
-            let id = self.label_id(label)?;
-            return self
-                .client
-                .notify(
-                    "notifications/cancelled",
-                    Some(json!({"requestId": id, "reason": "cancelled by the conformance case"})),
-                )
-                .map_err(|e| format!("step {n} (cancel {label}): {e}"));
-        }
-        if let Some(label) = &s.await_response {
-            let id = self.label_id(label)?;
-            let what = format!("await-response {label}");
-            return match self.client.response(&id, deadline) {
-                Some(r) => self.check_response(n, &what, s, &r),
-                None => Err(self.no_answer(n, &what, ms)),
-            };
-        }
-        if let Some(pattern) = &s.expect_message {
-            let pattern = self.vars.value(pattern);
-            let ctx = self.ctx.clone();
-            return match self
-                .client
-                .wait_for(deadline, |m| matches(&pattern, m, &ctx).is_ok())
-            {
-                Some(_) => Ok(()),
-                None => Err(format!(
-                    "{}\n  wanted: {}\n  unclaimed messages: {}",
-                    self.no_answer(n, "expect-message", ms),
-                    json_of(&pattern),
-                    self.unclaimed()
-                )),
-            };
-        }
-        if let Some(pattern) = &s.expect_notification {
-            let pattern = self.vars.value(pattern);
-            let ctx = self.ctx.clone();
-            // Progress for a request that has been answered can never come (the MCP spec forbids
-            // it), so waiting for it would only burn the whole timeout.
-            let token_request = pattern
-                .pointer("/params/progressToken")
-                .and_then(|t| self.tokens.iter().find(|(tok, _)| tok == t))
-                .map(|(_, id)| id.clone());
-            let mut found = None;
-            while found.is_none() && Instant::now() < deadline {
-                let slice = (Instant::now() + Duration::from_millis(100)).min(deadline);
-                found = self.client.wait_for(slice, |m| {
-                    m.get("method").is_some()
-                        && m.get("id").is_none()
-                        && matches(&pattern, m, &ctx).is_ok()
-                });
-                if found.is_some() || self.client.stdout_ended() {
-                    break;
-                }
-                if let Some(id) = &token_request {
-                    if self
-                        .client
-                        .received
-                        .iter()
-                        .any(|r| is_response(&r.message) && r.message.get("id") == Some(id))
-                    {
-                        return Err(format!(
-                            "step {n} (expect-notification): the request with that progress token was answered without it\n  wanted: {}\n  notifications seen: {}",
-                            json_of(&pattern),
-                            self.notifications_seen()
-                        ));
-                    }
-                }
+                Value::Object(args)
             }
-            return match found {
-                Some(_) => Ok(()),
-                None => Err(format!(
-                    "{}\n  wanted: {}\n  notifications seen: {}",
-                    self.no_answer(n, "expect-notification", ms),
-                    json_of(&pattern),
-                    self.notifications_seen()
-                )),
-            };
+            // Deliberately malformed arguments (not an object) are sent as written.
+            Some(other) => {
+                let params = json!({"name": name, "arguments": other});
+                return self.send_request(at, s, "tools/call", Some(params), "call");
+            }
+            None => Value::Object(Map::new()),
+        };
+        let params = self.generated(Some(&json!({"name": name, "arguments": arguments})))?;
+        self.send_request(at, s, "tools/call", params, &format!("call {tool}"))
+    }
+
+    fn expect_message(&mut self, at: At, pattern: &Value) -> Result<(), StepError> {
+        let pattern = self.vars.value(pattern);
+        let ctx = self.ctx.clone();
+        match self
+            .client
+            .wait_for(at.deadline, |m| matches(&pattern, m, &ctx).is_ok())
+        {
+            Some(_) => Ok(()),
+            None => Err(fail(format!(
+                "{}\n  wanted: {}\n  unclaimed messages: {}",
+                self.no_answer(at.n, "expect-message", at.ms),
+                json_of(&pattern),
+                self.unclaimed()
+            ))),
         }
-        if let Some(pattern) = &s.expect_no_notification {
-            self.client.drain();
-            let from = if s.only_new {
-                self.client.received.len()
-            } else {
-                0
-            };
-            self.client.listen_until(Instant::now() + within(0));
-            let pattern = self.vars.value(pattern);
-            let hit = self.client.received[from..].iter().find(|r| {
-                r.message.get("method").is_some()
-                    && r.message.get("id").is_none()
-                    && matches(&pattern, &r.message, &self.ctx).is_ok()
+    }
+
+    fn expect_notification(&mut self, at: At, pattern: &Value) -> Result<(), StepError> {
+        let n = at.n;
+        let pattern = self.vars.value(pattern);
+        let ctx = self.ctx.clone();
+        // Progress for a request that has been answered can never come (the MCP spec forbids
+        // it), so waiting for it would only burn the whole timeout.
+        let token_request = pattern
+            .pointer("/params/progressToken")
+            .and_then(|t| self.tokens.iter().find(|(tok, _)| tok == t))
+            .map(|(_, id)| id.clone());
+        let mut found = None;
+        while found.is_none() && Instant::now() < at.deadline {
+            let slice = (Instant::now() + Duration::from_millis(100)).min(at.deadline);
+            found = self.client.wait_for(slice, |m| {
+                m.get("method").is_some()
+                    && m.get("id").is_none()
+                    && matches(&pattern, m, &ctx).is_ok()
             });
-            return match hit {
-                Some(r) => Err(format!(
-                    "step {n} (expect-no-notification): got {}",
-                    json_of(&r.message)
-                )),
-                None => Ok(()),
-            };
-        }
-        if let Some(label) = &s.expect_no_response {
-            let id = self.label_id(label)?;
-            self.client.listen_until(Instant::now() + within(1000));
-            let hit = self
-                .client
-                .received
-                .iter()
-                .find(|r| is_response(&r.message) && r.message.get("id") == Some(&id));
-            return match hit {
-                Some(r) => Err(format!(
-                    "step {n} (expect-no-response {label}): the request was answered: {}",
-                    json_of(&r.message)
-                )),
-                None => Ok(()),
-            };
-        }
-        if let Some(want) = s.wait_invocations {
-            loop {
-                let have = FakeLog::read(&self.dirs.log).invocations.len();
-                if have >= want {
-                    return Ok(());
+            if found.is_some() || self.client.stdout_ended() {
+                break;
+            }
+            if let Some(id) = &token_request {
+                if self
+                    .client
+                    .received
+                    .iter()
+                    .any(|r| is_response(&r.message) && r.message.get("id") == Some(id))
+                {
+                    return Err(fail(format!(
+                        "step {n} (expect-notification): the request with that progress token was answered without it\n  wanted: {}\n  notifications seen: {}",
+                        json_of(&pattern),
+                        self.notifications_seen()
+                    )));
                 }
-                if Instant::now() >= deadline {
-                    return Err(format!(
-                        "step {n} (wait-invocations {want}): the fake logged {have} invocation(s) within {ms} ms × scale {}; {}\n  unclaimed messages: {}",
-                        self.cfg.timeout_scale,
-                        self.cfg.raise_hint(),
-                        self.unclaimed()
-                    ));
-                }
-                self.client.drain();
-                std::thread::sleep(Duration::from_millis(25));
             }
         }
-        if let Some(paths) = &s.expect_files_absent {
-            let present: Vec<String> = paths
-                .iter()
-                .map(|p| self.vars.str(p))
-                .filter(|p| Path::new(p).exists())
-                .collect();
-            return if present.is_empty() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "step {n} (expect-files-absent): these exist: {present:?}"
-                ))
-            };
+        match found {
+            Some(_) => Ok(()),
+            None => Err(fail(format!(
+                "{}\n  wanted: {}\n  notifications seen: {}",
+                self.no_answer(n, "expect-notification", at.ms),
+                json_of(&pattern),
+                self.notifications_seen()
+            ))),
         }
-        if let Some(files) = &s.expect_files {
-            for (path, want) in files {
-                let path = self.vars.str(path);
-                match std::fs::read_to_string(&path) {
-                    Ok(got) if got == self.vars.str(want) => {}
-                    Ok(got) => {
-                        return Err(format!(
-                            "step {n} (expect-files): {path} holds {:?}, expected {want:?}",
-                            got.chars().take(300).collect::<String>()
-                        ))
-                    }
-                    Err(e) => return Err(format!("step {n} (expect-files): {path}: {e}")),
-                }
-            }
-            return Ok(());
+    }
+
+    fn expect_no_notification(
+        &mut self,
+        n: usize,
+        pattern: &Value,
+        only_new: bool,
+        within: Duration,
+    ) -> Result<(), StepError> {
+        self.client.drain();
+        let from = if only_new {
+            self.client.received.len()
+        } else {
+            0
+        };
+        self.client.listen_until(Instant::now() + within);
+        let pattern = self.vars.value(pattern);
+        let hit = self.client.received[from..].iter().find(|r| {
+            r.message.get("method").is_some()
+                && r.message.get("id").is_none()
+                && matches(&pattern, &r.message, &self.ctx).is_ok()
+        });
+        match hit {
+            Some(r) => Err(fail(format!(
+                "step {n} (expect-no-notification): got {}",
+                json_of(&r.message)
+            ))),
+            None => Ok(()),
         }
-        if let Some(text) = &s.expect_stderr_excludes {
-            let text = self.vars.str(text);
-            return if self.client.stderr().contains(&text) {
-                Err(format!(
-                    "step {n} (expect-stderr-excludes): the target's stderr contains {text:?}"
-                ))
-            } else {
-                Ok(())
-            };
-        }
-        if let Some(want) = s.expect_invocations {
+    }
+
+    fn wait_invocations(&mut self, at: At, want: usize) -> Result<(), StepError> {
+        loop {
             let have = FakeLog::read(&self.dirs.log).invocations.len();
-            return if have == want {
-                Ok(())
-            } else {
-                Err(format!("step {n} (expect-invocations): the fake logged {have} invocation(s), expected {want}"))
-            };
-        }
-        if let Some(ms) = s.sleep_ms {
-            let until = Instant::now() + self.cfg.scaled(ms);
-            // Keep reading while sleeping: a target must never block on a full stdout pipe.
-            self.client.listen_until(until);
-            if let Some(rest) = until.checked_duration_since(Instant::now()) {
-                std::thread::sleep(rest);
-            }
-            return Ok(());
-        }
-        if s.close_stdin {
-            self.client.close_stdin();
-            return Ok(());
-        }
-        if s.disconnect {
-            self.client.disconnect();
-            return Ok(());
-        }
-        if s.kill_target {
-            self.client.kill_target_only();
-            return Ok(());
-        }
-        if s.expect_exit {
-            let bound = s.within_ms.map(|w| self.cfg.scaled(w)).unwrap_or(timeout);
-            return match self.client.wait_exit(Instant::now() + bound) {
-                None => Err(format!(
-                    "step {n} (expect-exit): the target is still running after {} ms; {}",
-                    bound.as_millis(),
-                    self.cfg.raise_hint()
-                )),
-                Some(status) => match (s.exit_code, status.code()) {
-                    (Some(want), Some(got)) if want != got => {
-                        Err(format!("step {n} (expect-exit): exit code {got}, expected {want}"))
-                    }
-                    (Some(want), None) => Err(format!("step {n} (expect-exit): killed by a signal ({status}), expected exit code {want}")),
-                    _ => Ok(()),
-                },
-            };
-        }
-        if s.expect_processes_gone {
-            if procs::unsupported_reason().is_some() {
-                self.processes_unchecked = true;
+            if have >= want {
                 return Ok(());
             }
-            let log = FakeLog::read(&self.dirs.log);
-            let left = procs::wait_gone(&log.pids(), within(10_000));
-            return if left.is_empty() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "step {n} (expect-processes-gone): still alive after {} ms: {}",
-                    within(10_000).as_millis(),
-                    left.iter()
-                        .map(|p| procs::describe(*p))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            };
+            if Instant::now() >= at.deadline {
+                return Err(fail(format!(
+                    "step {} (wait-invocations {want}): the fake logged {have} invocation(s) within {} ms × scale {}; {}\n  unclaimed messages: {}",
+                    at.n,
+                    at.ms,
+                    self.cfg.timeout_scale,
+                    self.cfg.raise_hint(),
+                    self.unclaimed()
+                )));
+            }
+            self.client.drain();
+            std::thread::sleep(Duration::from_millis(25));
         }
-        Err("BUG: a step without an action".into())
+    }
+
+    fn expect_files(&self, n: usize, files: &BTreeMap<String, String>) -> Result<(), StepError> {
+        for (path, want) in files {
+            let path = self.vars.str(path);
+            match std::fs::read_to_string(&path) {
+                Ok(got) if got == self.vars.str(want) => {}
+                Ok(got) => {
+                    return Err(fail(format!(
+                        "step {n} (expect-files): {path} holds {:?}, expected {want:?}",
+                        got.chars().take(300).collect::<String>()
+                    )))
+                }
+                Err(e) => return Err(fail(format!("step {n} (expect-files): {path}: {e}"))),
+            }
+        }
+        Ok(())
+    }
+
+    fn expect_exit(
+        &mut self,
+        n: usize,
+        bound: Duration,
+        code: Option<i32>,
+    ) -> Result<(), StepError> {
+        match self.client.wait_exit(Instant::now() + bound) {
+            None => Err(fail(format!(
+                "step {n} (expect-exit): the target is still running after {} ms; {}",
+                bound.as_millis(),
+                self.cfg.raise_hint()
+            ))),
+            Some(status) => match (code, status.code()) {
+                (Some(want), Some(got)) if want != got => Err(fail(format!(
+                    "step {n} (expect-exit): exit code {got}, expected {want}"
+                ))),
+                (Some(want), None) => Err(fail(format!("step {n} (expect-exit): killed by a signal ({status}), expected exit code {want}"))),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    fn expect_processes_gone(&mut self, n: usize, within: Duration) -> Result<(), StepError> {
+        if procs::unsupported_reason().is_some() {
+            self.processes_unchecked = true;
+            return Ok(());
+        }
+        let log = FakeLog::read(&self.dirs.log);
+        let left = procs::wait_gone(&log.pids(), within);
+        if left.is_empty() {
+            return Ok(());
+        }
+        Err(fail(format!(
+            "step {n} (expect-processes-gone): still alive after {} ms: {}",
+            within.as_millis(),
+            left.iter()
+                .map(|p| procs::describe(*p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))
     }
 
     fn no_answer(&self, n: usize, what: &str, ms: u64) -> String {
@@ -981,30 +1063,14 @@ impl Run<'_> {
         }
     }
 
-    fn send_call(
-        &mut self,
-        n: usize,
-        s: &Step,
-        name: &str,
-        args: Value,
-        deadline: Instant,
-        ms: u64,
-    ) -> Result<(), String> {
-        let params = json!({"name": name, "arguments": args});
-        self.send_request(n, s, "tools/call", Some(params), "call", deadline, ms)
-    }
-
-    #[allow(clippy::too_many_arguments)]
     fn send_request(
         &mut self,
-        n: usize,
+        at: At,
         s: &Step,
         method: &str,
         params: Option<Value>,
         what: &str,
-        deadline: Instant,
-        ms: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), StepError> {
         let mut params = params;
         if let Some(tok) = &s.progress_token {
             let p = params.get_or_insert_with(|| json!({}));
@@ -1016,7 +1082,7 @@ impl Run<'_> {
         let id = self
             .client
             .request(method, params)
-            .map_err(|e| format!("step {n} ({what}): {e}"))?;
+            .map_err(|e| fail(format!("step {} ({what}): {e}", at.n)))?;
         if let Some(l) = &s.label {
             self.labels.insert(l.clone(), id.clone());
         }
@@ -1026,24 +1092,24 @@ impl Run<'_> {
         if s.no_wait {
             return Ok(());
         }
-        match self.client.response(&id, deadline) {
-            Some(r) => self.check_response(n, what, s, &r),
-            None => Err(self.no_answer(n, what, ms)),
+        match self.client.response(&id, at.deadline) {
+            Some(r) => self.check_response(at.n, what, s, &r),
+            None => Err(fail(self.no_answer(at.n, what, at.ms))),
         }
     }
 
-    fn check_response(&self, n: usize, what: &str, s: &Step, r: &Value) -> Result<(), String> {
+    fn check_response(&self, n: usize, what: &str, s: &Step, r: &Value) -> Result<(), StepError> {
         if let Some(e) = &s.expect {
-            self.expect_subset(n, what, e, r)?;
+            self.expect_subset(n, what, e, r).map_err(fail)?;
         }
         for (name, pointer) in s.save.iter().flatten() {
             let value = match r.pointer(pointer) {
                 Some(Value::String(v)) => v.clone(),
                 Some(Value::Null) | None => {
-                    return Err(format!(
+                    return Err(fail(format!(
                         "step {n} ({what}): nothing to save as {name} at {pointer}\n  message: {}",
                         json_of(r)
-                    ))
+                    )))
                 }
                 Some(other) => other.to_string(),
             };

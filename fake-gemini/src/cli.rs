@@ -247,6 +247,10 @@ fn set(args: &mut Args, f: &'static Flag, v: Value) {
 
 /// Parses argv (without argv0) as the emulated CLI `version` would. Unknown options are collected
 /// and reported after the whole line was read, as yargs' strict mode does.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the CLI's argument parser in yargs' order of passes"
+)]
 pub fn parse(argv: &[String], version: Version) -> Result<Args, ArgError> {
     let mut args = Args::default();
     let mut unknown: Vec<String> = Vec::new();

@@ -666,6 +666,10 @@ pub fn failing_model() -> Option<&'static str> {
 
 /// Applies marker parameters. Keys mean the same in every scenario, except `delay-ms`, which
 /// is the start-up latency for `slow-start` and the answer delay elsewhere.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one arm per marker parameter, each next to its validation"
+)]
 pub fn apply_params(
     name: &str,
     s: &mut Scenario,

@@ -66,6 +66,115 @@ struct Shared {
     exit: Mutex<Option<String>>,
 }
 
+/// Writes one line per message; a failed write means the agent is gone, which the supervisor
+/// reports.
+async fn write_lines(
+    mut stdin: tokio::process::ChildStdin,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            line = rx.recv() => {
+                let Some(line) = line else { break };
+                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+                    break;
+                }
+            }
+            _ = stop.cancelled() => break,
+        }
+    }
+}
+
+/// Drains stderr so the agent never blocks on it, keeping the tail that explains a crash.
+async fn drain_stderr(mut stderr: tokio::process::ChildStderr, s: Arc<Shared>) {
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut tail = lock(&s.stderr);
+        tail.extend(&buf[..n]);
+        let over = tail.len().saturating_sub(STDERR_TAIL);
+        tail.drain(..over);
+    }
+}
+
+/// Reads stdout: every line is one JSON-RPC message; anything else is ignored (the agent's stdout
+/// carries only JSON-RPC, but a stray line must not end the connection). A line past `cap` stops
+/// the agent; stdout's end fires `eof`.
+async fn read_messages(
+    stdout: tokio::process::ChildStdout,
+    s: Arc<Shared>,
+    reply: mpsc::UnboundedSender<Vec<u8>>,
+    eof: CancellationToken,
+    cap: u64,
+    pid: u32,
+) {
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader)
+            .take(cap + 1)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.len() as u64 > cap {
+            tracing::warn!(
+                pid,
+                cap,
+                "an ACP message went past the output cap: stopping the agent"
+            );
+            break;
+        }
+        dispatch(&s, &reply, Message::parse(&line));
+    }
+    // stdout closed: the agent is finished as a peer, whatever its process does.
+    eof.cancel();
+}
+
+/// Owns the tree: on its exit or `kill`, ends all of it, says how, and fails every waiter.
+async fn supervise(
+    mut live: Live,
+    s: Arc<Shared>,
+    kill: CancellationToken,
+    dead: CancellationToken,
+    grace: Duration,
+    pid: u32,
+) {
+    let exited = tokio::select! {
+        status = live.wait() => Some(status),
+        _ = kill.cancelled() => None,
+    };
+    let status = match exited {
+        Some(status) => {
+            live.shutdown(Duration::ZERO).await;
+            status
+        }
+        None => live.shutdown(grace).await,
+    };
+    let how = match status {
+        Some(Termination::Exited(c)) => format!("exit {c}"),
+        Some(Termination::Signaled(sig)) => format!("killed by signal {sig}"),
+        None => "not reaped".into(),
+    };
+    let how = match kill.is_cancelled() && exited.is_none() {
+        true => format!("stopped by the server, {how}"),
+        false => how,
+    };
+    tracing::debug!(pid, how = %how, "ACP agent ended");
+    *lock(&s.exit) = Some(how.clone());
+    dead.cancel();
+    for (_, w) in lock(&s.waiters).drain() {
+        let _ = w.send(Err(AcpError::Exited(how.clone())));
+    }
+    lock(&s.routes).clear();
+}
+
 /// A running agent. Dropping the last handle does not stop it: call [`Connection::kill`].
 pub struct Connection {
     out: mpsc::UnboundedSender<Vec<u8>>,
@@ -85,7 +194,7 @@ impl Connection {
     pub fn start(spec: &RunSpec, grace: Duration) -> Result<Arc<Connection>, SpawnError> {
         let mut live = Live::spawn(spec)?;
         let pid = live.pid();
-        let (Some(mut stdin), Some(stdout), Some(mut stderr)) =
+        let (Some(stdin), Some(stdout), Some(stderr)) =
             (live.stdin.take(), live.stdout.take(), live.stderr.take())
         else {
             return Err(SpawnError::Other(
@@ -101,108 +210,29 @@ impl Connection {
         });
         let kill = CancellationToken::new();
         let dead = CancellationToken::new();
-        let (out, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (out, rx) = mpsc::unbounded_channel::<Vec<u8>>();
 
-        // Writer: one line per message; a failed write means the agent is gone, which the
-        // supervisor reports.
-        let stop = dead.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    line = rx.recv() => {
-                        let Some(line) = line else { break };
-                        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
-                            break;
-                        }
-                    }
-                    _ = stop.cancelled() => break,
-                }
-            }
-        });
-
-        // stderr: drained so the agent never blocks on it; the tail explains a crash.
-        let s = shared.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                let mut tail = lock(&s.stderr);
-                tail.extend(&buf[..n]);
-                let over = tail.len().saturating_sub(STDERR_TAIL);
-                tail.drain(..over);
-            }
-        });
-
-        // Reader: every line on stdout is one JSON-RPC message; anything else is ignored (the
-        // agent's stdout carries only JSON-RPC, but a stray line must not end the connection).
-        let s = shared.clone();
-        let reply = out.clone();
-        let eof = kill.clone();
+        tokio::spawn(write_lines(stdin, rx, dead.clone()));
+        tokio::spawn(drain_stderr(stderr, shared.clone()));
         // One message may not exceed the output cap: past it the agent is stopped, so a runaway
         // line cannot take the server's memory.
         let cap = spec.max_output_bytes.max(1) as u64;
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stdout);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match (&mut reader)
-                    .take(cap + 1)
-                    .read_until(b'\n', &mut line)
-                    .await
-                {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                if line.len() as u64 > cap {
-                    tracing::warn!(
-                        pid,
-                        cap,
-                        "an ACP message went past the output cap: stopping the agent"
-                    );
-                    break;
-                }
-                dispatch(&s, &reply, Message::parse(&line));
-            }
-            // stdout closed: the agent is finished as a peer, whatever its process does.
-            eof.cancel();
-        });
-
-        // Supervisor: owns the tree; on exit or kill, ends all of it and fails every waiter.
-        let s = shared.clone();
-        let (k, d) = (kill.clone(), dead.clone());
-        tokio::spawn(async move {
-            let exited = tokio::select! {
-                status = live.wait() => Some(status),
-                _ = k.cancelled() => None,
-            };
-            let status = match exited {
-                Some(status) => {
-                    live.shutdown(Duration::ZERO).await;
-                    status
-                }
-                None => live.shutdown(grace).await,
-            };
-            let how = match status {
-                Some(Termination::Exited(c)) => format!("exit {c}"),
-                Some(Termination::Signaled(sig)) => format!("killed by signal {sig}"),
-                None => "not reaped".into(),
-            };
-            let how = match k.is_cancelled() && exited.is_none() {
-                true => format!("stopped by the server, {how}"),
-                false => how,
-            };
-            tracing::debug!(pid, how = %how, "ACP agent ended");
-            *lock(&s.exit) = Some(how.clone());
-            d.cancel();
-            for (_, w) in lock(&s.waiters).drain() {
-                let _ = w.send(Err(AcpError::Exited(how.clone())));
-            }
-            lock(&s.routes).clear();
-        });
-
+        tokio::spawn(read_messages(
+            stdout,
+            shared.clone(),
+            out.clone(),
+            kill.clone(),
+            cap,
+            pid,
+        ));
+        tokio::spawn(supervise(
+            live,
+            shared.clone(),
+            kill.clone(),
+            dead.clone(),
+            grace,
+            pid,
+        ));
         Ok(Arc::new(Connection {
             out,
             shared,

@@ -113,20 +113,7 @@ pub async fn run(
         "run finished"
     );
     let events = full_output.then(|| events::all_events(&out.stdout));
-    let debug = argv.map(|(program, args)| {
-        json!({
-            "program": program.display().to_string(),
-            "argv": args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
-            "cwd": cwd.display().to_string(),
-            "exit": out.status.map(|t| t.code()),
-            "killed": out.killed.map(|k| format!("{k:?}")),
-            "queuedMs": queued_for.as_millis() as u64,
-            "runMs": out.duration.as_millis() as u64,
-            "stdoutBytes": out.stdout_total,
-            "stderrBytes": out.stderr_total,
-            "stderrTail": tail_lossy(&out.stderr, STDERR_TAIL_BYTES),
-        })
-    });
+    let debug = argv.map(|(program, args)| debug_report(&program, &args, &cwd, &out, queued_for));
     // The text is built inside the kept stdout's own buffer: a flood at the cap is held once
     // while it is parsed, not twice (raw bytes and their text side by side).
     let transcript = Transcript::from_stdout_owned(std::mem::take(&mut out.stdout));
@@ -146,6 +133,29 @@ pub async fn run(
         events,
         debug,
     }
+}
+
+/// What `debug` shows of a run: argv (flags only: the prompt is on stdin), cwd, exit, kill
+/// reason, timings, byte counts and the stderr tail.
+fn debug_report(
+    program: &Path,
+    args: &[std::ffi::OsString],
+    cwd: &Path,
+    out: &process::RunOutput,
+    queued_for: Duration,
+) -> Value {
+    json!({
+        "program": program.display().to_string(),
+        "argv": args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+        "cwd": cwd.display().to_string(),
+        "exit": out.status.map(|t| t.code()),
+        "killed": out.killed.map(|k| format!("{k:?}")),
+        "queuedMs": queued_for.as_millis() as u64,
+        "runMs": out.duration.as_millis() as u64,
+        "stdoutBytes": out.stdout_total,
+        "stderrBytes": out.stderr_total,
+        "stderrTail": tail_lossy(&out.stderr, STDERR_TAIL_BYTES),
+    })
 }
 
 /// Feeds every streamed line to `progress`: text and tools from stdout, the CLI's retry notes

@@ -9,7 +9,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::error::{tail_lossy, ErrorKind, Failure, RunFacts, STDERR_TAIL_BYTES};
-use crate::gemini::events::Transcript;
+use crate::gemini::events::{ResultEvent, Transcript};
 use crate::gemini::process::{KillReason, RunOutput, Stream, Termination};
 
 /// A successful run.
@@ -67,140 +67,170 @@ pub fn classify(
     let failure = |kind: ErrorKind, code: i32, message: String| {
         Failure::with_exit(kind, code, message).with_run(facts(run, transcript))
     };
-    let code = run.status.map(Termination::code);
-
     // 1. A kill the server made outranks whatever the dying CLI printed.
     if let Some(reason) = run.killed {
-        return Err(match reason {
-            KillReason::OutputLimit(stream) => {
-                let (name, total) = match stream {
-                    Stream::Stdout => ("stdout", run.stdout_total),
-                    Stream::Stderr => ("stderr", run.stderr_total),
-                };
-                failure(
-                    ErrorKind::OutputLimit,
-                    nonzero(code).unwrap_or(137),
-                    format!(
-                        "the Gemini CLI wrote more than the {name} cap ({} bytes seen); its process tree was killed. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer",
-                        total
-                    ),
-                )
-            }
-            KillReason::Deadline(limit) => failure(
-                ErrorKind::Timeout,
-                ErrorKind::Timeout.exit_code(),
-                format!(
-                    "the {} deadline passed: {} for {} ms; the CLI's process tree was killed",
-                    limit.name(),
-                    limit.what(),
-                    deadline_ms.map_or(0, |d| d.as_millis()),
-                ),
-            ),
-            KillReason::Cancelled => {
-                let message = match cancel_cause {
-                    CancelCause::Client => {
-                        "the request was cancelled; the Gemini CLI process tree was killed"
-                    }
-                    CancelCause::Shutdown => {
-                        "the server is shutting down; the Gemini CLI process tree was killed"
-                    }
-                };
-                failure(
-                    ErrorKind::Cancelled,
-                    nonzero(code).unwrap_or(130),
-                    message.into(),
-                )
-            }
-        });
+        let (kind, code, message) = killed(run, reason, cancel_cause, deadline_ms);
+        return Err(failure(kind, code, message));
     }
-
-    let exit = code.unwrap_or(1);
-    let stdin_truncated = stderr.contains("stdin input truncated");
-
+    let exit = run.status.map_or(1, Termination::code);
     // 2. The result event.
     if let Some(result) = &transcript.result {
-        if result.is_success() {
-            if (result.nothing_was_sent() && transcript.answer().is_empty()) || stdin_truncated {
-                return Err(failure(
-                    ErrorKind::InputTooLarge,
-                    exit,
-                    "the Gemini CLI dropped the prompt without sending it to the model (no tokens used): the input is too large for it. Send a shorter prompt or context".into(),
-                ));
-            }
-            return Ok(Success {
-                answer: transcript.answer().to_owned(),
-                session_id: transcript.session_id.clone(),
-                model: transcript.model.clone(),
-                stats: result.stats.clone(),
-                duration: run.duration,
-                exit_code: exit,
-            });
-        }
-        let message = result.error_message.clone();
-        let kind = match result.error_type.as_deref() {
-            Some("FatalTurnLimitedError") => Some(ErrorKind::TurnLimit),
-            Some("FatalCancellationError") => Some(ErrorKind::Cancelled),
-            Some("FatalToolExecutionError" | "no_space_left") => Some(ErrorKind::ToolError),
-            Some("FatalAuthenticationError") => Some(ErrorKind::AuthRequired),
-            Some("FatalConfigError") => Some(ErrorKind::ConfigError),
-            Some("FatalSandboxError") => Some(ErrorKind::SandboxError),
-            Some("FatalInputError") => Some(ErrorKind::InputValidation),
-            _ => None,
-        };
-        if let Some(kind) = kind {
-            let text = message.unwrap_or_else(|| kind.as_str().into());
-            return Err(failure(kind, exit, hint(kind, &text)));
-        }
-        if let Some(message) = message {
-            let (kind, retry) = api_error_kind(&message, &stderr, exit);
-            return Err(failure(kind, exit, hint(kind, &message)).with_retry_delay(retry));
-        }
-        // status error without an error field: the empty-response path (INVALID_STREAM).
-        let empty = transcript
-            .errors
-            .iter()
-            .rev()
-            .find(|(severity, _)| severity == "error")
-            .map(|(_, m)| m.clone());
-        return Err(match empty {
-            Some(m) if m.contains("empty response") => failure(ErrorKind::EmptyResponse, exit, m),
-            Some(m) => failure(ErrorKind::from_exit_code(exit).or_error(), exit, m),
-            None => failure(
-                ErrorKind::from_exit_code(exit).or_error(),
-                exit,
-                "the Gemini CLI reported an error without details".into(),
-            ),
-        });
+        return from_result(run, transcript, result, &stderr, exit).map_err(
+            |(kind, message, retry)| failure(kind, exit, message).with_retry_delay(retry),
+        );
     }
-
     // 3. The JSON error document or a known stderr signature.
     if let Some((kind, message, retry)) = stderr_signature(&stderr, exit) {
         return Err(failure(kind, exit, hint(kind, &message)).with_retry_delay(retry));
     }
-
     // 4. The exit code.
-    match run.status {
-        Some(Termination::Exited(0)) => Err(failure(
+    let (kind, code, message) = from_status(run.status, &stderr);
+    Err(failure(kind, code, message))
+}
+
+/// A run the supervisor ended: its kind, exit code and message.
+fn killed(
+    run: &RunOutput,
+    reason: KillReason,
+    cause: CancelCause,
+    deadline_ms: Option<Duration>,
+) -> (ErrorKind, i32, String) {
+    let code = run.status.map(Termination::code).filter(|c| *c != 0);
+    match reason {
+        KillReason::OutputLimit(stream) => {
+            let (name, total) = match stream {
+                Stream::Stdout => ("stdout", run.stdout_total),
+                Stream::Stderr => ("stderr", run.stderr_total),
+            };
+            (
+                ErrorKind::OutputLimit,
+                code.unwrap_or(ErrorKind::OutputLimit.exit_code()),
+                format!(
+                    "the Gemini CLI wrote more than the {name} cap ({total} bytes seen); its process tree was killed. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer"
+                ),
+            )
+        }
+        KillReason::Deadline(limit) => (
+            ErrorKind::Timeout,
+            ErrorKind::Timeout.exit_code(),
+            format!(
+                "the {} deadline passed: {} for {} ms; the CLI's process tree was killed",
+                limit.name(),
+                limit.what(),
+                deadline_ms.map_or(0, |d| d.as_millis()),
+            ),
+        ),
+        KillReason::Cancelled => {
+            let message = match cause {
+                CancelCause::Client => {
+                    "the request was cancelled; the Gemini CLI process tree was killed"
+                }
+                CancelCause::Shutdown => {
+                    "the server is shutting down; the Gemini CLI process tree was killed"
+                }
+            };
+            (
+                ErrorKind::Cancelled,
+                code.unwrap_or(ErrorKind::Cancelled.exit_code()),
+                message.into(),
+            )
+        }
+    }
+}
+
+/// A failure read from the CLI's final `result` event: kind, message and retry delay.
+type Reported = (ErrorKind, String, Option<u64>);
+
+/// The answer, or the failure, that the `result` event reports.
+fn from_result(
+    run: &RunOutput,
+    transcript: &Transcript,
+    result: &ResultEvent,
+    stderr: &str,
+    exit: i32,
+) -> Result<Success, Reported> {
+    if result.is_success() {
+        let dropped = result.nothing_was_sent() && transcript.answer().is_empty();
+        if dropped || stderr.contains("stdin input truncated") {
+            return Err((
+                ErrorKind::InputTooLarge,
+                "the Gemini CLI dropped the prompt without sending it to the model (no tokens used): the input is too large for it. Send a shorter prompt or context".into(),
+                None,
+            ));
+        }
+        return Ok(Success {
+            answer: transcript.answer().to_owned(),
+            session_id: transcript.session_id.clone(),
+            model: transcript.model.clone(),
+            stats: result.stats.clone(),
+            duration: run.duration,
+            exit_code: exit,
+        });
+    }
+    let kind = match result.error_type.as_deref() {
+        Some("FatalTurnLimitedError") => Some(ErrorKind::TurnLimit),
+        Some("FatalCancellationError") => Some(ErrorKind::Cancelled),
+        Some("FatalToolExecutionError" | "no_space_left") => Some(ErrorKind::ToolError),
+        Some("FatalAuthenticationError") => Some(ErrorKind::AuthRequired),
+        Some("FatalConfigError") => Some(ErrorKind::ConfigError),
+        Some("FatalSandboxError") => Some(ErrorKind::SandboxError),
+        Some("FatalInputError") => Some(ErrorKind::InputValidation),
+        _ => None,
+    };
+    if let Some(kind) = kind {
+        let text = result
+            .error_message
+            .clone()
+            .unwrap_or_else(|| kind.as_str().into());
+        return Err((kind, hint(kind, &text), None));
+    }
+    if let Some(message) = &result.error_message {
+        let (kind, retry) = api_error_kind(message, stderr, exit);
+        return Err((kind, hint(kind, message), retry));
+    }
+    // status error without an error field: the empty-response path (INVALID_STREAM).
+    let empty = transcript
+        .errors
+        .iter()
+        .rev()
+        .find(|(severity, _)| severity == "error")
+        .map(|(_, m)| m.clone());
+    let kind = ErrorKind::from_exit_code(exit).or_error();
+    Err(match empty {
+        Some(m) if m.contains("empty response") => (ErrorKind::EmptyResponse, m, None),
+        Some(m) => (kind, m, None),
+        None => (
+            kind,
+            "the Gemini CLI reported an error without details".into(),
+            None,
+        ),
+    })
+}
+
+/// A failure told only by how the CLI ended.
+fn from_status(status: Option<Termination>, stderr: &str) -> (ErrorKind, i32, String) {
+    match status {
+        Some(Termination::Exited(0)) => (
             ErrorKind::Incomplete,
             0,
             "the Gemini CLI exited 0 without its final result event: the answer may be cut short (was it signalled?)".into(),
-        )),
-        Some(Termination::Signaled(s)) => Err(failure(
+        ),
+        Some(Termination::Signaled(s)) => (
             ErrorKind::Unknown,
             128 + s,
             format!("the Gemini CLI was killed by signal {s}"),
-        )),
+        ),
         Some(Termination::Exited(c)) => {
             let kind = ErrorKind::from_exit_code(c);
-            let line = first_meaningful_line(&stderr)
+            let line = first_meaningful_line(stderr)
                 .unwrap_or_else(|| format!("the Gemini CLI exited with code {c}"));
-            Err(failure(kind, c, hint(kind, &line)))
+            (kind, c, hint(kind, &line))
         }
-        None => Err(failure(
+        None => (
             ErrorKind::Unknown,
             1,
             "the Gemini CLI's exit status could not be collected".into(),
-        )),
+        ),
     }
 }
 
@@ -220,10 +250,6 @@ impl OrError for ErrorKind {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-fn nonzero(code: Option<i32>) -> Option<i32> {
-    code.filter(|c| *c != 0)
 }
 
 /// Adds the fix to messages whose fix is always the same ([`ErrorKind::fix`]).

@@ -153,6 +153,10 @@ pub struct Watch {
 }
 
 /// [`run`] with a [`Watch`]: lines, activity and a deadline.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a run's phases in order (spawn, supervise, drain, collect), each its own function; this is their sequence"
+)]
 pub async fn run_observed(
     spec: RunSpec,
     cancel: CancellationToken,
@@ -207,94 +211,18 @@ pub async fn run_observed(
         "gemini spawned"
     );
 
-    let (stdin, stdout, stderr) = tree.take_pipes();
-    let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
-        return Err(SpawnError::Other(
-            "the child's pipes were not set up".into(),
-        ));
-    };
-    let (trip_tx, mut trip_rx) = mpsc::unbounded_channel();
-    let stop = CancellationToken::new();
-    let mut out = Task::spawn(pump(
-        stdout,
-        Head::new(max, lines.clone()),
-        Stream::Stdout,
-        trip_tx.clone(),
-        stop.clone(),
-        activity.clone(),
-    ));
-    let mut err = Task::spawn(pump(
-        stderr,
-        Tail::new(max, lines),
-        Stream::Stderr,
-        trip_tx,
-        stop.clone(),
-        activity,
-    ));
-    let mut feeder = Task::spawn(feed(stdin, stdin_bytes, stop.clone()));
-
-    let mut killed: Option<KillReason> = None;
-    let mut status: Option<Termination> = None;
-    let mut phase = Phase::Running;
-    let mut timer: Option<tokio::time::Instant> = None;
-    loop {
-        let event = tokio::select! {
-            exited = tree.wait_leader() => Event::Exited(exited),
-            Some(stream) = trip_rx.recv() => Event::Tripped(stream),
-            _ = cancel.cancelled(), if killed.is_none() => Event::Stopped(KillReason::Cancelled),
-            passed = &mut limit, if killed.is_none() => Event::Stopped(KillReason::Deadline(passed)),
-            _ = sleep_until(timer.unwrap_or_else(tokio::time::Instant::now)), if timer.is_some() => Event::Timer,
-        };
-        match event {
-            Event::Exited(Ok(exit)) => {
-                status = Some(tree::termination(exit));
-                break;
-            }
-            Event::Exited(Err(e)) => {
-                tracing::warn!(pid, error = %e, "waiting for gemini failed");
-                break;
-            }
-            Event::Tripped(stream) => {
-                killed.get_or_insert(KillReason::OutputLimit(stream));
-                if phase != Phase::Killed {
-                    tracing::debug!(pid, ?stream, max, "output cap reached: killing the tree");
-                    tree.kill();
-                    phase = Phase::Killed;
-                    timer = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
-                }
-            }
-            Event::Stopped(reason) => {
-                killed = Some(reason);
-                tracing::debug!(
-                    pid,
-                    ?reason,
-                    grace_ms = grace.as_millis() as u64,
-                    "stopped: terminating the tree"
-                );
-                if tree.terminate() {
-                    phase = Phase::Grace;
-                    timer = Some(tokio::time::Instant::now() + grace);
-                } else {
-                    phase = Phase::Killed;
-                    timer = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
-                }
-            }
-            Event::Timer if phase == Phase::Grace => {
-                tracing::debug!(pid, "grace over: killing the tree");
-                tree.kill();
-                phase = Phase::Killed;
-                timer = Some(tokio::time::Instant::now() + REAP_TIMEOUT);
-            }
-            Event::Timer => {
-                tracing::warn!(
-                    pid,
-                    "gemini was not reaped after the kill; answering without its status"
-                );
-                break;
-            }
-        }
-    }
-
+    let Pumps {
+        mut out,
+        mut err,
+        mut feeder,
+        mut trip_rx,
+        stop,
+    } = pumps(&mut tree, stdin_bytes, max, lines, activity)?;
+    let Supervised {
+        mut killed,
+        status,
+        phase,
+    } = supervise(&mut tree, &mut trip_rx, &cancel, &mut limit, grace, max).await;
     if phase == Phase::Running {
         // The child exited on its own: its output is complete once the pipes reach EOF, unless
         // a descendant holds them. A cap or a cancellation still counts meanwhile.
@@ -323,15 +251,15 @@ pub async fn run_observed(
 
     let (stdout, stdout_total) = out.take().into_parts();
     let (stderr, stderr_total) = err.take().into_parts();
-    if killed.is_none() {
-        // Bytes went past the cap after the last look at the trip channel (a descendant writing
-        // during the final drain): the output is still cut, and must say so.
-        if stdout_total > max as u64 {
-            killed = Some(KillReason::OutputLimit(Stream::Stdout));
-        } else if stderr_total > max as u64 {
-            killed = Some(KillReason::OutputLimit(Stream::Stderr));
-        }
-    }
+    // Bytes went past the cap after the last look at the trip channel (a descendant writing
+    // during the final drain): the output is still cut, and must say so.
+    let killed = killed.or(if stdout_total > max as u64 {
+        Some(KillReason::OutputLimit(Stream::Stdout))
+    } else if stderr_total > max as u64 {
+        Some(KillReason::OutputLimit(Stream::Stderr))
+    } else {
+        None
+    });
     if let Some(tmp) = tmp {
         tmp::remove_later(tmp);
     }
@@ -354,6 +282,143 @@ pub async fn run_observed(
         stderr_total,
         duration,
     })
+}
+
+/// The tasks that move a run's bytes: stdout and stderr drained under the cap (a stream past
+/// it reports on `trip_rx`), stdin fed; `stop` abandons them all.
+struct Pumps {
+    out: Task<Head>,
+    err: Task<Tail>,
+    feeder: Task<()>,
+    trip_rx: mpsc::UnboundedReceiver<Stream>,
+    stop: CancellationToken,
+}
+
+fn pumps(
+    tree: &mut Tree,
+    stdin_bytes: Vec<u8>,
+    max: usize,
+    lines: Option<mpsc::UnboundedSender<(Stream, Vec<u8>)>>,
+    activity: Option<Activity>,
+) -> Result<Pumps, SpawnError> {
+    let (stdin, stdout, stderr) = tree.take_pipes();
+    let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
+        return Err(SpawnError::Other(
+            "the child's pipes were not set up".into(),
+        ));
+    };
+    let (trip_tx, trip_rx) = mpsc::unbounded_channel();
+    let stop = CancellationToken::new();
+    let out = Task::spawn(pump(
+        stdout,
+        Head::new(max, lines.clone()),
+        Stream::Stdout,
+        trip_tx.clone(),
+        stop.clone(),
+        activity.clone(),
+    ));
+    let err = Task::spawn(pump(
+        stderr,
+        Tail::new(max, lines),
+        Stream::Stderr,
+        trip_tx,
+        stop.clone(),
+        activity,
+    ));
+    let feeder = Task::spawn(feed(stdin, stdin_bytes, stop.clone()));
+    Ok(Pumps {
+        out,
+        err,
+        feeder,
+        trip_rx,
+        stop,
+    })
+}
+
+/// How supervision of a live tree ended.
+struct Supervised {
+    killed: Option<KillReason>,
+    status: Option<Termination>,
+    phase: Phase,
+}
+
+/// Watches the tree until its leader exits (or is given up on after the kill): a stream past the
+/// cap kills the tree at once; a cancellation or a deadline terminates it politely, then kills it
+/// after `grace`.
+async fn supervise(
+    tree: &mut Tree,
+    trip_rx: &mut mpsc::UnboundedReceiver<Stream>,
+    cancel: &CancellationToken,
+    limit: &mut std::pin::Pin<Box<dyn std::future::Future<Output = Limit> + Send>>,
+    grace: Duration,
+    max: usize,
+) -> Supervised {
+    let pid = tree.pid();
+    let mut killed: Option<KillReason> = None;
+    let mut status: Option<Termination> = None;
+    let mut phase = Phase::Running;
+    let mut timer: Option<tokio::time::Instant> = None;
+    let after = |d: Duration| Some(tokio::time::Instant::now() + d);
+    loop {
+        let event = tokio::select! {
+            exited = tree.wait_leader() => Event::Exited(exited),
+            Some(stream) = trip_rx.recv() => Event::Tripped(stream),
+            _ = cancel.cancelled(), if killed.is_none() => Event::Stopped(KillReason::Cancelled),
+            passed = &mut *limit, if killed.is_none() => Event::Stopped(KillReason::Deadline(passed)),
+            _ = sleep_until(timer.unwrap_or_else(tokio::time::Instant::now)), if timer.is_some() => Event::Timer,
+        };
+        match event {
+            Event::Exited(Ok(exit)) => {
+                status = Some(tree::termination(exit));
+                break;
+            }
+            Event::Exited(Err(e)) => {
+                tracing::warn!(pid, error = %e, "waiting for gemini failed");
+                break;
+            }
+            Event::Tripped(stream) => {
+                killed.get_or_insert(KillReason::OutputLimit(stream));
+                if phase != Phase::Killed {
+                    tracing::debug!(pid, ?stream, max, "output cap reached: killing the tree");
+                    tree.kill();
+                    phase = Phase::Killed;
+                    timer = after(REAP_TIMEOUT);
+                }
+            }
+            Event::Stopped(reason) => {
+                killed = Some(reason);
+                tracing::debug!(
+                    pid,
+                    ?reason,
+                    grace_ms = grace.as_millis() as u64,
+                    "stopped: terminating the tree"
+                );
+                (phase, timer) = if tree.terminate() {
+                    (Phase::Grace, after(grace))
+                } else {
+                    (Phase::Killed, after(REAP_TIMEOUT))
+                };
+            }
+            Event::Timer if phase == Phase::Grace => {
+                tracing::debug!(pid, "grace over: killing the tree");
+                tree.kill();
+                phase = Phase::Killed;
+                timer = after(REAP_TIMEOUT);
+            }
+            Event::Timer => {
+                tracing::warn!(
+                    pid,
+                    "gemini was not reaped after the kill; answering without its status"
+                );
+                break;
+            }
+        }
+    }
+    Supervised {
+        killed,
+        status,
+        phase,
+    }
 }
 
 /// Where supervision stands.

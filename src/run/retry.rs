@@ -94,28 +94,24 @@ where
                     break done;
                 };
                 let left = ctx.total.map(|t| t.saturating_sub(started.elapsed()));
-                let wait = Duration::from_millis(delay);
-                if !repeatable {
-                    why_not = Some("not retried: tools ran");
-                } else if wait > ctx.quota.max_wait {
-                    why_not = Some("not retried: the API's delay is longer than GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS");
-                } else if left.is_some_and(|l| wait >= l) {
-                    why_not = Some("not retried: the wait would pass the total deadline");
-                } else {
-                    ctx.progress
-                        .say(format!(
-                            "rate limited: waiting {delay} ms, then retrying once"
-                        ))
-                        .await;
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        _ = ctx.stop.cancelled() => break done,
+                let wait = match may_wait(&ctx, repeatable, delay, left) {
+                    Ok(wait) => wait,
+                    Err(why) => {
+                        why_not = Some(why);
+                        break done;
                     }
-                    retried_after = Some(delay);
-                    next.total = left.map(|l| l.saturating_sub(wait).max(Duration::from_millis(1)));
-                    continue;
+                };
+                ctx.progress
+                    .say(format!(
+                        "rate limited: waiting {delay} ms, then retrying once"
+                    ))
+                    .await;
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = ctx.stop.cancelled() => break done,
                 }
-                break done;
+                retried_after = Some(delay);
+                next.total = left.map(|l| l.saturating_sub(wait).max(Duration::from_millis(1)));
             }
             ErrorKind::QuotaExhausted => {
                 let Some(model) = ctx.quota.fallback_models.get(fallbacks.len()).cloned() else {
@@ -135,31 +131,78 @@ where
             _ => break done,
         }
     };
-    let report = (retried_after.is_some() || !fallbacks.is_empty()).then(|| {
-        json!({
-            "retriedAfterMs": retried_after,
-            "requestedModel": asked,
-            "fallbacks": fallbacks,
-            "modelUsed": next.model,
-        })
-    });
-    let result = result.map_err(|mut f| {
-        if let Some(why) = why_not {
-            f = f.note(why);
-        }
-        if let Some(ms) = retried_after {
-            f = f.note(&format!("retried once after waiting {ms} ms"));
-        }
-        if !fallbacks.is_empty() {
-            f = f.note(&format!("after falling back to {}", fallbacks.join(", ")));
-        }
-        f
-    });
-    Retried {
-        result,
-        tools_ran,
-        report,
+    let done = Done {
+        why_not,
+        retried_after,
         fallbacks,
+        asked,
+        used: next.model,
+    };
+    done.report(result, tools_ran)
+}
+
+/// What the policy did, to be said in the result.
+struct Done {
+    why_not: Option<&'static str>,
+    retried_after: Option<u64>,
+    fallbacks: Vec<String>,
+    asked: Option<String>,
+    used: Option<String>,
+}
+
+impl Done {
+    /// The last outcome with what the policy did: in a failure's message, and as the
+    /// `retryPolicy` report when it retried or fell back.
+    fn report<T>(self, result: Result<T, Failure>, tools_ran: bool) -> Retried<T> {
+        let report = (self.retried_after.is_some() || !self.fallbacks.is_empty()).then(|| {
+            json!({
+                "retriedAfterMs": self.retried_after,
+                "requestedModel": self.asked,
+                "fallbacks": self.fallbacks,
+                "modelUsed": self.used,
+            })
+        });
+        let result = result.map_err(|mut f| {
+            if let Some(why) = self.why_not {
+                f = f.note(why);
+            }
+            if let Some(ms) = self.retried_after {
+                f = f.note(&format!("retried once after waiting {ms} ms"));
+            }
+            if !self.fallbacks.is_empty() {
+                f = f.note(&format!(
+                    "after falling back to {}",
+                    self.fallbacks.join(", ")
+                ));
+            }
+            f
+        });
+        Retried {
+            result,
+            tools_ran,
+            report,
+            fallbacks: self.fallbacks,
+        }
+    }
+}
+
+/// The wait before the rate-limit retry, or why there is none: a tool ran that may have written,
+/// the API's delay is over the operator's cap, or the wait would pass the total deadline.
+fn may_wait(
+    ctx: &Context<'_>,
+    repeatable: bool,
+    delay: u64,
+    left: Option<Duration>,
+) -> Result<Duration, &'static str> {
+    let wait = Duration::from_millis(delay);
+    if !repeatable {
+        Err("not retried: tools ran")
+    } else if wait > ctx.quota.max_wait {
+        Err("not retried: the API's delay is longer than GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS")
+    } else if left.is_some_and(|l| wait >= l) {
+        Err("not retried: the wait would pass the total deadline")
+    } else {
+        Ok(wait)
     }
 }
 

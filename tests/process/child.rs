@@ -103,6 +103,10 @@ fn sleep_forever() -> ! {
 /// The child program itself; does nothing unless [`MODE_VAR`] is set.
 #[test]
 #[ignore = "child program of the process tests, which run it with GEMINICLI_MCP_TEST_CHILD set"]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the child program's modes, one arm each, read by the process tests"
+)]
 fn child_program() {
     let Ok(mode) = std::env::var(MODE_VAR) else {
         return;

@@ -293,6 +293,10 @@ fn record(s: &AcpSession, history: &[Value]) {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the real agent's turn in its order (router, stream, tool calls, failures), as observed"
+)]
 fn model_run(
     agent: &Agent,
     s: &AcpSession,
@@ -643,6 +647,10 @@ fn api_error_noise(agent: &Agent, routed: bool, error: &str, message: &str, trai
 }
 
 /// Runs one tool call as `runTool` does; returns its record for the session history.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one arm per tool the real agent runs, each with its observed permission and output"
+)]
 fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -> Value {
     let name = call.name.as_str();
     let call_id = format!("{name}__{name}_{}_{n}", clock::now_ms());

@@ -143,6 +143,7 @@ fn script(parts: Vec<Vec<Step>>) -> Vec<Step> {
 
 /// Every ACP case. What the real agent cannot be driven into (or not in reasonable time) is in
 /// fake-gemini's README ("ACP cases not compared").
+#[expect(clippy::too_many_lines, reason = "the table of ACP differential cases")]
 pub fn cases() -> Vec<AcpCase> {
     let case = |name, steps, smoke| AcpCase {
         name,
@@ -596,6 +597,10 @@ fn mask(sb: &Sandbox, s: &str) -> String {
 }
 
 /// Runs a case's script against one side; returns the masked transcript.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one ACP conversation driven step by step on one side"
+)]
 pub fn run(side: &Side, base_url: &str, scenarios: &Path, case: &AcpCase) -> String {
     let sb = sandbox(base_url, scenarios);
     let mut starts = 0;

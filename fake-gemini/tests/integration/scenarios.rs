@@ -570,6 +570,10 @@ fn settings_json_is_read_as_the_cli_reads_it() {
 /// (exit 44); a found command then meets the missing image after auth (exit 1).
 #[cfg(unix)]
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one story: the same run under each sandbox setting, checked in the CLI's order"
+)]
 fn sandbox_command_is_resolved_before_auth() {
     use std::os::unix::fs::PermissionsExt;
     let mut sb = sb();

@@ -56,6 +56,10 @@ fn listed_ids(listing: &str) -> Vec<String> {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one story of a project's sessions, each step depending on the last"
+)]
 fn create_list_and_resume_by_latest_index_and_id() {
     let sb = sandbox("sw1");
     check(&sb, "s_sess_list_empty", &["--list-sessions"], 0);
@@ -240,6 +244,10 @@ fn create_list_and_resume_by_latest_index_and_id() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one story of a project's sessions, each step depending on the last"
+)]
 fn existing_ids_deletion_and_other_projects() {
     let mut sb = sandbox("sw4");
     let a = init_id(&check(
