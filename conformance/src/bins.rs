@@ -41,6 +41,18 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The workspace package that defines the binary `name`: `cargo build --bin` alone, run in the
+/// workspace root, only looks in the default-run package.
+fn package_of(name: &str) -> &str {
+    match name {
+        "fake-gemini" | "fake-gemini-api" => "fake-gemini",
+        "gemini-mcp-conformance" | "gemini-mcp-conformance-broken-target" => {
+            "gemini-mcp-conformance"
+        }
+        _ => "geminicli-mcp",
+    }
+}
+
 fn exe_name(name: &str) -> String {
     format!("{name}{}", std::env::consts::EXE_SUFFIX)
 }
@@ -59,7 +71,8 @@ static BUILD_LOCK: Mutex<()> = Mutex::new(());
 ///
 /// Order: the override env var (`GEMINI_MCP_CONFORMANCE_FAKE_GEMINI`,
 /// `GEMINI_MCP_CONFORMANCE_TARGET_BIN`), then the target directory of the running executable, then
-/// `cargo build --bin <name>` in the workspace (once per process), so a lone `cargo test -p …` works.
+/// `cargo build -p <package> --bin <name>` in the workspace (once per process), so a lone
+/// `cargo test -p …` or a first `cargo run --example …` works.
 ///
 /// # Panics
 /// When the binary cannot be found or built: a test cannot run without it.
@@ -89,11 +102,37 @@ pub fn try_locate(name: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(workspace_root())
-        .args(["build", "--quiet", "--bin", name])
+        .args(["build", "--quiet", "-p", package_of(name), "--bin", name])
         .status()
         .map_err(|e| format!("cannot run cargo to build {name}: {e}"))?;
     if !status.success() {
-        return Err(format!("cargo build --bin {name} failed ({status})"));
+        return Err(format!(
+            "cargo build -p {} --bin {name} failed ({status})",
+            package_of(name)
+        ));
     }
     find(name).ok_or_else(|| format!("{name} was built but not found in the target directory"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_binary_is_built_from_its_own_package() {
+        assert_eq!(package_of("fake-gemini"), "fake-gemini");
+        assert_eq!(package_of("fake-gemini-api"), "fake-gemini");
+        assert_eq!(package_of("geminicli-mcp"), "geminicli-mcp");
+        // Each name is really a binary of the package it maps to.
+        for (name, manifest) in [
+            ("fake-gemini", "fake-gemini/Cargo.toml"),
+            ("fake-gemini-api", "fake-gemini/src/bin/fake-gemini-api.rs"),
+            ("geminicli-mcp", "Cargo.toml"),
+        ] {
+            assert!(
+                workspace_root().join(manifest).exists(),
+                "{name}: {manifest}"
+            );
+        }
+    }
 }

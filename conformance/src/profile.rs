@@ -12,7 +12,7 @@ pub const ABSTRACT_TOOLS: &[&str] = &[
     "prompt",
     "prompt_with_context",
     "prompt_structured",
-    // Opt-in tools a target may offer (issue 5); cases calling them skip where unmapped.
+    // Opt-in tools a target may offer; cases calling them skip where unmapped.
     "list_sessions",
     "delete_session",
     "list_models",

@@ -5,7 +5,7 @@
 
 use geminicli_mcp::acp::client::{permission, Inbound, Message};
 use geminicli_mcp::acp::pool::{Answer, Fold};
-use geminicli_mcp::policy::ApprovalMode;
+use geminicli_mcp::approval::ApprovalMode;
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 

@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -37,16 +37,11 @@ impl HttpServer {
         let stderr_path = dir.path().join("stderr.txt");
         let log = dir.path().join("fake-gemini.log");
         let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
-        let child = Command::new(gemini_mcp_conformance::bins::locate("geminicli-mcp"))
+        let child = super::server_command(dir.path())
             .args(["--http", "127.0.0.1:0", "--kill-grace-ms", "300"])
             .current_dir(dir.path())
             .env("GEMINICLI_MCP_HTTP_TOKEN", TOKEN)
-            .env(
-                "GEMINI_CLI_BIN",
-                gemini_mcp_conformance::bins::locate("fake-gemini"),
-            )
             .env("FAKE_GEMINI_LOG", &log)
-            .env("FAKE_GEMINI_STATE", dir.path().join("state"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
@@ -302,17 +297,15 @@ fn a_tool_call_over_http_answers_and_the_token_stays_out_of_the_child() {
 
 #[test]
 fn refuses_to_start_without_a_token_or_on_a_public_address() {
-    let bin = gemini_mcp_conformance::bins::locate("geminicli-mcp");
-    let out = Command::new(&bin)
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = super::server_command(dir.path())
         .args(["--http", "127.0.0.1:0"])
-        .env_remove("GEMINICLI_MCP_HTTP_TOKEN")
-        .env_remove("GEMINICLI_MCP_HTTP_TOKEN_FILE")
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bearer token"));
-    let out = Command::new(&bin)
+    let out = super::server_command(dir.path())
         .args(["--http", "0.0.0.0:0"])
         .env("GEMINICLI_MCP_HTTP_TOKEN", TOKEN)
         .stdin(Stdio::null())

@@ -15,6 +15,24 @@ use gemini_mcp_conformance::client::Client;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
+/// The server binary in a clean environment: nothing of the developer's own (no
+/// `GEMINICLI_MCP_*`, no `~/.gemini`), only `PATH`, a private `HOME` under `dir`, and the
+/// fake-gemini CLI with its state under `dir` too. Tests add what they need on top.
+pub fn server_command(dir: &Path) -> Command {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("private HOME");
+    let mut cmd = Command::new(gemini_mcp_conformance::bins::locate("geminicli-mcp"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env(
+            "GEMINI_CLI_BIN",
+            gemini_mcp_conformance::bins::locate("fake-gemini"),
+        )
+        .env("FAKE_GEMINI_STATE", dir.join("state"));
+    cmd
+}
+
 /// How long any single step may take before the test fails.
 pub const STEP: Duration = Duration::from_secs(30);
 
@@ -37,14 +55,9 @@ impl Harness {
         let log = dir.path().join("fake-gemini.log");
         let work = dir.path().join("work");
         std::fs::create_dir_all(&work).expect("work dir");
-        let mut cmd = Command::new(gemini_mcp_conformance::bins::locate("geminicli-mcp"));
+        let mut cmd = server_command(dir.path());
         cmd.current_dir(&work)
-            .env(
-                "GEMINI_CLI_BIN",
-                gemini_mcp_conformance::bins::locate("fake-gemini"),
-            )
             .env("FAKE_GEMINI_LOG", &log)
-            .env("FAKE_GEMINI_STATE", dir.path().join("state"))
             .env("GEMINICLI_MCP_KILL_GRACE_MS", "300")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -152,6 +165,15 @@ impl Harness {
                 return records;
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A test that panics with a server running shows what the server said on stderr.
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- the server's stderr ---\n{}", self.client.stderr());
         }
     }
 }

@@ -226,7 +226,7 @@ fn older_protocol_versions_get_what_they_allow() {
 #[test]
 fn every_example_request_file_is_answered_when_piped() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
 
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/requests");
     let state = tempfile::tempdir().unwrap();
@@ -244,13 +244,8 @@ fn every_example_request_file_is_answered_when_piped() {
             .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
             .filter_map(|m| m.get("id").cloned())
             .collect();
-        let mut child = Command::new(gemini_mcp_conformance::bins::locate("geminicli-mcp"))
+        let mut child = super::server_command(state.path())
             .current_dir(state.path())
-            .env(
-                "GEMINI_CLI_BIN",
-                gemini_mcp_conformance::bins::locate("fake-gemini"),
-            )
-            .env("FAKE_GEMINI_STATE", state.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
