@@ -1,5 +1,5 @@
 //! The one place that turns failures into MCP tool results: the error kinds and their exit codes
-//! (mirrored by the errors table in README.md), the `[error exit=N] KIND: message` text and the
+//! (mirrored by the table in docs/errors.md), the `[error exit=N] KIND: message` text and the
 //! `structuredContent` fields fixed in CONTRIBUTING.md.
 
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -68,7 +68,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// Every kind, in the README table's order.
+    /// Every kind, in the order of the table in docs/errors.md.
     pub const ALL: [ErrorKind; 25] = [
         ErrorKind::Error,
         ErrorKind::AuthRequired,
@@ -129,7 +129,7 @@ impl ErrorKind {
     }
 
     /// The exit code of this kind when no process decided one (a failure before the spawn, one
-    /// the server decided, an ACP agent's answer): the "usual N" of the README's errors table,
+    /// the server decided, an ACP agent's answer): the "usual N" of the table in docs/errors.md,
     /// so the same kind always shows the same N.
     pub fn exit_code(self) -> i32 {
         match self {
@@ -622,12 +622,10 @@ mod tests {
     }
 
     #[test]
-    fn readme_errors_table_lists_every_kind() {
-        let readme = include_str!("../README.md");
+    fn the_errors_table_lists_every_kind() {
+        let readme = include_str!("../docs/errors.md");
         let table: Vec<&str> = readme
             .lines()
-            .skip_while(|l| !l.starts_with("## Errors"))
-            .take_while(|l| !l.starts_with("## Differences"))
             .filter(|l| l.starts_with("| `") && !l.starts_with("| `errorKind`"))
             .collect();
         for kind in ErrorKind::ALL {
@@ -635,7 +633,7 @@ mod tests {
                 table
                     .iter()
                     .any(|row| row.starts_with(&format!("| `{kind}` |"))),
-                "README errors table lacks {kind}"
+                "docs/errors.md lacks {kind}"
             );
         }
         assert_eq!(table.len(), ErrorKind::ALL.len(), "one row per kind");

@@ -1,7 +1,7 @@
 //! The Streamable HTTP transport (`--http ADDR`): rmcp's `StreamableHttpService` on hyper's
 //! HTTP/1 server, behind a bearer token, with the MCP spec's `Origin` and `Host` checks. Off by
 //! default; loopback only unless `--http-allow-remote`. One server then serves several clients,
-//! which share the concurrency bound, the working directory and the environment (README).
+//! which share the concurrency bound, the working directory and the environment (docs/http.md).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -1,5 +1,5 @@
 //! The exact texts the server adds to a prompt: the `<context>` block and the structured-output
-//! instruction. The README quotes these constants; change them together.
+//! instruction. docs/tools.md quotes these constants; change them together.
 
 use serde_json::Value;
 

@@ -10,7 +10,7 @@ fn prepared(schema: Value) -> PreparedSchema {
     Schema::prepare(&schema).unwrap_or_else(|e| panic!("schema refused: {e}"))
 }
 
-/// The schema the README uses as its example.
+/// The schema docs/tools.md uses as its example.
 fn title_tags() -> PreparedSchema {
     prepared(json!({
         "type": "object",

@@ -715,21 +715,21 @@ mod tests {
     }
 
     #[test]
-    fn readme_quotes_the_templates() {
-        let readme = include_str!("../../README.md");
+    fn the_docs_quote_the_templates() {
+        let readme = include_str!("../../docs/tools.md");
         assert!(
             readme.contains(&format!(
                 "```text\n{}\n```",
                 crate::structured::CONTEXT_TEMPLATE
             )),
-            "README's context block differs from structured::CONTEXT_TEMPLATE"
+            "docs/tools.md's context block differs from structured::CONTEXT_TEMPLATE"
         );
         assert!(
             readme.contains(&format!(
                 "```text\n{}\n```",
                 crate::structured::STRUCTURED_INSTRUCTION
             )),
-            "README's structured instruction differs from structured::STRUCTURED_INSTRUCTION"
+            "docs/tools.md's structured instruction differs from structured::STRUCTURED_INSTRUCTION"
         );
     }
 
