@@ -226,6 +226,14 @@ fn main() {
         println!("\nload average after the run: {}", load_average());
         return;
     }
+    if section.as_deref() == Some("overhead-vs") {
+        let other = std::env::args()
+            .nth(2)
+            .expect("overhead-vs OTHER_SERVER_BINARY");
+        overhead_against(&server_bin, Path::new(&other), &fake, state.path());
+        println!("\nload average after the run: {}", load_average());
+        return;
+    }
     let log_env = log.to_str().unwrap();
     let mut server = Server::start_with(
         &server_bin,
@@ -390,6 +398,45 @@ fn call_overhead(server: &mut Server, fake: &Path, state: &Path) {
     );
     println!(
         "| same, p95 of the per-pair difference | | | {:+.2} ms |",
+        quantile(&diffs, 0.95)
+    );
+}
+
+/// The per-call overhead of this server against another build of it (`overhead-vs OTHER`): both
+/// servers answer the same call in interleaved pairs, one run, so the machine's noise falls on
+/// both alike.
+fn overhead_against(server_bin: &Path, other_bin: &Path, fake: &Path, state: &Path) {
+    let mut this = Server::start(server_bin, fake, state);
+    this.initialize();
+    let mut other = Server::start(other_bin, fake, state);
+    other.initialize();
+    let call = json!({"name": "gemini_prompt", "arguments": {"prompt": "Say hello."}});
+    let time = |s: &mut Server| {
+        let t = Instant::now();
+        let r = s.request("tools/call", call.clone());
+        assert_eq!(r["result"]["isError"], json!(false), "{r}");
+        t.elapsed()
+    };
+    let (mut a, mut b, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..OVERHEAD_PAIRS {
+        // Alternate which goes first, so neither always runs on a warmer cache.
+        let (x, y) = if i % 2 == 0 {
+            let x = time(&mut this);
+            (x, time(&mut other))
+        } else {
+            let y = time(&mut other);
+            (time(&mut this), y)
+        };
+        diffs.push((x.as_secs_f64() - y.as_secs_f64()) * 1000.0);
+        a.push(x);
+        b.push(y);
+    }
+    println!(
+        "| tools/call, this build vs {} ({OVERHEAD_PAIRS} interleaved pairs): median | {} | {} | {:+.3} ms (p95 {:+.3} ms) |",
+        other_bin.display(),
+        ms(median(a)),
+        ms(median(b)),
+        quantile(&diffs, 0.5),
         quantile(&diffs, 0.95)
     );
 }

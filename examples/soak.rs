@@ -82,9 +82,9 @@ impl Kind {
     fn marker(self) -> String {
         match self {
             Kind::Success => "[[fake-gemini:success]]".into(),
-            // Under GEMINICLI_MCP_MAX_RESULT_CHARS (80,000): a longer answer would be kept in the
-            // server's bounded store of truncated answers, growing RSS by design, not by a leak.
-            Kind::FloodUnderCap => "[[fake-gemini:flood-stdout bytes=65536]]".into(),
+            // Under the result budget (GEMINICLI_MCP_RESULT_BUDGET_BYTES): a longer answer would be kept in the
+            // server's bounded store of long answers, growing RSS by design, not by a leak.
+            Kind::FloodUnderCap => "[[fake-gemini:flood-stdout bytes=16384]]".into(),
             Kind::FloodOverCap => format!("[[fake-gemini:flood-stdout bytes={}]]", CAP * 2),
             Kind::HangCancel => "[[fake-gemini:hang]]".into(),
             Kind::Crash => "[[fake-gemini:crash]]".into(),

@@ -1,8 +1,8 @@
-//! Answers too long to return inline, kept in memory (bounded in count and bytes, oldest first
-//! out) and readable as MCP resources.
+//! Answers too long to return in one result, kept in memory (bounded in count and bytes, oldest
+//! first out), readable on with `gemini_read_answer` by an id nobody can guess (one HTTP server
+//! serves several clients) and as MCP resources.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::Resource;
@@ -18,7 +18,6 @@ pub const ANSWER_URI_PREFIX: &str = "geminicli-mcp://answers/";
 #[derive(Default)]
 pub struct Answers {
     entries: Mutex<Entries>,
-    next_id: AtomicU64,
 }
 
 #[derive(Default)]
@@ -28,17 +27,18 @@ struct Entries {
 }
 
 impl Answers {
-    /// Keeps `text` and returns its resource (URI, size, description).
-    pub fn keep(&self, text: String, total_chars: usize) -> Resource {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let uri = format!("{ANSWER_URI_PREFIX}{}-{id}", std::process::id());
+    /// Keeps `text` and returns its id and its resource (URI, size, description). The id is 128
+    /// random bits: knowing one answer's id tells nothing of another's.
+    pub fn keep(&self, text: String, total_chars: usize) -> (String, Resource) {
+        let id = new_id();
+        let uri = format!("{ANSWER_URI_PREFIX}{id}");
         let size = text.len() as u64;
-        self.insert(uri.clone(), Arc::new(text));
+        self.insert(id.clone(), Arc::new(text));
         let mut resource = Resource::new(uri, "full Gemini answer");
         resource.mime_type = Some("text/plain".into());
         resource.size = Some(size);
         resource.description = Some(format!("The complete answer ({total_chars} characters)"));
-        resource
+        (id, resource)
     }
 
     fn insert(&self, uri: String, text: Arc<String>) {
@@ -53,7 +53,12 @@ impl Answers {
         }
     }
 
-    /// The answer at `uri`, while it is kept.
+    /// The answer kept at `uri` (a resource), while it is kept.
+    pub fn get_uri(&self, uri: &str) -> Option<Arc<String>> {
+        self.get(uri.strip_prefix(ANSWER_URI_PREFIX)?)
+    }
+
+    /// The answer with this id, while it is kept.
     pub fn get(&self, uri: &str) -> Option<Arc<String>> {
         let e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         e.list
@@ -62,19 +67,49 @@ impl Answers {
             .map(|(_, t)| t.clone())
     }
 
+    /// The resource of the kept answer `id`, while it is kept.
+    pub fn resource(&self, id: &str) -> Option<Resource> {
+        let text = self.get(id)?;
+        let mut r = Resource::new(format!("{ANSWER_URI_PREFIX}{id}"), "full Gemini answer");
+        r.mime_type = Some("text/plain".into());
+        r.size = Some(text.len() as u64);
+        r.description = Some(format!(
+            "The complete answer ({} characters)",
+            text.chars().count()
+        ));
+        Some(r)
+    }
+
     /// Every kept answer as a resource, oldest first.
     pub fn list(&self) -> Vec<Resource> {
         let e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         e.list
             .iter()
-            .map(|(uri, text)| {
-                let mut r = Resource::new(uri.clone(), "full Gemini answer");
+            .map(|(id, text)| {
+                let mut r = Resource::new(format!("{ANSWER_URI_PREFIX}{id}"), "full Gemini answer");
                 r.mime_type = Some("text/plain".into());
                 r.size = Some(text.len() as u64);
                 r
             })
             .collect()
     }
+}
+
+/// 128 random bits as 32 hexadecimal digits.
+fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    // The operating system's generator does not fail on the supported systems; if it ever did,
+    // the ids would still be unique (the time and a counter), only guessable.
+    if getrandom::fill(&mut bytes).is_err() {
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes[..8].copy_from_slice(&n.to_le_bytes());
+        bytes[8..].copy_from_slice(&(t as u64).to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -85,11 +120,22 @@ mod tests {
     fn the_oldest_answer_goes_first() {
         let store = Answers::default();
         let uris: Vec<String> = (0..(MAX_STORED_ANSWERS + 2))
-            .map(|_| store.keep("x".into(), 1).uri)
+            .map(|_| store.keep("x".into(), 1).0)
             .collect();
         assert!(store.get(&uris[0]).is_none());
         assert!(store.get(&uris[1]).is_none());
         assert!(store.get(&uris[2]).is_some());
         assert_eq!(store.list().len(), MAX_STORED_ANSWERS);
+    }
+
+    #[test]
+    fn ids_are_random_and_resources_find_them() {
+        let store = Answers::default();
+        let (a, resource) = store.keep("one".into(), 3);
+        let (b, _) = store.keep("two".into(), 3);
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+        assert_eq!(store.get_uri(&resource.uri).unwrap().as_str(), "one");
+        assert!(store.get_uri("geminicli-mcp://answers/0").is_none());
     }
 }

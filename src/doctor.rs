@@ -557,8 +557,18 @@ fn auth(inputs: &Inputs, warnings: &mut Vec<String>) -> (Vec<&'static str>, Opti
     if auth_variables.is_empty() && oauth_credentials.is_none() {
         warnings.push(
             "no auth variable is set and no cached login was found: unless the CLI's settings.json \
-             selects another method, calls fail with auth_required. Run `gemini` once to log in, \
-             or set GEMINI_API_KEY in the server's environment"
+             selects another method, calls fail with auth_required. Set GEMINI_API_KEY (or \
+             configure Vertex AI) in the server's environment"
+                .into(),
+        );
+    }
+    if auth_variables.is_empty() && oauth_credentials.is_some() {
+        warnings.push(
+            "the only credential is a cached Google login (~/.gemini/oauth_creds.json): since \
+             2026-06-18 Google refuses the Gemini CLI's login for individual accounts (free, Google \
+             One, AI Pro/Ultra), and calls then fail with auth_unsupported. Unless the account has \
+             a Standard or Enterprise licence, set GEMINI_API_KEY or configure Vertex AI in the \
+             server's environment"
                 .into(),
         );
     }
@@ -591,7 +601,7 @@ fn config_rows(c: &Config) -> Vec<(&'static str, Value)> {
             "GEMINICLI_MCP_HEARTBEAT_MS",
             json!(c.heartbeat.as_millis() as u64),
         ),
-        ("GEMINICLI_MCP_MAX_RESULT_CHARS", json!(c.max_result_chars)),
+        ("GEMINICLI_MCP_RESULT_BUDGET_BYTES", json!(c.result_budget)),
         (
             "GEMINICLI_MCP_SLASH_COMMANDS",
             json!(match c.slash_commands {

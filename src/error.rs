@@ -1,14 +1,15 @@
-//! The one place that turns failures into MCP tool results: the error kinds and their exit codes
-//! (mirrored by the table in docs/errors.md), the `[error exit=N] KIND: message` text and the
-//! `structuredContent` fields fixed in CONTRIBUTING.md.
+//! Every way a call can fail: the error kinds, their exit codes and fixes (mirrored by the table in
+//! docs/errors.md), and [`Failure`] with what its run left. `render` turns a failure into the
+//! result a model reads; the first line `[error exit=N] KIND: message` is made here.
 
-use rmcp::model::{CallToolResult, ContentBlock};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 /// Most bytes of the child's stderr repeated in an error result (the tail is kept).
 pub const STDERR_TAIL_BYTES: usize = 4096;
-/// Most characters of a partial answer or raw response repeated in an error result.
-pub const PARTIAL_TEXT_CHARS: usize = 8192;
+/// Most characters of a partial answer or raw response a failure shows (the rest is kept and
+/// readable on); with the first lines and the stderr tail, a failure stays under the 11,024
+/// characters past which Claude Code cuts an error result in the middle.
+pub const PARTIAL_TEXT_CHARS: usize = 4000;
 
 /// Every kind of failure a call can end with. The string form is the `KIND` of the first line and
 /// the `errorKind` field.
@@ -65,11 +66,17 @@ pub enum ErrorKind {
     SessionNotFound,
     /// An opt-in deadline (first content, inactivity, total) passed; the tree was killed (124).
     Timeout,
+    /// Google refused the CLI's login: since 2026-06-18 individual accounts cannot use it
+    /// (`IneligibleTierError`, `UNSUPPORTED_CLIENT`); API keys and Vertex AI still work (1).
+    AuthUnsupported,
+    /// An answer a result must carry whole (a structured answer) is longer than the result
+    /// budget; it is kept and readable with `gemini_read_answer` (0: the CLI succeeded).
+    ResultTooLarge,
 }
 
 impl ErrorKind {
     /// Every kind, in the order of the table in docs/errors.md.
-    pub const ALL: [ErrorKind; 25] = [
+    pub const ALL: [ErrorKind; 27] = [
         ErrorKind::Error,
         ErrorKind::AuthRequired,
         ErrorKind::InputValidation,
@@ -95,6 +102,8 @@ impl ErrorKind {
         ErrorKind::CliTooOld,
         ErrorKind::SessionNotFound,
         ErrorKind::Timeout,
+        ErrorKind::AuthUnsupported,
+        ErrorKind::ResultTooLarge,
     ];
 
     /// The wire name (`errorKind`).
@@ -125,6 +134,8 @@ impl ErrorKind {
             ErrorKind::CliTooOld => "cli_too_old",
             ErrorKind::SessionNotFound => "session_not_found",
             ErrorKind::Timeout => "timeout",
+            ErrorKind::AuthUnsupported => "auth_unsupported",
+            ErrorKind::ResultTooLarge => "result_too_large",
         }
     }
 
@@ -133,7 +144,10 @@ impl ErrorKind {
     /// so the same kind always shows the same N.
     pub fn exit_code(self) -> i32 {
         match self {
-            ErrorKind::Error | ErrorKind::Unknown | ErrorKind::CliTooOld => 1,
+            ErrorKind::Error
+            | ErrorKind::Unknown
+            | ErrorKind::CliTooOld
+            | ErrorKind::AuthUnsupported => 1,
             ErrorKind::AuthRequired => 41,
             ErrorKind::InputValidation | ErrorKind::SessionNotFound => 42,
             ErrorKind::SandboxError => 44,
@@ -152,7 +166,8 @@ impl ErrorKind {
             ErrorKind::EmptyResponse
             | ErrorKind::InputTooLarge
             | ErrorKind::Incomplete
-            | ErrorKind::SchemaMismatch => 0,
+            | ErrorKind::SchemaMismatch
+            | ErrorKind::ResultTooLarge => 0,
             ErrorKind::OutputLimit => 137,
             ErrorKind::SpawnFailed => 127,
             ErrorKind::Timeout => 124,
@@ -197,19 +212,36 @@ impl ErrorKind {
         }
     }
 
-    /// What to do about a failure of this kind, when the fix is always the same.
-    pub fn fix(self) -> Option<&'static str> {
+    /// What to do about a failure of this kind, in one sentence (a model can act on it).
+    pub fn fix(self) -> &'static str {
         match self {
-            ErrorKind::AuthRequired => Some(
-                "authenticate the Gemini CLI once (run `gemini` interactively) or set GEMINI_API_KEY in the MCP server's env",
-            ),
-            ErrorKind::UntrustedWorkspace => Some(
-                "the server passes --skip-trust; set GEMINI_CLI_TRUST_WORKSPACE=true in its env if your CLI ignores it",
-            ),
-            ErrorKind::ModelNotFound => Some("check the model name (e.g. gemini-2.5-pro)"),
-            ErrorKind::QuotaExhausted => Some("wait for the quota to reset or use another model"),
-            ErrorKind::RateLimited => Some("retry later"),
-            _ => None,
+            ErrorKind::Error => "read the message and the stderr tail; call again if it looks transient",
+            ErrorKind::AuthRequired => "set GEMINI_API_KEY (or configure Vertex AI) in the MCP server's environment; a Google login works only with a Standard or Enterprise licence since 2026-06-18",
+            ErrorKind::AuthUnsupported => "use an API key (GEMINI_API_KEY) or Vertex AI in the MCP server's environment: Google no longer accepts the Gemini CLI's login for individual accounts (Standard and Enterprise licences still log in)",
+            ErrorKind::InputValidation => "fix the arguments as the message says and call again",
+            ErrorKind::SandboxError => "check the CLI's sandbox (docker or podman must run where the server runs), or call without sandbox",
+            ErrorKind::ConfigError => "fix the settings file the message names",
+            ErrorKind::TurnLimit => "start a new session, or raise model.maxSessionTurns in the CLI's settings",
+            ErrorKind::ToolError => "fix what the tool reported (often: free disk space)",
+            ErrorKind::UntrustedWorkspace => "the server passes --skip-trust; set GEMINI_CLI_TRUST_WORKSPACE=true in its env if your CLI ignores it",
+            ErrorKind::Cancelled => "call again if the work is still wanted",
+            ErrorKind::RateLimited => "wait (retryDelayMs when given) and call again",
+            ErrorKind::QuotaExhausted => "wait for the quota to reset, or call with another model",
+            ErrorKind::BadRequest => "shorten or change the prompt",
+            ErrorKind::PermissionDenied => "check the API key and what the account may use",
+            ErrorKind::ModelNotFound => "check the model name (e.g. gemini-2.5-pro), or omit model",
+            ErrorKind::ServerError => "call again later",
+            ErrorKind::EmptyResponse => "call again, or rephrase the prompt",
+            ErrorKind::InputTooLarge => "send a shorter prompt or context",
+            ErrorKind::Incomplete => "call again; the stderr tail may say why the CLI stopped",
+            ErrorKind::OutputLimit => "ask for a shorter answer, or raise GEMINICLI_MCP_MAX_OUTPUT_BYTES",
+            ErrorKind::SchemaMismatch => "tighten the prompt or relax the schema, then call again",
+            ErrorKind::SpawnFailed => "install the Gemini CLI (npm install -g @google/gemini-cli) or set GEMINI_CLI_BIN to its absolute path",
+            ErrorKind::Unknown => "read the stderr tail",
+            ErrorKind::CliTooOld => "upgrade the CLI (npm install -g @google/gemini-cli@latest), then run geminicli-mcp doctor",
+            ErrorKind::SessionNotFound => "start a new conversation without session_id; a session belongs to the workspace it was made in",
+            ErrorKind::Timeout => "raise or drop the deadline, or ask for less",
+            ErrorKind::ResultTooLarge => "read it with gemini_read_answer as the message says, or ask for less",
         }
     }
 
@@ -356,100 +388,6 @@ impl Failure {
         let message = self.message.replace(['\r', '\n'], " ");
         format!("[error exit={}] {}: {}", self.exit_code, self.kind, message)
     }
-
-    /// The human-readable text of the result: the first line, then the stderr tail and any
-    /// partial answer or raw response.
-    pub fn text(&self) -> String {
-        let mut text = self.first_line();
-        if let Some(ms) = self.retry_delay_ms {
-            text.push_str(&format!("\nretry after: {ms} ms"));
-        }
-        if let Some(invalid) = &self.invalid {
-            text.push_str("\nvalidation errors:");
-            for e in &invalid.errors {
-                let path = if e.instance_path.is_empty() {
-                    "(root)"
-                } else {
-                    &e.instance_path
-                };
-                text.push_str(&format!("\n  {path}: {}", e.message));
-            }
-            text.push_str("\n--- raw response ---\n");
-            text.push_str(&clip(&invalid.raw));
-        }
-        if !self.run.stderr_tail.trim().is_empty() {
-            text.push_str("\n--- stderr (tail) ---\n");
-            text.push_str(self.run.stderr_tail.trim_end());
-        }
-        if let Some(partial) = &self.run.partial_response {
-            text.push_str("\n--- partial response ---\n");
-            text.push_str(&clip(partial));
-        }
-        text
-    }
-
-    /// `structuredContent` of the error result (CONTRIBUTING.md).
-    pub fn structured(&self) -> Value {
-        json!({
-            "errorKind": self.kind.as_str(),
-            "exitCode": self.exit_code,
-            "message": self.message,
-            "stderrTail": self.run.stderr_tail,
-            "partialResponse": self.run.partial_response.as_deref().map(clip),
-            "sessionId": self.run.session_id,
-            "model": self.run.model,
-            "stats": self.run.stats,
-            "durationMs": self.run.duration_ms,
-            "signal": self.run.signal,
-            "retryDelayMs": self.retry_delay_ms,
-            "validationErrors": self.invalid.as_ref().map(|invalid| {
-                invalid
-                    .errors
-                    .iter()
-                    .map(|e| json!({"instancePath": e.instance_path, "message": e.message}))
-                    .collect::<Vec<_>>()
-            }),
-            "rawResponse": self.invalid.as_ref().map(|i| clip(&i.raw)),
-        })
-    }
-}
-
-/// The one renderer of failures into tool results: `isError: true`, the text block, and the
-/// `structuredContent` of the tool's contract.
-impl Failure {
-    /// The result of every tool but the `acp` set's `gemini`: [`Failure::structured`].
-    pub fn into_call_tool_result(self) -> CallToolResult {
-        let structured = self.structured();
-        self.result(structured)
-    }
-
-    /// The result of the `acp` set's `gemini` tool: gemini_mcp's contract (`success: false`,
-    /// `SESSION_ID`, `agent_messages`, `error`, …) with the kind and exit code, and `extra`
-    /// (what the call asked to be echoed) on top.
-    pub fn into_agent_result(self, extra: Map<String, Value>) -> CallToolResult {
-        let mut v = json!({
-            "success": false,
-            "SESSION_ID": self.run.session_id,
-            "agent_messages": self.run.partial_response.as_deref().map(clip).unwrap_or_default(),
-            "thought": "",
-            "stop_reason": null,
-            "tool_calls": [],
-            "plan": [],
-            "error": self.message,
-            "errorKind": self.kind.as_str(),
-            "exitCode": self.exit_code,
-        });
-        for (k, val) in extra {
-            v[k] = val;
-        }
-        self.result(v)
-    }
-
-    fn result(self, structured: Value) -> CallToolResult {
-        let mut result = CallToolResult::error(vec![ContentBlock::text(self.text())]);
-        result.structured_content = Some(structured);
-        result
-    }
 }
 
 impl std::fmt::Display for Failure {
@@ -475,70 +413,28 @@ pub fn tail_lossy(bytes: &[u8], max: usize) -> String {
     String::from_utf8_lossy(tail).into_owned()
 }
 
-/// The one cut of a partial answer or raw response in an error result, in its text and its
-/// `structuredContent` alike: the first [`PARTIAL_TEXT_CHARS`] characters (models read from the
-/// start), with a marker saying how many more there were.
-pub fn clip(text: &str) -> String {
-    head_chars(text, PARTIAL_TEXT_CHARS)
-}
-
-/// The first `max` characters of `text`, with a marker when cut.
-pub fn head_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some((cut, _)) => format!(
-            "{}\n[… {} more characters]",
-            &text[..cut],
-            text[cut..].chars().count()
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn first_line_format_is_exact() {
+    fn the_first_line_is_exact_and_one_line() {
         let f = Failure::invalid_input("prompt must be a non-empty string");
         assert_eq!(
             f.first_line(),
             "[error exit=42] input_validation: prompt must be a non-empty string"
         );
-        assert!(f.text().starts_with("[error exit=42] input_validation: "));
-    }
-
-    #[test]
-    fn message_newlines_stay_out_of_the_first_line() {
         let f = Failure::new(ErrorKind::Error, "a\nb");
-        assert_eq!(
-            f.text().lines().next().unwrap(),
-            "[error exit=1] error: a b"
-        );
+        assert_eq!(f.first_line(), "[error exit=1] error: a b");
     }
 
     #[test]
-    fn structured_has_every_contract_field() {
-        let v = Failure::new(ErrorKind::RateLimited, "slow down").structured();
-        for key in [
-            "errorKind",
-            "exitCode",
-            "message",
-            "stderrTail",
-            "partialResponse",
-            "sessionId",
-            "model",
-            "stats",
-            "durationMs",
-            "signal",
-            "retryDelayMs",
-            "validationErrors",
-            "rawResponse",
-        ] {
-            assert!(v.get(key).is_some(), "{key}");
+    fn every_kind_has_a_fix_that_never_sends_anyone_to_the_interactive_login() {
+        for kind in ErrorKind::ALL {
+            let fix = kind.fix();
+            assert!(!fix.is_empty(), "{kind}");
+            assert!(!fix.contains("interactive"), "{kind}: {fix}");
         }
-        assert_eq!(v["errorKind"], "rate_limited");
-        assert_eq!(v["exitCode"], 173);
     }
 
     #[test]
@@ -592,25 +488,6 @@ mod tests {
     }
 
     #[test]
-    fn partial_text_is_cut_once_and_the_same_way_in_text_and_structure() {
-        let long: String = "é".repeat(PARTIAL_TEXT_CHARS + 10);
-        let f = Failure::new(ErrorKind::Error, "x").with_run(RunFacts {
-            partial_response: Some(long),
-            ..RunFacts::default()
-        });
-        let structured = f.structured()["partialResponse"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        assert!(
-            structured.ends_with("[… 10 more characters]"),
-            "{}",
-            &structured[structured.len() - 40..]
-        );
-        assert!(f.text().ends_with(&structured));
-    }
-
-    #[test]
     fn kind_names_are_unique_snake_case() {
         let mut names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
         assert!(names
@@ -644,11 +521,5 @@ mod tests {
         let s = "ééé".as_bytes();
         assert_eq!(tail_lossy(s, 3), "é");
         assert_eq!(tail_lossy(b"abc", 10), "abc");
-    }
-
-    #[test]
-    fn head_marks_the_cut() {
-        assert_eq!(head_chars("abc", 5), "abc");
-        assert!(head_chars("abcdef", 2).starts_with("ab\n[… 4 more"));
     }
 }

@@ -22,6 +22,7 @@ pub mod http;
 pub mod logging;
 pub mod policy;
 pub mod progress;
+pub mod render;
 pub mod roots;
 pub mod run;
 pub mod save;

@@ -86,8 +86,7 @@ fn doctor(
         Ok(Some(o)) => inputs.extra_config.extend(o.describe()),
         Err(e) => inputs.extra_problems.push(doctor::Problem {
             message: format!("the HTTP transport would not start: {e}"),
-            fix: "see `geminicli-mcp --help` (HTTP settings) and docs/http.md"
-                .into(),
+            fix: "see `geminicli-mcp --help` (HTTP settings) and docs/http.md".into(),
         }),
     }
     let report = runtime.block_on(doctor::run(inputs));

@@ -1104,14 +1104,13 @@ impl Run<'_> {
         }
         for (name, pointer) in s.save.iter().flatten() {
             let value = match r.pointer(pointer) {
-                Some(Value::String(v)) => v.clone(),
                 Some(Value::Null) | None => {
                     return Err(fail(format!(
                         "step {n} ({what}): nothing to save as {name} at {pointer}\n  message: {}",
                         json_of(r)
                     )))
                 }
-                Some(other) => other.to_string(),
+                Some(v) => v.clone(),
             };
             self.vars.save(name, value);
         }

@@ -7,11 +7,12 @@ use serde_json::{json, Map, Value};
 use crate::profile::Profile;
 
 /// Placeholders a case may use in strings (keys included): `{tool.X}`, `{arg.X}`, `{cwd}`,
-/// `{home}`, and `{saved.NAME}` once a step's `save` took NAME from a response.
+/// `{home}`, and `{saved.NAME}` once a step's `save` took NAME from a response. A string that is
+/// exactly `{saved.NAME}` becomes the saved value itself, a number staying a number.
 pub(crate) struct Vars {
     map: Vec<(String, String)>,
     /// Values saved from responses while the case runs (a later step may use them).
-    saved: std::cell::RefCell<Vec<(String, String)>>,
+    saved: std::cell::RefCell<Vec<(String, Value)>>,
 }
 
 impl Vars {
@@ -32,7 +33,7 @@ impl Vars {
     }
 
     /// Makes `{saved.NAME}` stand for `value` from now on.
-    pub(crate) fn save(&self, name: &str, value: String) {
+    pub(crate) fn save(&self, name: &str, value: Value) {
         let key = format!("{{saved.{name}}}");
         let mut saved = self.saved.borrow_mut();
         saved.retain(|(k, _)| *k != key);
@@ -44,15 +45,28 @@ impl Vars {
             return s.to_string();
         }
         let saved = self.saved.borrow();
-        self.map
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let fixed = self
+            .map
             .iter()
-            .chain(saved.iter())
-            .fold(s.to_string(), |acc, (k, v)| acc.replace(k, v))
+            .fold(s.to_string(), |acc, (k, v)| acc.replace(k, v));
+        saved
+            .iter()
+            .fold(fixed, |acc, (k, v)| acc.replace(k, &text(v)))
     }
 
     pub(crate) fn value(&self, v: &Value) -> Value {
         match v {
-            Value::String(s) => Value::String(self.str(s)),
+            Value::String(s) => {
+                let saved = self.saved.borrow();
+                match saved.iter().find(|(k, _)| k == s) {
+                    Some((_, value)) => value.clone(),
+                    None => Value::String(self.str(s)),
+                }
+            }
             Value::Array(a) => Value::Array(a.iter().map(|x| self.value(x)).collect()),
             Value::Object(o) => Value::Object(
                 o.iter()

@@ -61,7 +61,8 @@ pub(crate) fn pre_input_checks(
         auth = Auth::Env;
     }
     let failure = match auth {
-        Auth::Authenticated => None,
+        // Reported later, in the order the real CLI prints it (see `run`).
+        Auth::Authenticated | Auth::Unsupported => None,
         Auth::Missing => {
             Some(texts::AUTH_MISSING.replace("{settings}", &settings_path().display().to_string()))
         }
@@ -266,6 +267,10 @@ pub(crate) fn trust_check(ctx: &Ctx, args: &Args, yolo: bool) -> Option<i32> {
     if folder_trusted(ctx, args, yolo) {
         None
     } else {
+        // The refused login's first report comes before the trust check's exit.
+        if ctx.scenario.environment.auth == Auth::Unsupported {
+            err(texts::sunset_report().as_bytes());
+        }
         fatal_red(texts::UNTRUSTED);
         Some(55)
     }

@@ -11,7 +11,7 @@ use crate::checks::{include_dirs_check, noise_before_ripgrep, pre_input_checks, 
 use crate::cli::{self, Args};
 use crate::invocation::{check_expect, resolve, Ctx};
 use crate::output::Format;
-use crate::scenario::{self, Scenario, StdinTiming};
+use crate::scenario::{self, Auth, Scenario, StdinTiming};
 use crate::session::{self, Store};
 use crate::sys::{env_is, env_ms, err, err_line, out, sleep_ms};
 use crate::{clock, ids, input, proc, texts};
@@ -282,6 +282,10 @@ impl Sessions {
 /// among it.
 fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phase<()> {
     noise_before_ripgrep(yolo);
+    let refused = ctx.scenario.environment.auth == Auth::Unsupported;
+    if refused {
+        err(texts::sunset_report().as_bytes());
+    }
     if fresh_notice {
         err_line("No previous sessions found for this project.");
     }
@@ -289,6 +293,12 @@ fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phas
         return Err(ctx.exit(c));
     }
     err_line(texts::RIPGREP);
+    if refused {
+        // The second `refreshAuth`, just before the prompt runs: an uncaught error, exit 1,
+        // nothing on stdout whatever the output format.
+        err(texts::sunset_critical().as_bytes());
+        return Err(ctx.exit(1));
+    }
     if ctx.scenario.environment.startup_noise {
         for l in texts::STARTUP_NOISE {
             err_line(l);
@@ -341,6 +351,12 @@ fn read_input(
     }
     if let Some(c) = trust_check(ctx, args, yolo) {
         return Err(ctx.exit(c));
+    }
+    if ctx.scenario.environment.auth == Auth::Unsupported {
+        // The stdin marker stands for a login the CLI checked before reading stdin.
+        err(texts::sunset_report().as_bytes());
+        err(texts::sunset_critical().as_bytes());
+        return Err(ctx.exit(1));
     }
     sleep_ms(ctx.scenario.environment.startup_delay_ms);
     Ok(())

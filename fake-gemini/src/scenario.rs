@@ -47,6 +47,11 @@ pub enum Auth {
     Invalid,
     /// OAuth login that waits for a browser that never comes (fails fast when NO_BROWSER is set).
     OauthWait,
+    /// A cached Google login that Google refuses since 2026-06-18 for individual accounts
+    /// (`IneligibleTierError`, reason code `UNSUPPORTED_CLIENT`): exit 1, nothing on stdout in any
+    /// format (55 when the folder is untrusted); ACP answers `authenticate` and `session/new` with
+    /// -32000 and the message.
+    Unsupported,
 }
 
 /// How folder trust resolves.
@@ -474,6 +479,7 @@ builtins!(
     "auth-missing",
     "auth-invalid",
     "oauth-wait",
+    "auth-unsupported",
     "untrusted-workspace",
     "no-input",
     "stdin-late",
@@ -654,6 +660,8 @@ fn num<T: std::str::FromStr>(scenario: &str, key: &str, v: &str) -> Result<T, Sc
 
 /// Largest `count` parameter: more chunks than any trickle test needs, small enough to build.
 pub const MAX_COUNT: u32 = 100_000;
+/// The most bytes a marker's `repeat` may make of its text.
+pub const MAX_REPEAT_BYTES: usize = 64 * 1024 * 1024;
 
 /// A marker's `failing-model=`: the scenario's API failure applies only to runs asking for this
 /// model (`-m`), so a wrapper's model fallback can be seen to succeed.
@@ -683,6 +691,22 @@ pub fn apply_params(
                 }
                 let last = s.model.turns.last_mut().expect("one turn");
                 last.text = Some(v.clone());
+                last.chunks.clear();
+            }
+            "repeat" => {
+                let n: u32 = num(name, k, v)?;
+                let last = s.model.turns.last_mut().ok_or_else(|| {
+                    ScenarioError::Param(name.into(), "`repeat` needs a `text` before it".into())
+                })?;
+                let text = last.text.clone().unwrap_or_else(|| last.chunks.concat());
+                // Bounded like `count`: the text is built up front.
+                if n > MAX_COUNT || text.len().saturating_mul(n as usize) > MAX_REPEAT_BYTES {
+                    return Err(ScenarioError::Param(
+                        name.into(),
+                        format!("`repeat` makes at most {MAX_REPEAT_BYTES} bytes and {MAX_COUNT} copies"),
+                    ));
+                }
+                last.text = Some(text.repeat(n as usize));
                 last.chunks.clear();
             }
             "model" => s.model.version = Some(v.clone()),

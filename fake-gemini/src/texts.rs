@@ -59,6 +59,31 @@ pub const JSON_PARSE_STACK: &str = "    at JSON.parse (<anonymous>)\n    at pars
 /// A network failure during the router call (no network), the stack of each retry block.
 pub const FETCH_FAILED_STACK: &str = "    at file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:267671:13\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)\n    at async Models.generateContent (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:268643:16)\n    at async file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:311412:26\n    at async file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:288018:23\n    at async retryWithBackoff (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:308039:23)\n    at async BaseLlmClient._generateWithRetry (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:308334:14)\n    at async BaseLlmClient.generateJson (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:308227:21)\n    at async NumericalClassifierStrategy.route (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:360170:28)\n    at async CompositeStrategy.route (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:360242:26)\n";
 
+/// Google's refusal of an individual account's login (the `reasonMessage` of the ineligible tier;
+/// observed 2026-12 through a local mock of Google's endpoints).
+pub const SUNSET: &str = "This client is no longer supported for Gemini Code Assist for individuals. To continue using Gemini, please migrate to the Antigravity suite of products: https://antigravity.google";
+/// The stack of the `IneligibleTierError` thrown by the Code Assist setup.
+pub const SUNSET_STACK: &str = "    at throwIneligibleOrProjectIdError (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:311090:11)\n    at _doSetupUser (file://{root}/node_modules/@google/gemini-cli/bundle/chunk-JDPZ4CE3.js:311079:5)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)";
+/// Node's inspection of the error's `ineligibleTiers`, after the stack of the first report.
+pub const SUNSET_TIERS: &str = " {\n  ineligibleTiers: [\n    {\n      reasonCode: 'UNSUPPORTED_CLIENT',\n      reasonMessage: '{message}',\n      tierId: 'free-tier',\n      tierName: 'Gemini Code Assist for individuals'\n    }\n  ]\n}";
+
+/// The first report of the refused login (the partial configuration's `refreshAuth`).
+pub fn sunset_report() -> String {
+    format!(
+        "Error authenticating: IneligibleTierError: {SUNSET}\n{}{}\n",
+        fill(SUNSET_STACK, ""),
+        SUNSET_TIERS.replace("{message}", SUNSET)
+    )
+}
+
+/// The run's end with the refused login (the second `refreshAuth`, through `main().catch`).
+pub fn sunset_critical() -> String {
+    format!(
+        "{CRITICAL}IneligibleTierError: {SUNSET}\n{}\n",
+        fill(SUNSET_STACK, "")
+    )
+}
+
 /// Fills `{root}` (and `{version}`) in a template.
 pub fn fill(template: &str, version: &str) -> String {
     template

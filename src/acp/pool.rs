@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::command;
 use crate::gemini::launch::{spawn_failure, Launch};
+use crate::gemini::outcome::unsupported_login;
 use crate::gemini::process::RunSpec;
 use crate::gemini::session::{self as cli_session, StartGates};
 use crate::progress::{preview, Progress};
@@ -454,10 +455,13 @@ impl Pool {
             message,
         }) = &answer
         {
+            if let Some(refused) = unsupported_login(message) {
+                return Err(Failure::new(ErrorKind::AuthUnsupported, refused));
+            }
             let Some(method) = auth_method() else {
                 return Err(Failure::new(
                     ErrorKind::AuthRequired,
-                    format!("the Gemini CLI has no usable authentication ({message}); set GEMINI_API_KEY, configure Vertex AI, or log in once with `gemini` interactively so cached credentials exist (the server never opens a browser)"),
+                    format!("the Gemini CLI has no usable authentication ({message}); the server never opens a browser"),
                 ));
             };
             agent
@@ -1030,6 +1034,10 @@ fn cancelled(when: &str) -> Failure {
 /// and is classified as on the one-shot path (`ErrorKind::from_http`).
 fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Failure {
     let f = match &e {
+        AcpError::Rpc { message, .. } if unsupported_login(message).is_some() => Failure::new(
+            ErrorKind::AuthUnsupported,
+            unsupported_login(message).unwrap_or_default(),
+        ),
         AcpError::Rpc { code, message } => {
             let status = u16::try_from(*code).ok().filter(|c| (400..=599).contains(c));
             let kind = ErrorKind::from_http(status, message).unwrap_or(ErrorKind::Error);

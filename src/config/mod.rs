@@ -24,9 +24,7 @@ pub const DEFAULT_EOF_GRACE_MS: u64 = 120_000;
 pub const DEFAULT_MAX_CONCURRENCY: usize = 4;
 /// Default interval of the progress heartbeat while a call runs.
 pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
-/// Default cap on the characters of an answer returned inline. 80,000 characters is about 20k
-/// tokens: below Claude Code's 25k-token cap on tool results, with room for the metadata.
-pub const DEFAULT_MAX_RESULT_CHARS: usize = 80_000;
+pub use crate::render::DEFAULT_BUDGET_BYTES;
 
 /// The text `--help` prints below the usage: every variable the server reads.
 pub const ENV_HELP: &str = "\
@@ -45,9 +43,10 @@ Environment:
   GEMINICLI_MCP_MAX_CONCURRENCY   Gemini runs at once; further calls queue (default 4).
   GEMINICLI_MCP_HEARTBEAT_MS      Progress heartbeat interval while a call runs, for clients that
                                   sent a progressToken (default 10000).
-  GEMINICLI_MCP_MAX_RESULT_CHARS  Longest answer returned inline; longer answers keep head and tail,
-                                  set truncated=true and stay readable as an MCP resource
-                                  (default 80000, about 20k tokens).
+  GEMINICLI_MCP_RESULT_BUDGET_BYTES  Most bytes of one serialised tool result (text and JSON
+                                  together; default 40000, under Claude Code's and Codex's cuts).
+                                  A longer answer keeps its head and says how to read on with
+                                  gemini_read_answer (at least 4096).
   GEMINICLI_MCP_SLASH_COMMANDS    escape (default): a prompt starting with `/` is sent with a
                                   leading backslash so the CLI does not run it as a command;
                                   passthrough: sent as is (the CLI may run e.g. /memory show).
@@ -153,9 +152,9 @@ pub struct Flags {
     /// Progress heartbeat interval [env: GEMINICLI_MCP_HEARTBEAT_MS].
     #[arg(long, global = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_ms: Option<u64>,
-    /// Longest answer returned inline [env: GEMINICLI_MCP_MAX_RESULT_CHARS].
-    #[arg(long, global = true, value_name = "CHARS", value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_result_chars: Option<u64>,
+    /// Most bytes of one serialised tool result [env: GEMINICLI_MCP_RESULT_BUDGET_BYTES].
+    #[arg(long, global = true, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(4096..))]
+    pub result_budget_bytes: Option<u64>,
     /// escape or passthrough [env: GEMINICLI_MCP_SLASH_COMMANDS].
     #[arg(long, global = true, value_name = "MODE", value_parser = ["escape", "passthrough"])]
     pub slash_commands: Option<String>,
@@ -238,8 +237,8 @@ pub struct Config {
     pub max_concurrency: usize,
     /// Interval of the progress heartbeat.
     pub heartbeat: Duration,
-    /// Longest answer returned inline, in characters.
-    pub max_result_chars: usize,
+    /// Most bytes of one serialised tool result (`GEMINICLI_MCP_RESULT_BUDGET_BYTES`).
+    pub result_budget: usize,
     /// How a leading `/` is passed.
     pub slash_commands: SlashCommands,
     /// What environment a run gets (`GEMINICLI_MCP_ENV`).
@@ -264,7 +263,7 @@ impl Default for Config {
             eof_grace: Duration::from_millis(DEFAULT_EOF_GRACE_MS),
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             heartbeat: Duration::from_millis(DEFAULT_HEARTBEAT_MS),
-            max_result_chars: DEFAULT_MAX_RESULT_CHARS,
+            result_budget: DEFAULT_BUDGET_BYTES,
             slash_commands: SlashCommands::Escape,
             env_policy: EnvPolicy::Inherit,
             env_pass: Vec::new(),
@@ -305,9 +304,10 @@ impl Config {
             heartbeat: positive("GEMINICLI_MCP_HEARTBEAT_MS")
                 .map(Duration::from_millis)
                 .unwrap_or(d.heartbeat),
-            max_result_chars: positive("GEMINICLI_MCP_MAX_RESULT_CHARS")
+            result_budget: positive("GEMINICLI_MCP_RESULT_BUDGET_BYTES")
                 .and_then(|v| usize::try_from(v).ok())
-                .unwrap_or(d.max_result_chars),
+                .map(|v| v.max(crate::render::MIN_BUDGET_BYTES))
+                .unwrap_or(d.result_budget),
             slash_commands: match text("GEMINICLI_MCP_SLASH_COMMANDS")
                 .map(|v| v.trim().to_ascii_lowercase())
                 .as_deref()
@@ -358,8 +358,8 @@ impl Config {
         if let Some(v) = flags.heartbeat_ms {
             self.heartbeat = Duration::from_millis(v);
         }
-        if let Some(v) = flags.max_result_chars {
-            self.max_result_chars = size(v);
+        if let Some(v) = flags.result_budget_bytes {
+            self.result_budget = size(v);
         }
         match flags.slash_commands.as_deref() {
             Some("passthrough") => self.slash_commands = SlashCommands::Passthrough,
@@ -394,7 +394,7 @@ mod tests {
         assert_eq!(c.eof_grace, Duration::from_millis(120_000));
         assert_eq!(c.max_concurrency, 4);
         assert_eq!(c.heartbeat, Duration::from_millis(10_000));
-        assert_eq!(c.max_result_chars, 80_000);
+        assert_eq!(c.result_budget, 40_000);
         assert_eq!(c.slash_commands, SlashCommands::Escape);
         assert!(c.gemini_bin.is_none());
     }
@@ -460,7 +460,7 @@ mod tests {
             "GEMINICLI_MCP_EOF_GRACE_MS",
             "GEMINICLI_MCP_MAX_CONCURRENCY",
             "GEMINICLI_MCP_HEARTBEAT_MS",
-            "GEMINICLI_MCP_MAX_RESULT_CHARS",
+            "GEMINICLI_MCP_RESULT_BUDGET_BYTES",
             "GEMINICLI_MCP_SLASH_COMMANDS",
             "GEMINICLI_MCP_ENV",
             "GEMINICLI_MCP_LOG",

@@ -73,6 +73,11 @@ pub fn classify(
         return Err(failure(kind, code, message));
     }
     let exit = run.status.map_or(1, Termination::code);
+    // Google's refusal of the login outranks the exit code it comes with (1, or 55 without
+    // --skip-trust): it is the one thing a caller must know.
+    if let Some(message) = unsupported_login(&stderr) {
+        return Err(failure(ErrorKind::AuthUnsupported, exit, message));
+    }
     // 2. The result event.
     if let Some(result) = &transcript.result {
         return from_result(run, transcript, result, &stderr, exit).map_err(
@@ -81,7 +86,7 @@ pub fn classify(
     }
     // 3. The JSON error document or a known stderr signature.
     if let Some((kind, message, retry)) = stderr_signature(&stderr, exit) {
-        return Err(failure(kind, exit, hint(kind, &message)).with_retry_delay(retry));
+        return Err(failure(kind, exit, reason(&message)).with_retry_delay(retry));
     }
     // 4. The exit code.
     let (kind, code, message) = from_status(run.status, &stderr);
@@ -182,11 +187,11 @@ fn from_result(
             .error_message
             .clone()
             .unwrap_or_else(|| kind.as_str().into());
-        return Err((kind, hint(kind, &text), None));
+        return Err((kind, reason(&text), None));
     }
     if let Some(message) = &result.error_message {
         let (kind, retry) = api_error_kind(message, stderr, exit);
-        return Err((kind, hint(kind, message), retry));
+        return Err((kind, reason(message), retry));
     }
     // status error without an error field: the empty-response path (INVALID_STREAM).
     let empty = transcript
@@ -207,6 +212,30 @@ fn from_result(
     })
 }
 
+/// The reason of Google's refusal of the CLI's login for individual accounts (since 2026-06-18:
+/// `IneligibleTierError`, reason code `UNSUPPORTED_CLIENT`), when stderr reports it.
+pub fn unsupported_login(text: &str) -> Option<String> {
+    const SIGNS: [&str; 3] = [
+        "IneligibleTierError",
+        "UNSUPPORTED_CLIENT",
+        "no longer supported for Gemini Code Assist for individuals",
+    ];
+    if !SIGNS.iter().any(|s| text.contains(s)) {
+        return None;
+    }
+    let line = text
+        .lines()
+        .find(|l| l.contains("IneligibleTierError:") || l.contains("no longer supported"))
+        .unwrap_or("the Gemini CLI's Google login was refused (UNSUPPORTED_CLIENT)");
+    let message = line
+        .split_once("IneligibleTierError: ")
+        .map_or(line, |(_, m)| m)
+        .trim();
+    Some(format!(
+        "Google refused the Gemini CLI's login for this account: {message}"
+    ))
+}
+
 /// A failure told only by how the CLI ended.
 fn from_status(status: Option<Termination>, stderr: &str) -> (ErrorKind, i32, String) {
     match status {
@@ -224,7 +253,7 @@ fn from_status(status: Option<Termination>, stderr: &str) -> (ErrorKind, i32, St
             let kind = ErrorKind::from_exit_code(c);
             let line = first_meaningful_line(stderr)
                 .unwrap_or_else(|| format!("the Gemini CLI exited with code {c}"));
-            (kind, c, hint(kind, &line))
+            (kind, c, reason(&line))
         }
         None => (
             ErrorKind::Unknown,
@@ -252,13 +281,9 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Adds the fix to messages whose fix is always the same ([`ErrorKind::fix`]).
-fn hint(kind: ErrorKind, message: &str) -> String {
-    let message = message.trim();
-    match kind.fix() {
-        Some(fix) if !message.contains(fix) => format!("{message} — {fix}"),
-        _ => message.to_owned(),
-    }
+/// The CLI's message as a failure's message: trimmed (the fix is the kind's own, said apart).
+fn reason(message: &str) -> String {
+    message.trim().to_owned()
 }
 
 static HTTP_CODE: LazyLock<Regex> = LazyLock::new(|| {
@@ -296,7 +321,7 @@ fn api_error_kind(message: &str, stderr: &str, exit: i32) -> (ErrorKind, Option<
 }
 
 /// The upgrade hint of a `cli_too_old` failure (the doctor prints the same fix).
-pub const CLI_TOO_OLD_HINT: &str = "the Gemini CLI is too old for this server (it needs --skip-trust and -o stream-json: version 0.40.0 or newer); upgrade it with `npm install -g @google/gemini-cli@latest`, then check with `geminicli-mcp doctor`";
+pub const CLI_TOO_OLD_HINT: &str = "the Gemini CLI is too old for this server (it needs --skip-trust and -o stream-json: version 0.40.0 or newer)";
 
 /// Known failure texts on stderr when no `result` event came (pre-run failures print plain text,
 /// `-o json` failures a JSON document).

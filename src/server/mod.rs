@@ -19,6 +19,7 @@ use crate::answers::{Answers, MAX_STORED_ANSWERS};
 use crate::config::Config;
 use crate::error::Failure;
 use crate::progress::Sink;
+use crate::render::Render;
 use crate::roots::Roots;
 use crate::run::Runner;
 use crate::tools::{self, Route};
@@ -26,11 +27,12 @@ use crate::transport::INVALID_ARGUMENTS_META;
 
 /// What the server tells a client about itself (`instructions`).
 const INSTRUCTIONS: &str =
-    "Three tools run Google's Gemini CLI headlessly: gemini_prompt (plain prompt), \
-gemini_prompt_with_context (prompt plus a <context> block) and gemini_prompt_structured \
-(JSON validated against a JSON Schema). Failures are results whose text starts with \
-`[error exit=N] KIND: message`. Answers longer than the inline limit are cut in the \
-middle and readable in full as resources.";
+    "Tools that run Google's Gemini CLI headlessly: gemini_prompt (a prompt), \
+gemini_prompt_with_context (a prompt with a <context> block) and gemini_prompt_structured (JSON \
+validated against a JSON Schema). Pass an answer's sessionId as session_id to continue the \
+conversation. A failure's first line is `[error exit=N] KIND: message`, followed by a fix. An \
+answer longer than one result keeps its beginning and says how to read on: call \
+gemini_read_answer with the answer_id and offset it names, until next_offset is absent.";
 
 /// The server. Cheap to clone: everything is shared.
 #[derive(Clone)]
@@ -96,7 +98,7 @@ impl ServerHandler for GeminiServer {
             ));
         };
         let mut result = match context.meta.get(INVALID_ARGUMENTS_META) {
-            Some(kind) => not_an_object(route, &request.name, kind.as_str()),
+            Some(kind) => self.not_an_object(route, &request.name, kind.as_str()),
             None => self.call(route, &request, &context).await,
         };
         if is_legacy(context.protocol_version().as_ref()) {
@@ -135,7 +137,7 @@ impl ServerHandler for GeminiServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        match self.inner.answers.get(&request.uri) {
+        match self.inner.answers.get_uri(&request.uri) {
             Some(text) => Ok(ReadResourceResponse::Complete(ReadResourceResult::new(vec![
                 ResourceContents::text(text.as_str(), request.uri.clone())
                     .with_mime_type("text/plain"),
@@ -179,7 +181,12 @@ impl GeminiServer {
         let ctx = tools::Ctx {
             config: &inner.config,
             runner: &inner.runner,
-            answers: &inner.answers,
+            render: Render {
+                answers: &inner.answers,
+                budget: inner.config.result_budget,
+                structured: !is_legacy(context.protocol_version().as_ref()),
+                debug: false,
+            },
             roots: Roots::new(&inner.config.policy, &inner.cwd, Some(context.peer.clone())),
             sink: context
                 .meta
@@ -189,18 +196,26 @@ impl GeminiServer {
         };
         tools::call(route, &request.name, request.arguments.as_ref(), ctx).await
     }
-}
 
-/// A call whose `arguments` is not a JSON object (see [`INVALID_ARGUMENTS_META`]): an
-/// `input_validation` failure in the tool's own result shape.
-fn not_an_object(route: Route, name: &str, kind: Option<&str>) -> CallToolResult {
-    let f = Failure::invalid_input(format!(
-        "`arguments` must be a JSON object, got {}",
-        kind.unwrap_or("something else")
-    ));
-    match route {
-        Route::Agent if name == tools::agent::GEMINI => f.into_agent_result(Default::default()),
-        _ => f.into_call_tool_result(),
+    /// A call whose `arguments` is not a JSON object (see [`INVALID_ARGUMENTS_META`]): an
+    /// `input_validation` failure in the tool's own result shape.
+    fn not_an_object(&self, route: Route, name: &str, kind: Option<&str>) -> CallToolResult {
+        let f = Failure::invalid_input(format!(
+            "`arguments` must be a JSON object, got {}",
+            kind.unwrap_or("something else")
+        ));
+        let render = Render {
+            answers: &self.inner.answers,
+            budget: self.inner.config.result_budget,
+            structured: true,
+            debug: false,
+        };
+        match route {
+            Route::Agent if name == tools::agent::GEMINI => {
+                render.agent_failure(&f, &Default::default())
+            }
+            _ => render.failure(&f),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -18,6 +18,7 @@ use crate::error::Failure;
 use crate::gemini::{command, session};
 use crate::policy::{self, Expect, Policy};
 use crate::progress::{Progress, Sink, Style};
+use crate::render::Render;
 use crate::roots::Roots;
 use crate::run::Runner;
 
@@ -131,19 +132,27 @@ fn gemini_output_schema() -> Value {
         "type": "object",
         "properties": {
             "success": {"type": "boolean"},
-            "SESSION_ID": {"type": ["string", "null"]},
+            "SESSION_ID": {"anyOf": [{"type": "string"}, {"type": "null"}]},
             "agent_messages": {"type": "string"},
             "thought": {"type": "string"},
-            "stop_reason": {"type": ["string", "null"]},
+            "stop_reason": {"anyOf": [{"type": "string"}, {"type": "null"}]},
             "tool_calls": {"type": "array", "items": {"type": "object"}},
             "plan": {"type": "array", "items": {"type": "object"}},
-            "error": {"type": ["string", "null"]},
+            "error": {"anyOf": [{"type": "string"}, {"type": "null"}]},
             "errorKind": {"type": "string"},
             "model": {"type": "string", "description": "The session's model that answered."},
             "fallback_models": {"type": "array", "items": {"type": "string"}, "description": "Models tried after quota_exhausted (GEMINICLI_MCP_FALLBACK_MODELS); the last one answered."},
             "task_note": {"type": "string"},
             "debug": {"type": "object"},
-            "saved_file": {"description": "Where the answer was written (save_file), or {error}."},
+            "saved_file": {"anyOf": [{"type": "string"}, {"type": "object"}], "description": "Where the answer was written (save_file), or {error}."},
+            "answerId": {"type": "string", "description": "Present when agent_messages is cut: the id gemini_read_answer reads on by."},
+            "nextOffset": {"type": "integer", "minimum": 0},
+            "totalChars": {"type": "integer", "minimum": 0},
+            "continued": {"type": "string", "description": "Present when agent_messages is cut: how to read on (gemini_read_answer)."},
+            "exitCode": {"type": "integer"},
+            "fix": {"type": "string"},
+            "retryDelayMs": {"type": "integer", "minimum": 0},
+            "stderrTail": {"type": "string"},
             "events": {
                 "type": "array",
                 "description": "full_output: the turn's transcript. Each event has a `kind`: `update` (`update`: the agent's session/update as sent), `permission` (`toolCall`, `options`, `outcome` answered, `approved`), `fallback` (`model`: the next attempt's), and last `stop` (`stopReason`), `error` (`code`, `message`) or `cancelled`.",
@@ -211,6 +220,8 @@ pub struct Env<'a> {
     pub runner: &'a Runner,
     /// The call's roots.
     pub roots: &'a Roots<'a>,
+    /// How results are rendered for this client.
+    pub render: Render<'a>,
     /// Where progress goes, when the call asked for it.
     pub sink: Option<Sink>,
     /// The request's cancellation.
@@ -222,7 +233,7 @@ pub async fn call(env: Env<'_>, name: &str, arguments: Option<&JsonObject>) -> C
     let pool = env.runner.pool();
     match name {
         GEMINI => gemini(&env, arguments).await,
-        LIST_SESSIONS => render(json!({"sessions": pool.sessions()})),
+        LIST_SESSIONS => env.render.value(json!({"sessions": pool.sessions()})),
         RESET_SESSION => {
             let reset = async {
                 let a: ResetArgs = args::decode(arguments)?;
@@ -234,34 +245,28 @@ pub async fn call(env: Env<'_>, name: &str, arguments: Option<&JsonObject>) -> C
                 Ok::<_, Failure>(pool.reset(cwd.as_ref()))
             };
             match reset.await {
-                Ok(dropped) => render(json!({"reset": dropped
+                Ok(dropped) => env.render.value(json!({"reset": dropped
                     .iter()
                     .map(|(w, s)| json!({"workspace": w.display().to_string(), "session_id": s}))
                     .collect::<Vec<_>>()})),
-                Err(f) => f.into_call_tool_result(),
+                Err(f) => env.render.failure(&f),
             }
         }
         LIST_MODELS => match pool
             .probe(env.roots.cwd().to_path_buf(), env.ct.clone())
             .await
         {
-            Ok((models, info)) => render(json!({
+            Ok((models, info)) => env.render.value(json!({
                 "models": models["availableModels"],
                 "current_model": models["currentModelId"],
                 "agent": info,
             })),
-            Err(f) => f.into_call_tool_result(),
+            Err(f) => env.render.failure(&f),
         },
-        _ => Failure::invalid_input(format!("unknown tool {name}")).into_call_tool_result(),
+        _ => env
+            .render
+            .failure(&Failure::invalid_input(format!("unknown tool {name}"))),
     }
-}
-
-fn render(v: Value) -> CallToolResult {
-    let mut r = CallToolResult::success(vec![ContentBlock::text(
-        serde_json::to_string_pretty(&v).unwrap_or_default(),
-    )]);
-    r.structured_content = Some(v);
-    r
 }
 
 /// A decoded `gemini` call: the agent's call, and what its result echoes.
@@ -352,7 +357,7 @@ async fn image(
 async fn gemini(env: &Env<'_>, arguments: Option<&JsonObject>) -> CallToolResult {
     let d = match decode(env, arguments).await {
         Ok(d) => d,
-        Err(f) => return f.into_agent_result(Map::new()),
+        Err(f) => return env.render.agent_failure(&f, &Map::new()),
     };
     tracing::debug!(
         tool = GEMINI,
@@ -377,9 +382,9 @@ async fn gemini(env: &Env<'_>, arguments: Option<&JsonObject>) -> CallToolResult
     }
     let answer = match answer {
         Ok(a) => a,
-        Err(f) => return f.into_agent_result(extra),
+        Err(f) => return env.render.agent_failure(&f, &extra),
     };
-    let mut v = json!({
+    let mut v = serde_json::json!({
         "success": true,
         "SESSION_ID": answer.session_id,
         "agent_messages": answer.messages,
@@ -405,5 +410,8 @@ async fn gemini(env: &Env<'_>, arguments: Option<&JsonObject>) -> CallToolResult
             Err(e) => json!({"error": e}),
         };
     }
-    render(v)
+    match v {
+        Value::Object(map) => env.render.agent_answer(map),
+        other => env.render.value(other),
+    }
 }

@@ -13,13 +13,13 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::args::{self, given};
-use crate::answers::Answers;
 use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
 use crate::error::{ErrorKind, Failure};
 use crate::gemini::command::PromptRequest;
 use crate::gemini::session;
 use crate::policy::Policy;
+use crate::render::Render;
 use crate::roots::{self, PathArgs, Roots};
 use crate::run::{Answer, Job, Report};
 use crate::structured;
@@ -359,67 +359,87 @@ pub async fn job(call: &Call, roots: &Roots<'_>) -> Result<Job, Failure> {
     })
 }
 
-/// The result of an answered call: the answer inline, or — past `max_chars` — its head and tail
-/// around a marker naming the resource that holds it whole.
-pub fn render(answer: Answer, max_chars: usize, answers: &Answers) -> CallToolResult {
-    let Answer { success, json } = answer;
-    let total_chars = success.answer.chars().count();
-    let (text, link) = if total_chars > max_chars {
-        let resource = answers.keep(success.answer.clone(), total_chars);
-        let text = truncate_middle(&success.answer, max_chars, total_chars, &resource.uri);
-        (text, Some(resource))
-    } else {
-        (success.answer, None)
-    };
-    let mut structured = json!({
-        "response": text,
-        "sessionId": success.session_id,
-        "model": success.model,
-        "stats": success.stats,
-        "durationMs": success.duration.as_millis() as u64,
-        "exitCode": success.exit_code,
-        "truncated": link.is_some(),
-    });
-    if let Some(value) = json {
-        structured["json"] = value;
+/// What a call's options and the retry policy add to its result, success or failure alike: the
+/// task note, the debug report, what the retry policy did, where the answer was saved, and with
+/// `full_output` the run's statistics and events (kept and read on, when they would not fit).
+pub fn extras(task_note: Option<&str>, report: Report, render: &Render<'_>) -> Map<String, Value> {
+    let mut sc = Map::new();
+    if let Some(note) = task_note {
+        sc.insert("taskNote".into(), json!(note));
     }
-    let mut content = vec![ContentBlock::text(text)];
-    if let Some(resource) = link {
-        content.push(ContentBlock::resource_link(resource));
+    if let Some(debug) = report.debug {
+        sc.insert("debug".into(), debug);
     }
-    let mut result = CallToolResult::success(content);
-    result.structured_content = Some(structured);
-    result
+    if let Some(p) = report.policy {
+        sc.insert("retryPolicy".into(), p);
+    }
+    match report.saved {
+        Some(Ok(path)) => {
+            sc.insert("savedFile".into(), json!(path.display().to_string()));
+        }
+        Some(Err(e)) => {
+            sc.insert("saveError".into(), json!(e));
+        }
+        None => {}
+    }
+    if let Some(events) = report.events {
+        let text = Value::Array(events).to_string();
+        // The transcript may be far longer than a result: kept whole, read on by its id.
+        if text.len() > render.budget / 4 {
+            let total = text.chars().count();
+            let (id, _) = render.answers.keep(text, total);
+            sc.insert(
+                "eventsReadOn".into(),
+                json!(format!(
+                    "the run's {total}-character event transcript (JSON) is kept: {} answer_id={id} offset=0",
+                    crate::render::READ_ANSWER
+                )),
+            );
+        } else if let Ok(v) = serde_json::from_str(&text) {
+            sc.insert("events".into(), v);
+        }
+    }
+    sc
 }
 
-/// Adds what the call asked for to its result (success and error alike): the task note (also
-/// to the text), the events, the debug report, what the retry policy did, where the answer was
-/// saved.
-pub fn decorate(result: &mut CallToolResult, task_note: Option<&str>, report: Report) {
-    if let Some(Value::Object(sc)) = result.structured_content.as_mut() {
-        if let Some(note) = task_note {
-            sc.insert("taskNote".into(), json!(note));
-        }
-        if let Some(events) = report.events {
-            sc.insert("events".into(), Value::Array(events));
-        }
-        if let Some(debug) = report.debug {
-            sc.insert("debug".into(), debug);
-        }
-        if let Some(p) = report.policy {
-            sc.insert("retryPolicy".into(), p);
-        }
-        match report.saved {
-            Some(Ok(path)) => {
-                sc.insert("savedFile".into(), json!(path.display().to_string()));
-            }
-            Some(Err(e)) => {
-                sc.insert("savedFile".into(), Value::Null);
-                sc.insert("saveError".into(), json!(e));
-            }
-            None => {}
+/// The result of an answered call: the answer first, then only what a model can act on (the
+/// session, the model, the tokens used); the per-model statistics only with `full_output`.
+pub fn render(
+    answer: Answer,
+    full_output: bool,
+    extras: Map<String, Value>,
+    render: &Render<'_>,
+) -> CallToolResult {
+    let Answer {
+        success,
+        json: value,
+    } = answer;
+    let mut facts = Map::new();
+    if let Some(id) = &success.session_id {
+        facts.insert("sessionId".into(), json!(id));
+    }
+    if let Some(model) = &success.model {
+        facts.insert("model".into(), json!(model));
+    }
+    if let Some(tokens) = success
+        .stats
+        .as_ref()
+        .and_then(|s| s.get("total_tokens"))
+        .and_then(Value::as_u64)
+    {
+        facts.insert("totalTokens".into(), json!(tokens));
+    }
+    if full_output {
+        if let Some(stats) = &success.stats {
+            facts.insert("stats".into(), stats.clone());
         }
     }
+    facts.extend(extras);
+    render.answer(&success.answer, &facts, value)
+}
+
+/// A task note also closes the text block, for clients that show only the text.
+pub fn note_text(result: &mut CallToolResult, task_note: Option<&str>) {
     if let Some(note) = task_note {
         result
             .content
@@ -427,114 +447,56 @@ pub fn decorate(result: &mut CallToolResult, task_note: Option<&str>, report: Re
     }
 }
 
-/// Keeps the head and tail of `text` (`max` characters in all) around a marker that names the
-/// resource holding the whole answer.
-pub fn truncate_middle(text: &str, max: usize, total_chars: usize, uri: &str) -> String {
-    let head = max / 2;
-    let tail = max - head;
-    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
-    let tail_start = text
-        .char_indices()
-        .nth(total_chars.saturating_sub(tail))
-        .map_or(text.len(), |(i, _)| i);
-    let omitted = total_chars - head - tail;
-    format!(
-        "{}\n\n[… {omitted} characters omitted; the full answer ({total_chars} characters) is the resource {uri} (resources/read) …]\n\n{}",
-        &text[..head_end],
-        &text[tail_start..]
-    )
-}
-
-/// The output schema shared by the three tools: a success object or an error object, in one
-/// `type: object` schema so strict clients can validate every `structuredContent`.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one JSON Schema literal, success and error shapes side by side"
-)]
+/// The output schema shared by the three tools: one object whose fields are those of a success
+/// or a failure, each present only when it says something, each of one plain type (no `null`
+/// types, no `oneOf`), so strict single-type dialects accept it.
 pub fn output_schema(structured: bool) -> Arc<JsonObject> {
-    let nullable_string = json!({"type": ["string", "null"]});
-    let mut success_props = json!({
-        "response": {"type": "string", "description": "The answer: the assistant text of the last model turn (for gemini_prompt_structured, the canonical JSON text). Cut to head and tail when truncated."},
-        "sessionId": {"type": ["string", "null"], "description": "Gemini CLI session id."},
-        "model": {"type": ["string", "null"], "description": "Model as requested (`auto` when none was)."},
-        "stats": {"type": ["object", "null"], "description": "The CLI's token and tool statistics."},
-        "durationMs": {"type": "integer", "minimum": 0},
-        "exitCode": {"type": "integer"},
-        "truncated": {"type": "boolean", "description": "True when `response` was cut; the full answer is the resource linked in `content`."},
-    });
-    if structured {
-        success_props["json"] = json!({"description": "The validated JSON value."});
-    }
-    let error_props = json!({
+    let s = |d: &str| json!({"type": "string", "description": d});
+    let i = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
+    let mut props = json!({
+        "readOn": s("Present when the answer is cut: how to read on (gemini_read_answer)."),
+        "response": s("The answer: the assistant text of the last model turn, or its first part when cut."),
+        "sessionId": s("The Gemini CLI session; pass it as session_id to continue the conversation."),
+        "model": s("The model that answered (`auto` when none was asked for)."),
+        "totalTokens": i("Tokens the run used."),
+        "answerId": s("Present when the answer is cut: the id gemini_read_answer reads on by."),
+        "nextOffset": i("Present when the answer is cut: the offset to read on from."),
+        "totalChars": i("Present when the answer is cut: the answer's length in characters."),
+        "continued": s("Present when the answer is cut: how to read on (gemini_read_answer)."),
+        "error": s("A failure's first line: `[error exit=N] KIND: message`."),
         "errorKind": {"type": "string", "enum": ErrorKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>()},
-        "exitCode": {"type": "integer", "description": "The CLI's exit code; 128+signal; 127/126 when it could not start; 42 for arguments refused before spawning."},
-        "message": {"type": "string"},
-        "stderrTail": {"type": "string"},
-        "partialResponse": nullable_string,
-        "sessionId": {"type": ["string", "null"]},
-        "model": {"type": ["string", "null"]},
-        "stats": {"type": ["object", "null"]},
-        "durationMs": {"type": "integer", "minimum": 0},
-        "signal": {"type": ["integer", "null"]},
-        "retryDelayMs": {"type": ["integer", "null"], "minimum": 0},
+        "exitCode": {"type": "integer", "description": "The CLI's exit code; 128+signal; 127/126 when it could not start; the kind's own code when no process decided it."},
+        "fix": s("What to do about the failure."),
+        "retryDelayMs": i("How long the API asked to wait."),
+        "stderrTail": s("The end of the CLI's stderr, without its routine notices."),
+        "partialResponse": s("Answer text that came before the failure."),
         "validationErrors": {
-            "type": ["array", "null"],
+            "type": "array",
             "items": {
                 "type": "object",
                 "properties": {"instancePath": {"type": "string"}, "message": {"type": "string"}},
                 "required": ["instancePath", "message"]
             }
         },
-        "rawResponse": {"type": ["string", "null"]},
-    });
-    // Present only when the call asked for them (`task_note`, `full_output`, `debug`,
-    // `save_file`), on both shapes.
-    let optional = json!({
-        "taskNote": {"type": "string", "description": "The call's task_note, echoed."},
-        "events": {"type": "array", "items": {"type": "object"}, "description": "Every stream-json event of the run (full_output)."},
-        "debug": {"type": "object", "description": "argv (flags only), cwd, exit, kill reason, timings, byte counts and stderr tail (debug)."},
+        "rawResponse": s("gemini_prompt_structured: the answer that did not validate."),
+        "signal": {"type": "integer", "description": "The signal that ended the CLI."},
+        "taskNote": s("The call's task_note, echoed."),
+        "stats": {"type": "object", "description": "full_output: the CLI's per-model token and tool statistics."},
+        "events": {"type": "array", "items": {"type": "object"}, "description": "full_output: every stream-json event of the run."},
+        "eventsReadOn": s("full_output: the events were too long for the result; how to read them."),
+        "debug": {"type": "object", "description": "debug: argv (flags only), cwd, exit, kill reason, timings, byte counts and stderr tail."},
         "retryPolicy": {"type": "object", "description": "What the retry and fallback policy did."},
-        "savedFile": {"type": ["string", "null"], "description": "Where the answer was written (save_file); null when writing failed."},
-        "saveError": {"type": "string", "description": "Why writing save_file failed."},
+        "savedFile": s("save_file: where the answer was written."),
+        "saveError": s("save_file: why writing it failed."),
     });
-    let (Value::Object(mut success_props), Value::Object(mut error_props), Value::Object(optional)) =
-        (success_props, error_props, optional)
-    else {
-        unreachable!("json! object literals")
-    };
-    for (k, v) in optional {
-        success_props.insert(k.clone(), v.clone());
-        error_props.insert(k, v);
-    }
-    let mut success_required = vec![
-        "response",
-        "sessionId",
-        "model",
-        "stats",
-        "durationMs",
-        "exitCode",
-        "truncated",
-    ];
     if structured {
-        success_required.push("json");
+        let any: Vec<Value> = ["object", "array", "string", "number", "boolean", "null"]
+            .iter()
+            .map(|t| json!({"type": t}))
+            .collect();
+        props["json"] = json!({"description": "The validated JSON value.", "anyOf": any});
     }
-    let schema = json!({
-        "type": "object",
-        "oneOf": [
-            {
-                "title": "success",
-                "type": "object",
-                "properties": success_props,
-                "required": success_required,
-            },
-            {
-                "title": "error",
-                "type": "object",
-                "properties": error_props,
-                "required": ["errorKind", "exitCode", "message", "stderrTail", "partialResponse", "sessionId", "model", "stats", "durationMs", "signal", "retryDelayMs", "validationErrors", "rawResponse"],
-            }
-        ]
-    });
+    let schema = json!({"type": "object", "properties": props});
     match schema {
         Value::Object(map) => Arc::new(map),
         _ => unreachable!("a json! object literal"),
@@ -734,23 +696,19 @@ mod tests {
     }
 
     #[test]
-    fn output_schema_accepts_both_shapes() {
+    fn the_output_schema_has_one_plain_type_per_field() {
         let schema = Value::Object((*output_schema(true)).clone());
+        let text = schema.to_string();
+        assert!(
+            !text.contains("oneOf") && !text.contains("\"type\":["),
+            "{text}"
+        );
         let validator = jsonschema::validator_for(&schema).unwrap();
-        let ok = json!({"response": "{}", "sessionId": null, "model": null, "stats": null, "durationMs": 1, "exitCode": 0, "truncated": false, "json": {}});
+        let ok =
+            json!({"response": "{}", "sessionId": "s", "model": "m", "totalTokens": 3, "json": {}});
         assert!(validator.is_valid(&ok));
-        let err = Failure::invalid_input("x").structured();
-        assert!(validator.is_valid(&err), "{err}");
+        let err = json!({"error": "[error exit=42] input_validation: x", "errorKind": "input_validation", "exitCode": 42, "fix": "f"});
+        assert!(validator.is_valid(&err));
         assert!(!validator.is_valid(&json!({"response": 1})));
-    }
-
-    #[test]
-    fn truncation_keeps_head_and_tail() {
-        let text: String = ('a'..='z').cycle().take(1000).collect();
-        let out = truncate_middle(&text, 100, 1000, "geminicli-mcp://answers/1");
-        assert!(out.starts_with(&text[..50]));
-        assert!(out.ends_with(&text[950..]));
-        assert!(out.contains("900 characters omitted"));
-        assert!(out.contains("geminicli-mcp://answers/1"));
     }
 }

@@ -144,6 +144,41 @@ fn no_credentials_is_a_warning_not_a_failure() {
 }
 
 #[test]
+fn a_cached_google_login_as_the_only_credential_warns_of_the_individual_sunset() {
+    let home = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    std::fs::write(home.path().join(".gemini/oauth_creds.json"), "{}").unwrap();
+    let (out, _dir) = doctor(&["--json"], &[("HOME", home.path().to_str().unwrap())]);
+    let r = json_report(&out);
+    assert_eq!(out.status.code(), Some(0), "{r:#}");
+    let warnings: Vec<&str> = r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("auth_unsupported") && w.contains("GEMINI_API_KEY")),
+        "{warnings:?}"
+    );
+    // With an API key set there is nothing to warn about.
+    let (out, _dir) = doctor(
+        &["--json"],
+        &[
+            ("HOME", home.path().to_str().unwrap()),
+            ("GEMINI_API_KEY", "k"),
+        ],
+    );
+    let r = json_report(&out);
+    assert!(
+        !r["warnings"].to_string().contains("auth_unsupported"),
+        "{r:#}"
+    );
+}
+
+#[test]
 fn a_cli_that_never_answers_times_out_as_such() {
     // fake-gemini's start-up delay applies to --version and --help too.
     let dir = tempfile::tempdir().expect("temp dir");

@@ -63,6 +63,7 @@ impl Agent {
         let have_key = self.api_key.lock().expect("lock").is_some();
         match self.effective_auth() {
             Auth::Authenticated => None,
+            Auth::Unsupported => Some(crate::texts::SUNSET.into()),
             Auth::Missing => (!have_key).then(|| NO_KEY.to_string()),
             Auth::Invalid => Some("Authentication required.".into()),
             Auth::OauthWait => {
@@ -95,6 +96,7 @@ impl Agent {
         match self.effective_auth() {
             Auth::Authenticated => true,
             Auth::Missing | Auth::Invalid | Auth::OauthWait => authed,
+            Auth::Unsupported => false,
             Auth::Env => {
                 authed
                     || selected_auth_type().is_some()
@@ -301,6 +303,9 @@ impl Agent {
         match self.effective_auth() {
             Auth::Invalid => {
                 return Err(wire::error(-32000, "Invalid auth method selected.", None))
+            }
+            Auth::Unsupported if method == "oauth-personal" => {
+                return Err(wire::error(-32000, crate::texts::SUNSET, None))
             }
             Auth::OauthWait if method == "oauth-personal" => {
                 if std::env::var_os("NO_BROWSER").is_some() {

@@ -400,6 +400,10 @@ pub const NOT_DRIVABLE: &[(&str, &[&str])] = &[
     ("a failure to connect, not an answer", &["network-down"]),
     ("a browser login, not the Gemini API", &["oauth-wait"]),
     (
+        "Google's OAuth and Code Assist endpoints, not the Gemini API (reproduced once through a local TLS mock of them; README)",
+        &["auth-unsupported"],
+    ),
+    (
         "no prompt to carry the marker",
         &["no-input", "stdin-late", "memory-show"],
     ),

@@ -332,6 +332,36 @@ fn oauth_wait_fails_fast_with_no_browser() {
 }
 
 #[test]
+fn a_refused_login_exits_1_with_nothing_on_stdout_in_every_format() {
+    let mut sb = sb();
+    sb.set("FAKE_GEMINI_SCENARIO", Some("auth-unsupported"));
+    for format in ["text", "json", "stream-json"] {
+        let o = sb.run(&["-p", "x", "-o", format, "--skip-trust"], None);
+        assert_eq!(o.status.code(), Some(1), "{format}");
+        assert!(o.stdout.is_empty(), "{format}: {:?}", o.stdout);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let report = stderr
+            .find("Error authenticating: IneligibleTierError: This client is no longer supported")
+            .expect("the first report");
+        let ripgrep = stderr.find("Ripgrep is not available").expect("the notice");
+        let critical = stderr
+            .find("An unexpected critical error occurred:IneligibleTierError: ")
+            .expect("the uncaught error");
+        assert!(report < ripgrep && ripgrep < critical, "{stderr}");
+        assert!(
+            stderr.contains("reasonCode: 'UNSUPPORTED_CLIENT'"),
+            "{stderr}"
+        );
+    }
+    // Without trust the run stops at the trust check, after the first report.
+    let o = sb.run(&["-p", "x"], None);
+    assert_eq!(o.status.code(), Some(55));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with("Error authenticating: IneligibleTierError")
+    );
+}
+
+#[test]
 fn old_version_rejects_skip_trust_and_reports_its_version() {
     let mut sb = sb();
     sb.set("FAKE_GEMINI_SCENARIO", Some("old-version"));
