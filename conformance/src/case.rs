@@ -110,8 +110,9 @@ pub struct Step {
     pub request: Option<Value>,
     /// A notification `{ method, params }`.
     pub notify: Option<Value>,
-    /// A raw line written to stdin as is (a newline is appended), for malformed input.
-    pub send_raw: Option<String>,
+    /// A raw line written to stdin as is (a newline is appended), for malformed input: a string,
+    /// or a generator (`$concat`, `$repeat`) that builds one.
+    pub send_raw: Option<Value>,
     /// Sends `notifications/cancelled` for the request labelled so.
     pub cancel: Option<String>,
     /// Waits for the response to the request labelled so (sent earlier with `no-wait`).
@@ -192,7 +193,7 @@ pub enum Action<'a> {
     /// `notify`.
     Notify(&'a Value),
     /// `send-raw`.
-    SendRaw(&'a str),
+    SendRaw(&'a Value),
     /// `cancel`.
     Cancel(&'a str),
     /// `await-response`.
@@ -237,7 +238,7 @@ impl Step {
             self.call.as_deref().map(Action::Call),
             self.request.as_ref().map(Action::Request),
             self.notify.as_ref().map(Action::Notify),
-            self.send_raw.as_deref().map(Action::SendRaw),
+            self.send_raw.as_ref().map(Action::SendRaw),
             self.cancel.as_deref().map(Action::Cancel),
             self.await_response.as_deref().map(Action::AwaitResponse),
             self.expect_message.as_ref().map(Action::ExpectMessage),

@@ -672,7 +672,11 @@ impl Run<'_> {
             Action::Request(r) => self.request(at, s, r),
             Action::Notify(nf) => self.notify(n, nf),
             Action::SendRaw(raw) => {
-                let mut bytes = self.vars.str(raw).into_bytes();
+                let raw = match crate::values::generate(raw).map_err(StepError::Bug)? {
+                    Value::String(text) => text,
+                    _ => return Err(StepError::Bug("send-raw must be a string".into())),
+                };
+                let mut bytes = self.vars.str(&raw).into_bytes();
                 bytes.push(b'\n');
                 self.client
                     .send_raw(bytes)
