@@ -3,7 +3,7 @@
 //!
 //! `cargo run --example bench` (add `--release` for numbers that mean something outside a debug
 //! build); `cargo run --example bench -- acp` runs only the warm-ACP section (2 s start-ups),
-//! `-- overhead` only the per-call overhead.
+//! `-- overhead` only the per-call overhead, `-- watchdog` the process watchdog's cost.
 //! Offline: fake-gemini answers every call. The comparison row with the official
 //! TypeScript MCP SDK runs when `BENCH_TS_SDK_DIR` names a directory where
 //! `npm install @modelcontextprotocol/sdk` was run (outside the repository); the bench writes its
@@ -226,6 +226,11 @@ fn main() {
         println!("\nload average after the run: {}", load_average());
         return;
     }
+    if section.as_deref() == Some("watchdog") {
+        watchdog_cost(&server_bin, &fake, state.path());
+        println!("\nload average after the run: {}", load_average());
+        return;
+    }
     if section.as_deref() == Some("overhead-vs") {
         let other = std::env::args()
             .nth(2)
@@ -406,10 +411,44 @@ fn call_overhead(server: &mut Server, fake: &Path, state: &Path) {
 /// servers answer the same call in interleaved pairs, one run, so the machine's noise falls on
 /// both alike.
 fn overhead_against(server_bin: &Path, other_bin: &Path, fake: &Path, state: &Path) {
-    let mut this = Server::start(server_bin, fake, state);
-    this.initialize();
-    let mut other = Server::start(other_bin, fake, state);
-    other.initialize();
+    let this = Server::start(server_bin, fake, state);
+    let other = Server::start(other_bin, fake, state);
+    let label = format!("this build vs {}", other_bin.display());
+    interleaved(&label, this, other);
+}
+
+/// The process watchdog's cost (`watchdog`): the same build with it and without it
+/// (`GEMINICLI_MCP_WATCHDOG=0`), per call in interleaved pairs and from spawn to the `initialize`
+/// reply.
+fn watchdog_cost(server_bin: &Path, fake: &Path, state: &Path) {
+    let off = [("GEMINICLI_MCP_WATCHDOG", "0")];
+    let with = Server::start(server_bin, fake, state);
+    let without = Server::start_with(server_bin, fake, state, &off);
+    interleaved("with the watchdog vs without", with, without);
+    let (mut on, mut none) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        for (times, env) in [(&mut on, &[][..]), (&mut none, &off[..])] {
+            let t = Instant::now();
+            let mut s = Server::start_with(server_bin, fake, state, env);
+            s.initialize();
+            times.push(t.elapsed());
+        }
+    }
+    let (on, none) = (median(on), median(none));
+    println!(
+        "| spawn → initialize reply, with the watchdog vs without (median of {ROUNDS}) | {} | {} | {:+.2} ms |",
+        ms(on),
+        ms(none),
+        (on.as_secs_f64() - none.as_secs_f64()) * 1000.0
+    );
+}
+
+/// Times one `gemini_prompt` call on `a` and on `b` in [`OVERHEAD_PAIRS`] interleaved pairs
+/// (which goes first alternates, so neither always runs on a warmer cache) and prints the medians
+/// and the median and p95 of the per-pair difference.
+fn interleaved(label: &str, mut a: Server, mut b: Server) {
+    a.initialize();
+    b.initialize();
     let call = json!({"name": "gemini_prompt", "arguments": {"prompt": "Say hello."}});
     let time = |s: &mut Server| {
         let t = Instant::now();
@@ -417,25 +456,23 @@ fn overhead_against(server_bin: &Path, other_bin: &Path, fake: &Path, state: &Pa
         assert_eq!(r["result"]["isError"], json!(false), "{r}");
         t.elapsed()
     };
-    let (mut a, mut b, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ta, mut tb, mut diffs) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..OVERHEAD_PAIRS {
-        // Alternate which goes first, so neither always runs on a warmer cache.
         let (x, y) = if i % 2 == 0 {
-            let x = time(&mut this);
-            (x, time(&mut other))
+            let x = time(&mut a);
+            (x, time(&mut b))
         } else {
-            let y = time(&mut other);
-            (time(&mut this), y)
+            let y = time(&mut b);
+            (time(&mut a), y)
         };
         diffs.push((x.as_secs_f64() - y.as_secs_f64()) * 1000.0);
-        a.push(x);
-        b.push(y);
+        ta.push(x);
+        tb.push(y);
     }
     println!(
-        "| tools/call, this build vs {} ({OVERHEAD_PAIRS} interleaved pairs): median | {} | {} | {:+.3} ms (p95 {:+.3} ms) |",
-        other_bin.display(),
-        ms(median(a)),
-        ms(median(b)),
+        "| tools/call, {label} ({OVERHEAD_PAIRS} interleaved pairs): median | {} | {} | {:+.3} ms (p95 {:+.3} ms) |",
+        ms(median(ta)),
+        ms(median(tb)),
         quantile(&diffs, 0.5),
         quantile(&diffs, 0.95)
     );

@@ -24,6 +24,10 @@ const EXIT_SLACK: Duration = Duration::from_secs(2);
 const REMOVAL_WAIT: Duration = Duration::from_secs(5);
 
 fn main() -> anyhow::Result<()> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = process::watchdog_main(&args) {
+        std::process::exit(code);
+    }
     let cli = Cli::parse();
     let config = Config::from_env_and_flags(&cli.flags);
     let log_filter = cli
@@ -43,6 +47,9 @@ fn main() -> anyhow::Result<()> {
     if let Err(e) = process::init_subreaper() {
         tracing::warn!(error = %e, "could not become a child subreaper: descendants that leave their process group cannot be swept");
     }
+    if let Err(e) = process::start_watchdog() {
+        tracing::warn!(error = %e, "could not start the process watchdog: a server killed outright may leave processes behind");
+    }
     process::keep_spare_tmp();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -55,6 +62,7 @@ fn main() -> anyhow::Result<()> {
     // A blocking stdin read cannot be cancelled; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
     finish_removals();
+    process::stop_watchdog();
     std::process::exit(code);
 }
 
@@ -97,6 +105,7 @@ fn doctor(
     }
     runtime.shutdown_timeout(Duration::from_millis(100));
     finish_removals();
+    process::stop_watchdog();
     std::process::exit(if report.ok() { 0 } else { 1 });
 }
 

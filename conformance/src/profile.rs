@@ -135,6 +135,7 @@ impl Profile {
                 "process-group-kill",
                 "subreaper",
                 "parent-death-signal",
+                "no-orphans-after-kill",
                 "eof-grace",
                 "concurrency-bound",
                 "log-notifications",

@@ -76,6 +76,8 @@ Environment:
   GEMINICLI_MCP_ACP_MAX_TURNS     acp tool set: prompts per session before a fresh one (20).
   GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS  acp tool set: bound on start-up and requests other than
                                   prompts; past it the agent is killed (120000).
+  GEMINICLI_MCP_WATCHDOG          0, false, no or off: no watchdog process, which kills the runs'
+                                  processes when the server is killed outright (Unix; default on).
   GEMINICLI_MCP_LOG               Log filter for stderr, tracing's EnvFilter syntax (default
                                   geminicli_mcp=warn; with GEMINICLI_MCP_DEBUG geminicli_mcp=debug).
   GEMINICLI_MCP_HTTP              Serve Streamable HTTP on this address instead of stdio (--http).

@@ -11,6 +11,8 @@ mod status;
 mod sweep;
 mod tmp;
 mod tree;
+#[cfg(unix)]
+mod watchdog;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -106,6 +108,45 @@ pub fn init_subreaper() -> std::io::Result<()> {
     #[cfg(not(target_os = "linux"))]
     {
         Ok(())
+    }
+}
+
+/// Starts the process watchdog (Unix; see `watchdog`): once per server, from the main thread
+/// before the runtime. A no-op elsewhere: on Windows each run's Job Object dies with the server.
+pub fn start_watchdog() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        watchdog::start()
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(())
+    }
+}
+
+/// Lets the watchdog go at the server's clean exit.
+pub fn stop_watchdog() {
+    #[cfg(unix)]
+    watchdog::stop();
+}
+
+/// When the process was started as the watchdog (its first argument is the watchdog's), runs it
+/// and returns its exit code.
+pub fn watchdog_main(args: &[OsString]) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        (args.get(1).is_some_and(|a| a == watchdog::ARG)).then(|| {
+            let rest: Vec<String> = args[2..]
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            watchdog::main(&rest)
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = args;
+        None
     }
 }
 

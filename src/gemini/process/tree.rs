@@ -36,6 +36,8 @@ impl Tree {
         let pid = child
             .id()
             .ok_or_else(|| io::Error::other("the child was reaped before its pid was read"))?;
+        #[cfg(unix)]
+        super::watchdog::live(pid);
         Ok(Tree {
             child,
             pid,
@@ -110,6 +112,8 @@ impl Drop for Tree {
             // The supervising future was dropped mid-run (task aborted, server shutting down).
             self.kill();
         }
+        #[cfg(unix)]
+        super::watchdog::ended(self.pid);
     }
 }
 
