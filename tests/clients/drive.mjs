@@ -1,0 +1,412 @@
+#!/usr/bin/env node
+// drive.mjs — runs one real MCP client headless, offline, against geminicli-mcp (which runs
+// fake-gemini), with a mock model API whose "model" is model.mjs, and reports what the model was
+// shown for each tool call.
+//
+//   node tests/clients/drive.mjs --client claude|codex|gemini --server PATH --fake PATH \
+//        --scenario plain|error|long|long-cjk --work DIR [--timeout-ms N]
+//
+// stdout: one JSON document
+//   {"client", "version", "calls": [{"tool", "arguments", "seen", "error"}], "done", "elapsed_ms"}
+// `seen` is exactly the string the model received as the tool's result (content blocks or items
+// joined by newlines where the client sends a list), `error` whether the client flagged it as an
+// error (null: the client shows its model no flag), `done` whether the model got to its final
+// answer and the client exited 0. Diagnostics go to stderr; the client's own output, its config
+// and the mock's request log (mock.jsonl; the request bodies too with DRIVE_LOG_BODIES=1) stay in
+// DIR. Exit status: 0 when the document was printed, 2 on a usage error, 3 when the client tried
+// to reach another host than its mock (the document is printed too), 1 on any other failure.
+//
+// The client is the version pinned in VERSIONS, installed with npm into
+// ~/.cache/geminicli-mcp/clients/<package>-<version> when missing (GEMINICLI_MCP_CLIENTS_CACHE
+// moves that folder). Each client is configured the way docs/clients.md tells users to, plus the
+// switches that keep it offline: a fake key, its API's base URL at the mock, telemetry, updates and
+// plugins off, a private HOME (and CODEX_HOME) under DIR, and HTTP(S)_PROXY at the mock, which
+// refuses and reports any request for another host.
+
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { Model } from "./model.mjs";
+import { startAnthropic } from "./mock-anthropic.mjs";
+import { startOpenAI } from "./mock-openai.mjs";
+import { startGemini } from "./mock-gemini.mjs";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+const USAGE =
+  "usage: node drive.mjs --client claude|codex|gemini --server PATH --fake PATH --scenario NAME " +
+  "--work DIR [--timeout-ms N]";
+
+function usage(message) {
+  process.stderr.write(`drive.mjs: ${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const opts = { timeoutMs: 120_000 };
+  const names = {
+    "--client": "client",
+    "--server": "server",
+    "--fake": "fake",
+    "--scenario": "scenario",
+    "--work": "work",
+    "--timeout-ms": "timeoutMs",
+  };
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = names[argv[i]];
+    if (!key || argv[i + 1] === undefined) usage(`unexpected argument ${argv[i]}`);
+    opts[key] = key === "timeoutMs" ? Number(argv[i + 1]) : argv[i + 1];
+  }
+  for (const k of ["client", "server", "fake", "scenario", "work"]) if (!opts[k]) usage(`--${k} is required`);
+  if (!CLIENTS[opts.client]) usage(`unknown client ${opts.client}`);
+  opts.server = path.resolve(opts.server);
+  opts.fake = path.resolve(opts.fake);
+  opts.work = path.resolve(opts.work);
+  return opts;
+}
+
+// ------------------------------------------------------------------------------ installs ---
+
+/** `{client: {package, version}}` from VERSIONS. */
+function pinned() {
+  const out = {};
+  for (const line of fs.readFileSync(path.join(HERE, "VERSIONS"), "utf8").split("\n")) {
+    const [client, pkg, version] = line.replace(/#.*/, "").trim().split(/\s+/);
+    if (version) out[client] = { package: pkg, version };
+  }
+  return out;
+}
+
+/** The version of `pkg` installed under `prefix`, if any. */
+function installedVersion(prefix, pkg) {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(prefix, "node_modules", pkg, "package.json"), "utf8"))
+      .version;
+  } catch {
+    return undefined;
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Holds `lock` (a directory) while `fn` runs; a lock whose holder died is taken over. */
+async function withLock(lock, fn) {
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      fs.writeFileSync(path.join(lock, "pid"), String(process.pid));
+      break;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+      const holder = Number(fs.readFileSync(path.join(lock, "pid"), { encoding: "utf8", flag: "a+" }));
+      let alive = true;
+      try {
+        process.kill(holder, 0);
+      } catch {
+        alive = false;
+      }
+      if (holder && !alive) fs.rmSync(lock, { recursive: true, force: true });
+      else await sleep(500);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The install prefix of the pinned `pkg@version`, installed with npm when missing: into a fresh
+ * folder that is renamed into place, under a lock, so concurrent runs neither install twice nor
+ * see half an install.
+ */
+async function ensureInstalled({ package: pkg, version }) {
+  const cache =
+    process.env.GEMINICLI_MCP_CLIENTS_CACHE ?? path.join(os.homedir(), ".cache", "geminicli-mcp", "clients");
+  const prefix = path.join(cache, `${pkg.split("/").pop()}-${version}`);
+  if (installedVersion(prefix, pkg) === version) return prefix;
+  fs.mkdirSync(cache, { recursive: true });
+  return withLock(`${prefix}.lock`, () => {
+    if (installedVersion(prefix, pkg) === version) return prefix;
+    const fresh = `${prefix}.installing`;
+    fs.rmSync(fresh, { recursive: true, force: true });
+    process.stderr.write(`drive.mjs: installing ${pkg}@${version} into ${prefix}\n`);
+    const npm = spawnSync(
+      "npm",
+      ["install", "--prefix", fresh, `${pkg}@${version}`, "--no-audit", "--no-fund", "--loglevel=error"],
+      {
+        stdio: ["ignore", 2, 2],
+      },
+    );
+    if (npm.status !== 0)
+      throw new Error(`npm install ${pkg}@${version} failed (${npm.error ?? `exit ${npm.status}`})`);
+    if (installedVersion(fresh, pkg) !== version)
+      throw new Error(`npm installed no ${pkg}@${version} into ${fresh}`);
+    fs.rmSync(prefix, { recursive: true, force: true });
+    fs.renameSync(fresh, prefix);
+    return prefix;
+  });
+}
+
+// ------------------------------------------------------------------------------- clients ---
+
+/** What every client's environment starts from: nothing of the caller's but PATH and locale. */
+function baseEnv(run, mock) {
+  return {
+    PATH: process.env.PATH,
+    HOME: run.home,
+    LANG: "C.UTF-8",
+    TERM: "dumb",
+    NO_COLOR: "1",
+    HTTPS_PROXY: mock.url,
+    HTTP_PROXY: mock.url,
+    https_proxy: mock.url,
+    http_proxy: mock.url,
+    NO_PROXY: "127.0.0.1,localhost",
+    no_proxy: "127.0.0.1,localhost",
+  };
+}
+
+/** The server's own environment, as the snippets of docs/clients.md set it. */
+const serverEnv = (run) => ({ GEMINI_CLI_BIN: run.fake });
+
+/** How to run each client: its mock, and a function that configures it and returns the command. */
+const CLIENTS = {
+  // Claude Code: `claude mcp add` (docs/clients.md), then `claude -p` with the server's tools
+  // allowed (headless runs refuse a tool that would ask for permission).
+  claude: {
+    mock: startAnthropic,
+    setup(run, prefix, mock) {
+      const claude = path.join(prefix, "node_modules", ".bin", "claude");
+      const env = {
+        ...baseEnv(run, mock),
+        ANTHROPIC_BASE_URL: mock.url,
+        ANTHROPIC_API_KEY: "sk-ant-fake-offline-key",
+        DISABLE_TELEMETRY: "1",
+        DISABLE_AUTOUPDATER: "1",
+        DISABLE_ERROR_REPORTING: "1",
+        DISABLE_BUG_COMMAND: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DO_NOT_TRACK: "1",
+      };
+      const envFlags = Object.entries(serverEnv(run)).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+      const add = spawnSync(claude, ["mcp", "add", "gemini", ...envFlags, "--", run.server], {
+        cwd: run.project,
+        env,
+        encoding: "utf8",
+      });
+      fs.writeFileSync(path.join(run.dir, "claude-mcp-add.txt"), `${add.stdout}${add.stderr}`);
+      if (add.status !== 0) throw new Error(`claude mcp add failed (exit ${add.status}): ${add.stderr}`);
+      const args = ["-p", run.userPrompt, "--allowedTools", "mcp__gemini__*", "--output-format", "json"];
+      return { command: claude, args, env };
+    },
+  },
+
+  // Codex: the [mcp_servers.gemini] table of docs/clients.md in a private CODEX_HOME, the mock as
+  // its model provider, `codex exec` (--strict-config: a key the docs got wrong fails the run).
+  codex: {
+    mock: startOpenAI,
+    setup(run, prefix, mock) {
+      const codexHome = path.join(run.home, ".codex");
+      fs.mkdirSync(codexHome, { recursive: true });
+      const q = JSON.stringify; // a JSON string is a TOML basic string
+      const toml = [
+        `model = "gpt-5.5"`,
+        `model_provider = "mock"`,
+        `check_for_update_on_startup = false`,
+        ``,
+        `[analytics]`,
+        `enabled = false`,
+        ``,
+        `[feedback]`,
+        `enabled = false`,
+        ``,
+        `[features]`,
+        `plugins = false # else it syncs plugin marketplaces from github.com and chatgpt.com`,
+        ``,
+        `[otel]`,
+        `exporter = "none"`,
+        `trace_exporter = "none"`,
+        `metrics_exporter = "none"`,
+        ``,
+        `[model_providers.mock]`,
+        `name = "mock"`,
+        `base_url = ${q(`${mock.url}/v1`)}`,
+        `env_key = "MOCK_API_KEY"`,
+        `wire_api = "responses"`,
+        `request_max_retries = 0`,
+        `stream_max_retries = 0`,
+        ``,
+        // From here on: docs/clients.md's snippet.
+        `[mcp_servers.gemini]`,
+        `command = ${q(run.server)}`,
+        `default_tools_approval_mode = "approve"`,
+        `tool_timeout_sec = 600`,
+        `env_vars = ["GEMINI_API_KEY"]`,
+        ``,
+        `[mcp_servers.gemini.env]`,
+        ...Object.entries(serverEnv(run)).map(([k, v]) => `${k} = ${q(v)}`),
+        ``,
+      ].join("\n");
+      fs.writeFileSync(path.join(codexHome, "config.toml"), toml);
+      const env = {
+        ...baseEnv(run, mock),
+        CODEX_HOME: codexHome,
+        MOCK_API_KEY: "sk-mock-fake-offline-key",
+        GEMINI_API_KEY: "fake-gemini-key",
+      };
+      const args = [
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--strict-config",
+        "-C",
+        run.project,
+        run.userPrompt,
+      ];
+      return { command: path.join(prefix, "node_modules", ".bin", "codex"), args, env };
+    },
+  },
+
+  // The Gemini CLI: the mcpServers entry of docs/clients.md ("trust": true, GEMINI_API_KEY passed
+  // on explicitly) in a private ~/.gemini/settings.json, the mock as its API, `gemini -p`.
+  gemini: {
+    mock: startGemini,
+    setup(run, prefix, mock) {
+      const settings = {
+        security: { auth: { selectedType: "gemini-api-key" } },
+        privacy: { usageStatisticsEnabled: false },
+        telemetry: { enabled: false },
+        general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+        mcpServers: {
+          gemini: {
+            command: run.server,
+            env: { GEMINI_API_KEY: "$GEMINI_API_KEY", ...serverEnv(run) },
+            trust: true,
+          },
+        },
+      };
+      fs.mkdirSync(path.join(run.home, ".gemini"), { recursive: true });
+      fs.writeFileSync(path.join(run.home, ".gemini", "settings.json"), JSON.stringify(settings, null, 2));
+      const env = {
+        ...baseEnv(run, mock),
+        GEMINI_API_KEY: "fake-gemini-key",
+        GOOGLE_GEMINI_BASE_URL: mock.url,
+      };
+      const args = ["-p", run.userPrompt, "-o", "json", "--skip-trust"];
+      return { command: path.join(prefix, "node_modules", ".bin", "gemini"), args, env };
+    },
+  },
+};
+
+// ----------------------------------------------------------------------------- scenarios ---
+
+/** The fake-gemini marker's quoting of a value (`\`, `"`, newline and tab escaped). */
+const quoteParam = (s) =>
+  `"${s.replace(/[\\"\n\t]/g, (c) => ({ "\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t" })[c])}"`;
+
+/** The prompt the model sends with its first gemini_prompt call. */
+function scenarioPrompt(name) {
+  const all = JSON.parse(fs.readFileSync(path.join(HERE, "scenarios.json"), "utf8"));
+  const s = all[name];
+  if (!s) usage(`unknown scenario ${name} (${Object.keys(all).join(", ")})`);
+  return s.prompt ?? `[[fake-gemini:success text=${quoteParam(s.chunk)} repeat=${s.repeat}]]`;
+}
+
+// ---------------------------------------------------------------------------------- main ---
+
+/** Runs `command` in its own process group; kills the group at `timeoutMs` and when it ends. */
+function runClient({ command, args, env }, run, timeoutMs) {
+  const out = fs.openSync(path.join(run.dir, "client.stdout"), "w");
+  const err = fs.openSync(path.join(run.dir, "client.stderr"), "w");
+  const child = spawn(command, args, { cwd: run.project, env, stdio: ["ignore", out, err], detached: true });
+  const killGroup = () => {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      process.stderr.write(
+        `drive.mjs: ${path.basename(command)} still running after ${timeoutMs} ms: killed\n`,
+      );
+      killGroup();
+    }, timeoutMs);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      resolve({ code: null, error: String(e) });
+    });
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      // A server or CLI the client left behind must not outlive the run.
+      killGroup();
+      resolve({ code, signal });
+    });
+  });
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const spec = pinned()[opts.client];
+  if (!spec) usage(`VERSIONS pins no ${opts.client}`);
+  const prefix = await ensureInstalled(spec);
+
+  const run = {
+    dir: opts.work,
+    home: path.join(opts.work, "home"),
+    project: path.join(opts.work, "project"),
+    server: opts.server,
+    fake: opts.fake,
+    userPrompt: "Ask Gemini with the gemini_prompt tool, then read its whole answer.",
+  };
+  for (const d of [run.home, run.project]) fs.mkdirSync(d, { recursive: true });
+
+  const model = new Model(scenarioPrompt(opts.scenario));
+  const client = CLIENTS[opts.client];
+  const mock = await client.mock(model, path.join(run.dir, "mock.jsonl"));
+  const started = Date.now();
+  let exit;
+  try {
+    const cmd = client.setup(run, prefix, mock);
+    fs.writeFileSync(path.join(run.dir, "command.json"), JSON.stringify(cmd, null, 2));
+    exit = await runClient(cmd, run, opts.timeoutMs);
+  } finally {
+    await mock.close();
+  }
+  const elapsed = Date.now() - started;
+  if (exit.code !== 0) {
+    const tail = fs.readFileSync(path.join(run.dir, "client.stderr"), "utf8").slice(-2000);
+    const how = exit.code ?? exit.signal ?? exit.error;
+    process.stderr.write(`drive.mjs: ${opts.client} exited ${how}; its stderr ends:\n${tail}\n`);
+  }
+  const report = {
+    client: opts.client,
+    version: installedVersion(prefix, spec.package),
+    calls: model.calls.map(({ tool, arguments: args, seen, error }) => ({
+      tool,
+      arguments: args,
+      seen: seen ?? null,
+      error,
+    })),
+    done: model.ended && exit.code === 0,
+    elapsed_ms: elapsed,
+  };
+  process.stdout.write(JSON.stringify(report) + "\n");
+  if (mock.outbound.length > 0) {
+    process.stderr.write(
+      `drive.mjs: ${opts.client} tried to reach other hosts: ${mock.outbound.join(", ")}\n`,
+    );
+    process.exit(3);
+  }
+}
+
+main().catch((e) => {
+  process.stderr.write(`drive.mjs: ${e?.stack ?? e}\n`);
+  process.exit(1);
+});

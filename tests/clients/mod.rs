@@ -1,0 +1,322 @@
+//! Real MCP clients — Claude Code, Codex and the Gemini CLI, at the versions pinned in
+//! `tests/clients/VERSIONS` — run headless and offline against the server, which runs
+//! fake-gemini; each test asserts on what the client's model was shown.
+//!
+//! `drive.mjs` installs the client with npm when missing (into
+//! `~/.cache/geminicli-mcp/clients/`), configures it as `docs/clients.md` tells users to, plays
+//! its model with a mock API on loopback (`model.mjs`: call `gemini_prompt`, then follow every
+//! `gemini_read_answer answer_id=… offset=…` the results show) and reports each call's result as
+//! the model received it. The scenarios (`scenarios.json`) are shared with the driver. Ignored by
+//! default: they need node and npm (skipped with a message without them), install packages once
+//! and take seconds each.
+//!
+//! ```sh
+//! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
+//! GEMINICLI_MCP_KEEP_CLIENT_RUNS=1 cargo nextest run …   # keep each run's folder (config, logs)
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// What the driver prints: one run of one client.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Report {
+    client: String,
+    version: String,
+    calls: Vec<Call>,
+    done: bool,
+    elapsed_ms: u64,
+}
+
+/// One MCP tool call the model made, and what it was shown as the result.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Call {
+    tool: String,
+    arguments: Value,
+    /// Exactly the string the model received (`None`: the client gave it no result).
+    seen: Option<String>,
+    /// Whether the client flagged the result as an error (`None`: it shows no flag).
+    error: Option<bool>,
+}
+
+impl Call {
+    fn seen(&self) -> &str {
+        self.seen
+            .as_deref()
+            .unwrap_or_else(|| panic!("the model was shown no result for {self:?}"))
+    }
+}
+
+/// This folder: the driver, its mocks, the pins and the scenarios.
+fn here() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
+/// A scenario of `scenarios.json`.
+fn scenario(name: &str) -> Value {
+    let path = here().join("scenarios.json");
+    let all: Value = serde_json::from_slice(&std::fs::read(&path).expect("scenarios.json"))
+        .expect("scenarios.json is JSON");
+    all[name].clone()
+}
+
+/// The version `VERSIONS` pins for `client`.
+fn pinned(client: &str) -> String {
+    let text = std::fs::read_to_string(here().join("VERSIONS")).expect("VERSIONS");
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or_default())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() == 3 && f[0] == client)
+        .map(|f| f[2].to_string())
+        .unwrap_or_else(|| panic!("VERSIONS pins no {client}"))
+}
+
+/// Whether `program --version` runs.
+fn runs(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs the driver for `client` and `scenario`; `None` (after saying so) without node or npm.
+/// Fails unless the model got to its end and the client exited 0.
+fn drive(client: &str, scenario: &str) -> Option<Report> {
+    if !runs("node") || !runs("npm") {
+        eprintln!("node or npm not found: skipping the {client} client test");
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new("node")
+        .arg(here().join("drive.mjs"))
+        .args(["--client", client, "--scenario", scenario])
+        .arg("--server")
+        .arg(gemini_mcp_conformance::bins::locate("geminicli-mcp"))
+        .arg("--fake")
+        .arg(gemini_mcp_conformance::bins::locate("fake-gemini"))
+        .arg("--work")
+        .arg(dir.path())
+        .output()
+        .expect("run node");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if std::env::var_os("GEMINICLI_MCP_KEEP_CLIENT_RUNS").is_some() {
+        eprintln!("kept the run in {}", dir.keep().display());
+    }
+    assert!(
+        out.status.success(),
+        "drive.mjs failed ({}):\n{stderr}",
+        out.status
+    );
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "drive.mjs printed no report ({e}):\n{}\n{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    eprintln!(
+        "{} {}: {} call(s) in {} ms",
+        report.client,
+        report.version,
+        report.calls.len(),
+        report.elapsed_ms
+    );
+    assert_eq!(report.client, client);
+    assert_eq!(report.version, pinned(client));
+    assert!(
+        report.done,
+        "the model did not get to its end, or {client} failed:\n{report:#?}\n{stderr}"
+    );
+    Some(report)
+}
+
+/// The one call of a scenario that needs no more: `gemini_prompt` with the scenario's prompt.
+fn only_call<'r>(report: &'r Report, scenario: &Value) -> &'r Call {
+    match report.calls.as_slice() {
+        [call]
+            if call.tool == "gemini_prompt" && call.arguments["prompt"] == scenario["prompt"] =>
+        {
+            call
+        }
+        calls => panic!("expected one gemini_prompt call with {scenario}, got {calls:#?}"),
+    }
+}
+
+/// A short answer reaches the model whole, with little around it.
+fn plain(client: &str) {
+    let Some(report) = drive(client, "plain") else {
+        return;
+    };
+    let s = scenario("plain");
+    let answer = s["answer"].as_str().unwrap().to_string();
+    let seen = only_call(&report, &s).seen();
+    assert!(seen.contains(&answer), "{client} showed {seen:?}");
+    assert!(
+        seen.chars().count() <= answer.chars().count() + 400,
+        "{client} showed {} characters around a {}-character answer: {seen:?}",
+        seen.chars().count() - answer.chars().count(),
+        answer.chars().count()
+    );
+}
+
+/// A failure reaches the model short, naming its kind and reason, without stack frames, and
+/// flagged as an error where the client has a flag.
+fn error(client: &str) {
+    let Some(report) = drive(client, "error") else {
+        return;
+    };
+    let s = scenario("error");
+    let call = only_call(&report, &s);
+    let seen = call.seen();
+    for want in [&s["kind"], &s["reason"]] {
+        let want = want.as_str().unwrap();
+        assert!(seen.contains(want), "{client} showed no {want:?}: {seen}");
+    }
+    assert!(
+        seen.chars().count() <= 1_500,
+        "{client} showed a {}-character failure:\n{seen}",
+        seen.chars().count()
+    );
+    assert!(
+        !seen.contains("    at "),
+        "{client} showed a stack frame:\n{seen}"
+    );
+    // Codex shows its model no error flag at all (REPORT of the research: identical to a success).
+    let flag = if client == "codex" { None } else { Some(true) };
+    assert_eq!(call.error, flag, "{client}'s error flag");
+}
+
+/// What the clients show instead of a result too large for them (Claude Code's file, its token
+/// check, Codex's middle cut, the Gemini CLI's head-and-tail cut): a step that shows one was not
+/// inline.
+const NOT_INLINE: [&str; 4] = [
+    "<persisted-output>",
+    "Output too large",
+    "saved to",
+    "tokens truncated",
+];
+
+/// A 200,000-character answer reaches the model whole, part by part, each part inline: the
+/// parts joined are the answer.
+fn long(client: &str, name: &str) {
+    let Some(report) = drive(client, name) else {
+        return;
+    };
+    let s = scenario(name);
+    let answer = s["chunk"]
+        .as_str()
+        .unwrap()
+        .repeat(usize::try_from(s["repeat"].as_u64().unwrap()).unwrap());
+    let mut read = String::new();
+    for (i, call) in report.calls.iter().enumerate() {
+        let (tool, field) = if i == 0 {
+            ("gemini_prompt", "response")
+        } else {
+            ("gemini_read_answer", "text")
+        };
+        assert_eq!(call.tool, tool, "call {i}: {call:?}");
+        // Each read starts where the parts so far end.
+        if i > 0 {
+            let offset = call.arguments["offset"].as_u64().unwrap();
+            assert_eq!(offset, read.chars().count() as u64, "call {i}: {call:?}");
+        }
+        let seen = call.seen();
+        if let Some(cut) = NOT_INLINE.iter().find(|m| seen.contains(*m)) {
+            panic!("call {i} ({tool}) was not inline in {client} ({cut:?}):\n{seen}");
+        }
+        read.push_str(&part_shown(seen, field));
+    }
+    if read != answer {
+        let at = read
+            .chars()
+            .zip(answer.chars())
+            .take_while(|(a, b)| a == b)
+            .count();
+        panic!(
+            "{client}: the parts read in {} calls are {} characters, the answer {}; they differ from character {at}",
+            report.calls.len(),
+            read.chars().count(),
+            answer.chars().count()
+        );
+    }
+}
+
+/// The part of the answer one result showed: `field` of the `structuredContent` JSON where the
+/// client shows that (on the result's last line: Claude Code puts a resource link's line
+/// before it, Codex its wall time), else the text block with the server's notes and the
+/// client's wrapping (the Gemini CLI's `<untrusted_context>` tags) taken off.
+fn part_shown(seen: &str, field: &str) -> String {
+    let last_line = seen.rsplit('\n').next().unwrap_or(seen);
+    if let Ok(Value::Object(v)) = serde_json::from_str(last_line) {
+        if let Some(part) = v.get(field).and_then(Value::as_str) {
+            return part.to_string();
+        }
+    }
+    let text = seen
+        .strip_prefix("<untrusted_context>\n")
+        .and_then(|t| t.split_once("\n</untrusted_context>"))
+        .map_or(seen, |(inner, _)| inner);
+    let text = if text.starts_with("[This is characters ") || text.starts_with("[Characters ") {
+        text.split_once("]\n\n").map_or(text, |(_, rest)| rest)
+    } else {
+        text
+    };
+    text.rfind("\n\n[Continued: ")
+        .map_or(text, |end| &text[..end])
+        .to_string()
+}
+
+/// The parser of the long tests finds the part in each client's shape of a result.
+#[test]
+fn part_shown_reads_each_client_shape() {
+    let json = r#"{"readOn":"[This is …]","response":"a\nb","continued":"[Continued: …]"}"#;
+    // Claude Code: the JSON alone, or after a resource link's line; Codex: after its wall time.
+    assert_eq!(part_shown(json, "response"), "a\nb");
+    let linked =
+        format!("[Resource link: full Gemini answer] geminicli-mcp://answers/1 (…)\n{json}");
+    assert_eq!(part_shown(&linked, "response"), "a\nb");
+    let timed = format!("Wall time: 0.0119 seconds\nOutput:\n{json}");
+    assert_eq!(part_shown(&timed, "response"), "a\nb");
+    // The Gemini CLI: the text block in its tags, the server's notes around the part.
+    let text = "<untrusted_context>\n[This is characters 0–4 of 9: … offset=4.]\n\na\nb\n\n\n[Continued: … (5 more characters).]\n</untrusted_context>\nResource Link: full Gemini answer at geminicli-mcp://answers/1";
+    assert_eq!(part_shown(text, "response"), "a\nb\n");
+    let end = "<untrusted_context>\n[Characters 4–9 of 9: the end of the answer.]\n\ncdefg\n</untrusted_context>";
+    assert_eq!(part_shown(end, "text"), "cdefg");
+}
+
+/// One ignored test per scenario for each client: `clients::<client>::<scenario>`.
+macro_rules! client_tests {
+    ($($client:ident),*) => {$(
+        mod $client {
+            #[test]
+            #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+            fn plain() {
+                super::plain(stringify!($client));
+            }
+
+            #[test]
+            #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+            fn error() {
+                super::error(stringify!($client));
+            }
+
+            #[test]
+            #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+            fn long() {
+                super::long(stringify!($client), "long");
+            }
+
+            #[test]
+            #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+            fn long_cjk() {
+                super::long(stringify!($client), "long-cjk");
+            }
+        }
+    )*};
+}
+
+client_tests!(claude, codex, gemini);

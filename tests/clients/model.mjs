@@ -1,0 +1,64 @@
+// model.mjs — the "model" behind every mock API: a policy that calls gemini_prompt once, then
+// only does what it is shown.
+//
+// It knows nothing of the server's result format beyond the one sentence a model is meant to
+// act on: `gemini_read_answer answer_id=ID offset=N`. It looks for that in the exact string the
+// client handed it as the tool's result (plain text, or JSON of structuredContent, where the
+// sentence sits inside a JSON string unchanged: the server writes it without quotes) and calls
+// gemini_read_answer with those arguments until a result shows no continuation, then ends. The
+// mocks translate its steps into their wire format and record what each call returned.
+
+/** The continuation a result may show; the last one in a result wins (it survives a head cut). */
+const CONTINUATION = /gemini_read_answer answer_id=(\S+) offset=(\d+)/g;
+
+/** More calls than any scenario needs: a loop ends here instead of at the client's timeout. */
+const MAX_CALLS = 64;
+
+/** The text the model ends with; `done` in the driver's report means it was sent. */
+export const FINAL_TEXT = "I have read the whole answer.";
+
+/** One conversation of the policy: the first call, then what the results say. */
+export class Model {
+  /** `prompt`: the argument of the first gemini_prompt call. */
+  constructor(prompt) {
+    this.prompt = prompt;
+    this.calls = [];
+    this.ended = false;
+  }
+
+  /**
+   * The next step after the results so far: `{tool, arguments}` to call an MCP tool of the
+   * server (unprefixed name), or `null` to end the turn with FINAL_TEXT.
+   */
+  next() {
+    if (this.ended) return null;
+    if (this.calls.length === 0) return this.#call("gemini_prompt", { prompt: this.prompt });
+    const last = this.calls[this.calls.length - 1];
+    if (last.seen === undefined || this.calls.length >= MAX_CALLS) return this.#end();
+    const found = [...last.seen.matchAll(CONTINUATION)].pop();
+    if (!found) return this.#end();
+    const args = { answer_id: found[1], offset: Number(found[2]) };
+    // The same continuation twice would loop: a model would stop too.
+    const repeated = this.calls.some(
+      (c) => c.arguments.answer_id === args.answer_id && c.arguments.offset === args.offset,
+    );
+    if (repeated) return this.#end();
+    return this.#call("gemini_read_answer", args);
+  }
+
+  /** Records what the client showed as the result of the last call. */
+  saw(seen, error) {
+    const last = this.calls[this.calls.length - 1];
+    if (last && last.seen === undefined) Object.assign(last, { seen, error });
+  }
+
+  #call(tool, args) {
+    this.calls.push({ tool, arguments: args, seen: undefined, error: null });
+    return { tool, arguments: args };
+  }
+
+  #end() {
+    this.ended = true;
+    return null;
+  }
+}
