@@ -212,6 +212,23 @@ impl ErrorKind {
         }
     }
 
+    /// Whether the end of the CLI's stderr may say what the first line does not: for a failure
+    /// the CLI did not name (and for its crashes, sandbox, settings and tool failures, a cut-off
+    /// stream or a deadline). For an API error or a refusal the first line already carries the
+    /// CLI's own words, and the stderr repeats them in a JavaScript object dump.
+    pub fn stderr_helps(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Error
+                | ErrorKind::Unknown
+                | ErrorKind::ConfigError
+                | ErrorKind::ToolError
+                | ErrorKind::SandboxError
+                | ErrorKind::Incomplete
+                | ErrorKind::Timeout
+        )
+    }
+
     /// What to do about a failure of this kind, in one sentence (a model can act on it).
     pub fn fix(self) -> &'static str {
         match self {

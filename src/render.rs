@@ -379,8 +379,10 @@ impl Render<'_> {
         }
         let stderr = if self.debug {
             f.run.stderr_tail.trim_end().to_string()
-        } else {
+        } else if f.kind.stderr_helps() {
             stderr_shown(&f.run.stderr_tail)
+        } else {
+            String::new()
         };
         if !stderr.is_empty() {
             let _ = write!(text, "\n--- stderr (tail) ---\n{stderr}");
@@ -634,8 +636,18 @@ mod tests {
         let sc = r.structured_content.unwrap();
         assert!(text.starts_with("[error exit=173] quota_exhausted: "));
         assert_eq!(sc["error"], text.lines().next().unwrap());
+        assert!(
+            sc.get("stderrTail").is_none(),
+            "the first line says it all: {sc:?}"
+        );
+        let unnamed = Failure::with_exit(ErrorKind::Error, 1, "the Gemini CLI exited with code 1")
+            .with_run(RunFacts {
+                stderr_tail: stderr.into(),
+                ..RunFacts::default()
+            });
+        let r = render(&answers, DEFAULT_BUDGET_BYTES).failure(&unnamed);
         assert_eq!(
-            sc["stderrTail"],
+            r.structured_content.unwrap()["stderrTail"],
             "Error when talking to Gemini API TerminalQuotaError: You have exhausted your daily quota on this model."
         );
         assert!(
