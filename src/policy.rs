@@ -295,14 +295,33 @@ pub fn check_path(
     Ok(path)
 }
 
+/// Where `save_file` writes: a directory under a root, and a file name in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaveTarget {
+    /// The root the directory lies under (canonical).
+    pub root: PathBuf,
+    /// The directory (canonical, under `root`).
+    pub dir: PathBuf,
+    /// The file's name in `dir`.
+    pub name: OsString,
+}
+
+impl SaveTarget {
+    /// The file's path.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(&self.name)
+    }
+}
+
 /// Checks `save_file`: its directory must exist and lie under the roots (as [`check_path`]);
-/// the file itself may be new, and must not be a directory. Returns the path to write.
+/// the file itself may be new, and must not be a directory. Returns where to write, with the root
+/// the write starts from again ([`crate::save`]).
 pub fn check_save_path(
     raw: &str,
     base: &Path,
     roots: &[PathBuf],
     client_roots: Option<&[PathBuf]>,
-) -> Result<PathBuf, Failure> {
+) -> Result<SaveTarget, Failure> {
     let refuse = |rule: &str| Failure::invalid_input(format!("save_file {raw:?}: {rule}"));
     let joined = base.join(raw);
     let name = joined
@@ -319,11 +338,37 @@ pub fn check_save_path(
         roots,
         client_roots,
     )?;
-    let path = dir.join(name);
+    let path = dir.join(&name);
     if path.is_dir() {
         return Err(refuse("is a directory"));
     }
-    Ok(path)
+    // The closest root: the fewest components to walk at write time. `check_path` found one.
+    let root = roots
+        .iter()
+        .filter(|r| dir.starts_with(r))
+        .max_by_key(|r| r.components().count())
+        .ok_or_else(|| refuse("is outside the allowed roots"))?
+        .clone();
+    Ok(SaveTarget { root, dir, name })
+}
+
+/// Checks again, right before the CLI gets it, that a checked path still resolves to itself. A
+/// call may wait minutes for its slot; a directory on the path swapped for a symlink meanwhile
+/// would hand the CLI a place the check never saw. (The CLI receives paths, so a swap after this
+/// still reaches it: the roots limit what a caller may name, not what the CLI can touch.)
+pub fn unchanged(argument: &str, path: &Path) -> Result<(), Failure> {
+    match canonical(path) {
+        Ok(now) if now == path => Ok(()),
+        Ok(now) => Err(Failure::invalid_input(format!(
+            "{argument} {}: changed while the call waited (it now resolves to {}); nothing was run",
+            path.display(),
+            now.display()
+        ))),
+        Err(e) => Err(Failure::invalid_input(format!(
+            "{argument} {}: gone while the call waited ({e}); nothing was run",
+            path.display()
+        ))),
+    }
 }
 
 fn join(paths: &[PathBuf]) -> String {
@@ -465,6 +510,31 @@ mod tests {
             check_path("workspace", "inside/link", &root, Expect::Dir, &roots, None).unwrap_err();
         assert!(
             f.message.contains("outside the allowed roots"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_path_swapped_after_its_check_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = canonical(dir.path()).unwrap().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        assert!(unchanged("workspace", &ws).is_ok());
+        std::fs::rename(&ws, dir.path().join("ws-old")).unwrap();
+        std::os::unix::fs::symlink("/", &ws).unwrap();
+        let f = unchanged("workspace", &ws).unwrap_err();
+        assert_eq!(f.kind, crate::error::ErrorKind::InputValidation);
+        assert!(
+            f.message.contains("changed while the call waited"),
+            "{}",
+            f.message
+        );
+        std::fs::remove_file(&ws).unwrap();
+        let f = unchanged("workspace", &ws).unwrap_err();
+        assert!(
+            f.message.contains("gone while the call waited"),
             "{}",
             f.message
         );

@@ -94,7 +94,7 @@ impl<'a> Roots<'a> {
     }
 
     /// Checks `save_file` (see [`policy::check_save_path`]).
-    pub async fn check_save(&self, raw: &str, base: &Path) -> Result<PathBuf, Failure> {
+    pub async fn check_save(&self, raw: &str, base: &Path) -> Result<policy::SaveTarget, Failure> {
         let client = self.client_roots().await?;
         policy::check_save_path(raw, base, &self.policy.roots(self.cwd), client)
     }
@@ -139,7 +139,7 @@ pub struct Paths {
     /// The images as the CLI's `@` references.
     pub image_refs: Vec<String>,
     /// Where the answer is also written.
-    pub save: Option<PathBuf>,
+    pub save: Option<policy::SaveTarget>,
 }
 
 /// Checks a prompt call's path arguments. The CLI inlines an `@` reference only when the file

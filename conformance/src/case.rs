@@ -132,6 +132,12 @@ pub struct Step {
     pub expect_files_absent: Option<Vec<String>>,
     /// Fails unless each path (placeholders allowed) is a file holding exactly this text.
     pub expect_files: Option<std::collections::BTreeMap<String, String>>,
+    /// Creates these directories (placeholders allowed), with their parents: the file system a
+    /// later step works on.
+    pub make_dirs: Option<Vec<String>>,
+    /// Moves `path` aside (to `path.replaced`) and puts a symlink to `target` in its place (Unix):
+    /// what a hostile process does to a path the target checked, while a call runs.
+    pub replace_with_symlink: Option<SymlinkSwap>,
     /// Fails if the target's stderr so far contains this text.
     pub expect_stderr_excludes: Option<String>,
     /// Fails unless the fake has logged exactly this many invocations now.
@@ -183,6 +189,16 @@ pub struct Step {
     pub level: Option<Level>,
 }
 
+/// The `replace-with-symlink` step.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SymlinkSwap {
+    /// The path replaced (placeholders allowed).
+    pub path: String,
+    /// Where the symlink points (placeholders allowed).
+    pub target: String,
+}
+
 /// What a step does: its one action key, read out of the [`Step`] (the other keys modify it).
 #[derive(Debug, Clone, Copy)]
 pub enum Action<'a> {
@@ -216,6 +232,10 @@ pub enum Action<'a> {
     ExpectFiles(&'a BTreeMap<String, String>),
     /// `expect-stderr-excludes`.
     ExpectStderrExcludes(&'a str),
+    /// `make-dirs`.
+    MakeDirs(&'a [String]),
+    /// `replace-with-symlink`.
+    ReplaceWithSymlink(&'a SymlinkSwap),
     /// `sleep-ms`.
     Sleep(u64),
     /// `close-stdin`.
@@ -260,6 +280,10 @@ impl Step {
             self.expect_stderr_excludes
                 .as_deref()
                 .map(Action::ExpectStderrExcludes),
+            self.make_dirs.as_deref().map(Action::MakeDirs),
+            self.replace_with_symlink
+                .as_ref()
+                .map(Action::ReplaceWithSymlink),
             self.sleep_ms.map(Action::Sleep),
             flag(self.close_stdin, Action::CloseStdin),
             flag(self.disconnect, Action::Disconnect),

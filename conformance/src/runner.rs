@@ -712,6 +712,8 @@ impl Run<'_> {
                 }
             }
             Action::Sleep(ms) => self.sleep(ms),
+            Action::MakeDirs(dirs) => self.make_dirs(n, dirs),
+            Action::ReplaceWithSymlink(swap) => self.replace_with_symlink(n, swap),
             Action::CloseStdin | Action::Disconnect | Action::KillTarget => {
                 match action {
                     Action::CloseStdin => self.client.close_stdin(),
@@ -806,6 +808,40 @@ impl Run<'_> {
         }
         Err(fail(format!(
             "step {n} (expect-files-absent): these exist: {present:?}"
+        )))
+    }
+
+    fn make_dirs(&self, n: usize, dirs: &[String]) -> Result<(), StepError> {
+        for d in dirs {
+            let d = self.vars.str(d);
+            std::fs::create_dir_all(&d)
+                .map_err(|e| StepError::Bug(format!("step {n} (make-dirs): {d}: {e}")))?;
+        }
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    fn replace_with_symlink(
+        &self,
+        n: usize,
+        swap: &crate::case::SymlinkSwap,
+    ) -> Result<(), StepError> {
+        let path = self.vars.str(&swap.path);
+        let target = self.vars.str(&swap.target);
+        let aside = format!("{path}.replaced");
+        std::fs::rename(&path, &aside)
+            .and_then(|()| std::os::unix::fs::symlink(&target, &path))
+            .map_err(|e| StepError::Bug(format!("step {n} (replace-with-symlink): {path}: {e}")))
+    }
+
+    #[cfg(not(unix))]
+    fn replace_with_symlink(
+        &self,
+        n: usize,
+        _swap: &crate::case::SymlinkSwap,
+    ) -> Result<(), StepError> {
+        Err(StepError::Bug(format!(
+            "step {n} (replace-with-symlink): Unix only; give the case platforms = [\"unix\"]"
         )))
     }
 

@@ -431,6 +431,7 @@ impl Pool {
     /// The command line and environment of an agent: a call's environment, trust given, no
     /// browser.
     fn spec(&self, key: &Key) -> Result<RunSpec, Failure> {
+        crate::policy::unchanged("workspace", &key.cwd)?;
         let launch = Launch::resolve(&self.config)?;
         // Without trust an untrusted folder silently downgrades yolo and auto_edit to default.
         let mut args: Vec<std::ffi::OsString> = vec!["--acp".into(), "--skip-trust".into()];

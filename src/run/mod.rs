@@ -43,8 +43,8 @@ pub struct Job {
     pub mode: ApprovalMode,
     /// The workspace, canonical and under the roots.
     pub cwd: PathBuf,
-    /// Where the answer is also written (`save_file`), checked.
-    pub save: Option<PathBuf>,
+    /// Where the answer is also written (`save_file`), checked; checked again when written.
+    pub save: Option<crate::save::SaveTarget>,
     /// The call's own deadlines (the operator's apply on top).
     pub deadlines: Deadlines,
     /// Keep every event of the run (`full_output`).
@@ -290,6 +290,15 @@ impl Runner {
             Ok(a) => a,
             Err(f) => return refused(f),
         };
+        let moved = crate::policy::unchanged("workspace", &job.cwd).and_then(|()| {
+            request
+                .include_directories
+                .iter()
+                .try_for_each(|d| crate::policy::unchanged("include_directories", d))
+        });
+        if let Err(f) = moved {
+            return refused(f);
+        }
         // New runs start one at a time per workspace until their session's prompt is recorded;
         // a resumed run holds the gate to its end (its stub exists from its start, and an ACP
         // agent starting meanwhile would delete it).

@@ -275,7 +275,7 @@ struct Decoded {
     task_note: Option<String>,
     debug: bool,
     full_output: bool,
-    save: Option<PathBuf>,
+    save: Option<crate::save::SaveTarget>,
 }
 
 async fn decode(env: &Env<'_>, arguments: Option<&JsonObject>) -> Result<Decoded, Failure> {
