@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use geminicli_mcp::config::{Cli, Command, Config, DoctorArgs};
 use geminicli_mcp::doctor;
+use geminicli_mcp::fd_limit;
 use geminicli_mcp::gemini::process;
 use geminicli_mcp::http::{self, HttpOptions};
 use geminicli_mcp::logging;
@@ -32,6 +33,9 @@ fn main() -> anyhow::Result<()> {
         .clone()
         .or_else(|| std::env::var("GEMINICLI_MCP_LOG").ok());
     logging::init(log_filter.as_deref(), config.debug);
+    // Every HTTP connection and every run's pipes take a descriptor; soft limits of 256 (macOS)
+    // or 1024 are too few for a busy server. The doctor reports what serving would get.
+    fd_limit::raise();
     if let Some(Command::Doctor(args)) = &cli.command {
         let http = HttpOptions::from_flags(&cli.flags, |name| std::env::var(name).ok());
         return doctor(config, args, http);
