@@ -20,6 +20,8 @@ use crate::config::parse::{parse_flag, split_list};
 use crate::config::Flags;
 use crate::server::GeminiServer;
 
+mod accept;
+
 /// The one path MCP is served on.
 pub const MCP_PATH: &str = "/mcp";
 /// The variable holding the bearer token itself.
@@ -320,15 +322,21 @@ pub async fn serve(
         config,
     );
     let options = Arc::new(options);
+    let mut errors = accept::AcceptErrors::default();
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(a) => a,
+                Ok(a) => {
+                    errors.succeeded();
+                    a
+                }
                 Err(e) => {
                     // Out of descriptors or similar: keep serving the connections we have.
-                    tracing::warn!(error = %e, "accepting an HTTP connection failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    continue;
+                    accept_failed(&e, &mut errors);
+                    tokio::select! {
+                        _ = tokio::time::sleep(errors.backoff()) => continue,
+                        _ = shutdown.cancelled() => return Ok(()),
+                    }
                 }
             },
             _ = shutdown.cancelled() => return Ok(()),
@@ -385,6 +393,21 @@ pub async fn serve(
                 }
             }
         });
+    }
+}
+
+/// Logs a failed accept on stderr only, at most once per [`accept::LOG_INTERVAL`]: whoever can
+/// reach the port can make accepts fail as often as they like, and warnings otherwise reach every
+/// connected client's log.
+fn accept_failed(error: &std::io::Error, errors: &mut accept::AcceptErrors) {
+    if let Some(suppressed) = errors.note(std::time::Instant::now()) {
+        tracing::warn!(
+            target: crate::logging::STDERR_ONLY,
+            %error,
+            suppressed,
+            "accepting an HTTP connection failed (at most one such line every 10 s; `suppressed`: \
+             the failures since the last one)"
+        );
     }
 }
 
