@@ -234,17 +234,21 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
 async fn repair(request: Request<Incoming>) -> Result<Request<Body>, Response<Body>> {
     use http_body_util::{BodyExt, Limited};
     let (mut parts, body) = request.into_parts();
-    let bytes = match Limited::new(body, crate::transport::MAX_LINE_BYTES)
-        .collect()
-        .await
-    {
+    let limit = crate::transport::MAX_LINE_BYTES;
+    let too_large = || {
+        let text = format!(
+            "the request body is larger than {} or was cut short",
+            size_text(limit)
+        );
+        plain(StatusCode::PAYLOAD_TOO_LARGE, &text)
+    };
+    // A Content-Length over the limit is refused before a byte of the body is read.
+    if hyper::body::Body::size_hint(&body).lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+        return Err(too_large());
+    }
+    let bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            return Err(plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "the request body is larger than 16 MiB or was cut short",
-            ))
-        }
+        Err(_) => return Err(too_large()),
     };
     let mut bytes = bytes;
     // Only a body naming tools/call is parsed here; rmcp parses every body anyway.
@@ -282,6 +286,29 @@ async fn repair(request: Request<Incoming>) -> Result<Request<Body>, Response<Bo
         parts,
         http_body_util::Full::new(bytes).boxed(),
     ))
+}
+
+/// A byte count as the docs state limits: in MiB when it is a whole number of them.
+fn size_text(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// The name of a header that must come once and came more often: the checks (rmcp's `Host`
+/// allow-list against DNS rebinding, its `Origin` check) read only the first one, and whatever
+/// reads the request after them may take another.
+fn repeated_header(headers: &hyper::HeaderMap) -> Option<&'static str> {
+    [
+        (hyper::header::HOST, "Host"),
+        (hyper::header::ORIGIN, "Origin"),
+    ]
+    .into_iter()
+    .find(|(name, _)| headers.get_all(name).iter().nth(1).is_some())
+    .map(|(_, text)| text)
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -349,6 +376,12 @@ pub async fn serve(
                 let mut mcp = mcp.clone();
                 let options = options.clone();
                 async move {
+                    // Before the token: a request no check can judge is malformed for everyone.
+                    if let Some(name) = repeated_header(request.headers()) {
+                        tracing::info!(%peer, header = name, "HTTP request refused: a repeated header");
+                        let text = format!("more than one {name} header: send exactly one");
+                        return Ok(plain(StatusCode::BAD_REQUEST, &text));
+                    }
                     if request.uri().path() != MCP_PATH {
                         return Ok::<_, Infallible>(plain(
                             StatusCode::NOT_FOUND,
@@ -495,6 +528,27 @@ mod tests {
         assert!(!o.authorized(Some(format!("Basic {TOKEN}").as_bytes())));
         assert!(!o.authorized(Some(b"Bearer")));
         assert!(!o.authorized(None));
+    }
+
+    #[test]
+    fn a_second_host_or_origin_is_found() {
+        use hyper::header::{HeaderValue, HOST, ORIGIN};
+        let mut headers = hyper::HeaderMap::new();
+        headers.append(HOST, HeaderValue::from_static("127.0.0.1:1"));
+        headers.append(ORIGIN, HeaderValue::from_static("http://127.0.0.1:1"));
+        assert_eq!(repeated_header(&headers), None, "one of each");
+        let mut hosts = headers.clone();
+        hosts.append(HOST, HeaderValue::from_static("evil.example"));
+        assert_eq!(repeated_header(&hosts), Some("Host"));
+        headers.append(ORIGIN, HeaderValue::from_static("http://127.0.0.1:1"));
+        assert_eq!(repeated_header(&headers), Some("Origin"), "even the same");
+    }
+
+    #[test]
+    fn the_body_limit_is_stated_from_its_value() {
+        assert_eq!(size_text(16 * 1024 * 1024), "16 MiB");
+        assert_eq!(size_text(64 * 1024 * 1024), "64 MiB");
+        assert_eq!(size_text(1000), "1000 bytes");
     }
 
     #[test]

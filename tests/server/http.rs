@@ -1,6 +1,7 @@
 //! The Streamable HTTP transport (`--http`): the bearer token refused and accepted, a foreign
-//! `Origin` refused, and a tool call over HTTP against fake-gemini. The client is a few lines of
-//! HTTP/1.1 over a `TcpStream` (`Connection: close`), so the wire is what gets tested.
+//! `Origin` refused, a repeated `Host` or `Origin` refused, the body limit, and a tool call over
+//! HTTP against fake-gemini. The client is a few lines of HTTP/1.1 over a `TcpStream`
+//! (`Connection: close` unless a test keeps a connection), so the wire is what gets tested.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -293,6 +294,119 @@ fn a_tool_call_over_http_answers_and_the_token_stays_out_of_the_child() {
         "the bearer token reached the CLI: {}",
         runs[0]["env"]
     );
+}
+
+#[test]
+fn a_second_host_header_is_refused_with_400_before_the_token_check() {
+    let server = HttpServer::start();
+    // The allow-list reads the first Host; a second one could name anything.
+    let (status, _, body) = server.post(&[("Host", "evil.example")], &initialize());
+    assert_eq!(status, 400, "without the token too: {body}");
+    assert!(body.contains("more than one Host header"), "{body}");
+    let (status, _, body) = server.post(
+        &[("Authorization", BEARER), ("Host", server.addr.as_str())],
+        &initialize(),
+    );
+    assert_eq!(status, 400, "the same value twice, with the token: {body}");
+}
+
+#[test]
+fn a_second_origin_header_is_refused_with_400_before_the_token_check() {
+    let server = HttpServer::start();
+    let own = format!("http://{}", server.addr);
+    let (status, _, body) = server.post(
+        &[("Origin", own.as_str()), ("Origin", "https://evil.example")],
+        &initialize(),
+    );
+    assert_eq!(status, 400, "without the token too: {body}");
+    assert!(body.contains("more than one Origin header"), "{body}");
+    let (status, _, body) = server.post(
+        &[
+            ("Authorization", BEARER),
+            ("Origin", own.as_str()),
+            ("Origin", own.as_str()),
+        ],
+        &initialize(),
+    );
+    assert_eq!(status, 400, "the same value twice, with the token: {body}");
+}
+
+/// The body limit (the stdio line limit) as the 413 states it.
+fn body_limit_text() -> String {
+    let limit = geminicli_mcp::transport::MAX_LINE_BYTES;
+    assert_eq!(limit % (1024 * 1024), 0, "the limit is whole MiB");
+    format!("larger than {} MiB", limit / (1024 * 1024))
+}
+
+#[rstest::rstest]
+#[case::announced_by_content_length(false)]
+#[case::streamed_in_chunks(true)]
+fn a_body_one_byte_over_the_limit_is_refused_with_413_naming_the_limit(#[case] chunked: bool) {
+    let server = HttpServer::start();
+    let limit = geminicli_mcp::transport::MAX_LINE_BYTES;
+    let framing = if chunked {
+        "Transfer-Encoding: chunked".to_owned()
+    } else {
+        format!("Content-Length: {}", limit + 1)
+    };
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {BEARER}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         {framing}\r\nConnection: close\r\n\r\n",
+        server.addr
+    );
+    let mut stream = TcpStream::connect(&server.addr).expect("connect");
+    stream.set_read_timeout(Some(super::STEP)).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    // The body is written while the response is read: the server may answer before it is all
+    // sent, and then stops reading (write errors are expected then).
+    let sender = std::thread::spawn(move || -> std::io::Result<()> {
+        writer.write_all(head.as_bytes())?;
+        let chunk = vec![b' '; 1024 * 1024];
+        let mut left = limit + 1;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            if chunked {
+                writer.write_all(format!("{n:x}\r\n").as_bytes())?;
+            }
+            writer.write_all(&chunk[..n])?;
+            if chunked {
+                writer.write_all(b"\r\n")?;
+            }
+            left -= n;
+        }
+        if chunked {
+            writer.write_all(b"0\r\n\r\n")?;
+        }
+        Ok(())
+    });
+    let raw = read_until_closed(&mut stream);
+    let _ = sender.join();
+    let raw = String::from_utf8_lossy(&raw);
+    assert!(raw.starts_with("HTTP/1.1 413"), "{raw}");
+    assert!(raw.contains(&body_limit_text()), "{raw}");
+}
+
+/// Everything the server sends until it closes the connection (a reset after its answer counts
+/// as closing: it comes when the server stops reading a body).
+fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return raw,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if closed_by_peer(&e) => return raw,
+            Err(e) => panic!("reading the response: {e}; so far: {raw:?}"),
+        }
+    }
+}
+
+/// Whether a read error means the peer closed the connection (not a timeout).
+fn closed_by_peer(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+    matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe)
 }
 
 #[test]
