@@ -61,6 +61,20 @@ impl AcceptErrors {
     }
 }
 
+/// Whether an accept failed for want of descriptors (the process's or the system's), which
+/// closing a connection can cure.
+pub fn out_of_descriptors(error: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = error;
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +105,16 @@ mod tests {
         assert_eq!(*waits.last().unwrap(), MAX_BACKOFF);
         errors.succeeded();
         assert_eq!(errors.backoff(), FIRST_BACKOFF);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn emfile_and_enfile_are_a_want_of_descriptors() {
+        for code in [libc::EMFILE, libc::ENFILE] {
+            assert!(out_of_descriptors(&std::io::Error::from_raw_os_error(code)));
+        }
+        assert!(!out_of_descriptors(&std::io::Error::from_raw_os_error(
+            libc::ECONNABORTED
+        )));
     }
 }

@@ -1,12 +1,14 @@
 //! The Streamable HTTP transport (`--http ADDR`): rmcp's `StreamableHttpService` on hyper's
-//! HTTP/1 server, behind a bearer token, with the MCP spec's `Origin` and `Host` checks. Off by
-//! default; loopback only unless `--http-allow-remote`. One server then serves several clients,
-//! which share the concurrency bound, the working directory and the environment (docs/http.md).
+//! HTTP/1 server, behind a bearer token, with the MCP spec's `Origin` and `Host` checks, and
+//! connections bounded in time and number (`connections`). Off by default; loopback only unless
+//! `--http-allow-remote`. One server then serves several clients, which share the concurrency
+//! bound, the working directory and the environment (docs/http.md).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
@@ -16,11 +18,15 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::parse::{parse_flag, split_list};
+use crate::config::parse::{parse_flag, parse_positive, split_list};
 use crate::config::Flags;
 use crate::server::GeminiServer;
 
 mod accept;
+mod connections;
+
+use connections::{Admitted, Connection, Membership, Registry, Tracked, Watched};
+pub use connections::{Limits, DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS};
 
 /// The one path MCP is served on.
 pub const MCP_PATH: &str = "/mcp";
@@ -32,6 +38,12 @@ pub const TOKEN_FILE_ENV: &str = "GEMINICLI_MCP_HTTP_TOKEN_FILE";
 pub const MIN_TOKEN_BYTES: usize = 16;
 /// Names accepted in `Host` besides the operator's: DNS rebinding needs a name that is not these.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+/// The variable of the header-read timeout ([`Limits::header_timeout`]).
+pub const HEADER_TIMEOUT_ENV: &str = "GEMINICLI_MCP_HTTP_HEADER_TIMEOUT_MS";
+/// The variable of the idle timeout ([`Limits::idle_timeout`]).
+pub const IDLE_TIMEOUT_ENV: &str = "GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS";
+/// The variable of the connection cap ([`Limits::max_connections`]).
+pub const MAX_CONNECTIONS_ENV: &str = "GEMINICLI_MCP_HTTP_MAX_CONNECTIONS";
 
 /// Why the HTTP transport cannot start. Each message says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +76,17 @@ pub enum HttpConfigError {
         "the bearer token is shorter than {MIN_TOKEN_BYTES} bytes; use e.g. `openssl rand -hex 32`"
     )]
     WeakToken,
+    /// A connection limit's variable that is not a positive whole number. Unlike the other
+    /// variables this stops the server: a limit it silently replaced would protect nothing.
+    #[error(
+        "{name}={value:?} is not a positive whole number; fix it, or unset it for the default"
+    )]
+    BadLimit {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+    },
 }
 
 /// Where the token came from (for the log and the doctor; never the token itself).
@@ -88,6 +111,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// `Host` values allowed besides the loopback names.
     pub allowed_hosts: Vec<String>,
+    /// The connections' timeouts and cap.
+    pub limits: Limits,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -98,6 +123,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("token_source", &self.token_source)
             .field("allowed_origins", &self.allowed_origins)
             .field("allowed_hosts", &self.allowed_hosts)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -160,6 +186,7 @@ impl HttpOptions {
                 "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
             ),
             allowed_hosts: list(&flags.http_allowed_host, "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS"),
+            limits: limits(flags, &lookup)?,
         }))
     }
 
@@ -181,6 +208,16 @@ impl HttpOptions {
                 "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS",
                 json!(self.allowed_hosts.join(",")),
             ),
+            (
+                HEADER_TIMEOUT_ENV,
+                json!(self.limits.header_timeout.as_millis()),
+            ),
+            (
+                IDLE_TIMEOUT_ENV,
+                json!(self.limits.idle_timeout.as_millis()),
+            ),
+            // The cap in effect: when not set, what the open-file limit leaves room for.
+            (MAX_CONNECTIONS_ENV, json!(self.limits.cap())),
         ]
     }
 
@@ -195,6 +232,34 @@ impl HttpOptions {
         };
         scheme.eq_ignore_ascii_case(b"Bearer ") && constant_time_eq(token, self.token.as_bytes())
     }
+}
+
+/// The connection limits: each flag over its variable over the default. A variable that is set
+/// (not empty) must be a positive whole number.
+fn limits(
+    flags: &Flags,
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<Limits, HttpConfigError> {
+    let number = |flag: Option<u64>, name: &'static str| -> Result<Option<u64>, HttpConfigError> {
+        if flag.is_some() {
+            return Ok(flag);
+        }
+        match lookup(name) {
+            Some(value) if !value.trim().is_empty() => parse_positive(value.trim())
+                .map(Some)
+                .ok_or(HttpConfigError::BadLimit { name, value }),
+            _ => Ok(None),
+        }
+    };
+    let d = Limits::default();
+    Ok(Limits {
+        header_timeout: number(flags.http_header_timeout_ms, HEADER_TIMEOUT_ENV)?
+            .map_or(d.header_timeout, Duration::from_millis),
+        idle_timeout: number(flags.http_idle_timeout_ms, IDLE_TIMEOUT_ENV)?
+            .map_or(d.idle_timeout, Duration::from_millis),
+        max_connections: number(flags.http_max_connections, MAX_CONNECTIONS_ENV)?
+            .map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
+    })
 }
 
 fn read_token_file(path: &Path) -> Result<String, HttpConfigError> {
@@ -315,23 +380,25 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Serves MCP on `listener` until `shutdown` is cancelled. Every session gets a handle of the
-/// same `server`: one concurrency bound, one working directory, one environment.
-#[expect(
-    clippy::too_many_lines,
-    reason = "the accept loop with its per-connection service, in the order a connection is handled"
-)]
-pub async fn serve(
-    listener: TcpListener,
+type Mcp = StreamableHttpService<GeminiServer, LocalSessionManager>;
+
+/// What every connection's requests share.
+struct Shared {
+    mcp: Mcp,
     options: HttpOptions,
+}
+
+/// rmcp's service for `server`, with the `Host` and `Origin` allow-lists and the body limit.
+fn mcp_service(
+    port: u16,
+    options: &HttpOptions,
     server: GeminiServer,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
+    shutdown: &CancellationToken,
+) -> Mcp {
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
     hosts.extend(options.allowed_hosts.iter().cloned());
     // The server's own loopback origins: no page is served from them, so nothing hostile runs
     // there; a rebinding page keeps its own origin (http://evil.example:PORT) and is refused.
-    let port = listener.local_addr()?.port();
     let mut origins = options.allowed_origins.clone();
     origins.extend(["localhost", "127.0.0.1", "[::1]"].map(|h| format!("http://{h}:{port}")));
     // The spec: servers MUST validate Origin; a present Origin not on the list gets 403. rmcp
@@ -343,104 +410,216 @@ pub async fn serve(
         // rmcp's default (4 MiB) is below the prompt sizes stdio accepts.
         .with_max_request_body_bytes(crate::transport::MAX_LINE_BYTES)
         .with_cancellation_token(shutdown.child_token());
-    let mcp = StreamableHttpService::new(
+    StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
         config,
+    )
+}
+
+/// Serves MCP on `listener` until `shutdown` is cancelled. Every session gets a handle of the
+/// same `server`: one concurrency bound, one working directory, one environment. At most
+/// [`Limits::cap`] connections at once: at the cap a new one takes the place of the oldest that
+/// has not sent the token, or is closed when every connection has.
+pub async fn serve(
+    listener: TcpListener,
+    options: HttpOptions,
+    server: GeminiServer,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let mcp = mcp_service(listener.local_addr()?.port(), &options, server, &shutdown);
+    let registry = Registry::new(options.limits.cap());
+    tracing::debug!(
+        max_connections = registry.cap(),
+        header_timeout_ms = options.limits.header_timeout.as_millis() as u64,
+        idle_timeout_ms = options.limits.idle_timeout.as_millis() as u64,
+        "HTTP connection limits"
     );
-    let options = Arc::new(options);
+    let shared = Arc::new(Shared { mcp, options });
     let mut errors = accept::AcceptErrors::default();
     loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => {
-                    errors.succeeded();
-                    a
-                }
-                Err(e) => {
-                    // Out of descriptors or similar: keep serving the connections we have.
-                    accept_failed(&e, &mut errors);
-                    tokio::select! {
-                        _ = tokio::time::sleep(errors.backoff()) => continue,
-                        _ = shutdown.cancelled() => return Ok(()),
-                    }
-                }
-            },
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
             _ = shutdown.cancelled() => return Ok(()),
         };
-        let mcp = mcp.clone();
-        let options = options.clone();
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let mut mcp = mcp.clone();
-                let options = options.clone();
-                async move {
-                    // Before the token: a request no check can judge is malformed for everyone.
-                    if let Some(name) = repeated_header(request.headers()) {
-                        tracing::info!(%peer, header = name, "HTTP request refused: a repeated header");
-                        let text = format!("more than one {name} header: send exactly one");
-                        return Ok(plain(StatusCode::BAD_REQUEST, &text));
+        let (stream, peer) = match accepted {
+            Ok(accepted) => {
+                errors.succeeded();
+                accepted
+            }
+            Err(e) => {
+                // Out of descriptors or similar: keep serving the connections we have. A
+                // connection closed for its descriptor lets the next try succeed at once; any
+                // other failure waits longer each time.
+                let retry = async {
+                    match accept_failed(&e, &mut errors, &registry) {
+                        Some(evicted) => evicted.gone().await,
+                        None => tokio::time::sleep(errors.backoff()).await,
                     }
-                    if request.uri().path() != MCP_PATH {
-                        return Ok::<_, Infallible>(plain(
-                            StatusCode::NOT_FOUND,
-                            "not found: MCP is served on /mcp",
-                        ));
-                    }
-                    let auth = request
-                        .headers()
-                        .get(hyper::header::AUTHORIZATION)
-                        .map(|v| v.as_bytes());
-                    if !options.authorized(auth) {
-                        // Info, not warn: warnings reach every connected client, and whoever
-                        // can reach the port must not be able to flood them.
-                        tracing::info!(%peer, "HTTP request refused: missing or wrong bearer token");
-                        let mut response =
-                            plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
-                        response.headers_mut().insert(
-                            hyper::header::WWW_AUTHENTICATE,
-                            hyper::header::HeaderValue::from_static("Bearer"),
-                        );
-                        return Ok(response);
-                    }
-                    let request = match repair(request).await {
-                        Ok(request) => request,
-                        Err(response) => return Ok(response),
-                    };
-                    tower_service::Service::call(&mut mcp, request).await
-                }
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(connection);
-            tokio::select! {
-                result = connection.as_mut() => {
-                    if let Err(e) = result {
-                        tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
-                    }
-                }
-                _ = shutdown.cancelled() => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), connection).await;
+                };
+                tokio::select! {
+                    _ = retry => continue,
+                    _ = shutdown.cancelled() => return Ok(()),
                 }
             }
-        });
+        };
+        let Some(Admitted {
+            membership,
+            evicted,
+        }) = registry.admit()
+        else {
+            // The operator's own clients fill the cap: not a stranger's doing, so not rate-limited.
+            tracing::info!(
+                %peer,
+                max_connections = registry.cap(),
+                "HTTP connection refused: the cap is reached and every connection has sent the token"
+            );
+            continue;
+        };
+        if let Some(evicted) = evicted {
+            // Its descriptor is free before the new connection holds one more.
+            evicted.gone().await;
+        }
+        tokio::spawn(connection(
+            stream,
+            peer,
+            membership,
+            shared.clone(),
+            shutdown.clone(),
+        ));
+    }
+}
+
+/// Serves one connection until it ends, one of its timeouts closes it, the registry closes it to
+/// admit another, or the server shuts down.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    membership: Membership,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) {
+    let conn = membership.connection().clone();
+    serve_connection(stream, peer, &conn, &shared, &shutdown).await;
+    // After the socket is closed: the registry's count and `Connection::gone` mean that.
+    drop(membership);
+}
+
+/// The hyper connection of [`connection`], run to its end or until one of the others.
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    conn: &Arc<Connection>,
+    shared: &Arc<Shared>,
+    shutdown: &CancellationToken,
+) {
+    let service = {
+        let conn = conn.clone();
+        let shared = shared.clone();
+        hyper::service::service_fn(move |request: Request<Incoming>| {
+            // Called once the request's headers are complete: from here until its response
+            // ends, the connection is busy, and no timeout applies.
+            let in_progress = conn.request_started();
+            let conn = conn.clone();
+            let shared = shared.clone();
+            async move {
+                let response = handle(request, &shared, &conn, peer).await;
+                Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress)))
+            }
+        })
+    };
+    // Not hyper's header_read_timeout: its timer also runs while a keep-alive connection waits
+    // for its next request, which would close it at the header timeout, not the idle timeout.
+    let connection = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(Watched::new(stream, conn.clone())), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+            }
+        }
+        expiry = conn.expired(&shared.options.limits) => {
+            tracing::debug!(%peer, ?expiry, "HTTP connection closed by its timeout");
+        }
+        _ = conn.evicted.cancelled() => {
+            tracing::debug!(%peer, "HTTP connection closed to make room for a new one");
+        }
+        _ = shutdown.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(Duration::from_secs(5), connection).await;
+        }
+    }
+}
+
+/// One request: the repeated-header check, the path, the token, the repair of a `tools/call`
+/// the SDK cannot decode, then rmcp.
+async fn handle(
+    request: Request<Incoming>,
+    shared: &Shared,
+    conn: &Connection,
+    peer: SocketAddr,
+) -> Response<Body> {
+    // Before the token: a request no check can judge is malformed for everyone.
+    if let Some(name) = repeated_header(request.headers()) {
+        tracing::info!(%peer, header = name, "HTTP request refused: a repeated header");
+        let text = format!("more than one {name} header: send exactly one");
+        return plain(StatusCode::BAD_REQUEST, &text);
+    }
+    if request.uri().path() != MCP_PATH {
+        return plain(StatusCode::NOT_FOUND, "not found: MCP is served on /mcp");
+    }
+    let auth = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .map(|v| v.as_bytes());
+    if !shared.options.authorized(auth) {
+        // Info, not warn: warnings reach every connected client, and whoever can reach the port
+        // must not be able to flood them.
+        tracing::info!(%peer, "HTTP request refused: missing or wrong bearer token");
+        let mut response = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+        response.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            hyper::header::HeaderValue::from_static("Bearer"),
+        );
+        return response;
+    }
+    // The operator's client: never closed to make room for another connection.
+    conn.authenticate();
+    let request = match repair(request).await {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
+    let mut mcp = shared.mcp.clone();
+    match tower_service::Service::call(&mut mcp, request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     }
 }
 
 /// Logs a failed accept on stderr only, at most once per [`accept::LOG_INTERVAL`]: whoever can
 /// reach the port can make accepts fail as often as they like, and warnings otherwise reach every
-/// connected client's log.
-fn accept_failed(error: &std::io::Error, errors: &mut accept::AcceptErrors) {
+/// connected client's log. Out of descriptors, the oldest connection that has not sent the token
+/// is closed to free one; it is returned, to wait until it is gone.
+fn accept_failed(
+    error: &std::io::Error,
+    errors: &mut accept::AcceptErrors,
+    registry: &Registry,
+) -> Option<Arc<Connection>> {
     if let Some(suppressed) = errors.note(std::time::Instant::now()) {
         tracing::warn!(
             target: crate::logging::STDERR_ONLY,
             %error,
             suppressed,
+            connections = registry.len(),
             "accepting an HTTP connection failed (at most one such line every 10 s; `suppressed`: \
              the failures since the last one)"
         );
+    }
+    if accept::out_of_descriptors(error) {
+        registry.evict_oldest()
+    } else {
+        None
     }
 }
 
@@ -528,6 +707,79 @@ mod tests {
         assert!(!o.authorized(Some(format!("Basic {TOKEN}").as_bytes())));
         assert!(!o.authorized(Some(b"Bearer")));
         assert!(!o.authorized(None));
+    }
+
+    #[test]
+    fn connection_limits_have_defaults_and_the_flag_wins_over_the_variable() {
+        let o = options(&["--http", "127.0.0.1:0"], &[(TOKEN_ENV, TOKEN)])
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.limits, Limits::default());
+        assert_eq!(o.limits.header_timeout, Duration::from_secs(10));
+        assert_eq!(o.limits.idle_timeout, Duration::from_secs(60));
+        assert_eq!(o.limits.max_connections, None, "derived when serving");
+        let o = options(
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--http-idle-timeout-ms",
+                "500",
+                "--http-max-connections",
+                "7",
+            ],
+            &[
+                (TOKEN_ENV, TOKEN),
+                (HEADER_TIMEOUT_ENV, "2500"),
+                (IDLE_TIMEOUT_ENV, "9000"),
+                (MAX_CONNECTIONS_ENV, ""),
+            ],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.limits.header_timeout, Duration::from_millis(2500));
+        assert_eq!(
+            o.limits.idle_timeout,
+            Duration::from_millis(500),
+            "flag wins"
+        );
+        assert_eq!(o.limits.max_connections, Some(7));
+        let described = o.describe();
+        let value = |name: &str| {
+            described
+                .iter()
+                .find(|(n, _)| *n == name)
+                .unwrap()
+                .1
+                .clone()
+        };
+        assert_eq!(value(HEADER_TIMEOUT_ENV), 2500);
+        assert_eq!(value(IDLE_TIMEOUT_ENV), 500);
+        assert_eq!(value(MAX_CONNECTIONS_ENV), 7);
+    }
+
+    #[test]
+    fn a_bad_connection_limit_is_an_error_naming_its_variable() {
+        for name in [HEADER_TIMEOUT_ENV, IDLE_TIMEOUT_ENV, MAX_CONNECTIONS_ENV] {
+            for bad in ["0", "-1", "ten", "1.5", "99999999999999999999999"] {
+                let err = options(
+                    &["--http", "127.0.0.1:0"],
+                    &[(TOKEN_ENV, TOKEN), (name, bad)],
+                )
+                .unwrap_err();
+                assert!(
+                    matches!(&err, HttpConfigError::BadLimit { name: n, .. } if *n == name),
+                    "{name}={bad}: {err}"
+                );
+                assert!(err.to_string().starts_with(&format!("{name}=")), "{err}");
+            }
+        }
+        let err =
+            crate::config::Cli::try_parse_from(["geminicli-mcp", "--http-header-timeout-ms", "0"])
+                .unwrap_err();
+        assert!(
+            err.to_string().contains("--http-header-timeout-ms"),
+            "{err}"
+        );
     }
 
     #[test]
