@@ -163,9 +163,7 @@ async fn serve_http(config: Config, options: HttpOptions) -> anyhow::Result<i32>
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let kill_wait = config.kill_grace + EXIT_SLACK;
     let server = GeminiServer::new(config, cwd, shutdown.clone());
-    let listener = tokio::net::TcpListener::bind(options.addr)
-        .await
-        .with_context(|| format!("binding {}", options.addr))?;
+    let listener = http::bind(options.addr).with_context(|| format!("binding {}", options.addr))?;
     let local = listener.local_addr().context("reading the bound address")?;
     // Always printed (stdout is not the protocol channel here, but logs stay on stderr): the
     // operator, and tests binding port 0, learn the address from it.

@@ -380,6 +380,24 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
+/// Connections the kernel may hold for the accept loop. The usual 128 fills in a burst of
+/// connections while the loop closes others to make room, and a client whose SYN finds it full
+/// waits a second for the retry.
+pub const LISTEN_BACKLOG: u32 = 1024;
+
+/// A listener on `addr` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR` on unix, as std sets it).
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 type Mcp = StreamableHttpService<GeminiServer, LocalSessionManager>;
 
 /// What every connection's requests share.
