@@ -265,13 +265,15 @@ impl Report {
                 .map_or("none".to_owned(), |p| p.display().to_string())
         ));
         t.push_str("\nConfiguration (flags over environment over defaults)\n");
+        // The HTTP limits' names are the longest; the values stay in one column past them.
+        let width = self.config.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
         for (name, value) in &self.config {
             let value = match value {
                 Value::String(s) => s.clone(),
                 Value::Null => "(unset)".to_owned(),
                 other => other.to_string(),
             };
-            t.push_str(&format!("  {name:<32} {value}\n"));
+            t.push_str(&format!("  {name:<width$} {value}\n"));
         }
         if !self.warnings.is_empty() {
             t.push_str("\nWarnings\n");

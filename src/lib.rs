@@ -17,6 +17,7 @@ pub mod config;
 pub mod deadline;
 pub mod doctor;
 pub mod error;
+pub mod fd_limit;
 pub mod gemini;
 pub mod http;
 pub mod logging;

@@ -1,6 +1,7 @@
 //! Logs: `tracing` to stderr under a filter (`--log` / `GEMINICLI_MCP_LOG`), and the server's own
 //! warnings and errors mirrored to every connected client as MCP `notifications/message`, each
-//! client at the level it chose with `logging/setLevel` (default: warning).
+//! client at the level it chose with `logging/setLevel` (default: warning). Events with the target
+//! [`STDERR_ONLY`] stay on stderr.
 //!
 //! rmcp marks MCP logging deprecated (SEP-2577, a later protocol revision); the protocol versions
 //! this server speaks still define it, hence the `allow(deprecated)` below.
@@ -27,6 +28,12 @@ pub fn default_filter(debug: bool) -> &'static str {
         "geminicli_mcp=warn,rmcp=error"
     }
 }
+
+/// The target of events that go to stderr only, never to clients: what anyone who can reach the
+/// HTTP port can cause as often as they like (a failed accept when descriptors run out) must not
+/// reach every connected client's log. Use it as `tracing::warn!(target: logging::STDERR_ONLY, …)`;
+/// the stderr filter sees it as part of `geminicli_mcp`.
+pub const STDERR_ONLY: &str = "geminicli_mcp::stderr_only";
 
 /// The level a client gets before it sends `logging/setLevel`.
 pub const DEFAULT_CLIENT_LEVEL: LoggingLevel = LoggingLevel::Warning;
@@ -140,15 +147,21 @@ pub fn mcp_level(level: &Level) -> LoggingLevel {
     }
 }
 
-/// The layer that mirrors the server's warnings and errors to clients. Only events of this crate
-/// are mirrored (never rmcp's, which can quote requests), and only WARN and above: the debug
-/// diagnostics stay on stderr.
+/// Whether an event of this level and target is mirrored to clients: only this crate's (never
+/// rmcp's, which can quote requests), only WARN and above (the debug diagnostics stay on stderr),
+/// and never one marked [`STDERR_ONLY`].
+fn mirrored(level: &Level, target: &str) -> bool {
+    *level <= Level::WARN && target.starts_with("geminicli_mcp") && target != STDERR_ONLY
+}
+
+/// The layer that mirrors the server's warnings and errors to clients (those [`mirrored`] lets
+/// through).
 struct ClientMirror;
 
 impl<S: Subscriber> Layer<S> for ClientMirror {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
-        if *meta.level() > Level::WARN || !meta.target().starts_with("geminicli_mcp") {
+        if !mirrored(meta.level(), meta.target()) {
             return;
         }
         let level = mcp_level(meta.level());
@@ -208,6 +221,16 @@ mod tests {
         assert!(rank(mcp_level(&Level::ERROR)) > rank(mcp_level(&Level::WARN)));
         assert!(rank(LoggingLevel::Warning) > rank(LoggingLevel::Info));
         assert_eq!(mcp_level(&Level::TRACE), LoggingLevel::Debug);
+    }
+
+    #[test]
+    fn only_this_crates_warnings_not_marked_stderr_only_are_mirrored() {
+        assert!(mirrored(&Level::WARN, "geminicli_mcp::run"));
+        assert!(mirrored(&Level::ERROR, "geminicli_mcp"));
+        assert!(!mirrored(&Level::INFO, "geminicli_mcp::http"));
+        assert!(!mirrored(&Level::WARN, "rmcp::transport"));
+        assert!(!mirrored(&Level::WARN, STDERR_ONLY));
+        assert!(!mirrored(&Level::ERROR, STDERR_ONLY));
     }
 
     #[test]

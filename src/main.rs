@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use geminicli_mcp::config::{Cli, Command, Config, DoctorArgs};
 use geminicli_mcp::doctor;
+use geminicli_mcp::fd_limit;
 use geminicli_mcp::gemini::process;
 use geminicli_mcp::http::{self, HttpOptions};
 use geminicli_mcp::logging;
@@ -36,6 +37,9 @@ fn main() -> anyhow::Result<()> {
         .clone()
         .or_else(|| std::env::var("GEMINICLI_MCP_LOG").ok());
     logging::init(log_filter.as_deref(), config.debug);
+    // Every HTTP connection and every run's pipes take a descriptor; soft limits of 256 (macOS)
+    // or 1024 are too few for a busy server. The doctor reports what serving would get.
+    fd_limit::raise();
     if let Some(Command::Doctor(args)) = &cli.command {
         let http = HttpOptions::from_flags(&cli.flags, |name| std::env::var(name).ok());
         return doctor(config, args, http);
@@ -168,9 +172,7 @@ async fn serve_http(config: Config, options: HttpOptions) -> anyhow::Result<i32>
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let kill_wait = config.kill_grace + EXIT_SLACK;
     let server = GeminiServer::new(config, cwd, shutdown.clone());
-    let listener = tokio::net::TcpListener::bind(options.addr)
-        .await
-        .with_context(|| format!("binding {}", options.addr))?;
+    let listener = http::bind(options.addr).with_context(|| format!("binding {}", options.addr))?;
     let local = listener.local_addr().context("reading the bound address")?;
     // Always printed (stdout is not the protocol channel here, but logs stay on stderr): the
     // operator, and tests binding port 0, learn the address from it.

@@ -86,6 +86,16 @@ Environment:
   GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS  Comma-separated browser origins allowed over HTTP.
   GEMINICLI_MCP_HTTP_ALLOWED_HOSTS    Comma-separated Host values accepted besides loopback.
   GEMINICLI_MCP_HTTP_ALLOW_REMOTE     1, true or yes: --http may bind a non-loopback address.
+  GEMINICLI_MCP_HTTP_HEADER_TIMEOUT_MS  Time an HTTP connection has to send a request's headers
+                                  (default 10000); then it is closed.
+  GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS  Time a keep-alive HTTP connection with no request in
+                                  progress stays open (default 60000); a request in progress,
+                                  an SSE stream included, is never cut.
+  GEMINICLI_MCP_HTTP_MAX_CONNECTIONS  Most HTTP connections at once (default: the open-file limit
+                                  less 128, at most 1024). At the cap the oldest connection that
+                                  has not sent the token is closed for the new one. The three
+                                  HTTP limits must be positive integers: a bad value stops
+                                  the server.
 
 A flag wins over its variable; a variable wins over the default.
 
@@ -185,6 +195,18 @@ pub struct Flags {
     /// Allow --http to bind an address other than loopback [env: GEMINICLI_MCP_HTTP_ALLOW_REMOTE].
     #[arg(long, global = true)]
     pub http_allow_remote: bool,
+    /// Time an HTTP connection has to send a request's complete headers
+    /// [env: GEMINICLI_MCP_HTTP_HEADER_TIMEOUT_MS].
+    #[arg(long, global = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_header_timeout_ms: Option<u64>,
+    /// Time a keep-alive HTTP connection with no request in progress stays open
+    /// [env: GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS].
+    #[arg(long, global = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_idle_timeout_ms: Option<u64>,
+    /// Most HTTP connections at once (default: from the open-file limit)
+    /// [env: GEMINICLI_MCP_HTTP_MAX_CONNECTIONS].
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_max_connections: Option<u64>,
 }
 
 fn parse_seconds(value: &str) -> Result<f64, String> {
@@ -472,6 +494,9 @@ mod tests {
             "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
             "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS",
             "GEMINICLI_MCP_HTTP_ALLOW_REMOTE",
+            "GEMINICLI_MCP_HTTP_HEADER_TIMEOUT_MS",
+            "GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS",
+            "GEMINICLI_MCP_HTTP_MAX_CONNECTIONS",
             "GEMINICLI_MCP_ALLOWED_ROOTS",
             "GEMINICLI_MCP_APPROVAL_MODE",
             "GEMINICLI_MCP_TOOLSETS",

@@ -240,6 +240,23 @@ fn http_settings_are_shown_without_the_token_and_checked() {
         "set in GEMINICLI_MCP_HTTP_TOKEN"
     );
     assert!(!String::from_utf8_lossy(&out.stdout).contains(token));
+    assert_eq!(r["config"]["GEMINICLI_MCP_HTTP_HEADER_TIMEOUT_MS"], 10_000);
+    assert_eq!(r["config"]["GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS"], 60_000);
+    let cap = r["config"]["GEMINICLI_MCP_HTTP_MAX_CONNECTIONS"].as_u64();
+    assert!(cap.is_some_and(|c| (1..=1024).contains(&c)), "{r:#}");
+    let (out, _home) = doctor(
+        &["--json", "--http", "127.0.0.1:8765"],
+        &[
+            ("GEMINICLI_MCP_HTTP_TOKEN", token),
+            ("GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS", "soon"),
+        ],
+    );
+    let r = json_report(&out);
+    assert_eq!(out.status.code(), Some(1), "{r:#}");
+    assert!(r["problems"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS=\"soon\""));
     let (out, _home) = doctor(
         &["--json", "--http", "0.0.0.0:8765"],
         &[("GEMINICLI_MCP_HTTP_TOKEN", token)],

@@ -1,0 +1,866 @@
+//! The Streamable HTTP transport (`--http ADDR`): rmcp's `StreamableHttpService` on hyper's
+//! HTTP/1 server, behind a bearer token, with the MCP spec's `Origin` and `Host` checks, and
+//! connections bounded in time and number (`connections`). Off by default; loopback only unless
+//! `--http-allow-remote`. One server then serves several clients, which share the concurrency
+//! bound, the working directory and the environment (docs/http.md).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::parse::{parse_flag, parse_positive, split_list};
+use crate::config::Flags;
+use crate::server::GeminiServer;
+
+mod accept;
+mod connections;
+
+use connections::{Admitted, Connection, Membership, Registry, Tracked, Watched};
+pub use connections::{Limits, DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS};
+
+/// The one path MCP is served on.
+pub const MCP_PATH: &str = "/mcp";
+/// The variable holding the bearer token itself.
+pub const TOKEN_ENV: &str = "GEMINICLI_MCP_HTTP_TOKEN";
+/// The variable naming a file whose first line is the token.
+pub const TOKEN_FILE_ENV: &str = "GEMINICLI_MCP_HTTP_TOKEN_FILE";
+/// Shortest token accepted: a guessable token on a port any local process can reach is no lock.
+pub const MIN_TOKEN_BYTES: usize = 16;
+/// Names accepted in `Host` besides the operator's: DNS rebinding needs a name that is not these.
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+/// The variable of the header-read timeout ([`Limits::header_timeout`]).
+pub const HEADER_TIMEOUT_ENV: &str = "GEMINICLI_MCP_HTTP_HEADER_TIMEOUT_MS";
+/// The variable of the idle timeout ([`Limits::idle_timeout`]).
+pub const IDLE_TIMEOUT_ENV: &str = "GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS";
+/// The variable of the connection cap ([`Limits::max_connections`]).
+pub const MAX_CONNECTIONS_ENV: &str = "GEMINICLI_MCP_HTTP_MAX_CONNECTIONS";
+
+/// Why the HTTP transport cannot start. Each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpConfigError {
+    /// `--http` is not an address.
+    #[error("--http {0:?} is not an address like 127.0.0.1:8765 or [::1]:8765")]
+    BadAddress(String),
+    /// A non-loopback address without the opt-in.
+    #[error(
+        "--http {0} is not a loopback address; anyone who can reach it could run Gemini with yolo \
+         in this server's folder. Pass --http-allow-remote (and --http-allowed-host NAME) if you mean it"
+    )]
+    NotLoopback(SocketAddr),
+    /// No token anywhere.
+    #[error(
+        "--http needs a bearer token: set {TOKEN_ENV}, or put it in a file named by \
+         --http-token-file / {TOKEN_FILE_ENV} (e.g. `openssl rand -hex 32`)"
+    )]
+    NoToken,
+    /// The token file cannot be read.
+    #[error("cannot read the token file {path}: {source}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A token too short to resist guessing.
+    #[error(
+        "the bearer token is shorter than {MIN_TOKEN_BYTES} bytes; use e.g. `openssl rand -hex 32`"
+    )]
+    WeakToken,
+    /// A connection limit's variable that is not a positive whole number. Unlike the other
+    /// variables this stops the server: a limit it silently replaced would protect nothing.
+    #[error(
+        "{name}={value:?} is not a positive whole number; fix it, or unset it for the default"
+    )]
+    BadLimit {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+    },
+}
+
+/// Where the token came from (for the log and the doctor; never the token itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    /// `GEMINICLI_MCP_HTTP_TOKEN`.
+    Env,
+    /// A file.
+    File(PathBuf),
+}
+
+/// Everything the HTTP transport needs.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// The bearer token clients must send.
+    token: Arc<str>,
+    /// Where the token came from.
+    pub token_source: TokenSource,
+    /// Browser origins allowed (`scheme://host:port`); any other `Origin` is refused with 403.
+    pub allowed_origins: Vec<String>,
+    /// `Host` values allowed besides the loopback names.
+    pub allowed_hosts: Vec<String>,
+    /// The connections' timeouts and cap.
+    pub limits: Limits,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: never in a Debug string.
+        f.debug_struct("HttpOptions")
+            .field("addr", &self.addr)
+            .field("token_source", &self.token_source)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpOptions {
+    /// The options when `--http` / `GEMINICLI_MCP_HTTP` is set (`Ok(None)` otherwise): flags over
+    /// variables, read through `lookup`.
+    pub fn from_flags(
+        flags: &Flags,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, HttpConfigError> {
+        let Some(addr) = flags
+            .http
+            .clone()
+            .or_else(|| lookup("GEMINICLI_MCP_HTTP"))
+            .filter(|a| !a.trim().is_empty())
+        else {
+            return Ok(None);
+        };
+        let addr: SocketAddr = addr
+            .trim()
+            .parse()
+            .map_err(|_| HttpConfigError::BadAddress(addr.clone()))?;
+        let allow_remote = flags.http_allow_remote
+            || lookup("GEMINICLI_MCP_HTTP_ALLOW_REMOTE").is_some_and(|v| parse_flag(&v));
+        if !addr.ip().is_loopback() && !allow_remote {
+            return Err(HttpConfigError::NotLoopback(addr));
+        }
+        let file = flags.http_token_file.clone().or_else(|| {
+            lookup(TOKEN_FILE_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        });
+        let (token, token_source) = match file {
+            Some(path) => (read_token_file(&path)?, TokenSource::File(path)),
+            None => match lookup(TOKEN_ENV) {
+                Some(t) => (t.trim().to_owned(), TokenSource::Env),
+                None => return Err(HttpConfigError::NoToken),
+            },
+        };
+        if token.is_empty() {
+            return Err(HttpConfigError::NoToken);
+        }
+        if token.len() < MIN_TOKEN_BYTES {
+            return Err(HttpConfigError::WeakToken);
+        }
+        let list = |flag: &[String], var: &str| -> Vec<String> {
+            if flag.is_empty() {
+                lookup(var).map(|v| split_list(&v)).unwrap_or_default()
+            } else {
+                flag.to_vec()
+            }
+        };
+        Ok(Some(HttpOptions {
+            addr,
+            token: token.into(),
+            token_source,
+            allowed_origins: list(
+                &flags.http_allowed_origin,
+                "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
+            ),
+            allowed_hosts: list(&flags.http_allowed_host, "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS"),
+            limits: limits(flags, &lookup)?,
+        }))
+    }
+
+    /// The settings for the doctor's report, by variable name; the token only by its source.
+    pub fn describe(&self) -> Vec<(&'static str, serde_json::Value)> {
+        use serde_json::json;
+        let token = match &self.token_source {
+            TokenSource::Env => format!("set in {TOKEN_ENV}"),
+            TokenSource::File(path) => format!("read from {}", path.display()),
+        };
+        vec![
+            ("GEMINICLI_MCP_HTTP", json!(self.addr.to_string())),
+            ("GEMINICLI_MCP_HTTP_TOKEN", json!(token)),
+            (
+                "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
+                json!(self.allowed_origins.join(",")),
+            ),
+            (
+                "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS",
+                json!(self.allowed_hosts.join(",")),
+            ),
+            (
+                HEADER_TIMEOUT_ENV,
+                json!(self.limits.header_timeout.as_millis()),
+            ),
+            (
+                IDLE_TIMEOUT_ENV,
+                json!(self.limits.idle_timeout.as_millis()),
+            ),
+            // The cap in effect: when not set, what the open-file limit leaves room for.
+            (MAX_CONNECTIONS_ENV, json!(self.limits.cap())),
+        ]
+    }
+
+    /// Whether an `Authorization` header value carries the token.
+    pub fn authorized(&self, header: Option<&[u8]>) -> bool {
+        let Some(value) = header else {
+            return false;
+        };
+        // RFC 6750: the scheme is case-insensitive, one space, then the token.
+        let Some((scheme, token)) = value.split_at_checked(7) else {
+            return false;
+        };
+        scheme.eq_ignore_ascii_case(b"Bearer ") && constant_time_eq(token, self.token.as_bytes())
+    }
+}
+
+/// The connection limits: each flag over its variable over the default. A variable that is set
+/// (not empty) must be a positive whole number.
+fn limits(
+    flags: &Flags,
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<Limits, HttpConfigError> {
+    let number = |flag: Option<u64>, name: &'static str| -> Result<Option<u64>, HttpConfigError> {
+        if flag.is_some() {
+            return Ok(flag);
+        }
+        match lookup(name) {
+            Some(value) if !value.trim().is_empty() => parse_positive(value.trim())
+                .map(Some)
+                .ok_or(HttpConfigError::BadLimit { name, value }),
+            _ => Ok(None),
+        }
+    };
+    let d = Limits::default();
+    Ok(Limits {
+        header_timeout: number(flags.http_header_timeout_ms, HEADER_TIMEOUT_ENV)?
+            .map_or(d.header_timeout, Duration::from_millis),
+        idle_timeout: number(flags.http_idle_timeout_ms, IDLE_TIMEOUT_ENV)?
+            .map_or(d.idle_timeout, Duration::from_millis),
+        max_connections: number(flags.http_max_connections, MAX_CONNECTIONS_ENV)?
+            .map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
+    })
+}
+
+fn read_token_file(path: &Path) -> Result<String, HttpConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| HttpConfigError::TokenFile {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(text.lines().next().unwrap_or_default().trim().to_owned())
+}
+
+/// Compares without an early exit, so the time taken does not say how much of a guess matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    use http_body_util::BodyExt;
+    let mut response =
+        Response::new(http_body_util::Full::new(Bytes::from(text.to_owned())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// A `tools/call` the SDK cannot decode (arguments that are not an object, no name) gets the
+/// answers stdio gives it (`transport::LineTransport`): an `input_validation` result through
+/// [`crate::transport::repair_tool_call`], or -32602. Every other request passes unchanged (the
+/// body is read here, bounded as rmcp bounds it, and handed on).
+async fn repair(request: Request<Incoming>) -> Result<Request<Body>, Response<Body>> {
+    use http_body_util::{BodyExt, Limited};
+    let (mut parts, body) = request.into_parts();
+    let limit = crate::transport::MAX_LINE_BYTES;
+    let too_large = || {
+        let text = format!(
+            "the request body is larger than {} or was cut short",
+            size_text(limit)
+        );
+        plain(StatusCode::PAYLOAD_TOO_LARGE, &text)
+    };
+    // A Content-Length over the limit is refused before a byte of the body is read.
+    if hyper::body::Body::size_hint(&body).lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+        return Err(too_large());
+    }
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return Err(too_large()),
+    };
+    let mut bytes = bytes;
+    // A lone UTF-16 surrogate escape reads as U+FFFD, as over stdio: the decoder would refuse the
+    // whole request. Only a body with a `\u` escape is scanned.
+    if contains(&bytes, b"\\u") {
+        if let Some(fixed) = crate::transport::scan::replace_lone_surrogates(&bytes) {
+            bytes = Bytes::from(fixed);
+            parts.headers.remove(hyper::header::CONTENT_LENGTH);
+        }
+    }
+    // Only a body naming tools/call is parsed here; rmcp parses every body anyway.
+    if parts.method == hyper::Method::POST && contains(&bytes, b"tools/call") {
+        use rmcp::model::{ClientRequest, JsonRpcMessage};
+        if let Ok(JsonRpcMessage::Request(r)) = serde_json::from_slice::<
+            rmcp::service::RxJsonRpcMessage<rmcp::service::RoleServer>,
+        >(&bytes)
+        {
+            if matches!(&r.request, ClientRequest::CustomRequest(c) if c.method == "tools/call") {
+                match crate::transport::repair_tool_call(&bytes)
+                    .and_then(|m| serde_json::to_vec(&m).ok())
+                {
+                    Some(repaired) => {
+                        bytes = Bytes::from(repaired);
+                        parts.headers.remove(hyper::header::CONTENT_LENGTH);
+                    }
+                    None => {
+                        let id = serde_json::to_value(&r.id).unwrap_or_default();
+                        let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+                            "code": -32602,
+                            "message": "Invalid params: tools/call needs `name` (a string) and `arguments` (an object)"}});
+                        let mut response = plain(StatusCode::OK, &error.to_string());
+                        response.headers_mut().insert(
+                            hyper::header::CONTENT_TYPE,
+                            hyper::header::HeaderValue::from_static("application/json"),
+                        );
+                        return Err(response);
+                    }
+                }
+            }
+        }
+    }
+    Ok(Request::from_parts(
+        parts,
+        http_body_util::Full::new(bytes).boxed(),
+    ))
+}
+
+/// A byte count as the docs state limits: in MiB when it is a whole number of them.
+fn size_text(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// The name of a header that must come once and came more often: the checks (rmcp's `Host`
+/// allow-list against DNS rebinding, its `Origin` check) read only the first one, and whatever
+/// reads the request after them may take another.
+fn repeated_header(headers: &hyper::HeaderMap) -> Option<&'static str> {
+    [
+        (hyper::header::HOST, "Host"),
+        (hyper::header::ORIGIN, "Origin"),
+    ]
+    .into_iter()
+    .find(|(name, _)| headers.get_all(name).iter().nth(1).is_some())
+    .map(|(_, text)| text)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Connections the kernel may hold for the accept loop. The usual 128 fills in a burst of
+/// connections while the loop closes others to make room, and a client whose SYN finds it full
+/// waits a second for the retry.
+pub const LISTEN_BACKLOG: u32 = 1024;
+
+/// A listener on `addr` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR` on unix, as std sets it).
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+type Mcp = StreamableHttpService<GeminiServer, LocalSessionManager>;
+
+/// What every connection's requests share.
+struct Shared {
+    mcp: Mcp,
+    options: HttpOptions,
+}
+
+/// rmcp's service for `server`, with the `Host` and `Origin` allow-lists and the body limit.
+fn mcp_service(
+    port: u16,
+    options: &HttpOptions,
+    server: GeminiServer,
+    shutdown: &CancellationToken,
+) -> Mcp {
+    let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    // The server's own loopback origins: no page is served from them, so nothing hostile runs
+    // there; a rebinding page keeps its own origin (http://evil.example:PORT) and is refused.
+    let mut origins = options.allowed_origins.clone();
+    origins.extend(["localhost", "127.0.0.1", "[::1]"].map(|h| format!("http://{h}:{port}")));
+    // The spec: servers MUST validate Origin; a present Origin not on the list gets 403. rmcp
+    // makes the check (and the Host check against DNS rebinding) once told to enforce it.
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        // rmcp's default (4 MiB) is below the prompt sizes stdio accepts.
+        .with_max_request_body_bytes(crate::transport::MAX_LINE_BYTES)
+        .with_cancellation_token(shutdown.child_token());
+    StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+/// Serves MCP on `listener` until `shutdown` is cancelled. Every session gets a handle of the
+/// same `server`: one concurrency bound, one working directory, one environment. At most
+/// [`Limits::cap`] connections at once: at the cap a new one takes the place of the oldest that
+/// has not sent the token, or is closed when every connection has.
+pub async fn serve(
+    listener: TcpListener,
+    options: HttpOptions,
+    server: GeminiServer,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let mcp = mcp_service(listener.local_addr()?.port(), &options, server, &shutdown);
+    let registry = Registry::new(options.limits.cap());
+    tracing::debug!(
+        max_connections = registry.cap(),
+        header_timeout_ms = options.limits.header_timeout.as_millis() as u64,
+        idle_timeout_ms = options.limits.idle_timeout.as_millis() as u64,
+        "HTTP connection limits"
+    );
+    let shared = Arc::new(Shared { mcp, options });
+    let mut errors = accept::AcceptErrors::default();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.cancelled() => return Ok(()),
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => {
+                errors.succeeded();
+                accepted
+            }
+            Err(e) => {
+                // Out of descriptors or similar: keep serving the connections we have. A
+                // connection closed for its descriptor lets the next try succeed at once; any
+                // other failure waits longer each time.
+                let retry = async {
+                    match accept_failed(&e, &mut errors, &registry) {
+                        Some(evicted) => evicted.gone().await,
+                        None => tokio::time::sleep(errors.backoff()).await,
+                    }
+                };
+                tokio::select! {
+                    _ = retry => continue,
+                    _ = shutdown.cancelled() => return Ok(()),
+                }
+            }
+        };
+        let Some(Admitted {
+            membership,
+            evicted,
+        }) = registry.admit()
+        else {
+            // The operator's own clients fill the cap: not a stranger's doing, so not rate-limited.
+            tracing::info!(
+                %peer,
+                max_connections = registry.cap(),
+                "HTTP connection refused: the cap is reached and every connection has sent the token"
+            );
+            continue;
+        };
+        if let Some(evicted) = evicted {
+            // Its descriptor is free before the new connection holds one more.
+            evicted.gone().await;
+        }
+        tokio::spawn(connection(
+            stream,
+            peer,
+            membership,
+            shared.clone(),
+            shutdown.clone(),
+        ));
+    }
+}
+
+/// Serves one connection until it ends, one of its timeouts closes it, the registry closes it to
+/// admit another, or the server shuts down.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    membership: Membership,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) {
+    let conn = membership.connection().clone();
+    serve_connection(stream, peer, &conn, &shared, &shutdown).await;
+    // After the socket is closed: the registry's count and `Connection::gone` mean that.
+    drop(membership);
+}
+
+/// The hyper connection of [`connection`], run to its end or until one of the others.
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    conn: &Arc<Connection>,
+    shared: &Arc<Shared>,
+    shutdown: &CancellationToken,
+) {
+    let service = {
+        let conn = conn.clone();
+        let shared = shared.clone();
+        hyper::service::service_fn(move |request: Request<Incoming>| {
+            // Called once the request's headers are complete: from here until its response
+            // ends, the connection is busy, and no timeout applies.
+            let in_progress = conn.request_started();
+            let conn = conn.clone();
+            let shared = shared.clone();
+            async move {
+                let response = handle(request, &shared, &conn, peer).await;
+                Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress)))
+            }
+        })
+    };
+    // Not hyper's header_read_timeout: its timer also runs while a keep-alive connection waits
+    // for its next request, which would close it at the header timeout, not the idle timeout.
+    let connection = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(Watched::new(stream, conn.clone())), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+            }
+        }
+        expiry = conn.expired(&shared.options.limits) => {
+            tracing::debug!(%peer, ?expiry, "HTTP connection closed by its timeout");
+        }
+        _ = conn.evicted.cancelled() => {
+            tracing::debug!(%peer, "HTTP connection closed to make room for a new one");
+        }
+        _ = shutdown.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(Duration::from_secs(5), connection).await;
+        }
+    }
+}
+
+/// One request: the repeated-header check, the path, the token, the repair of a `tools/call`
+/// the SDK cannot decode, then rmcp.
+async fn handle(
+    request: Request<Incoming>,
+    shared: &Shared,
+    conn: &Connection,
+    peer: SocketAddr,
+) -> Response<Body> {
+    // Before the token: a request no check can judge is malformed for everyone.
+    if let Some(name) = repeated_header(request.headers()) {
+        tracing::info!(%peer, header = name, "HTTP request refused: a repeated header");
+        let text = format!("more than one {name} header: send exactly one");
+        return plain(StatusCode::BAD_REQUEST, &text);
+    }
+    if request.uri().path() != MCP_PATH {
+        return plain(StatusCode::NOT_FOUND, "not found: MCP is served on /mcp");
+    }
+    let auth = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .map(|v| v.as_bytes());
+    if !shared.options.authorized(auth) {
+        // Info, not warn: warnings reach every connected client, and whoever can reach the port
+        // must not be able to flood them.
+        tracing::info!(%peer, "HTTP request refused: missing or wrong bearer token");
+        let mut response = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+        response.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            hyper::header::HeaderValue::from_static("Bearer"),
+        );
+        return response;
+    }
+    // The operator's client: never closed to make room for another connection.
+    conn.authenticate();
+    let request = match repair(request).await {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
+    let mut mcp = shared.mcp.clone();
+    match tower_service::Service::call(&mut mcp, request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+/// Logs a failed accept on stderr only, at most once per [`accept::LOG_INTERVAL`]: whoever can
+/// reach the port can make accepts fail as often as they like, and warnings otherwise reach every
+/// connected client's log. Out of descriptors, the oldest connection that has not sent the token
+/// is closed to free one; it is returned, to wait until it is gone.
+fn accept_failed(
+    error: &std::io::Error,
+    errors: &mut accept::AcceptErrors,
+    registry: &Registry,
+) -> Option<Arc<Connection>> {
+    if let Some(suppressed) = errors.note(std::time::Instant::now()) {
+        tracing::warn!(
+            target: crate::logging::STDERR_ONLY,
+            %error,
+            suppressed,
+            connections = registry.len(),
+            "accepting an HTTP connection failed (at most one such line every 10 s; `suppressed`: \
+             the failures since the last one)"
+        );
+    }
+    if accept::out_of_descriptors(error) {
+        registry.evict_oldest()
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::collections::HashMap;
+
+    fn options(
+        args: &[&str],
+        vars: &[(&str, &str)],
+    ) -> Result<Option<HttpOptions>, HttpConfigError> {
+        let mut argv = vec!["geminicli-mcp"];
+        argv.extend_from_slice(args);
+        let cli = crate::config::Cli::try_parse_from(argv).unwrap();
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        HttpOptions::from_flags(&cli.flags, |name| vars.get(name).cloned())
+    }
+
+    const TOKEN: &str = "0123456789abcdef0123";
+
+    #[test]
+    fn off_by_default() {
+        assert!(options(&[], &[(TOKEN_ENV, TOKEN)]).unwrap().is_none());
+    }
+
+    #[test]
+    fn loopback_unless_told_otherwise() {
+        let err = options(&["--http", "0.0.0.0:8765"], &[(TOKEN_ENV, TOKEN)]).unwrap_err();
+        assert!(matches!(err, HttpConfigError::NotLoopback(_)), "{err}");
+        let ok = options(
+            &["--http", "0.0.0.0:8765", "--http-allow-remote"],
+            &[(TOKEN_ENV, TOKEN)],
+        );
+        assert!(ok.unwrap().is_some());
+        let ok = options(
+            &[],
+            &[("GEMINICLI_MCP_HTTP", "[::1]:0"), (TOKEN_ENV, TOKEN)],
+        );
+        assert!(ok.unwrap().unwrap().addr.ip().is_loopback());
+    }
+
+    #[test]
+    fn a_token_is_required_and_must_be_long_enough() {
+        let err = options(&["--http", "127.0.0.1:0"], &[]).unwrap_err();
+        assert!(matches!(err, HttpConfigError::NoToken));
+        let err = options(&["--http", "127.0.0.1:0"], &[(TOKEN_ENV, "short")]).unwrap_err();
+        assert!(matches!(err, HttpConfigError::WeakToken));
+    }
+
+    #[test]
+    fn the_token_file_wins_and_only_its_first_line_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, format!("  {TOKEN}-file \nsecond line\n")).unwrap();
+        let o = options(
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--http-token-file",
+                file.to_str().unwrap(),
+            ],
+            &[(TOKEN_ENV, TOKEN)],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.token_source, TokenSource::File(file.clone()));
+        assert!(o.authorized(Some(format!("Bearer {TOKEN}-file").as_bytes())));
+        assert!(!o.authorized(Some(format!("Bearer {TOKEN}").as_bytes())));
+        assert!(!format!("{o:?}").contains(TOKEN), "Debug hides the token");
+    }
+
+    #[test]
+    fn bearer_check() {
+        let o = options(&["--http", "127.0.0.1:0"], &[(TOKEN_ENV, TOKEN)])
+            .unwrap()
+            .unwrap();
+        assert!(o.authorized(Some(format!("Bearer {TOKEN}").as_bytes())));
+        assert!(o.authorized(Some(format!("bearer {TOKEN}").as_bytes())));
+        assert!(!o.authorized(Some(format!("Bearer {TOKEN}x").as_bytes())));
+        assert!(!o.authorized(Some(format!("Basic {TOKEN}").as_bytes())));
+        assert!(!o.authorized(Some(b"Bearer")));
+        assert!(!o.authorized(None));
+    }
+
+    #[test]
+    fn connection_limits_have_defaults_and_the_flag_wins_over_the_variable() {
+        let o = options(&["--http", "127.0.0.1:0"], &[(TOKEN_ENV, TOKEN)])
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.limits, Limits::default());
+        assert_eq!(o.limits.header_timeout, Duration::from_secs(10));
+        assert_eq!(o.limits.idle_timeout, Duration::from_secs(60));
+        assert_eq!(o.limits.max_connections, None, "derived when serving");
+        let o = options(
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--http-idle-timeout-ms",
+                "500",
+                "--http-max-connections",
+                "7",
+            ],
+            &[
+                (TOKEN_ENV, TOKEN),
+                (HEADER_TIMEOUT_ENV, "2500"),
+                (IDLE_TIMEOUT_ENV, "9000"),
+                (MAX_CONNECTIONS_ENV, ""),
+            ],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.limits.header_timeout, Duration::from_millis(2500));
+        assert_eq!(
+            o.limits.idle_timeout,
+            Duration::from_millis(500),
+            "flag wins"
+        );
+        assert_eq!(o.limits.max_connections, Some(7));
+        let described = o.describe();
+        let value = |name: &str| {
+            described
+                .iter()
+                .find(|(n, _)| *n == name)
+                .unwrap()
+                .1
+                .clone()
+        };
+        assert_eq!(value(HEADER_TIMEOUT_ENV), 2500);
+        assert_eq!(value(IDLE_TIMEOUT_ENV), 500);
+        assert_eq!(value(MAX_CONNECTIONS_ENV), 7);
+    }
+
+    #[test]
+    fn a_bad_connection_limit_is_an_error_naming_its_variable() {
+        for name in [HEADER_TIMEOUT_ENV, IDLE_TIMEOUT_ENV, MAX_CONNECTIONS_ENV] {
+            for bad in ["0", "-1", "ten", "1.5", "99999999999999999999999"] {
+                let err = options(
+                    &["--http", "127.0.0.1:0"],
+                    &[(TOKEN_ENV, TOKEN), (name, bad)],
+                )
+                .unwrap_err();
+                assert!(
+                    matches!(&err, HttpConfigError::BadLimit { name: n, .. } if *n == name),
+                    "{name}={bad}: {err}"
+                );
+                assert!(err.to_string().starts_with(&format!("{name}=")), "{err}");
+            }
+        }
+        let err =
+            crate::config::Cli::try_parse_from(["geminicli-mcp", "--http-header-timeout-ms", "0"])
+                .unwrap_err();
+        assert!(
+            err.to_string().contains("--http-header-timeout-ms"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_second_host_or_origin_is_found() {
+        use hyper::header::{HeaderValue, HOST, ORIGIN};
+        let mut headers = hyper::HeaderMap::new();
+        headers.append(HOST, HeaderValue::from_static("127.0.0.1:1"));
+        headers.append(ORIGIN, HeaderValue::from_static("http://127.0.0.1:1"));
+        assert_eq!(repeated_header(&headers), None, "one of each");
+        let mut hosts = headers.clone();
+        hosts.append(HOST, HeaderValue::from_static("evil.example"));
+        assert_eq!(repeated_header(&hosts), Some("Host"));
+        headers.append(ORIGIN, HeaderValue::from_static("http://127.0.0.1:1"));
+        assert_eq!(repeated_header(&headers), Some("Origin"), "even the same");
+    }
+
+    #[test]
+    fn the_body_limit_is_stated_from_its_value() {
+        assert_eq!(size_text(16 * 1024 * 1024), "16 MiB");
+        assert_eq!(size_text(64 * 1024 * 1024), "64 MiB");
+        assert_eq!(size_text(1000), "1000 bytes");
+    }
+
+    #[test]
+    fn origins_and_hosts_from_flags_or_env() {
+        let o = options(
+            &["--http", "127.0.0.1:0"],
+            &[
+                (TOKEN_ENV, TOKEN),
+                (
+                    "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
+                    "http://localhost:3000, https://a.example",
+                ),
+            ],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            o.allowed_origins,
+            ["http://localhost:3000", "https://a.example"]
+        );
+        let o = options(
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--http-allowed-origin",
+                "http://x:1",
+            ],
+            &[
+                (TOKEN_ENV, TOKEN),
+                ("GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS", "http://y:2"),
+            ],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.allowed_origins, ["http://x:1"], "the flag wins");
+    }
+}
