@@ -250,7 +250,7 @@ impl<'a> Runner<'a> {
         }
         if let Some(raw) = &sc.environment.raw_stdout_before_answer {
             out(raw.as_bytes());
-        } else if ctx.prompt.trim() == "/memory show" {
+        } else if runs_memory_show(&ctx.prompt) {
             // The one slash command that runs with -p: raw text on stdout, then still sent.
             out(memory_show().as_bytes());
         }
@@ -960,6 +960,15 @@ impl<'a> Runner<'a> {
     }
 }
 
+/// Whether the CLI runs `/memory show` for this input: its gate (`isSlashCommand`) looks at the
+/// raw input — the first character must be `/`, and `//` and `/*` are not commands — and only then
+/// is the input trimmed and split into words (`/memory show\n\nmore words` runs it too).
+pub fn runs_memory_show(input: &str) -> bool {
+    let gate = input.starts_with('/') && !input.starts_with("//") && !input.starts_with("/*");
+    let mut words = input.trim().split_whitespace();
+    gate && words.next() == Some("/memory") && words.next() == Some("show")
+}
+
 /// What `/memory show` prints: the cwd's GEMINI.md, or that memory is empty.
 fn memory_show() -> String {
     let Ok(cwd) = std::env::current_dir() else {
@@ -1021,6 +1030,29 @@ fn flood_stderr(n: u64, version: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The observed runs of 0.61.0: only an input whose first character is `/` runs the command.
+    #[test]
+    fn memory_show_runs_only_where_the_real_cli_runs_it() {
+        for (input, runs) in [
+            ("/memory show", true),
+            ("/memory show\n", true),
+            ("/memory show\n\nextra words", true),
+            ("\u{feff}/memory show", false),
+            ("\u{a0}/memory show", false),
+            ("\u{2028}/memory show", false),
+            ("\u{3000}/memory show", false),
+            ("\u{200b}/memory show", false),
+            (" /memory show", false),
+            ("\t/memory show", false),
+            ("\n/memory show", false),
+            ("//memory show", false),
+            ("\\/memory show", false),
+            ("/memory add x", false),
+        ] {
+            assert_eq!(runs_memory_show(input), runs, "{input:?}");
+        }
+    }
 
     #[test]
     fn models_resolve_like_the_real_cli() {

@@ -229,20 +229,23 @@ pub fn build(
     })
 }
 
-/// The CLI runs a headless prompt whose trimmed text starts with `/` as a slash command
-/// (`/memory show` prints raw text into the JSON stream). A backslash before the slash keeps the
-/// text readable for the model while no command parser matches it.
+/// Gemini CLI 0.61 runs a headless input as a slash command when its very first character is
+/// `/` and it does not start with `//` or `/*` (`isSlashCommand`, tested on the raw input before
+/// any trim: a space, a newline, a BOM or any other character first defuses it, as observed).
+/// `/memory show` then prints raw text into the JSON stream. Exactly those inputs get a backslash
+/// before the slash, which keeps the text readable for the model; every other prompt reaches the
+/// CLI unchanged.
 pub fn escape_slash(text: String) -> (String, bool) {
-    let lead = text.len() - text.trim_start().len();
-    if text[lead..].starts_with('/') {
-        let mut out = String::with_capacity(text.len() + 1);
-        out.push_str(&text[..lead]);
-        out.push('\\');
-        out.push_str(&text[lead..]);
-        (out, true)
+    if is_slash_command(&text) {
+        (format!("\\{text}"), true)
     } else {
         (text, false)
     }
+}
+
+/// The CLI's own test: whether it would run `input` as a slash command.
+pub fn is_slash_command(input: &str) -> bool {
+    input.starts_with('/') && !input.starts_with("//") && !input.starts_with("/*")
 }
 
 #[cfg(test)]
@@ -405,7 +408,13 @@ mod tests {
 
     #[rstest]
     #[case("/memory show", "\\/memory show", true)]
-    #[case("  /help", "  \\/help", true)]
+    #[case("/memory show\n\nmore", "\\/memory show\n\nmore", true)]
+    #[case("  /help", "  /help", false)]
+    #[case("\n/help", "\n/help", false)]
+    #[case("\u{feff}/memory show", "\u{feff}/memory show", false)]
+    #[case("\u{a0}/memory show", "\u{a0}/memory show", false)]
+    #[case("//memory show", "//memory show", false)]
+    #[case("/* a comment */", "/* a comment */", false)]
     #[case("a /path", "a /path", false)]
     #[case("@Override public void x()", "@Override public void x()", false)]
     fn slash_prompts_are_escaped(#[case] input: &str, #[case] sent: &str, #[case] escaped: bool) {

@@ -135,6 +135,11 @@ pub fn spawn_failure(e: SpawnError, what: &str) -> Failure {
         ),
         SpawnError::NotExecutable(_) => (126, " — check GEMINI_CLI_BIN and the file's permissions"),
         SpawnError::Other(_) => (126, ""),
+        SpawnError::TooLong(_) => {
+            return Failure::invalid_input(format!(
+                "{e} ({what}): name fewer MCP servers or include directories, or start the server with a smaller environment (GEMINICLI_MCP_ENV=minimal)"
+            ))
+        }
     };
     Failure::with_exit(ErrorKind::SpawnFailed, code, format!("{e} ({what}){hint}"))
 }

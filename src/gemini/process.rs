@@ -5,6 +5,7 @@
 //! parent-death signal, and with [`init_subreaper`] descendants that escaped the group are swept
 //! after each run; elsewhere such escaped descendants are out of reach (the run still ends).
 
+mod argv;
 mod capture;
 mod status;
 #[cfg(target_os = "linux")]
@@ -584,6 +585,7 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, SpawnError> {
             spec.cwd.display()
         )));
     }
+    argv::check(spec)?;
     let tmp = match spec.private_tmp {
         true => Some(PrivateTmp::new().map_err(|e| {
             SpawnError::Other(format!("cannot create a private temporary directory: {e}"))

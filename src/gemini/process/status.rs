@@ -51,6 +51,10 @@ pub enum SpawnError {
     /// The program exists but cannot be executed (reported as exit 126).
     #[error("gemini binary is not executable: {0}")]
     NotExecutable(String),
+    /// The command line with its environment is longer than the system allows (`E2BIG`): a
+    /// caller's input problem, found before the spawn.
+    #[error("{0}")]
+    TooLong(String),
     /// Any other spawn failure.
     #[error("failed to start gemini: {0}")]
     Other(String),

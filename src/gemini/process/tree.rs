@@ -183,6 +183,9 @@ pub(crate) fn spawn_error(error: io::Error, program: &std::path::Path) -> SpawnE
             }
         }
         io::ErrorKind::PermissionDenied => SpawnError::NotExecutable(shown),
+        io::ErrorKind::ArgumentListTooLong => SpawnError::TooLong(format!(
+            "the system refused the Gemini CLI's command line and environment as too long ({error})"
+        )),
         _ if error.raw_os_error() == Some(NOT_EXECUTABLE_OS_ERROR) => {
             SpawnError::NotExecutable(format!("{shown} ({error})"))
         }
