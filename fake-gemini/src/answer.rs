@@ -965,7 +965,7 @@ impl<'a> Runner<'a> {
 /// is the input trimmed and split into words (`/memory show\n\nmore words` runs it too).
 pub fn runs_memory_show(input: &str) -> bool {
     let gate = input.starts_with('/') && !input.starts_with("//") && !input.starts_with("/*");
-    let mut words = input.trim().split_whitespace();
+    let mut words = input.split_whitespace();
     gate && words.next() == Some("/memory") && words.next() == Some("show")
 }
 
