@@ -1,5 +1,6 @@
 //! The server's integration tests: one test binary, a module per area.
 
+mod adversarial;
 mod architecture;
 mod clients;
 mod process;

@@ -1,0 +1,518 @@
+//! The server under hostile input and faults, over stdio and HTTP: malformed, oversized, deeply
+//! nested and out-of-order messages, and a SIGKILL at every phase of a call. Each test asserts
+//! what must hold whatever arrives: the server stays up (where it should), its stdout carries
+//! only JSON-RPC, every request with an id gets exactly one answer, no process of a run is left,
+//! and memory stays bounded. The slow members (lines of 64 MiB and more, a gibibyte without a
+//! newline) are ignored by default: `cargo nextest run -p geminicli-mcp --run-ignored only -E
+//! 'test(/^adversarial::slow/)'`.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use gemini_mcp_conformance::client::Client;
+use rstest::rstest;
+use serde_json::{json, Value};
+
+use crate::server::{deadline, read_log, server_command, Harness};
+
+/// What one hostile line must get back.
+#[derive(Debug, Clone)]
+enum Owed {
+    /// One answer under this id.
+    Answer(Value),
+    /// One error under `id: null`.
+    NullError,
+    /// No answer at all (a notification, a response, a blank line).
+    Nothing,
+}
+
+/// The hostile lines of the barrage: a name, the bytes (a newline is added), what is owed.
+fn barrage() -> Vec<(&'static str, Vec<u8>, Owed)> {
+    let id = |s: &str| Owed::Answer(json!(s));
+    let deep = |levels: usize, id: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"gemini_prompt","arguments":{{"prompt":"x","deep":{}{}}}}},"id":"{id}"}}"#,
+            "[".repeat(levels),
+            "]".repeat(levels)
+        )
+        .into_bytes()
+    };
+    let long_id = "i".repeat(2000);
+    vec![
+        ("not JSON", b"hello there".to_vec(), Owed::NullError),
+        ("cut short", br#"{"jsonrpc":"2.0","id":"cut","method":"ping""#.to_vec(), id("cut")),
+        ("method a number", br#"{"jsonrpc":"2.0","id":"num-method","method":12}"#.to_vec(), id("num-method")),
+        ("method null", br#"{"jsonrpc":"2.0","id":"null-method","method":null}"#.to_vec(), id("null-method")),
+        ("jsonrpc 1.0", br#"{"jsonrpc":"1.0","id":"v1","method":"ping"}"#.to_vec(), id("v1")),
+        ("id null", br#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#.to_vec(), Owed::NullError),
+        ("id an array", br#"{"jsonrpc":"2.0","id":[1],"method":"tools/list"}"#.to_vec(), Owed::NullError),
+        ("id an object", br#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}"#.to_vec(), Owed::NullError),
+        ("id a boolean", br#"{"jsonrpc":"2.0","id":true,"method":"tools/list"}"#.to_vec(), Owed::NullError),
+        ("id a fraction", br#"{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}"#.to_vec(), Owed::Answer(json!(1.5))),
+        ("an id of 2,000 characters", format!(r#"{{"jsonrpc":"2.0","id":"{long_id}","method":"ping"}}"#).into_bytes(), Owed::Answer(json!(long_id))),
+        ("nested 1,000 levels", deep(1000, "deep"), id("deep")),
+        ("nested 100,000 levels, no id", "[".repeat(100_000).into_bytes(), Owed::NullError),
+        ("a lone high surrogate in a prompt", br#"{"jsonrpc":"2.0","id":"high","method":"tools/call","params":{"name":"gemini_prompt","arguments":{"prompt":"[[fake-gemini:success text=ok]] \ud83d"}}}"#.to_vec(), id("high")),
+        ("a lone low surrogate in a method", br#"{"jsonrpc":"2.0","id":"low","method":"ping\udc00"}"#.to_vec(), id("low")),
+        ("invalid UTF-8", b"{\"jsonrpc\":\"2.0\",\"id\":\"utf8\",\"method\":\"ping\",\"x\":\"\xff\xfe\"}".to_vec(), id("utf8")),
+        ("a NUL after the message", b"{\"jsonrpc\":\"2.0\",\"id\":\"nul\",\"method\":\"ping\"}\0".to_vec(), id("nul")),
+        ("CRLF", b"{\"jsonrpc\":\"2.0\",\"id\":\"crlf\",\"method\":\"ping\"}\r".to_vec(), id("crlf")),
+        ("a byte-order mark", b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":\"bom\",\"method\":\"ping\"}".to_vec(), id("bom")),
+        ("a batch", br#"[{"jsonrpc":"2.0","id":"batched","method":"ping"}]"#.to_vec(), Owed::NullError),
+        ("an unknown method", br#"{"jsonrpc":"2.0","id":"unknown","method":"no/such"}"#.to_vec(), id("unknown")),
+        ("params a number", br#"{"jsonrpc":"2.0","id":"params","method":"tools/list","params":5}"#.to_vec(), id("params")),
+        ("arguments a string", br#"{"jsonrpc":"2.0","id":"args","method":"tools/call","params":{"name":"gemini_prompt","arguments":"hi"}}"#.to_vec(), id("args")),
+        ("no tool name", br#"{"jsonrpc":"2.0","id":"noname","method":"tools/call","params":{"arguments":{}}}"#.to_vec(), id("noname")),
+        ("an unknown tool", br#"{"jsonrpc":"2.0","id":"notool","method":"tools/call","params":{"name":"rm_rf","arguments":{}}}"#.to_vec(), id("notool")),
+        ("a prompt that is a flag", br#"{"jsonrpc":"2.0","id":"flag","method":"tools/call","params":{"name":"gemini_prompt","arguments":{"prompt":"--yolo [[fake-gemini:success text=ok]]","model":"--sandbox"}}}"#.to_vec(), id("flag")),
+        ("an unknown notification", br#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#.to_vec(), Owed::Nothing),
+        ("a response nobody asked for", br#"{"jsonrpc":"2.0","id":"zz","result":{}}"#.to_vec(), Owed::Nothing),
+        ("a cancel of nothing", br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"never"}}"#.to_vec(), Owed::Nothing),
+        ("a blank line", b"   \t".to_vec(), Owed::Nothing),
+    ]
+}
+
+/// The peak resident memory of `pid` (Linux's `VmHWM`), in bytes.
+#[cfg(target_os = "linux")]
+fn peak_memory(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Sends `ping` under `id` and waits for its answer: everything sent before it has been read.
+fn ping_through(client: &mut Client, id: &str) {
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
+        .expect("send the ping");
+    let answer = client.response(&json!(id), deadline());
+    assert!(
+        answer.is_some(),
+        "the server stopped answering; stderr: {}",
+        client.stderr()
+    );
+}
+
+/// Every answer received under each id, and the number of `id: null` errors.
+fn answers(client: &Client) -> (BTreeMap<String, usize>, usize) {
+    let mut by_id = BTreeMap::new();
+    let mut nulls = 0;
+    for r in &client.received {
+        let m = &r.message;
+        if m.get("method").is_some() {
+            continue;
+        }
+        match m.get("id") {
+            Some(Value::Null) => nulls += 1,
+            Some(id) => *by_id.entry(id.to_string()).or_insert(0) += 1,
+            None => {}
+        }
+    }
+    (by_id, nulls)
+}
+
+#[test]
+fn a_barrage_of_malformed_lines_gets_one_answer_per_id_and_nothing_but_json_rpc() {
+    let mut h = Harness::start(&[]);
+    let lines = barrage();
+    for (_, bytes, _) in &lines {
+        let mut line = bytes.clone();
+        line.push(b'\n');
+        h.client.send_raw(line).expect("send");
+    }
+    ping_through(&mut h.client, "after-the-barrage");
+    // Tool calls in the barrage answer after the ping: wait for each owed id.
+    for (name, _, owed) in &lines {
+        if let Owed::Answer(id) = owed {
+            let got = h.client.wait_for(deadline(), |m| m.get("id") == Some(id));
+            assert!(got.is_some(), "{name}: no answer under {id}");
+        }
+    }
+    h.client
+        .listen_until(Instant::now() + Duration::from_millis(500));
+    assert!(
+        h.client.violations.is_empty(),
+        "stdout carried something other than JSON-RPC: {:?}",
+        h.client.violations
+    );
+    let (by_id, nulls) = answers(&h.client);
+    for (name, _, owed) in &lines {
+        if let Owed::Answer(id) = owed {
+            assert_eq!(
+                by_id.get(&id.to_string()),
+                Some(&1),
+                "{name}: answers under {id}"
+            );
+        }
+    }
+    let owed_nulls = lines
+        .iter()
+        .filter(|(_, _, o)| matches!(o, Owed::NullError))
+        .count();
+    assert_eq!(nulls, owed_nulls, "errors under id null");
+    assert!(
+        by_id.get("\"zz\"").is_none() && by_id.get("\"never\"").is_none(),
+        "a response or a cancel was answered: {by_id:?}"
+    );
+    assert!(
+        h.client.wait_exit(Instant::now()).is_none(),
+        "the server exited"
+    );
+    #[cfg(target_os = "linux")]
+    {
+        let peak = peak_memory(h.client.pid()).expect("the server's VmHWM");
+        eprintln!("peak memory after the barrage: {} MiB", peak >> 20);
+        assert!(peak < 256 << 20, "peak memory {peak} bytes");
+    }
+}
+
+#[test]
+fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_answered() {
+    let mut h = Harness::start(&[]);
+    let call = |text: &str| {
+        json!({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {"name": "gemini_prompt",
+            "arguments": {"prompt": format!("[[fake-gemini:success text={text} delay-ms=1000]]")}}})
+    };
+    h.client.send(&call("first")).unwrap();
+    h.wait_for_runs(1);
+    h.client.send(&call("second")).unwrap();
+    let refused = h
+        .client
+        .wait_for(deadline(), |m| m["id"] == "dup" && m.get("error").is_some())
+        .expect("the second call refused");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let answered = h
+        .client
+        .wait_for(deadline(), |m| {
+            m["id"] == "dup" && m.get("result").is_some()
+        })
+        .expect("the first call answered");
+    assert_eq!(answered["result"]["content"][0]["text"], "first");
+    // After EOF the first call's answer is not lost either: close with one in flight.
+    h.client.send(&call("third")).unwrap();
+    h.client.close_stdin();
+    let third = h
+        .client
+        .wait_for(deadline(), |m| {
+            m["id"] == "dup" && m.get("result").is_some()
+        })
+        .expect("the call in flight at EOF answered");
+    assert_eq!(third["result"]["content"][0]["text"], "third");
+    assert_eq!(h.log_records().len(), 2, "the refused call never ran");
+}
+
+#[test]
+fn nothing_sent_before_initialize_ends_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = server_command(dir.path());
+    cmd.current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut client = Client::new(cmd.spawn().expect("spawn"));
+    for line in [
+        &br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#[..],
+        br#"{"jsonrpc":"2.0","id":"r","result":{}}"#,
+        br#"{"jsonrpc":"2.0","id":"e","error":{"code":1,"message":"x"}}"#,
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        b"not json",
+        br#"{"jsonrpc":"2.0","id":"early","method":"tools/list"}"#,
+    ] {
+        let mut line = line.to_vec();
+        line.push(b'\n');
+        client.send_raw(line).unwrap();
+    }
+    let early = client
+        .response(&json!("early"), deadline())
+        .expect("a 2025-era request before initialize is answered");
+    assert!(early.get("error").is_some(), "{early}");
+    ping_through(&mut client, "pre-init-ping");
+    let init = client
+        .request(
+            "initialize",
+            Some(json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "adversarial", "version": "0"}})),
+        )
+        .unwrap();
+    let init = client.response(&init, deadline()).expect("initialize");
+    assert!(init.get("result").is_some(), "{init}");
+    client.notify("notifications/initialized", None).unwrap();
+    let list = client.request("tools/list", None).unwrap();
+    let list = client.response(&list, deadline()).expect("tools/list");
+    assert!(list["result"]["tools"].is_array(), "{list}");
+    assert!(client.violations.is_empty(), "{:?}", client.violations);
+}
+
+#[test]
+fn a_flood_of_pings_is_answered_whole_in_bounded_memory() {
+    let mut h = Harness::start(&[]);
+    const PINGS: usize = 20_000;
+    // Above the ids the harness itself used.
+    const FIRST: usize = 1_000_000;
+    let mut bytes = Vec::new();
+    for id in FIRST..FIRST + PINGS {
+        bytes.extend_from_slice(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n").as_bytes(),
+        );
+    }
+    h.client.send_raw(bytes).unwrap();
+    let last = json!(FIRST + PINGS - 1);
+    assert!(
+        h.client.response(&last, deadline()).is_some(),
+        "the last ping unanswered"
+    );
+    h.client
+        .listen_until(Instant::now() + Duration::from_millis(200));
+    let (by_id, _) = answers(&h.client);
+    let answered = (FIRST..FIRST + PINGS)
+        .filter(|n| by_id.get(&n.to_string()) == Some(&1))
+        .count();
+    assert_eq!(answered, PINGS, "pings answered exactly once");
+    #[cfg(target_os = "linux")]
+    {
+        let peak = peak_memory(h.client.pid()).expect("VmHWM");
+        eprintln!("peak memory after 20,000 pings: {} MiB", peak >> 20);
+        assert!(peak < 128 << 20, "peak memory {peak} bytes");
+    }
+}
+
+/// The pids a fake-gemini log names: each run's process, its launcher and every descendant.
+fn logged_pids(log: &std::path::Path) -> Vec<i64> {
+    let mut pids = Vec::new();
+    for r in read_log(log) {
+        for key in ["pid", "launcher_pid"] {
+            if let Some(p) = r.get(key).and_then(Value::as_i64) {
+                pids.push(p);
+            }
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// A phase of a call at which the server is killed: what is set up, the prompt, and how many
+/// fake-gemini processes must have logged before the kill.
+#[cfg(unix)]
+#[rstest]
+#[case::queued_behind_another(&[("GEMINICLI_MCP_MAX_CONCURRENCY", "1")], "hang", 2, false)]
+#[case::starting(&[], "slow-start delay-ms=5000", 1, false)]
+#[case::streaming(&[], "trickle count=100", 1, false)]
+#[case::hanging_after_output(&[], "hang-after-output", 1, false)]
+#[case::in_the_kill_grace(&[("GEMINICLI_MCP_KILL_GRACE_MS", "10000")], "ignore-sigterm", 1, true)]
+#[case::grandchild(&[], "grandchild-holds-stdout", 1, false)]
+#[case::escaped_session(&[], "setsid-grandchild", 1, false)]
+#[case::acp_agent(&[("GEMINICLI_MCP_TOOLSETS", "acp")], "hang", 1, false)]
+fn a_server_killed_at_any_phase_of_a_call_leaves_no_process(
+    #[case] env: &[(&str, &str)],
+    #[case] scenario: &str,
+    #[case] calls: usize,
+    #[case] cancel_first: bool,
+) {
+    let mut h = Harness::start(env);
+    let acp = env
+        .iter()
+        .any(|(k, v)| *k == "GEMINICLI_MCP_TOOLSETS" && *v == "acp");
+    let tool = if acp { "gemini" } else { "gemini_prompt" };
+    let mut ids = Vec::new();
+    for n in 0..calls.max(1) {
+        let prompt = format!("call {n} [[fake-gemini:{scenario}]]");
+        ids.push(
+            h.client
+                .request(
+                    "tools/call",
+                    Some(json!({"name": tool, "arguments": {"prompt": prompt}})),
+                )
+                .unwrap(),
+        );
+    }
+    // A queued call has no process yet: one run is what the fake can log.
+    let logged = if env
+        .iter()
+        .any(|(k, _)| *k == "GEMINICLI_MCP_MAX_CONCURRENCY")
+    {
+        1
+    } else {
+        calls
+    };
+    h.wait_for_runs(logged);
+    std::thread::sleep(Duration::from_millis(300));
+    if cancel_first {
+        h.client
+            .notify(
+                "notifications/cancelled",
+                Some(json!({"requestId": ids[0]})),
+            )
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // Descendants log themselves as they start.
+    std::thread::sleep(Duration::from_millis(200));
+    let pids = logged_pids(&h.log);
+    assert!(!pids.is_empty(), "the run logged no process");
+    h.client.kill_target_only();
+    let end = Instant::now() + Duration::from_secs(2);
+    let mut left: Vec<i64> = pids.clone();
+    while !left.is_empty() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+        left.retain(|&p| crate::server::alive(p));
+    }
+    assert!(
+        left.is_empty(),
+        "alive 2 s after the server's SIGKILL: {left:?} (of {pids:?})"
+    );
+}
+
+/// A raw HTTP exchange: sends `bytes`, reads until the server closes or 5 s pass (a half-sent
+/// request is closed by the header timeout); returns what came back.
+fn raw_http(addr: &str, bytes: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = stream.write_all(bytes);
+    let mut out = Vec::new();
+    let _ = stream.read_to_end(&mut out);
+    out
+}
+
+#[test]
+fn garbage_over_http_is_refused_and_the_server_keeps_serving() {
+    const TOKEN: &str = "adversarial-token-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let port_file = dir.path().join("stderr");
+    let mut cmd = server_command(dir.path());
+    cmd.current_dir(&work)
+        .args(["--http", "127.0.0.1:0", "--http-header-timeout-ms", "1000"])
+        .env("GEMINICLI_MCP_HTTP_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&port_file).unwrap());
+    let mut child = cmd.spawn().expect("spawn the HTTP server");
+    let addr = {
+        let end = deadline();
+        loop {
+            let log = std::fs::read_to_string(&port_file).unwrap_or_default();
+            if let Some(rest) = log.split("Streamable HTTP at http://").nth(1) {
+                break rest.split('/').next().unwrap_or_default().to_owned();
+            }
+            assert!(Instant::now() < end, "no address on stderr: {log}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let post = |headers: &str, body: &[u8]| {
+        let mut r = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    };
+    let huge_header = format!("X-Big: {}\r\n", "h".repeat(1 << 20));
+    let probes: Vec<(&str, Vec<u8>)> = vec![
+        ("not HTTP", b"GARBAGE GARBAGE\r\n\r\n".to_vec()),
+        ("an HTTP/2 preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec()),
+        ("a request line of 100 KiB", format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(100 << 10)).into_bytes()),
+        ("a header of 1 MiB", post(&huge_header, b"{}")),
+        ("no token", post("", br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)),
+        ("a body that is not JSON", post(&auth, b"{{{{")),
+        ("a body nested 10,000 levels", post(&auth, "[".repeat(10_000).as_bytes())),
+        ("a body shorter than its length", {
+            let mut r = post(&auth, b"{}");
+            r.truncate(r.len() - 1);
+            r
+        }),
+        ("a bad chunk size", format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{auth}Transfer-Encoding: chunked\r\n\r\nzz\r\n").into_bytes()),
+        ("a lone surrogate", post(&auth, br#"{"jsonrpc":"2.0","id":1,"method":"ping\ud800"}"#)),
+        ("two Host headers", format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nHost: evil.example\r\n{auth}Content-Length: 2\r\n\r\n{{}}").into_bytes()),
+    ];
+    for (name, bytes) in &probes {
+        let reply = raw_http(&addr, bytes);
+        let head = String::from_utf8_lossy(&reply[..reply.len().min(200)]).into_owned();
+        assert!(
+            reply.is_empty() || head.starts_with("HTTP/1.1 "),
+            "{name}: not an HTTP answer: {head:?}"
+        );
+        assert!(
+            !head.starts_with("HTTP/1.1 2")
+                || *name == "a lone surrogate"
+                || *name == "a body nested 10,000 levels"
+                || *name == "a body that is not JSON",
+            "{name}: accepted: {head:?}"
+        );
+    }
+    for _ in 0..100 {
+        drop(TcpStream::connect(&addr).expect("connect"));
+    }
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "adversarial", "version": "0"}}});
+    let reply = raw_http(&addr, &post(&auth, init.to_string().as_bytes()));
+    let text = String::from_utf8_lossy(&reply);
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "initialize after the probes: {text}"
+    );
+    assert!(text.contains("\"serverInfo\""), "{text}");
+    assert!(child.try_wait().unwrap().is_none(), "the server exited");
+    let _ = child.kill();
+    let _ = child.wait();
+    let stderr = std::fs::read_to_string(&port_file).unwrap_or_default();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// Lines of 64 MiB and more, and a gibibyte without a newline: slow in a debug build.
+mod slow {
+    use super::*;
+
+    #[test]
+    #[ignore = "slow: writes about 1.3 GiB through the server's stdin"]
+    fn oversized_lines_are_answered_and_memory_stays_bounded() {
+        let mut h = Harness::start(&[]);
+        let long = |id: &str, bytes: usize| {
+            let mut line = br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"gemini_prompt","arguments":{"prompt":""#.to_vec();
+            line.resize(line.len() + bytes, b'a');
+            line.extend_from_slice(format!(r#""}}}},"id":"{id}"}}"#).as_bytes());
+            line.push(b'\n');
+            line
+        };
+        for (n, size) in [(0, 65 << 20), (1, 100 << 20), (2, 200 << 20)] {
+            let id = format!("long-{n}");
+            h.client.send_raw(long(&id, size)).unwrap();
+            let answer = h
+                .client
+                .response(&json!(id), Instant::now() + Duration::from_secs(300))
+                .unwrap_or_else(|| panic!("no answer for {id}"));
+            assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        }
+        // A gibibyte with no newline at all, then the newline and a ping.
+        let chunk = vec![b'x'; 16 << 20];
+        for _ in 0..64 {
+            h.client.send_raw(chunk.clone()).unwrap();
+        }
+        h.client.send_raw(b"\n".to_vec()).unwrap();
+        h.client
+            .send(&json!({"jsonrpc": "2.0", "id": "after", "method": "ping"}))
+            .unwrap();
+        assert!(
+            h.client
+                .response(&json!("after"), Instant::now() + Duration::from_secs(600))
+                .is_some(),
+            "the server stopped answering"
+        );
+        assert!(h.client.violations.is_empty(), "{:?}", h.client.violations);
+        #[cfg(target_os = "linux")]
+        {
+            let peak = peak_memory(h.client.pid()).expect("VmHWM");
+            eprintln!("peak memory after the oversized lines: {} MiB", peak >> 20);
+            assert!(peak < 512 << 20, "peak memory {peak} bytes");
+        }
+    }
+}
