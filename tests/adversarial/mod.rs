@@ -380,32 +380,40 @@ fn raw_http(addr: &str, bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Starts the server on HTTP with `token` (and a 1 s header timeout); returns it, its address and
+/// the file holding its stderr.
+fn start_http(
+    dir: &std::path::Path,
+    token: &str,
+) -> (std::process::Child, String, std::path::PathBuf) {
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let stderr = dir.join("stderr");
+    let mut cmd = server_command(dir);
+    cmd.current_dir(&work)
+        .args(["--http", "127.0.0.1:0", "--http-header-timeout-ms", "1000"])
+        .env("GEMINICLI_MCP_HTTP_TOKEN", token)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap());
+    let child = cmd.spawn().expect("spawn the HTTP server");
+    let end = deadline();
+    loop {
+        let log = std::fs::read_to_string(&stderr).unwrap_or_default();
+        if let Some(rest) = log.split("Streamable HTTP at http://").nth(1) {
+            let addr = rest.split('/').next().unwrap_or_default().to_owned();
+            return (child, addr, stderr);
+        }
+        assert!(Instant::now() < end, "no address on stderr: {log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn garbage_over_http_is_refused_and_the_server_keeps_serving() {
     const TOKEN: &str = "adversarial-token-0123456789";
     let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let port_file = dir.path().join("stderr");
-    let mut cmd = server_command(dir.path());
-    cmd.current_dir(&work)
-        .args(["--http", "127.0.0.1:0", "--http-header-timeout-ms", "1000"])
-        .env("GEMINICLI_MCP_HTTP_TOKEN", TOKEN)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&port_file).unwrap());
-    let mut child = cmd.spawn().expect("spawn the HTTP server");
-    let addr = {
-        let end = deadline();
-        loop {
-            let log = std::fs::read_to_string(&port_file).unwrap_or_default();
-            if let Some(rest) = log.split("Streamable HTTP at http://").nth(1) {
-                break rest.split('/').next().unwrap_or_default().to_owned();
-            }
-            assert!(Instant::now() < end, "no address on stderr: {log}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
+    let (mut child, addr, port_file) = start_http(dir.path(), TOKEN);
     let auth = format!("Authorization: Bearer {TOKEN}\r\n");
     let post = |headers: &str, body: &[u8]| {
         let mut r = format!(
