@@ -396,17 +396,21 @@ fn start_http(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr).unwrap());
-    let child = cmd.spawn().expect("spawn the HTTP server");
+    let mut child = cmd.spawn().expect("spawn the HTTP server");
     let end = deadline();
-    loop {
+    let addr = loop {
         let log = std::fs::read_to_string(&stderr).unwrap_or_default();
         if let Some(rest) = log.split("Streamable HTTP at http://").nth(1) {
-            let addr = rest.split('/').next().unwrap_or_default().to_owned();
-            return (child, addr, stderr);
+            break rest.split('/').next().unwrap_or_default().to_owned();
         }
-        assert!(Instant::now() < end, "no address on stderr: {log}");
+        if Instant::now() >= end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no address on stderr: {log}");
+        }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    (child, addr, stderr)
 }
 
 #[test]
