@@ -585,7 +585,13 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, SpawnError> {
             spec.cwd.display()
         )));
     }
-    argv::check(spec)?;
+    argv::check(&argv::CommandLine {
+        program: &spec.program,
+        args: &spec.args,
+        env_clear: spec.env_clear,
+        env: &spec.env,
+        env_remove: &spec.env_remove,
+    })?;
     let tmp = match spec.private_tmp {
         true => Some(PrivateTmp::new().map_err(|e| {
             SpawnError::Other(format!("cannot create a private temporary directory: {e}"))

@@ -356,15 +356,15 @@ async fn a_missing_program_is_not_found() {
     assert!(matches!(err, SpawnError::NotFound(_)), "{err:?}");
 }
 
-/// A single argument past Linux's 128 KiB per-string limit fails the spawn with E2BIG: reported
-/// as an ordinary spawn failure, not as "not found".
+/// A single argument past Linux's 128 KiB per-string limit would fail the spawn with E2BIG: it is
+/// refused before the spawn as too long (the caller's input), not reported as "not found".
 #[cfg(target_os = "linux")]
 #[tokio::test]
-async fn an_argument_list_too_long_is_another_spawn_error() {
+async fn an_argument_list_too_long_is_refused_before_the_spawn() {
     let mut spec = child::spec("sleep");
     spec.args.push("x".repeat(200 * 1024).into());
     let err = run(spec, CancellationToken::new(), None).await.unwrap_err();
-    assert!(matches!(err, SpawnError::Other(_)), "{err:?}");
+    assert!(matches!(err, SpawnError::TooLong(_)), "{err:?}");
 }
 
 /// A missing working directory also makes the OS say "not found"; it must not read as a

@@ -3,8 +3,18 @@
 //! caller's input, not a CLI that cannot start.
 
 use std::ffi::{OsStr, OsString};
+use std::path::Path;
 
-use super::{RunSpec, SpawnError};
+use super::status::SpawnError;
+
+/// What a spawn hands the kernel: the program, its arguments and how its environment is made.
+pub(crate) struct CommandLine<'a> {
+    pub(crate) program: &'a Path,
+    pub(crate) args: &'a [OsString],
+    pub(crate) env_clear: bool,
+    pub(crate) env: &'a [(OsString, OsString)],
+    pub(crate) env_remove: &'a [OsString],
+}
 
 /// Room kept under the limit for what the spawn adds after the check (the private `TMPDIR`
 /// variables, the run marker) and for the kernel's own accounting.
@@ -23,7 +33,7 @@ fn cost(s: &OsStr) -> usize {
 
 /// The environment the child gets: the server's (unless cleared) without the removed names, with
 /// the spec's variables over it.
-fn child_env(spec: &RunSpec) -> Vec<(OsString, OsString)> {
+fn child_env(spec: &CommandLine<'_>) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = if spec.env_clear {
         Vec::new()
     } else {
@@ -31,7 +41,7 @@ fn child_env(spec: &RunSpec) -> Vec<(OsString, OsString)> {
             .filter(|(k, _)| !spec.env_remove.contains(k))
             .collect()
     };
-    for (k, v) in &spec.env {
+    for (k, v) in spec.env {
         env.retain(|(name, _)| name != k);
         env.push((k.clone(), v.clone()));
     }
@@ -39,10 +49,10 @@ fn child_env(spec: &RunSpec) -> Vec<(OsString, OsString)> {
 }
 
 /// Bytes of argv and envp together, as the kernel counts them, and the longest single string.
-pub(crate) fn size(spec: &RunSpec) -> (usize, usize) {
+pub(crate) fn size(spec: &CommandLine<'_>) -> (usize, usize) {
     let mut total = cost(spec.program.as_os_str());
     let mut longest = 0;
-    for a in &spec.args {
+    for a in spec.args {
         total += cost(a);
         longest = longest.max(a.len());
     }
@@ -75,7 +85,7 @@ fn limit() -> usize {
 }
 
 /// Refuses a command line the system would refuse, before anything is spawned.
-pub(crate) fn check(spec: &RunSpec) -> Result<(), SpawnError> {
+pub(crate) fn check(spec: &CommandLine<'_>) -> Result<(), SpawnError> {
     let (total, longest) = size(spec);
     check_against(total, longest, limit(), MAX_ONE)
 }
@@ -104,37 +114,39 @@ fn check_against(
 mod tests {
     use super::*;
 
-    fn spec(args: Vec<OsString>) -> RunSpec {
-        RunSpec {
-            program: "/bin/gemini".into(),
+    /// The command line of `/bin/gemini` with `args` in an environment of `A=1` alone.
+    fn line<'a>(args: &'a [OsString], env: &'a [(OsString, OsString)]) -> CommandLine<'a> {
+        CommandLine {
+            program: Path::new("/bin/gemini"),
             args,
             env_clear: true,
-            env: vec![("A".into(), "1".into())],
-            env_remove: Vec::new(),
-            cwd: "/".into(),
-            stdin: Vec::new(),
-            max_output_bytes: 1,
-            kill_grace: std::time::Duration::ZERO,
-            private_tmp: false,
+            env,
+            env_remove: &[],
         }
+    }
+
+    fn a_equals_1() -> Vec<(OsString, OsString)> {
+        vec![("A".into(), "1".into())]
     }
 
     #[test]
     fn the_size_counts_every_string_with_its_nul_and_pointer() {
         let p = std::mem::size_of::<usize>();
-        let (total, longest) = size(&spec(vec!["-x".into()]));
+        let env = a_equals_1();
+        let (total, longest) = size(&line(&["-x".into()], &env));
         assert_eq!(total, (11 + 1 + p) + (2 + 1 + p) + (3 + 1 + p));
         assert_eq!(longest, 3);
     }
 
     #[test]
     fn thirty_thousand_server_names_are_refused_before_the_spawn() {
-        let args = (0..30_000)
+        let env = a_equals_1();
+        let args: Vec<OsString> = (0..30_000)
             .map(|i| format!("--allowed-mcp-server-names={i:0>128}").into())
             .collect();
-        let err = check(&spec(args)).unwrap_err();
+        let err = check(&line(&args, &env)).unwrap_err();
         assert!(matches!(err, SpawnError::TooLong(_)), "{err}");
-        assert!(check(&spec(vec!["--acp".into()])).is_ok());
+        assert!(check(&line(&["--acp".into()], &env)).is_ok());
     }
 
     #[test]
