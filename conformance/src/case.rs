@@ -135,6 +135,9 @@ pub struct Step {
     /// Creates these directories (placeholders allowed), with their parents: the file system a
     /// later step works on.
     pub make_dirs: Option<Vec<String>>,
+    /// Writes each file (path and text, placeholders allowed in both), its directory made first:
+    /// settings the target's CLI reads, files a call works on.
+    pub write_files: Option<std::collections::BTreeMap<String, String>>,
     /// Moves `path` aside (to `path.replaced`) and puts a symlink to `target` in its place (Unix):
     /// what a hostile process does to a path the target checked, while a call runs.
     pub replace_with_symlink: Option<SymlinkSwap>,
@@ -234,6 +237,8 @@ pub enum Action<'a> {
     ExpectStderrExcludes(&'a str),
     /// `make-dirs`.
     MakeDirs(&'a [String]),
+    /// `write-files`.
+    WriteFiles(&'a BTreeMap<String, String>),
     /// `replace-with-symlink`.
     ReplaceWithSymlink(&'a SymlinkSwap),
     /// `sleep-ms`.
@@ -281,6 +286,7 @@ impl Step {
                 .as_deref()
                 .map(Action::ExpectStderrExcludes),
             self.make_dirs.as_deref().map(Action::MakeDirs),
+            self.write_files.as_ref().map(Action::WriteFiles),
             self.replace_with_symlink
                 .as_ref()
                 .map(Action::ReplaceWithSymlink),

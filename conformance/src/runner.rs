@@ -713,6 +713,7 @@ impl Run<'_> {
             }
             Action::Sleep(ms) => self.sleep(ms),
             Action::MakeDirs(dirs) => self.make_dirs(n, dirs),
+            Action::WriteFiles(files) => self.write_files(n, files),
             Action::ReplaceWithSymlink(swap) => self.replace_with_symlink(n, swap),
             Action::CloseStdin | Action::Disconnect | Action::KillTarget => {
                 match action {
@@ -816,6 +817,22 @@ impl Run<'_> {
             let d = self.vars.str(d);
             std::fs::create_dir_all(&d)
                 .map_err(|e| StepError::Bug(format!("step {n} (make-dirs): {d}: {e}")))?;
+        }
+        Ok(())
+    }
+
+    fn write_files(
+        &self,
+        n: usize,
+        files: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), StepError> {
+        for (path, text) in files {
+            let path = self.vars.str(path);
+            let written = Path::new(&path)
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(&path, self.vars.str(text)));
+            written.map_err(|e| StepError::Bug(format!("step {n} (write-files): {path}: {e}")))?;
         }
         Ok(())
     }

@@ -395,6 +395,10 @@ impl Store {
     /// header (one recreated after a delete), is invalid, and every file of its short id goes
     /// with it. The starting run's own session has no file yet.
     pub fn cleanup_invalid(&self) {
+        // `general.sessionRetention.enabled: false` in any settings layer switches it off.
+        if !crate::settings::session_retention_enabled(Path::new(&self.cwd)) {
+            return;
+        }
         let Ok(rd) = fs::read_dir(&self.chats) else {
             return;
         };

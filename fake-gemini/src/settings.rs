@@ -432,6 +432,56 @@ impl Parser<'_> {
     }
 }
 
+/// The machine's system settings file, where the CLI looks for it.
+fn system_settings_path() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("GEMINI_CLI_SYSTEM_SETTINGS_PATH").filter(|p| !p.is_empty()) {
+        return p.into();
+    }
+    if cfg!(target_os = "macos") {
+        "/Library/Application Support/GeminiCli/settings.json".into()
+    } else if cfg!(windows) {
+        r"C:\ProgramData\gemini-cli\settings.json".into()
+    } else {
+        "/etc/gemini-cli/settings.json".into()
+    }
+}
+
+/// The machine's system-defaults file, where the CLI looks for it.
+fn system_defaults_path() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("GEMINI_CLI_SYSTEM_DEFAULTS_PATH").filter(|p| !p.is_empty()) {
+        return p.into();
+    }
+    system_settings_path()
+        .parent()
+        .map(|d| d.join("system-defaults.json"))
+        .unwrap_or_default()
+}
+
+/// `general.sessionRetention.enabled` as the CLI merges its settings layers (system defaults, the
+/// user's, the workspace's, the system's, each over the one before), `true` when none sets it:
+/// whether a start runs the session clean-up. An unreadable file counts as empty, as it does for
+/// the CLI's merge.
+pub fn session_retention_enabled(cwd: &std::path::Path) -> bool {
+    let layers = [
+        system_settings_path(),
+        cwd.join(".gemini").join("settings.json"),
+        crate::sys::home_dir().join(".gemini").join("settings.json"),
+        system_defaults_path(),
+    ];
+    for path in layers {
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let Ok(v) = parse(&String::from_utf8_lossy(&bytes)) else {
+            continue;
+        };
+        if let Some(enabled) = v["general"]["sessionRetention"]["enabled"].as_bool() {
+            return enabled;
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -623,6 +673,60 @@ mod tests {
         assert_eq!(
             parse("{\"a\": 1} /* open").unwrap()["a"],
             serde_json::json!(1)
+        );
+    }
+}
+
+#[cfg(test)]
+mod retention_tests {
+    use super::*;
+
+    /// One test changes HOME and the settings variables for its process (nextest runs each test
+    /// in a process of its own).
+    #[test]
+    fn retention_follows_the_layers_the_cli_merges() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let defaults = home.path().join("system-defaults.json");
+        std::env::set_var("HOME", home.path());
+        std::env::set_var(
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+            home.path().join("none.json"),
+        );
+        std::env::set_var("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", &defaults);
+        assert!(
+            session_retention_enabled(ws.path()),
+            "on unless a layer says otherwise"
+        );
+        std::fs::write(
+            &defaults,
+            r#"{"general": {"sessionRetention": {"enabled": false}}}"#,
+        )
+        .unwrap();
+        assert!(
+            !session_retention_enabled(ws.path()),
+            "off in the system defaults"
+        );
+        std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+        std::fs::write(
+            home.path().join(".gemini/settings.json"),
+            r#"// the user's
+{"general": {"sessionRetention": {"enabled": true}}}"#,
+        )
+        .unwrap();
+        assert!(
+            session_retention_enabled(ws.path()),
+            "the user's settings win over the defaults"
+        );
+        std::fs::create_dir_all(ws.path().join(".gemini")).unwrap();
+        std::fs::write(
+            ws.path().join(".gemini/settings.json"),
+            r#"{"general": {"sessionRetention": {"enabled": false}}}"#,
+        )
+        .unwrap();
+        assert!(
+            !session_retention_enabled(ws.path()),
+            "the workspace's win over the user's"
         );
     }
 }

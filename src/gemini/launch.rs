@@ -12,6 +12,7 @@ use crate::gemini::command::CHILD_ENV;
 use crate::gemini::environment;
 use crate::gemini::process::{RunSpec, SpawnError};
 use crate::gemini::resolve::{self, Platform};
+use crate::gemini::retention;
 
 /// A resolved CLI: what to execute and the arguments that come before the run's own.
 #[derive(Debug, Clone)]
@@ -75,6 +76,9 @@ impl Launch {
     ) -> RunSpec {
         let mut all = self.prefix.clone();
         all.extend(args);
+        let mut env = env;
+        // The CLI's start-up clean-up off for every start of the server's (`retention`).
+        env.extend(retention::child_env());
         RunSpec {
             program: self.program.clone(),
             args: all,
@@ -163,7 +167,14 @@ mod tests {
         let spec = launch().spec(&config, Path::new("/w"), ["--acp".into()], b"hi".to_vec());
         assert_eq!(spec.args, ["entry.js", "--acp"]);
         assert!(!spec.env_clear, "inherit: the server's environment");
-        assert_eq!(spec.env.len(), CHILD_ENV.len());
+        assert_eq!(spec.env.len(), CHILD_ENV.len() + 1);
+        let defaults = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == retention::DEFAULTS_ENV)
+            .expect("the clean-up switched off");
+        let text = std::fs::read_to_string(&defaults.1).unwrap();
+        assert!(text.contains("\"sessionRetention\""), "{text}");
         assert!(spec.private_tmp);
         assert_eq!(spec.stdin, b"hi");
     }

@@ -11,4 +11,5 @@ pub mod oneshot;
 pub mod outcome;
 pub mod process;
 pub mod resolve;
+pub mod retention;
 pub mod session;

@@ -20,6 +20,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Failure;
+use crate::gemini::retention;
 use crate::progress::Progress;
 
 /// Checks a session id: a UUID in its canonical 8-4-4-4-12 hexadecimal form. `latest` and list
@@ -260,7 +261,9 @@ pub fn file_minutes(chats: &Path, session_id: &str) -> Vec<String> {
 /// One start gate per workspace, shared by the one-shot runs and the ACP agents: every CLI start
 /// (`gemini --acp` included) deletes each session file of its project that holds no message yet,
 /// so nothing may start in a workspace while a new session there is in that state (observed on
-/// 0.61, `fake-gemini/differential/concurrent-sessions.py`).
+/// 0.61, `fake-gemini/differential/concurrent-sessions.py`). The server's children run with that
+/// clean-up switched off ([`retention`]); the gate then opens at once, and closes only where a
+/// settings file turns the clean-up back on.
 #[derive(Debug, Default)]
 pub struct StartGates {
     gates: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
@@ -274,6 +277,11 @@ impl StartGates {
         workspace: &Path,
         cancel: &CancellationToken,
     ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if !retention::cleanup_may_run(workspace, home.as_deref()) {
+            // Nothing a start of the server's does can lose a session: a gate of its own.
+            return Arc::new(tokio::sync::Mutex::new(())).try_lock_owned().ok();
+        }
         let key = fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
         let gate = workspace_entry(
             &mut self.gates.lock().unwrap_or_else(|e| e.into_inner()),
