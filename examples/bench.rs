@@ -3,7 +3,8 @@
 //!
 //! `cargo run --example bench` (add `--release` for numbers that mean something outside a debug
 //! build); `cargo run --example bench -- acp` runs only the warm-ACP section (2 s start-ups),
-//! `-- overhead` only the per-call overhead, `-- watchdog` the process watchdog's cost.
+//! `-- overhead` only the per-call overhead, `-- watchdog` the process watchdog's cost, `-- warm`
+//! the prompt tools on the warm backend (`GEMINICLI_MCP_BACKEND=acp`).
 //! Offline: fake-gemini answers every call. The comparison row with the official
 //! TypeScript MCP SDK runs when `BENCH_TS_SDK_DIR` names a directory where
 //! `npm install @modelcontextprotocol/sdk` was run (outside the repository); the bench writes its
@@ -226,6 +227,11 @@ fn main() {
         println!("\nload average after the run: {}", load_average());
         return;
     }
+    if section.as_deref() == Some("warm") {
+        warm_backend(&server_bin, &fake, state.path());
+        println!("\nload average after the run: {}", load_average());
+        return;
+    }
     if section.as_deref() == Some("watchdog") {
         watchdog_cost(&server_bin, &fake, state.path());
         println!("\nload average after the run: {}", load_average());
@@ -259,7 +265,134 @@ fn main() {
     structured();
     typescript_comparison(&server_bin, &fake, state.path(), init);
     acp_warm_follow_up(&server_bin, &fake, state.path());
+    warm_backend(&server_bin, &fake, state.path());
     println!("\nload average after the run: {}", load_average());
+}
+
+/// fake-gemini's `session/new` time in the warm-backend section (the real 0.61 agent: 60–170 ms).
+const SESSION_NEW_MS: u64 = 80;
+
+/// The prompt tools on the warm backend: a `gemini_prompt` call (a fresh session each, spares made
+/// between calls) against a cold one-shot one with a 2 s start-up (goal ≤ ×0.01), the same without
+/// spare sessions (what `session/new` on the call's path costs), and 16 concurrent 500 ms calls in
+/// one workspace with the default settings against one such call (goal ≤ ×1.2).
+fn warm_backend(server_bin: &Path, fake: &Path, state: &Path) {
+    const WARM_ROUNDS: usize = 30;
+    const COLD_ROUNDS: usize = 3;
+    let delay = ACP_START_DELAY_MS.to_string();
+    let new_ms = SESSION_NEW_MS.to_string();
+    let warm_env = |spares: &'static str| {
+        vec![
+            ("GEMINICLI_MCP_BACKEND", "acp"),
+            ("GEMINICLI_MCP_ACP_SPARE_SESSIONS", spares),
+            ("GEMINICLI_MCP_ACP_MAX_SESSIONS", "1000"),
+            ("FAKE_GEMINI_ACP_START_DELAY_MS", delay.as_str()),
+            ("FAKE_GEMINI_ACP_SESSION_NEW_MS", new_ms.as_str()),
+        ]
+    };
+    let call = |server: &mut Server, prompt: &str| {
+        let t = Instant::now();
+        let r = server.request(
+            "tools/call",
+            json!({"name": "gemini_prompt", "arguments": {"prompt": prompt}}),
+        );
+        let took = t.elapsed();
+        assert_eq!(r["result"]["isError"], json!(false), "{r}");
+        took
+    };
+    let mut cold_server = Server::start(server_bin, fake, state);
+    cold_server.initialize();
+    let cold_prompt = format!("[[fake-gemini:slow-start delay-ms={ACP_START_DELAY_MS}]]");
+    let cold = median(
+        (0..COLD_ROUNDS)
+            .map(|_| call(&mut cold_server, &cold_prompt))
+            .collect(),
+    );
+    drop(cold_server);
+    let mut rows = Vec::new();
+    for spares in ["2", "0"] {
+        let mut server = Server::start_with(server_bin, fake, state, &warm_env(spares));
+        server.initialize();
+        let first = call(&mut server, "hi");
+        let warm = median(
+            (0..WARM_ROUNDS)
+                .map(|_| {
+                    // A model's turn between calls: the spares are made meanwhile, off the path.
+                    std::thread::sleep(Duration::from_millis(3 * SESSION_NEW_MS));
+                    call(&mut server, "hi")
+                })
+                .collect(),
+        );
+        rows.push((spares, first, warm));
+    }
+    let (_, first, warm) = rows[0];
+    println!(
+        "| warm backend: first `gemini_prompt` (starts the agent: {ACP_START_DELAY_MS} ms start-up) vs cold one-shot `gemini_prompt` (median of {COLD_ROUNDS}) | {} | {} | ×{:.3} |",
+        ms(first),
+        ms(cold),
+        first.as_secs_f64() / cold.as_secs_f64()
+    );
+    println!(
+        "| warm backend: `gemini_prompt`, a fresh spare session each (median of {WARM_ROUNDS}; `session/new` takes {SESSION_NEW_MS} ms) vs cold one-shot `gemini_prompt` | {} | {} | ×{:.4} (goal ≤ ×0.01: {}) |",
+        ms(warm),
+        ms(cold),
+        warm.as_secs_f64() / cold.as_secs_f64(),
+        if warm.as_secs_f64() <= cold.as_secs_f64() * 0.01 { "met" } else { "missed" }
+    );
+    let (_, _, bare) = rows[1];
+    println!(
+        "| warm backend without spare sessions (`GEMINICLI_MCP_ACP_SPARE_SESSIONS=0`: `session/new` on the call's path) vs cold one-shot `gemini_prompt` | {} | {} | ×{:.4} |",
+        ms(bare),
+        ms(cold),
+        bare.as_secs_f64() / cold.as_secs_f64()
+    );
+    // fake-gemini's own `session/new` (instant), then the real agent's cost.
+    warm_burst(server_bin, fake, state, 0);
+    warm_burst(server_bin, fake, state, SESSION_NEW_MS);
+}
+
+/// 16 concurrent 500 ms `gemini_prompt` calls in one workspace on the warm backend, default
+/// settings, against one such call; each `session/new` takes `new_ms` (past the two spares, the
+/// burst makes its sessions one at a time).
+fn warm_burst(server_bin: &Path, fake: &Path, state: &Path, new_ms: u64) {
+    const CALLS: usize = 16;
+    let new_ms_text = new_ms.to_string();
+    let mut server = Server::start_with(
+        server_bin,
+        fake,
+        state,
+        &[
+            ("GEMINICLI_MCP_BACKEND", "acp"),
+            ("FAKE_GEMINI_ACP_SESSION_NEW_MS", new_ms_text.as_str()),
+        ],
+    );
+    server.initialize();
+    let args = json!({"name": "gemini_prompt", "arguments": {"prompt": "wait [[fake-gemini:success delay-ms=500]]"}});
+    // The agent's start is not what this row measures.
+    let _ = server.request("tools/call", args.clone());
+    std::thread::sleep(Duration::from_millis(3 * new_ms + 50));
+    let t = Instant::now();
+    let one = server.request("tools/call", args.clone());
+    let single = t.elapsed();
+    assert_eq!(one["result"]["isError"], json!(false), "{one}");
+    std::thread::sleep(Duration::from_millis(3 * new_ms + 50));
+    let t = Instant::now();
+    let ids: Vec<u64> = (0..CALLS)
+        .map(|_| server.send("tools/call", args.clone()))
+        .collect();
+    let mut ok = 0;
+    for _ in 0..CALLS {
+        let r = server.next_response(|m| m["id"].as_u64().is_some_and(|id| ids.contains(&id)));
+        ok += usize::from(r["result"]["isError"] == json!(false));
+    }
+    let total = t.elapsed();
+    println!(
+        "| warm backend, default settings: {CALLS} concurrent 500 ms `gemini_prompt` calls in one workspace ({ok} succeeded; `session/new` {new_ms} ms, 2 spares) vs one such call | {} | {} | ×{:.2} (goal ≤ ×1.2: {}) |",
+        ms(total),
+        ms(single),
+        total.as_secs_f64() / single.as_secs_f64(),
+        if total.as_secs_f64() <= single.as_secs_f64() * 1.2 { "met" } else { "missed" }
+    );
 }
 
 /// fake-gemini's start-up delay in the ACP section, for the one-shot run and the ACP agent alike

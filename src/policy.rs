@@ -26,6 +26,9 @@ pub struct Policy {
     pub deadlines: Deadlines,
     /// The opt-in quota and retry policy (off by default).
     pub quota: QuotaPolicy,
+    /// `GEMINICLI_MCP_STRUCTURED_REPAIR`: a structured answer that does not validate gets one
+    /// follow-up turn asking for the corrected JSON (a call's `repair` wins; off by default).
+    pub structured_repair: bool,
 }
 
 /// What the server does about 429s on top of the CLI's own retries (off by default).
@@ -131,6 +134,7 @@ impl Default for Policy {
             toolsets: Toolsets::default(),
             deadlines: Deadlines::default(),
             quota: QuotaPolicy::default(),
+            structured_repair: false,
         }
     }
 }
@@ -161,6 +165,9 @@ impl Policy {
             toolsets: Toolsets::from_lookup(&lookup),
             deadlines: Deadlines::from_lookup(&lookup),
             quota: QuotaPolicy::from_lookup(&lookup),
+            structured_repair: lookup("GEMINICLI_MCP_STRUCTURED_REPAIR")
+                .and_then(|v| v.into_string().ok())
+                .is_some_and(|v| parse_flag(&v)),
         }
     }
 

@@ -138,6 +138,8 @@ pub struct Paths {
     pub include_directories: Vec<PathBuf>,
     /// The images as the CLI's `@` references.
     pub image_refs: Vec<String>,
+    /// The images, canonical (the warm backend sends them as file links).
+    pub images: Vec<PathBuf>,
     /// Where the answer is also written.
     pub save: Option<policy::SaveTarget>,
 }
@@ -157,6 +159,7 @@ pub async fn resolve(roots: &Roots<'_>, args: &PathArgs) -> Result<Paths, Failur
         );
     }
     let mut images = Vec::new();
+    let mut image_files = Vec::new();
     for raw in &args.image_paths {
         let path = roots.check("image_paths", raw, &cwd, Expect::File).await?;
         if !policy::is_supported_image(&path) {
@@ -176,6 +179,7 @@ pub async fn resolve(roots: &Roots<'_>, args: &PathArgs) -> Result<Paths, Failur
             )));
         };
         images.push(command::at_reference(&reference));
+        image_files.push(path);
     }
     let save = match &args.save_file {
         Some(raw) => Some(roots.check_save(raw, &cwd).await?),
@@ -185,6 +189,7 @@ pub async fn resolve(roots: &Roots<'_>, args: &PathArgs) -> Result<Paths, Failur
         cwd,
         include_directories: include,
         image_refs: images,
+        images: image_files,
         save,
     })
 }

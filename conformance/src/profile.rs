@@ -145,9 +145,24 @@ impl Profile {
         }
     }
 
-    /// A built-in profile by name.
+    /// geminicli-mcp with its warm backend answering the prompt tools
+    /// (`GEMINICLI_MCP_BACKEND=acp`): long-lived `gemini --acp` agents instead of one CLI per
+    /// call.
+    pub fn geminicli_mcp_acp() -> Profile {
+        let mut p = Profile::geminicli_mcp();
+        p.name = "geminicli-mcp-acp".into();
+        p.env.insert("GEMINICLI_MCP_BACKEND".into(), "acp".into());
+        p.features.push("warm-backend".into());
+        p
+    }
+
+    /// A built-in profile by name: `geminicli-mcp`, `geminicli-mcp-acp`.
     pub fn builtin(name: &str) -> Option<Profile> {
-        (name == "geminicli-mcp").then(Profile::geminicli_mcp)
+        match name {
+            "geminicli-mcp" => Some(Profile::geminicli_mcp()),
+            "geminicli-mcp-acp" => Some(Profile::geminicli_mcp_acp()),
+            _ => None,
+        }
     }
 
     /// Reads a profile file (TOML).

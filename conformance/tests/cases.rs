@@ -1,5 +1,6 @@
 //! The cargo harness: every case file becomes its own test (libtest-mimic), run against this
-//! workspace's `geminicli-mcp` and judged against `baseline/geminicli-mcp.toml`; plus the
+//! workspace's `geminicli-mcp` and judged against `baseline/geminicli-mcp.toml`, and again (as
+//! `backend-acp/<id>`) with its warm backend, judged against `baseline/geminicli-mcp-acp.toml`; plus the
 //! self-test, which runs chosen cases against the deliberately broken target and checks they fail
 //! (and pass when it is not broken).
 //!
@@ -14,11 +15,44 @@ use gemini_mcp_conformance::case::{self, Case};
 use gemini_mcp_conformance::{bins, run_case, Baseline, Outcome, Profile, RunConfig, Target};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
-/// The baseline file of this workspace's server.
+/// The backends of this workspace's server the cases run against: test-name prefix, profile,
+/// baseline file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Oneshot,
+    Acp,
+}
+
+impl Backend {
+    fn prefix(self) -> &'static str {
+        match self {
+            Backend::Oneshot => "",
+            Backend::Acp => "backend-acp/",
+        }
+    }
+
+    fn profile(self) -> Profile {
+        match self {
+            Backend::Oneshot => Profile::geminicli_mcp(),
+            Backend::Acp => Profile::geminicli_mcp_acp(),
+        }
+    }
+
+    /// The baseline file of this backend.
+    fn baseline_path(self) -> PathBuf {
+        let name = match self {
+            Backend::Oneshot => "geminicli-mcp.toml",
+            Backend::Acp => "geminicli-mcp-acp.toml",
+        };
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("baseline")
+            .join(name)
+    }
+}
+
+/// The baseline file of this workspace's server (one-shot backend).
 fn baseline_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("baseline")
-        .join("geminicli-mcp.toml")
+    Backend::Oneshot.baseline_path()
 }
 
 /// The timeout scale from `GEMINI_MCP_CONFORMANCE_TIMEOUT_SCALE` (default 1).
@@ -32,15 +66,20 @@ fn timeout_scale() -> f64 {
 
 /// The run configuration against geminicli-mcp, located once and lazily (listing tests must not
 /// build anything).
-fn server_config() -> Result<&'static RunConfig, String> {
-    static CFG: OnceLock<Result<RunConfig, String>> = OnceLock::new();
-    CFG.get_or_init(|| {
+fn server_config(backend: Backend) -> Result<&'static RunConfig, String> {
+    static ONESHOT: OnceLock<Result<RunConfig, String>> = OnceLock::new();
+    static ACP: OnceLock<Result<RunConfig, String>> = OnceLock::new();
+    let cell = match backend {
+        Backend::Oneshot => &ONESHOT,
+        Backend::Acp => &ACP,
+    };
+    cell.get_or_init(|| {
         let target = bins::try_locate("geminicli-mcp")?;
         let fake = bins::try_locate("fake-gemini")?;
         Ok(RunConfig {
             target: Target {
                 command: vec![target.to_string_lossy().into_owned()],
-                profile: Profile::geminicli_mcp(),
+                profile: backend.profile(),
             },
             fake_gemini: fake,
             timeout_scale: timeout_scale(),
@@ -90,6 +129,8 @@ fn main() {
     let loaded =
         case::load_dir(&case::default_cases_dir()).expect("the cases directory is readable");
     let baseline = Arc::new(Baseline::load(&baseline_path()).unwrap_or_else(|e| panic!("{e}")));
+    let acp_baseline =
+        Arc::new(Baseline::load(&Backend::Acp.baseline_path()).unwrap_or_else(|e| panic!("{e}")));
     let mut trials = Vec::new();
     let mut ids = Vec::new();
     let mut by_id = std::collections::BTreeMap::new();
@@ -98,7 +139,8 @@ fn main() {
             Ok(case) => {
                 ids.push(case.id.clone());
                 by_id.insert(case.id.clone(), case.clone());
-                trials.push(case_trial(case, baseline.clone()));
+                trials.push(case_trial(case.clone(), Backend::Acp, acp_baseline.clone()));
+                trials.push(case_trial(case, Backend::Oneshot, baseline.clone()));
             }
             Err((id, e)) => {
                 ids.push(id.clone());
@@ -111,6 +153,7 @@ fn main() {
     let unknown: Vec<String> = baseline
         .unknown_entries(&ids)
         .into_iter()
+        .chain(acp_baseline.unknown_entries(&ids))
         .map(String::from)
         .collect();
     trials.push(Trial::test(
@@ -264,11 +307,11 @@ fn path_mode_self_tests(by_id: &std::collections::BTreeMap<String, Case>) -> Vec
     trials
 }
 
-/// One case against geminicli-mcp, judged against the baseline.
-fn case_trial(case: Case, baseline: Arc<Baseline>) -> Trial {
+/// One case against geminicli-mcp on `backend`, judged against that backend's baseline.
+fn case_trial(case: Case, backend: Backend, baseline: Arc<Baseline>) -> Trial {
     let id = case.id.clone();
-    Trial::ignorable_test(id.clone(), move || {
-        let cfg = server_config()
+    Trial::ignorable_test(format!("{}{id}", backend.prefix()), move || {
+        let cfg = server_config(backend)
             .map_err(|e| Failed::from(format!("BUG: cannot locate the binaries: {e}")))?;
         let r = run_case(cfg, &case);
         let listed = baseline.reason(&id);
@@ -289,7 +332,7 @@ fn case_trial(case: Case, baseline: Arc<Baseline>) -> Trial {
             (Outcome::Pass, None) => Ok(Completion::Completed),
             (Outcome::Pass, Some(_)) => Err(format!(
                 "{id} passes now but is listed in {}: remove the entry (the baseline is strict both ways)",
-                baseline_path().display()
+                backend.baseline_path().display()
             )
             .into()),
             (Outcome::Fail | Outcome::Bug | Outcome::Warn, Some(reason)) => {

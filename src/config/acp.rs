@@ -12,6 +12,42 @@ pub const DEFAULT_MAX_TURNS: u32 = 20;
 /// Default bound on every ACP request but `session/prompt` (start-up included: the real CLI takes
 /// 2.5-9 s before it reads its input).
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 120_000;
+/// Default number of prompts the agents run at once, server-wide.
+pub const DEFAULT_MAX_PROMPTS: usize = 16;
+/// Default number of fresh sessions an agent keeps made ahead for the prompt tools.
+pub const DEFAULT_SPARE_SESSIONS: usize = 2;
+/// Default number of sessions an agent makes or loads before it is replaced (each costs the agent
+/// ~1.8 MB it never gives back, and starts the user's MCP servers again, which live as long as it).
+pub const DEFAULT_MAX_SESSIONS: u32 = 32;
+
+/// Which backend answers the prompt tools (`GEMINICLI_MCP_BACKEND`, `--backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// One CLI process per call (`gemini -p`).
+    #[default]
+    Oneshot,
+    /// Long-lived `gemini --acp` agents, a fresh session per call.
+    Acp,
+}
+
+impl Backend {
+    /// `oneshot` or `acp` (any case, trimmed); anything else is `None`.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "oneshot" | "one-shot" => Some(Backend::Oneshot),
+            "acp" | "warm" => Some(Backend::Acp),
+            _ => None,
+        }
+    }
+
+    /// The spelling in `GEMINICLI_MCP_BACKEND`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Oneshot => "oneshot",
+            Backend::Acp => "acp",
+        }
+    }
+}
 
 /// The ACP backend's settings.
 #[derive(Debug, Clone)]
@@ -25,6 +61,17 @@ pub struct AcpConfig {
     /// `GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS`: bound on start-up and every request but prompts; an
     /// agent that does not answer in time is killed.
     pub request_timeout: Duration,
+    /// `GEMINICLI_MCP_BACKEND`: what answers the prompt tools.
+    pub backend: Backend,
+    /// `GEMINICLI_MCP_MAX_AGENTS`: agent processes at once (a real agent holds 210-270 MB); past
+    /// it the least recently used idle one is stopped. Unset: `GEMINICLI_MCP_MAX_CONCURRENCY`.
+    pub max_agents: Option<usize>,
+    /// `GEMINICLI_MCP_MAX_PROMPTS`: prompts running on agents at once, server-wide; more wait.
+    pub max_prompts: usize,
+    /// `GEMINICLI_MCP_ACP_SPARE_SESSIONS`: fresh sessions an agent keeps ready (0: none).
+    pub spare_sessions: usize,
+    /// `GEMINICLI_MCP_ACP_MAX_SESSIONS`: sessions an agent opens before it is replaced.
+    pub max_sessions: u32,
 }
 
 impl Default for AcpConfig {
@@ -34,6 +81,11 @@ impl Default for AcpConfig {
             idle: Duration::from_millis(DEFAULT_IDLE_MS),
             max_turns: DEFAULT_MAX_TURNS,
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
+            backend: Backend::Oneshot,
+            max_agents: None,
+            max_prompts: DEFAULT_MAX_PROMPTS,
+            spare_sessions: DEFAULT_SPARE_SESSIONS,
+            max_sessions: DEFAULT_MAX_SESSIONS,
         }
     }
 }
@@ -60,6 +112,21 @@ impl AcpConfig {
             request_timeout: positive("GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS")
                 .map(Duration::from_millis)
                 .unwrap_or(d.request_timeout),
+            backend: text("GEMINICLI_MCP_BACKEND")
+                .and_then(|v| Backend::parse(&v))
+                .unwrap_or(d.backend),
+            max_agents: positive("GEMINICLI_MCP_MAX_AGENTS")
+                .and_then(|v| usize::try_from(v).ok())
+                .or(d.max_agents),
+            max_prompts: positive("GEMINICLI_MCP_MAX_PROMPTS")
+                .and_then(|v| usize::try_from(v).ok())
+                .unwrap_or(d.max_prompts),
+            spare_sessions: text("GEMINICLI_MCP_ACP_SPARE_SESSIONS")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(d.spare_sessions),
+            max_sessions: positive("GEMINICLI_MCP_ACP_MAX_SESSIONS")
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(d.max_sessions),
         }
     }
 }
@@ -90,5 +157,29 @@ mod tests {
         ]);
         assert_eq!(c.max_turns, 3);
         assert_eq!(c.idle, Duration::from_millis(DEFAULT_IDLE_MS));
+    }
+
+    #[test]
+    fn the_backend_and_the_pool_bounds() {
+        let d = config(&[]);
+        assert_eq!(d.backend, Backend::Oneshot);
+        assert_eq!(
+            (d.max_agents, d.max_prompts, d.spare_sessions),
+            (None, 16, 2)
+        );
+        let c = config(&[
+            ("GEMINICLI_MCP_BACKEND", " ACP "),
+            ("GEMINICLI_MCP_MAX_AGENTS", "2"),
+            ("GEMINICLI_MCP_ACP_SPARE_SESSIONS", "0"),
+            ("GEMINICLI_MCP_MAX_PROMPTS", "0"),
+        ]);
+        assert_eq!(c.backend, Backend::Acp);
+        assert_eq!(c.max_agents, Some(2));
+        assert_eq!(c.spare_sessions, 0, "no spares is a choice");
+        assert_eq!(c.max_prompts, 16, "zero prompts is not");
+        assert_eq!(
+            config(&[("GEMINICLI_MCP_BACKEND", "x")]).backend,
+            Backend::Oneshot
+        );
     }
 }

@@ -12,7 +12,7 @@ use parse::{parse_flag, parse_positive, split_list};
 mod acp;
 pub mod parse;
 
-pub use acp::AcpConfig;
+pub use acp::{AcpConfig, Backend};
 
 /// Default per-stream cap on bytes read from the child (32 MiB), as in the TypeScript reference.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
@@ -72,6 +72,10 @@ Environment:
                                   delay (at most GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS, default
                                   60000), only when no tool ran or the approval mode cannot write.
   GEMINICLI_MCP_FALLBACK_MODELS   Comma-separated models tried in order after quota_exhausted.
+  GEMINICLI_MCP_STRUCTURED_REPAIR 1, true or yes: a structured answer that does not validate gets
+                                  one follow-up turn in its session asking for the corrected JSON
+                                  (a call's `repair` wins; never after tools ran that may write).
+  GEMINICLI_MCP_BACKEND           oneshot (default) or acp: what answers the prompt tools.
   GEMINICLI_MCP_ACP_IDLE_MS       acp tool set: an agent unused this long is stopped (600000).
   GEMINICLI_MCP_ACP_MAX_TURNS     acp tool set: prompts per session before a fresh one (20).
   GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS  acp tool set: bound on start-up and requests other than
@@ -161,6 +165,9 @@ pub struct Flags {
     /// Gemini runs at once [env: GEMINICLI_MCP_MAX_CONCURRENCY].
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_concurrency: Option<u64>,
+    /// oneshot or acp: what answers the prompt tools [env: GEMINICLI_MCP_BACKEND].
+    #[arg(long, global = true, value_name = "BACKEND", value_parser = ["oneshot", "acp"])]
+    pub backend: Option<String>,
     /// Progress heartbeat interval [env: GEMINICLI_MCP_HEARTBEAT_MS].
     #[arg(long, global = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_ms: Option<u64>,
@@ -379,6 +386,9 @@ impl Config {
         if let Some(v) = flags.max_concurrency {
             self.max_concurrency = size(v);
         }
+        if let Some(b) = flags.backend.as_deref().and_then(acp::Backend::parse) {
+            self.acp.backend = b;
+        }
         if let Some(v) = flags.heartbeat_ms {
             self.heartbeat = Duration::from_millis(v);
         }
@@ -506,6 +516,8 @@ mod tests {
             "GEMINICLI_MCP_RATE_LIMIT_RETRY",
             "GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS",
             "GEMINICLI_MCP_FALLBACK_MODELS",
+            "GEMINICLI_MCP_STRUCTURED_REPAIR",
+            "GEMINICLI_MCP_BACKEND",
         ] {
             assert!(ENV_HELP.contains(name), "{name}");
         }

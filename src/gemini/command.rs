@@ -61,6 +61,8 @@ pub struct PromptRequest {
     /// `@path` references appended to the prompt, already checked and escaped (see
     /// [`at_reference`]).
     pub image_refs: Vec<String>,
+    /// The same images, canonical paths (what the warm backend sends as file links).
+    pub images: Vec<std::path::PathBuf>,
 }
 
 /// With `--sandbox` the CLI relaunches itself inside the sandbox with the prompt moved from stdin

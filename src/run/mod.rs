@@ -14,9 +14,10 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::acp::pool::warm::WarmCall;
 use crate::acp::pool::{self, Answer as AgentAnswer, Pool};
 use crate::approval::ApprovalMode;
-use crate::config::Config;
+use crate::config::{Backend, Config};
 use crate::deadline::Deadlines;
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::command::{self, PromptRequest};
@@ -51,6 +52,8 @@ pub struct Job {
     pub full_output: bool,
     /// Report the run's argv, exit and timings (`debug`).
     pub debug: bool,
+    /// A structured answer that does not validate gets one repair turn (`repair`).
+    pub repair: bool,
 }
 
 /// A prompt call's answer: the success, and the validated value of a structured answer.
@@ -74,6 +77,8 @@ pub struct Report {
     pub policy: Option<Value>,
     /// Where the answer was written, or why it could not be (`save_file`).
     pub saved: Option<Result<PathBuf, String>>,
+    /// Whether a repair turn ran, and made the answer validate (`repaired`).
+    pub repaired: Option<bool>,
 }
 
 /// A finished prompt call.
@@ -175,7 +180,14 @@ impl Runner {
         }
     }
 
-    /// Runs a prompt call of the one-shot backend to its end. `ct` is the request's
+    /// Whether a prompt tool's call goes to a warm agent: on the warm backend, unless it asks for
+    /// the sandbox (`gemini --acp --sandbox` reads stdin to its end before it relaunches, so no
+    /// ACP message ever reaches the agent: those calls run one-shot).
+    fn warm(&self, request: &PromptRequest) -> bool {
+        self.config.acp.backend == Backend::Acp && !request.sandbox
+    }
+
+    /// Runs a prompt tool's call to its end, on the configured backend. `ct` is the request's
     /// cancellation.
     pub async fn prompt(&self, job: Job, ct: CancellationToken, progress: Progress) -> Finished {
         let _active = ActiveGuard::new(&self.active);
@@ -200,8 +212,13 @@ impl Runner {
             async move {
                 let mut request = job.request.clone();
                 request.model = t.model;
-                self.attempt(job, request, limits, run_ct, progress, last, started)
-                    .await
+                if self.warm(&request) {
+                    self.warm_attempt(job, request, limits, run_ct, progress, last)
+                        .await
+                } else {
+                    self.attempt(job, request, limits, run_ct, progress, last, started)
+                        .await
+                }
             }
         })
         .await;
@@ -211,9 +228,19 @@ impl Runner {
             debug,
             policy: retried.report,
             saved: None,
+            repaired: None,
         };
         let result = match retried.result {
-            Ok(success) => self.finish(&job, success).await,
+            Ok(success) => match self.finish(&job, success).await {
+                Err(f) if self.may_repair(&job, &f, retried.tools_ran) => {
+                    let (result, repaired) = self
+                        .repair(&job, f, limits, &run_ct, &progress, &last)
+                        .await;
+                    report.repaired = Some(repaired);
+                    result
+                }
+                done => done,
+            },
             Err(f) => Err(f),
         };
         let result = result.map_err(|mut f| {
@@ -332,6 +359,138 @@ impl Runner {
         Attempted {
             result: ran.result,
             tools_ran: ran.tools_ran,
+        }
+    }
+
+    /// One attempt on a warm agent: the prompt's text built as for a one-shot run (images go as
+    /// file links, not `@` references), the workspace's lock shared (listings and deletions hold
+    /// it alone), the paths checked again, then the prompt in a session of the workspace's agent.
+    async fn warm_attempt(
+        &self,
+        job: &Job,
+        request: PromptRequest,
+        limits: Deadlines,
+        run_ct: &CancellationToken,
+        progress: &Progress,
+        last: &Mutex<(Option<Vec<Value>>, Option<Value>)>,
+    ) -> Attempted<Success> {
+        let refused = |f: Failure| Attempted {
+            result: Err(f),
+            tools_ran: false,
+        };
+        let mut text_only = request.clone();
+        text_only.image_refs.clear();
+        let text = match command::build(
+            &text_only,
+            job.schema.as_deref(),
+            self.config.slash_commands,
+        ) {
+            Ok(i) => i.stdin,
+            Err(f) => return refused(f),
+        };
+        let _workspace = match self.admission.workspace(&job.cwd, false, run_ct).await {
+            Ok(w) => w,
+            Err(f) => return refused(f),
+        };
+        let moved = crate::policy::unchanged("workspace", &job.cwd).and_then(|()| {
+            request
+                .include_directories
+                .iter()
+                .try_for_each(|d| crate::policy::unchanged("include_directories", d))
+        });
+        if let Err(f) = moved {
+            return refused(f);
+        }
+        tracing::debug!(tool = job.tool, prompt_bytes = text.len(), "warm call");
+        let call = WarmCall {
+            text: String::from_utf8_lossy(&text).into_owned(),
+            images: request.images,
+            model: request.model.filter(|m| !m.is_empty()),
+            mode: job.mode,
+            session_id: request.resume,
+            cwd: job.cwd.clone(),
+            dirs: request.include_directories,
+            servers: request.allowed_mcp_server_names,
+            limits,
+            full_output: job.full_output,
+            debug: job.debug,
+        };
+        let ran = self.pool.warm(call, run_ct, progress).await;
+        *last.lock().unwrap_or_else(|e| e.into_inner()) = (ran.events, ran.debug);
+        Attempted {
+            result: ran.result,
+            tools_ran: ran.tools_ran,
+        }
+    }
+
+    /// Whether a structured answer that failed validation (`f`) gets a repair turn: asked for,
+    /// in a session that can be continued, and no tool ran that may have written (the turn
+    /// could run it again).
+    fn may_repair(&self, job: &Job, f: &Failure, tools_ran: bool) -> bool {
+        job.repair
+            && f.kind == ErrorKind::SchemaMismatch
+            && f.run.session_id.is_some()
+            && crate::approval::may_repeat(tools_ran, job.mode)
+    }
+
+    /// One follow-up turn in the answer's session naming the validation errors and asking for
+    /// the corrected JSON only, then the validation again; returns the outcome and whether the
+    /// answer now validates. A failed repair keeps the first failure, noted.
+    async fn repair(
+        &self,
+        job: &Job,
+        first: Failure,
+        limits: Deadlines,
+        run_ct: &CancellationToken,
+        progress: &Progress,
+        last: &Mutex<(Option<Vec<Value>>, Option<Value>)>,
+    ) -> (Result<Answer, Failure>, bool) {
+        progress
+            .say("the answer does not validate: asking once more for the corrected JSON".into())
+            .await;
+        let mut request = job.request.clone();
+        let issues = first.invalid.as_ref().map_or(&[][..], |i| &i.errors[..]);
+        let schema = job
+            .schema
+            .as_ref()
+            .map(|s| s.schema().clone())
+            .unwrap_or_default();
+        request.prompt = structured::repair_prompt(&first.message, issues, &schema);
+        request.context = None;
+        request.image_refs.clear();
+        request.images.clear();
+        request.resume = first.run.session_id.clone();
+        // The follow-up carries its own instructions: no schema block again.
+        let follow_up = Job {
+            request: request.clone(),
+            schema: None,
+            ..job.clone()
+        };
+        let ran = if self.warm(&request) {
+            self.warm_attempt(&follow_up, request, limits, run_ct, progress, last)
+                .await
+        } else {
+            self.attempt(
+                &follow_up,
+                request,
+                limits,
+                run_ct,
+                progress,
+                last,
+                Instant::now(),
+            )
+            .await
+        };
+        let again = match ran.result {
+            Ok(success) => self.finish(job, success).await,
+            Err(f) => Err(f),
+        };
+        match again {
+            Ok(answer) => (Ok(answer), true),
+            Err(f) => {
+                let why = format!("one repair turn did not fix it: {}", f.message);
+                (Err(first.note(&why)), false)
+            }
         }
     }
 

@@ -34,8 +34,8 @@ pub use schema::{
     MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, PATTERN_BUDGET_CHARS,
 };
 pub use template::{
-    escape_context, instruction, structured_prompt, wrap_context, CONTEXT_TEMPLATE,
-    STRUCTURED_INSTRUCTION,
+    escape_context, instruction, repair_prompt, structured_prompt, wrap_context, CONTEXT_TEMPLATE,
+    REPAIR_TEMPLATE, STRUCTURED_INSTRUCTION,
 };
 
 /// Most validation issues reported for one answer.

@@ -57,6 +57,42 @@ pub fn escape_context(context: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The follow-up prompt of a repair turn (`repair` of `gemini_prompt_structured`): `{errors}` is
+/// replaced by the validation errors, one per line, `{schema}` by the schema as compact JSON.
+pub const REPAIR_TEMPLATE: &str = "Your previous answer does not conform to the JSON Schema it \
+was asked for:\n{errors}\n\nReply with the corrected JSON value only: no explanation, Markdown or \
+code fences.\n\nJSON Schema:\n{schema}";
+
+/// [`REPAIR_TEMPLATE`] filled in: `summary` when the validator gave no error with a place (no
+/// JSON was found at all), else each error as `- <pointer>: <message>`.
+pub fn repair_prompt(
+    summary: &str,
+    issues: &[crate::structured::ValidationIssue],
+    schema: &Value,
+) -> String {
+    let errors = if issues.is_empty() {
+        format!("- {summary}")
+    } else {
+        issues
+            .iter()
+            .map(|i| {
+                let at = if i.instance_path.is_empty() {
+                    "(root)"
+                } else {
+                    &i.instance_path
+                };
+                format!("- {at}: {}", i.message)
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    // Split first: neither text can hold a placeholder that gets replaced.
+    let (head, tail) = REPAIR_TEMPLATE
+        .split_once("{schema}")
+        .expect("the template names the schema");
+    format!("{}{schema}{tail}", head.replacen("{errors}", &errors, 1))
+}
+
 /// [`STRUCTURED_INSTRUCTION`] with the schema filled in.
 pub fn instruction(schema: &Value) -> String {
     // Replacing in the template (not in the result) cannot touch a `{schema}` inside the schema.
@@ -78,6 +114,26 @@ mod tests {
     use super::*;
     use rstest::rstest;
     use serde_json::json;
+
+    #[test]
+    fn the_repair_prompt_names_every_error_and_the_schema() {
+        let schema = json!({"type": "object", "required": ["n"]});
+        let issues = vec![crate::structured::ValidationIssue {
+            instance_path: String::new(),
+            message: "\"n\" is a required property {schema}".into(),
+        }];
+        let p = repair_prompt("ignored", &issues, &schema);
+        assert!(
+            p.contains("- (root): \"n\" is a required property {schema}"),
+            "{p}"
+        );
+        assert!(p.ends_with(&format!("JSON Schema:\n{schema}")), "{p}");
+        let none = repair_prompt("no JSON value found in the answer", &[], &schema);
+        assert!(
+            none.contains("- no JSON value found in the answer\n"),
+            "{none}"
+        );
+    }
 
     #[test]
     fn context_block_matches_the_template() {

@@ -322,6 +322,7 @@ async fn decode(env: &Env<'_>, arguments: Option<&JsonObject>) -> Result<Decoded
             session_id,
             cwd,
             servers,
+            dirs: Vec::new(),
         },
         task_note: a.task_note,
         debug: a.debug.unwrap_or(false),

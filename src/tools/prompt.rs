@@ -198,6 +198,11 @@ pub struct StructuredArgs {
     /// Gemini model, e.g. `gemini-2.5-pro` (default: the CLI's own choice).
     #[serde(default)]
     pub model: Option<String>,
+    /// When the answer does not validate, ask once more in the same session for the corrected
+    /// JSON only (one more model turn; never after tools ran under `auto_edit` or `yolo`).
+    /// Default: the server's GEMINICLI_MCP_STRUCTURED_REPAIR (off).
+    #[serde(default)]
+    pub repair: Option<bool>,
 }
 
 /// A tool's whole argument set, for its schema: its own arguments and the common ones.
@@ -264,6 +269,8 @@ pub struct Call {
     pub full_output: bool,
     /// `debug`.
     pub debug: bool,
+    /// `repair` (`gemini_prompt_structured`), the server's default filled in.
+    pub repair: bool,
 }
 
 /// Decodes a call's arguments and checks what can be checked without the file system.
@@ -272,18 +279,25 @@ pub fn decode(
     arguments: Option<&JsonObject>,
     policy: &Policy,
 ) -> Result<Call, Failure> {
-    let (prompt, context, model, schema) = match kind {
+    let (prompt, context, model, schema, repair) = match kind {
         Kind::Prompt => {
             let a: PromptArgs = args::decode(arguments)?;
-            (a.prompt, None, a.model, None)
+            (a.prompt, None, a.model, None, false)
         }
         Kind::WithContext => {
             let a: WithContextArgs = args::decode(arguments)?;
-            (a.prompt, Some(a.context), a.model, None)
+            (a.prompt, Some(a.context), a.model, None, false)
         }
         Kind::Structured => {
             let a: StructuredArgs = args::decode(arguments)?;
-            (a.prompt, a.context, a.model, Some(Value::Object(a.schema)))
+            let repair = a.repair.unwrap_or(policy.structured_repair);
+            (
+                a.prompt,
+                a.context,
+                a.model,
+                Some(Value::Object(a.schema)),
+                repair,
+            )
         }
     };
     let common: CommonArgs = args::decode(arguments)?;
@@ -337,6 +351,7 @@ pub fn decode(
         },
         full_output: common.full_output.unwrap_or(false),
         debug: common.debug.unwrap_or(false),
+        repair,
     })
 }
 
@@ -346,6 +361,7 @@ pub async fn job(call: &Call, roots: &Roots<'_>) -> Result<Job, Failure> {
     let mut request = call.request.clone();
     request.include_directories = paths.include_directories;
     request.image_refs = paths.image_refs;
+    request.images = paths.images;
     Ok(Job {
         tool: call.kind.name(),
         request,
@@ -356,6 +372,7 @@ pub async fn job(call: &Call, roots: &Roots<'_>) -> Result<Job, Failure> {
         deadlines: call.deadlines,
         full_output: call.full_output,
         debug: call.debug,
+        repair: call.repair,
     })
 }
 
@@ -372,6 +389,9 @@ pub fn extras(task_note: Option<&str>, report: Report, render: &Render<'_>) -> M
     }
     if let Some(p) = report.policy {
         sc.insert("retryPolicy".into(), p);
+    }
+    if let Some(repaired) = report.repaired {
+        sc.insert("repaired".into(), json!(repaired));
     }
     match report.saved {
         Some(Ok(path)) => {
@@ -486,6 +506,7 @@ pub fn output_schema(structured: bool) -> Arc<JsonObject> {
         "eventsReadOn": s("full_output: the events were too long for the result; how to read them."),
         "debug": {"type": "object", "description": "debug: argv (flags only), cwd, exit, kill reason, timings, byte counts and stderr tail."},
         "retryPolicy": {"type": "object", "description": "What the retry and fallback policy did."},
+        "repaired": {"type": "boolean", "description": "gemini_prompt_structured with repair: whether the one repair turn made the answer validate."},
         "savedFile": s("save_file: where the answer was written."),
         "saveError": s("save_file: why writing it failed."),
     });
@@ -692,6 +713,13 @@ mod tests {
                 crate::structured::STRUCTURED_INSTRUCTION
             )),
             "docs/tools.md's structured instruction differs from structured::STRUCTURED_INSTRUCTION"
+        );
+        assert!(
+            readme.contains(&format!(
+                "```text\n{}\n```",
+                crate::structured::REPAIR_TEMPLATE
+            )),
+            "docs/tools.md's repair prompt differs from structured::REPAIR_TEMPLATE"
         );
     }
 

@@ -92,7 +92,14 @@ pub async fn call(
     let stderr = String::from_utf8_lossy(&out.stderr);
     let exit = out.status.map_or(1, |t| t.code());
     match id {
-        Some(id) => deleted(&cwd, &id, &stdout, &stderr, exit),
+        Some(id) => {
+            let result = deleted(&cwd, &id, &stdout, &stderr, exit);
+            if result.is_ok() {
+                // The agents hold their sessions in memory: a deleted one must not answer again.
+                runner.pool().forget(&cwd, &id);
+            }
+            result
+        }
         None if exit == 0 => Ok(listed(&cwd, &stdout)),
         None => {
             let line = stderr

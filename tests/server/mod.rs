@@ -6,6 +6,7 @@
 mod doctor;
 mod http;
 mod smoke;
+mod warm;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -44,7 +45,7 @@ pub struct Harness {
     pub log: PathBuf,
     /// Output schemas by tool name, from `tools/list`.
     pub output_schemas: Vec<(String, Value)>,
-    _dir: TempDir,
+    _dir: Option<TempDir>,
 }
 
 impl Harness {
@@ -52,10 +53,18 @@ impl Harness {
     /// with `protocol_version`.
     pub fn start_with(env: &[(&str, &str)], protocol_version: &str) -> Harness {
         let dir = tempfile::tempdir().expect("temp dir");
-        let log = dir.path().join("fake-gemini.log");
-        let work = dir.path().join("work");
+        let mut h = Harness::start_in(dir.path(), env, protocol_version);
+        h._dir = Some(dir);
+        h
+    }
+
+    /// Starts the server in `dir` (its HOME, fake-gemini state, log and working directory, which
+    /// a later server may share), as [`Harness::start_with`] does.
+    pub fn start_in(dir: &Path, env: &[(&str, &str)], protocol_version: &str) -> Harness {
+        let log = dir.join("fake-gemini.log");
+        let work = dir.join("work");
         std::fs::create_dir_all(&work).expect("work dir");
-        let mut cmd = server_command(dir.path());
+        let mut cmd = server_command(dir);
         cmd.current_dir(&work)
             .env("FAKE_GEMINI_LOG", &log)
             .env("GEMINICLI_MCP_KILL_GRACE_MS", "300")
@@ -93,7 +102,7 @@ impl Harness {
             client,
             log,
             output_schemas: Vec::new(),
-            _dir: dir,
+            _dir: None,
         };
         let tools = h.rpc("tools/list", None);
         for tool in tools["result"]["tools"].as_array().expect("tools") {

@@ -29,7 +29,7 @@ struct Args {
     /// Default: the geminicli-mcp binary of this workspace.
     #[arg(long)]
     target: Option<String>,
-    /// A built-in profile name (geminicli-mcp) or a profile TOML file.
+    /// A built-in profile name (geminicli-mcp, or geminicli-mcp-acp for its warm backend) or a profile TOML file.
     #[arg(long, default_value = "geminicli-mcp")]
     profile: String,
     /// The fake-gemini executable. Default: the one of this workspace.

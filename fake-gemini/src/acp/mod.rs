@@ -427,6 +427,10 @@ impl Agent {
                     "initialize" => Ok(wire::initialize_result(&self.version)),
                     "authenticate" => self.authenticate(&params),
                     "session/new" => {
+                        // The real 0.61 agent takes 60-170 ms (a new Config per session).
+                        if let Some(ms) = crate::sys::env_ms("FAKE_GEMINI_ACP_SESSION_NEW_MS") {
+                            crate::sys::sleep_ms(ms);
+                        }
                         let r = self.new_session(&params);
                         if let Ok(v) = &r {
                             let sid = v["sessionId"].as_str().unwrap_or_default().to_string();

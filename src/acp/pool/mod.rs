@@ -1,12 +1,18 @@
-//! The agents and their sessions: one agent process per workspace (and MCP server filter),
-//! started on first use, shut down when idle, restarted after a crash or a hang; one session per
-//! agent, reused until it has served `max_turns` prompts, resumable with `session/load`; one
-//! prompt per session at a time.
+//! The agents and their sessions: one agent process per workspace (and start flags: MCP server
+//! filter, include directories), started on first use, shut down when idle, replaced after it has
+//! opened `max_sessions` sessions, restarted after a crash or a hang. The `acp` set's `gemini`
+//! reuses one session per agent until it has served `max_turns` prompts; the prompt tools on the
+//! warm backend (`warm`) take a fresh session per call, made ahead of time, and prompt many
+//! sessions of one agent at once. One prompt per session at a time; `session/new` and
+//! `session/load` one at a time server-wide (the CLI's `projects.json` lock backs off
+//! exponentially when they overlap).
+
+pub mod warm;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -17,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::client::{AcpError, Connection, Inbound};
 use crate::approval::ApprovalMode;
 use crate::config::Config;
+use crate::deadline::{Deadlines, Limit};
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::command;
 use crate::gemini::launch::{spawn_failure, Launch};
@@ -25,11 +32,13 @@ use crate::gemini::process::RunSpec;
 use crate::gemini::session::{self as cli_session, StartGates};
 use crate::progress::{preview, Progress};
 
-/// Which agent a call goes to: the workspace and the MCP servers it may load (a start-up flag).
+/// Which agent a call goes to: the workspace, the MCP servers it may load and the directories
+/// it may read besides the workspace (start-up flags: ACP has no per-session field for either).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
     cwd: PathBuf,
     servers: Vec<String>,
+    dirs: Vec<PathBuf>,
 }
 
 /// One ACP session as the server tracks it.
@@ -46,15 +55,59 @@ struct State {
     agent: Option<Arc<Connection>>,
     agent_info: Value,
     models: Value,
+    /// The `acp` set's session of this workspace.
     session: Option<Session>,
+    /// Every session the running agent holds (made or loaded), by id.
+    known: HashMap<String, Session>,
+    /// Fresh sessions made ahead of time for the prompt tools, never prompted.
+    spares: Vec<Session>,
+    /// Whether a task is making spares.
+    replenishing: bool,
+    /// Sessions the running agent made or loaded (it is replaced past `max_sessions`).
+    opened: u32,
+    /// Calls using the agent now: it is not stopped while one runs.
+    running: usize,
     last_used: Option<Instant>,
+}
+
+impl State {
+    /// Forgets the agent and everything it held.
+    fn drop_agent(&mut self) -> Option<Arc<Connection>> {
+        self.session = None;
+        self.known.clear();
+        self.spares.clear();
+        self.opened = 0;
+        self.agent.take()
+    }
 }
 
 struct Slot {
     key: Key,
-    /// Held for a whole call: one prompt per session (and per agent) at a time.
+    /// Held for a whole `acp`-set call: one prompt on the workspace's session at a time.
     busy: tokio::sync::Mutex<()>,
+    /// Held while the agent starts: one start per slot.
+    starting: tokio::sync::Mutex<()>,
+    /// Told when a spare session is ready, or when making spares stops.
+    spare_made: tokio::sync::Notify,
     state: Mutex<State>,
+}
+
+/// Counts a call as using its slot's agent while alive.
+struct Using(Arc<Slot>);
+
+impl Using {
+    fn new(slot: &Arc<Slot>) -> Self {
+        lock(&slot.state).running += 1;
+        Using(slot.clone())
+    }
+}
+
+impl Drop for Using {
+    fn drop(&mut self) {
+        let mut st = lock(&self.0.state);
+        st.running = st.running.saturating_sub(1);
+        st.last_used = Some(Instant::now());
+    }
 }
 
 /// What a `gemini` call asks for, decoded and checked.
@@ -76,6 +129,8 @@ pub struct PromptCall {
     pub cwd: PathBuf,
     /// `--allowed-mcp-server-names` of the agent, checked.
     pub servers: Vec<String>,
+    /// `--include-directories` of the agent: canonical, checked.
+    pub dirs: Vec<PathBuf>,
 }
 
 /// A prompt's outcome.
@@ -85,6 +140,9 @@ pub struct Answer {
     pub session_id: String,
     /// The agent's message chunks, concatenated.
     pub messages: String,
+    /// The message chunks since the last tool event: the last model turn's text, what a one-shot
+    /// run answers.
+    pub last_turn: String,
     /// Thought chunks, concatenated.
     pub thought: String,
     /// `end_turn`, `max_tokens`, `max_turn_requests`, `refusal` or `cancelled`.
@@ -114,7 +172,15 @@ pub struct Pool {
     starts: Arc<StartGates>,
     /// When this server made (or last loaded) each session: the minute a load must not happen
     /// in, when the session's chat files cannot be read.
-    opened: Mutex<HashMap<String, SystemTime>>,
+    opened: Mutex<HashMap<(PathBuf, String), SystemTime>>,
+    /// Held around every `session/new` and `session/load`, server-wide.
+    session_ops: tokio::sync::Mutex<()>,
+    /// One lock per session in use: one prompt per session at a time.
+    session_locks: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    /// Prompts of the prompt tools running at once (`GEMINICLI_MCP_MAX_PROMPTS`).
+    prompts: Arc<tokio::sync::Semaphore>,
+    /// Until when the API asked every prompt to wait (its last rate-limit delay).
+    cooldown: Mutex<Option<tokio::time::Instant>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -126,13 +192,29 @@ impl Pool {
     /// are the workspaces' start gates, shared with the one-shot runs.
     pub fn new(config: Config, shutdown: CancellationToken, starts: Arc<StartGates>) -> Self {
         Pool {
-            config,
             slots: Mutex::default(),
             shutdown,
             reaper: AtomicBool::new(false),
             starts,
             opened: Mutex::default(),
+            session_ops: tokio::sync::Mutex::new(()),
+            session_locks: Mutex::default(),
+            prompts: Arc::new(tokio::sync::Semaphore::new(config.acp.max_prompts.max(1))),
+            cooldown: Mutex::default(),
+            config,
         }
+    }
+
+    /// The lock of session `id` (one prompt per session at a time).
+    fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = lock(&self.session_locks);
+        if let Some(l) = locks.get(id).and_then(Weak::upgrade) {
+            return l;
+        }
+        locks.retain(|_, l| l.strong_count() > 0);
+        let l = Arc::new(tokio::sync::Mutex::new(()));
+        locks.insert(id.to_string(), Arc::downgrade(&l));
+        l
     }
 
     /// Takes the start gate of the slot's workspace (see `starts`).
@@ -177,7 +259,7 @@ impl Pool {
         // The files are what the CLI looks at; without them, what this server itself did.
         let clash = if minutes.is_empty() {
             lock(&self.opened)
-                .get(id)
+                .get(&(cwd.to_path_buf(), id.to_string()))
                 .is_some_and(|t| cli_session::minute_stamp(*t) == this_minute)
         } else {
             minutes.contains(&this_minute)
@@ -236,13 +318,16 @@ impl Pool {
                 Arc::new(Slot {
                     key,
                     busy: tokio::sync::Mutex::new(()),
+                    starting: tokio::sync::Mutex::new(()),
+                    spare_made: tokio::sync::Notify::new(),
                     state: Mutex::default(),
                 })
             })
             .clone()
     }
 
-    /// Stops agents unused for `idle` (not those running a prompt).
+    /// Stops agents unused for `idle`, and agents that have opened `max_sessions` sessions as
+    /// soon as they run nothing (the next call starts a fresh one); never one in use.
     fn stop_idle(&self, idle: Duration) {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
         for slot in slots {
@@ -250,18 +335,21 @@ impl Pool {
                 continue;
             };
             let mut st = lock(&slot.state);
-            if st.agent.is_some() && st.last_used.is_some_and(|t| t.elapsed() >= idle) {
-                tracing::debug!(cwd = %slot.key.cwd.display(), "ACP agent idle: stopping it");
-                if let Some(agent) = st.agent.take() {
+            if st.agent.is_none() || st.running > 0 || st.replenishing {
+                continue;
+            }
+            let worn = st.opened >= self.config.acp.max_sessions;
+            if worn || st.last_used.is_some_and(|t| t.elapsed() >= idle) {
+                tracing::debug!(cwd = %slot.key.cwd.display(), worn, "ACP agent idle or worn: stopping it");
+                if let Some(agent) = st.drop_agent() {
                     agent.kill();
                 }
-                st.session = None;
             }
         }
     }
 
-    /// Each real agent holds hundreds of MiB: with GEMINICLI_MCP_MAX_CONCURRENCY agents running,
-    /// the least recently used idle one is stopped before another starts. Agents running a prompt
+    /// Each real agent holds hundreds of MiB: with GEMINICLI_MCP_MAX_AGENTS agents running, the
+    /// least recently used idle one is stopped before another starts. Agents running a prompt
     /// are never stopped for this, so a burst over the bound still runs.
     fn make_room(&self, starting: &Key) {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
@@ -269,7 +357,12 @@ impl Pool {
             .iter()
             .filter(|s| lock(&s.state).agent.as_ref().is_some_and(|a| !a.is_dead()))
             .count();
-        if running < self.config.max_concurrency.max(1) {
+        let bound = self
+            .config
+            .acp
+            .max_agents
+            .unwrap_or(self.config.max_concurrency);
+        if running < bound.max(1) {
             return;
         }
         let mut candidates: Vec<(Option<Instant>, Arc<Slot>)> = slots
@@ -287,11 +380,13 @@ impl Pool {
                 continue;
             };
             let mut st = lock(&slot.state);
+            if st.running > 0 {
+                continue;
+            }
             tracing::debug!(cwd = %slot.key.cwd.display(), "ACP agent limit reached: stopping the least recently used agent");
-            if let Some(agent) = st.agent.take() {
+            if let Some(agent) = st.drop_agent() {
                 agent.kill();
             }
-            st.session = None;
             return;
         }
     }
@@ -299,11 +394,9 @@ impl Pool {
     /// Stops every agent (server shutdown).
     pub fn stop_all(&self) {
         for slot in lock(&self.slots).values() {
-            let mut st = lock(&slot.state);
-            if let Some(agent) = st.agent.take() {
+            if let Some(agent) = lock(&slot.state).drop_agent() {
                 agent.kill();
             }
-            st.session = None;
         }
     }
 
@@ -320,6 +413,19 @@ impl Pool {
             }
         }
         dropped
+    }
+
+    /// Forgets session `id` of workspace `cwd` on every agent (it was deleted): a later call
+    /// with its id loads it, and finds it gone.
+    pub fn forget(&self, cwd: &std::path::Path, id: &str) {
+        // Its files are gone: no clock minute to wait out before the load that finds it gone.
+        lock(&self.opened).remove(&(cwd.to_path_buf(), id.to_string()));
+        for slot in lock(&self.slots).values() {
+            if slot.key.cwd == cwd {
+                retire(slot, id);
+                lock(&slot.state).spares.retain(|s| s.id != id);
+            }
+        }
     }
 
     /// The sessions held: workspace, id, turns, model, approval mode.
@@ -364,7 +470,9 @@ impl Pool {
         let slot = self.slot(Key {
             cwd,
             servers: Vec::new(),
+            dirs: Vec::new(),
         });
+        let _using = Using::new(&slot);
         let _busy = tokio::select! {
             g = slot.busy.lock() => g,
             _ = ct.cancelled() => return Err(cancelled("while waiting for the agent")),
@@ -382,13 +490,16 @@ impl Pool {
 
     /// The slot's agent, started when there is none or it died.
     async fn agent(&self, slot: &Slot, ct: &CancellationToken) -> Result<Arc<Connection>, Failure> {
+        let _starting = tokio::select! {
+            g = slot.starting.lock() => g,
+            _ = ct.cancelled() => return Err(cancelled("while the agent was starting")),
+        };
         {
             let mut st = lock(&slot.state);
             match &st.agent {
                 Some(a) if !a.is_dead() => return Ok(a.clone()),
                 Some(_) => {
-                    st.agent = None;
-                    st.session = None;
+                    st.drop_agent();
                 }
                 None => {}
             }
@@ -423,8 +534,8 @@ impl Pool {
         };
         let mut st = lock(&slot.state);
         st.agent_info = result.get("agentInfo").cloned().unwrap_or(Value::Null);
+        st.drop_agent();
         st.agent = Some(agent.clone());
-        st.session = None;
         Ok(agent)
     }
 
@@ -439,6 +550,12 @@ impl Pool {
             command::validate_server_name(name)?;
             args.push(format!("--allowed-mcp-server-names={name}").into());
         }
+        for dir in &key.dirs {
+            crate::policy::unchanged("include_directories", dir)?;
+            let mut arg = std::ffi::OsString::from("--include-directories=");
+            arg.push(dir.as_os_str());
+            args.push(arg);
+        }
         let mut spec = launch.spec(&self.config, &key.cwd, args, Vec::new());
         spec.env
             .push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
@@ -448,6 +565,7 @@ impl Pool {
     /// `session/new`, authenticating first when the agent asks for it and the environment
     /// names a method that needs no browser.
     async fn new_session(&self, slot: &Slot, agent: &Connection) -> Result<Session, Failure> {
+        let _one_at_a_time = self.session_ops.lock().await;
         let t = Some(self.config.acp.request_timeout);
         let params = json!({"cwd": slot.key.cwd, "mcpServers": []});
         let mut answer = agent.request("session/new", params.clone(), t).await;
@@ -473,19 +591,23 @@ impl Pool {
         }
         let result = answer.map_err(|e| agent_failure(agent, e, "creating a session"))?;
         let id = result["sessionId"].as_str().unwrap_or_default().to_string();
-        lock(&self.opened).insert(id.clone(), SystemTime::now());
+        lock(&self.opened).insert((slot.key.cwd.clone(), id.clone()), SystemTime::now());
         let model = result["models"]["currentModelId"]
             .as_str()
             .unwrap_or_default()
             .to_string();
         lock(&slot.state).models = result.get("models").cloned().unwrap_or(Value::Null);
         let mode = ApprovalMode::from_acp_id(result["modes"]["currentModeId"].as_str());
-        Ok(Session {
+        let session = Session {
             id,
             turns: 0,
             model,
             mode,
-        })
+        };
+        let mut st = lock(&slot.state);
+        st.opened += 1;
+        st.known.insert(session.id.clone(), session.clone());
+        Ok(session)
     }
 
     /// Runs one prompt: one attempt, never re-run here (a prompt whose agent died is reported,
@@ -502,7 +624,9 @@ impl Pool {
         let slot = self.slot(Key {
             cwd: call.cwd.clone(),
             servers: call.servers.clone(),
+            dirs: call.dirs.clone(),
         });
+        let _using = Using::new(&slot);
         let _busy = tokio::select! {
             g = slot.busy.lock() => g,
             _ = ct.cancelled() => return (Err(cancelled("while another prompt ran in this workspace")), false),
@@ -511,7 +635,6 @@ impl Pool {
         let result = self
             .prompt_locked(&slot, call, ct, progress, &mut tools_ran, transcript)
             .await;
-        lock(&slot.state).last_used = Some(Instant::now());
         (result, tools_ran)
     }
 
@@ -526,6 +649,11 @@ impl Pool {
     ) -> Result<Answer, Failure> {
         let agent = self.agent(slot, ct).await?;
         let (session, fresh_gate) = self.session(slot, &agent, &call, ct, progress).await?;
+        let session_lock = self.session_lock(&session.id);
+        let _one_prompt = tokio::select! {
+            g = session_lock.lock() => g,
+            _ = ct.cancelled() => return Err(cancelled("while another prompt ran in this session")),
+        };
         let blocks = prompt_blocks(&call).await?;
         let sid = session.id.clone();
         progress.set_session(sid.clone());
@@ -548,7 +676,15 @@ impl Pool {
             transcript.is_some(),
         );
         let turn = self
-            .turn(&agent, &session, blocks, fold, ct, progress)
+            .turn(
+                &agent,
+                &session,
+                blocks,
+                fold,
+                Deadlines::default(),
+                ct,
+                progress,
+            )
             .await?;
         *tools_ran = turn.fold.tools_ran();
         let end = turn.end();
@@ -562,8 +698,7 @@ impl Pool {
                 s.turns += 1;
             }
             if agent.is_dead() {
-                st.agent = None;
-                st.session = None;
+                st.drop_agent();
             }
         }
         let facts = |answer: Answer| RunFacts {
@@ -585,13 +720,7 @@ impl Pool {
                     .to_string();
                 Ok(answer)
             }
-            Err(e) => {
-                let f = agent_failure(&agent, e, "running the prompt");
-                let stderr = f.run.stderr_tail.clone();
-                let mut facts = facts(answer);
-                facts.stderr_tail = stderr;
-                Err(f.with_run(facts))
-            }
+            Err(e) => Err(turn_failure(slot, &agent, &sid, e, facts(answer))),
         }
     }
 
@@ -607,12 +736,19 @@ impl Pool {
         ct: &CancellationToken,
         progress: &Progress,
     ) -> Result<(Session, Option<OwnedMutexGuard<()>>), Failure> {
-        let t = Some(self.config.acp.request_timeout);
-        let current = lock(&slot.state).session.clone();
+        let (current, held) = {
+            let st = lock(&slot.state);
+            let held = call
+                .session_id
+                .as_ref()
+                .and_then(|id| st.known.get(id).cloned());
+            (st.session.clone(), held)
+        };
         let mut loaded = false;
         let mut fresh_gate = None;
         let mut session = match (&call.session_id, current) {
             (Some(asked), Some(s)) if s.id == *asked => s,
+            (Some(_), _) if held.is_some() => held.expect("checked"),
             (Some(asked), _) => {
                 self.wait_out_session_minute(&slot.key.cwd, asked, ct, progress)
                     .await?;
@@ -635,21 +771,46 @@ impl Pool {
             }
         };
         lock(&slot.state).session = Some(session.clone());
-        // After a load the agent may still be replaying history (0.61 sends it after the
-        // response): one more round trip, answered in order after those lines, is the barrier
-        // past which they have all been dropped, before the prompt's route exists.
-        if loaded || session.mode != call.mode {
+        self.align(
+            agent,
+            &mut session,
+            call.mode,
+            call.model.as_deref(),
+            loaded,
+        )
+        .await?;
+        let mut st = lock(&slot.state);
+        st.known.insert(session.id.clone(), session.clone());
+        st.session = Some(session.clone());
+        Ok((session, fresh_gate))
+    }
+
+    /// Puts `session` in approval mode `mode` and on `model` (when given), each only when it
+    /// differs — the mode also when `barrier`: after a load the agent may still be replaying
+    /// history (0.61 sends it after the response), and one more round trip, answered in order
+    /// after those lines, is the barrier past which they have all been dropped, before the
+    /// prompt's route exists.
+    async fn align(
+        &self,
+        agent: &Connection,
+        session: &mut Session,
+        mode: ApprovalMode,
+        model: Option<&str>,
+        barrier: bool,
+    ) -> Result<(), Failure> {
+        let t = Some(self.config.acp.request_timeout);
+        if barrier || session.mode != mode {
             agent
                 .request(
                     "session/set_mode",
-                    json!({"sessionId": session.id, "modeId": call.mode.acp_id()}),
+                    json!({"sessionId": session.id, "modeId": mode.acp_id()}),
                     t,
                 )
                 .await
                 .map_err(|e| agent_failure(agent, e, "setting the approval mode"))?;
-            session.mode = call.mode;
+            session.mode = mode;
         }
-        if let Some(model) = call.model.as_deref().filter(|m| *m != session.model) {
+        if let Some(model) = model.filter(|m| *m != session.model) {
             agent
                 .request(
                     "session/set_model",
@@ -660,8 +821,7 @@ impl Pool {
                 .map_err(|e| agent_failure(agent, e, "setting the model"))?;
             session.model = model.to_string();
         }
-        lock(&slot.state).session = Some(session.clone());
-        Ok((session, fresh_gate))
+        Ok(())
     }
 
     /// `session/load` of `asked`; a session the agent does not know is `session_not_found`.
@@ -669,6 +829,7 @@ impl Pool {
         // History replayed during the load arrives before its answer, while nothing routes
         // this session: none of it leaks into the answer.
         agent.unroute(asked);
+        let _one_at_a_time = self.session_ops.lock().await;
         let r = agent
             .request(
                 "session/load",
@@ -676,13 +837,13 @@ impl Pool {
                 Some(self.config.acp.request_timeout),
             )
             .await;
+        // A failed load leaves its stub too (in the wrong project, for a session of another).
+        remove_load_stubs(&slot.key.cwd, asked).await;
         match r {
             Ok(result) => {
-                lock(&self.opened).insert(asked.to_string(), SystemTime::now());
-                if let Some(m) = result.get("models") {
-                    lock(&slot.state).models = m.clone();
-                }
-                Ok(Session {
+                lock(&self.opened)
+                    .insert((slot.key.cwd.clone(), asked.to_string()), SystemTime::now());
+                let session = Session {
                     id: asked.to_string(),
                     turns: 0,
                     model: result["models"]["currentModelId"]
@@ -690,7 +851,14 @@ impl Pool {
                         .unwrap_or_default()
                         .to_string(),
                     mode: ApprovalMode::from_acp_id(result["modes"]["currentModeId"].as_str()),
-                })
+                };
+                let mut st = lock(&slot.state);
+                if let Some(m) = result.get("models") {
+                    st.models = m.clone();
+                }
+                st.opened += 1;
+                st.known.insert(session.id.clone(), session.clone());
+                Ok(session)
             }
             Err(AcpError::Rpc { code, message }) if code == -32603 || code == -32602 => {
                 Err(Failure::new(
@@ -703,17 +871,30 @@ impl Pool {
     }
 
     /// Sends the prompt and follows the turn to its end: updates folded in and reported as
-    /// progress, a cancellation sent on to the agent (and the agent killed when it ignores it
-    /// past the grace).
+    /// progress, a cancellation (the client's, or a deadline of `limits` passing) sent on to the
+    /// agent, and the agent killed when it ignores it past the grace.
+    #[allow(clippy::too_many_arguments)]
     async fn turn(
         &self,
         agent: &Arc<Connection>,
         session: &Session,
         blocks: Vec<Value>,
         mut fold: Fold,
+        limits: Deadlines,
         ct: &CancellationToken,
         progress: &Progress,
     ) -> Result<Turn, Failure> {
+        let started = Instant::now();
+        let first_content: Mutex<Option<Instant>> = Mutex::default();
+        let last_activity: Mutex<Option<Instant>> = Mutex::default();
+        let watch = crate::deadline::first_to_pass(
+            limits,
+            started,
+            || *lock(&first_content),
+            || *lock(&last_activity),
+        );
+        tokio::pin!(watch);
+        let mut timed_out: Option<Limit> = None;
         let (tx, mut rx) = mpsc::unbounded_channel();
         agent.route(&session.id, session.mode, tx);
         let sid = session.id.clone();
@@ -740,7 +921,14 @@ impl Pool {
             };
             tokio::select! {
                 biased;
-                Some(inbound) = rx.recv() => observe(&mut fold, inbound, progress),
+                Some(inbound) = rx.recv() => {
+                    let now = Instant::now();
+                    *lock(&last_activity) = Some(now);
+                    if is_content(&inbound) {
+                        lock(&first_content).get_or_insert(now);
+                    }
+                    observe(&mut fold, inbound, progress);
+                }
                 r = &mut reply => {
                     // Updates sent before the answer are already queued: take them too.
                     while let Ok(inbound) = rx.try_recv() {
@@ -751,6 +939,12 @@ impl Pool {
                 _ = ct.cancelled(), if cancel_sent.is_none() => {
                     agent.notify("session/cancel", json!({"sessionId": sid}));
                     cancel_sent = Some(tokio::time::Instant::now());
+                }
+                passed = &mut watch, if cancel_sent.is_none() => {
+                    tracing::debug!(deadline = passed.name(), "a deadline passed: cancelling the prompt");
+                    agent.notify("session/cancel", json!({"sessionId": sid}));
+                    cancel_sent = Some(tokio::time::Instant::now());
+                    timed_out = Some(passed);
                 }
                 _ = grace_over => {
                     tracing::warn!(pid = agent.pid(), "the agent did not stop after session/cancel: killing it");
@@ -765,21 +959,27 @@ impl Pool {
         Ok(Turn {
             fold,
             outcome,
-            cancelled: cancel_sent.is_some(),
+            cancelled: cancel_sent.is_some() && timed_out.is_none(),
+            timed_out,
         })
     }
 }
 
-/// A turn's end: what was folded in, the prompt's answer, and whether it was cancelled.
+/// A turn's end: what was folded in, the prompt's answer, whether the client cancelled it, and
+/// which deadline passed, if one did.
 struct Turn {
     fold: Fold,
     outcome: Result<Value, AcpError>,
     cancelled: bool,
+    timed_out: Option<Limit>,
 }
 
 impl Turn {
     /// How the turn ended, as the transcript's last event.
     fn end(&self) -> Value {
+        if let Some(limit) = self.timed_out {
+            return json!({"kind": "timeout", "deadline": limit.name()});
+        }
         match (&self.outcome, self.cancelled) {
             (_, true) => json!({"kind": "cancelled"}),
             (Ok(result), false) => {
@@ -817,6 +1017,80 @@ fn observe(fold: &mut Fold, inbound: Inbound, progress: &Progress) {
     }
     if let Some(note) = fold.absorb(inbound) {
         progress.event(note, urgent);
+    }
+}
+
+/// A failed prompt as a tool failure with what the turn left (`facts`) and the agent's stderr
+/// tail; a session wedged past the context window is retired and the failure says so.
+fn turn_failure(
+    slot: &Slot,
+    agent: &Connection,
+    sid: &str,
+    e: AcpError,
+    facts: RunFacts,
+) -> Failure {
+    let wedged = is_wedge(&e);
+    let mut f = agent_failure(agent, e, "running the prompt");
+    if wedged {
+        retire(slot, sid);
+        f = f.note(WEDGE_NOTE);
+    }
+    let stderr = f.run.stderr_tail.clone();
+    f.with_run(RunFacts {
+        stderr_tail: stderr,
+        ..facts
+    })
+}
+
+/// Said of a session retired because its history outgrew the model's context window.
+const WEDGE_NOTE: &str = "the session's history no longer fits the model's context window (a tool output too large), and every later turn of it would fail the same way: the agent dropped it; the next call starts a fresh session, and its session_id loads it again with large tool outputs cut";
+
+/// Whether a prompt's error is the API's context-window refusal, which a live session never
+/// recovers from once a tool output put it there.
+fn is_wedge(e: &AcpError) -> bool {
+    matches!(e, AcpError::Rpc { message, .. }
+        if message.contains("input token count") && message.contains("exceeds"))
+}
+
+/// Forgets session `id` on the slot's agent: the `acp` set's next call makes a fresh one, and a
+/// continuation loads it again.
+fn retire(slot: &Slot, id: &str) {
+    let mut st = lock(&slot.state);
+    st.known.remove(id);
+    if st.session.as_ref().is_some_and(|s| s.id == id) {
+        st.session = None;
+    }
+}
+
+/// Whether a message is content for the first-content deadline: assistant text or a tool event.
+fn is_content(inbound: &Inbound) -> bool {
+    match inbound {
+        Inbound::Update(u) => matches!(
+            u["sessionUpdate"].as_str(),
+            Some("agent_message_chunk" | "tool_call" | "tool_call_update")
+        ),
+        Inbound::Permission { .. } => true,
+    }
+}
+
+/// Removes the stub that Gemini CLI 0.61's `session/load` leaves in the current minute's chat file
+/// (two headers, no message; later prompts go to the session's own file): the next CLI start in
+/// the project would otherwise delete every file of the session, the real one included.
+async fn remove_load_stubs(cwd: &std::path::Path, id: &str) {
+    let (cwd, id) = (cwd.to_path_buf(), id.to_string());
+    let removed = tokio::task::spawn_blocking(move || {
+        cli_session::gemini_dir()
+            .and_then(|g| cli_session::chats_dir(&g, &cwd))
+            .map(|chats| cli_session::remove_stubs(&chats, &id))
+            .unwrap_or_default()
+    })
+    .await
+    .unwrap_or_default();
+    if !removed.is_empty() {
+        tracing::debug!(
+            stubs = removed.len(),
+            "removed the stub a session load left"
+        );
     }
 }
 
@@ -948,6 +1222,7 @@ fn absorb(
             match u["sessionUpdate"].as_str().unwrap_or_default() {
                 "agent_message_chunk" => {
                     answer.messages.push_str(text);
+                    answer.last_turn.push_str(text);
                     None
                 }
                 "agent_thought_chunk" => {
@@ -955,6 +1230,7 @@ fn absorb(
                     Some(format!("thinking: {}", preview(text)))
                 }
                 "tool_call" | "tool_call_update" => {
+                    answer.last_turn.clear();
                     let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
                     let entry = match tools.iter_mut().find(|(i, _)| *i == id) {
                         Some((_, v)) => v,
@@ -1045,6 +1321,7 @@ fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Failure {
             // As on the one-shot path: an API error's exit is its HTTP status & 0xFF.
             let exit = status.map_or(1, |s| i32::from(s & 0xFF));
             Failure::with_exit(kind, exit, format!("{doing}: {message} (ACP error {code})"))
+                .with_retry_delay(crate::gemini::outcome::retry_delay_ms(message))
         }
         AcpError::Exited(how) => Failure::new(
             ErrorKind::Error,

@@ -1,0 +1,634 @@
+//! The prompt tools on the warm backend (`GEMINICLI_MCP_BACKEND=acp`): each call is one prompt in
+//! a fresh session of the workspace's agent — a spare made ahead of time when there is one — or,
+//! with `session_id`, in that session (held by the agent, else loaded). Calls in one workspace
+//! prompt their sessions at once; `GEMINICLI_MCP_MAX_PROMPTS` bounds them server-wide, and a
+//! rate-limit delay the API gave one call holds back the next prompts of every call.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::sync::OwnedMutexGuard;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    cancelled, lock, turn_failure, AbortOnDrop, Answer, Fold, Key, Pool, Session, Slot, Turn, Using,
+};
+use crate::acp::client::Connection;
+use crate::approval::ApprovalMode;
+use crate::deadline::Deadlines;
+use crate::error::{ErrorKind, Failure, RunFacts};
+use crate::gemini::outcome::Success;
+use crate::gemini::retention;
+use crate::gemini::session as cli_session;
+use crate::progress::Progress;
+
+/// A prompt-tool call for the warm backend, built and checked as for a one-shot run.
+#[derive(Debug, Clone)]
+pub struct WarmCall {
+    /// The prompt text exactly as a one-shot run would read it on stdin (context block,
+    /// structured instructions and the slash escape included; no `@` image references).
+    pub text: String,
+    /// The images, canonical: sent as file links, which the agent reads as an `@` reference.
+    pub images: Vec<PathBuf>,
+    /// A model for the session (`session/set_model`).
+    pub model: Option<String>,
+    /// The approval mode, already under the ceiling.
+    pub mode: ApprovalMode,
+    /// A session to continue.
+    pub session_id: Option<String>,
+    /// The workspace.
+    pub cwd: PathBuf,
+    /// Include directories (the agent's start flags).
+    pub dirs: Vec<PathBuf>,
+    /// Allowed MCP server names (the agent's start flags).
+    pub servers: Vec<String>,
+    /// The call's deadlines, the operator's included.
+    pub limits: Deadlines,
+    /// Keep the turn's ACP messages (`full_output`).
+    pub full_output: bool,
+    /// Report the agent, the session and the timings (`debug`).
+    pub debug: bool,
+}
+
+/// A warm call's outcome, with what its options asked to see.
+pub struct WarmRan {
+    /// The answer as a one-shot run reports it, or the failure.
+    pub result: Result<Success, Failure>,
+    /// Whether a tool ran (or was asked for).
+    pub tools_ran: bool,
+    /// The turn's ACP messages and how it ended (`full_output`).
+    pub events: Option<Vec<Value>>,
+    /// Agent pid, session and timings (`debug`).
+    pub debug: Option<Value>,
+}
+
+impl WarmRan {
+    fn refused(f: Failure) -> Self {
+        WarmRan {
+            result: Err(f),
+            tools_ran: false,
+            events: None,
+            debug: None,
+        }
+    }
+}
+
+/// How a call got its session (`debug`).
+#[derive(Debug, Clone, Copy)]
+enum Origin {
+    Spare,
+    New,
+    Held,
+    Loaded,
+}
+
+impl Origin {
+    fn as_str(self) -> &'static str {
+        match self {
+            Origin::Spare => "spare",
+            Origin::New => "new",
+            Origin::Held => "held",
+            Origin::Loaded => "loaded",
+        }
+    }
+}
+
+/// A session ready for a prompt: locked for this call, in its mode and model.
+struct Ready {
+    session: Session,
+    origin: Origin,
+    _lock: OwnedMutexGuard<()>,
+    /// The workspace's start gate, when a CLI start's clean-up could delete the fresh session.
+    gate: Option<OwnedMutexGuard<()>>,
+}
+
+/// Whether a CLI started in `cwd` may delete session files that hold no message yet.
+fn cleanup_may_run(cwd: &std::path::Path) -> bool {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    retention::cleanup_may_run(cwd, home.as_deref())
+}
+
+impl Pool {
+    /// Runs a prompt-tool call on a warm agent: one attempt (the retry policy lives in `run`).
+    pub async fn warm(
+        self: &Arc<Self>,
+        call: WarmCall,
+        ct: &CancellationToken,
+        progress: &Progress,
+    ) -> WarmRan {
+        let started = Instant::now();
+        let _permit = match self.prompt_permit(ct, progress).await {
+            Ok(p) => p,
+            Err(f) => return WarmRan::refused(f),
+        };
+        if let Err(f) = self.cool_down(ct, progress).await {
+            return WarmRan::refused(f);
+        }
+        let slot = self.slot(Key {
+            cwd: call.cwd.clone(),
+            servers: call.servers.clone(),
+            dirs: call.dirs.clone(),
+        });
+        let _using = Using::new(&slot);
+        let queued = started.elapsed();
+        match self
+            .warm_turn(&slot, call.clone(), ct, progress, started, queued)
+            .await
+        {
+            // The agent died before the prompt was sent (a crash, a hang past the request
+            // timeout): nothing ran, so the call goes to a new agent once.
+            Err(_) if !ct.is_cancelled() => {
+                tracing::debug!("the agent ended before the prompt was sent: starting a new one");
+                progress
+                    .say(
+                        "the Gemini agent ended before the prompt was sent: starting a new one"
+                            .into(),
+                    )
+                    .await;
+                self.warm_turn(&slot, call, ct, progress, started, queued)
+                    .await
+                    .unwrap_or_else(WarmRan::refused)
+            }
+            Err(lost) => WarmRan::refused(lost),
+            Ok(ran) => ran,
+        }
+    }
+
+    /// A slot under `GEMINICLI_MCP_MAX_PROMPTS`; a call that has to wait says so.
+    async fn prompt_permit(
+        &self,
+        ct: &CancellationToken,
+        progress: &Progress,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit, Failure> {
+        if let Ok(p) = self.prompts.clone().try_acquire_owned() {
+            return Ok(p);
+        }
+        progress.queued();
+        tokio::select! {
+            p = self.prompts.clone().acquire_owned() => p.map_err(|_| Failure::shutting_down()),
+            _ = ct.cancelled() => Err(self.stopped("while queued")),
+        }
+    }
+
+    /// Waits out the delay the API last asked for, announced as progress.
+    async fn cool_down(&self, ct: &CancellationToken, progress: &Progress) -> Result<(), Failure> {
+        let until = *lock(&self.cooldown);
+        let Some(until) = until.filter(|u| *u > tokio::time::Instant::now()) else {
+            return Ok(());
+        };
+        let left = until - tokio::time::Instant::now();
+        progress
+            .say(format!(
+                "rate limited: another call was asked to wait; waiting {} ms before prompting",
+                left.as_millis()
+            ))
+            .await;
+        tokio::select! {
+            _ = tokio::time::sleep_until(until) => Ok(()),
+            _ = ct.cancelled() => Err(self.stopped("while waiting out the API's rate limit")),
+        }
+    }
+
+    /// The failure of a call ended before its prompt was sent: a cancellation or the shutdown.
+    fn stopped(&self, when: &str) -> Failure {
+        if self.shutdown.is_cancelled() {
+            Failure::shutting_down()
+        } else {
+            cancelled(when)
+        }
+    }
+
+    async fn warm_turn(
+        self: &Arc<Self>,
+        slot: &Arc<Slot>,
+        call: WarmCall,
+        ct: &CancellationToken,
+        progress: &Progress,
+        started: Instant,
+        queued: Duration,
+    ) -> Result<WarmRan, Failure> {
+        let agent = match self.agent(slot, ct).await {
+            Ok(a) => a,
+            Err(f) => return Ok(WarmRan::refused(f)),
+        };
+        let ready = match self.ready(slot, &agent, &call, ct, progress).await {
+            Ok(r) => r,
+            // Err: the agent is gone and nothing was sent; a failure of its own is the answer.
+            Err(f) if agent.is_dead() => return Err(f),
+            Err(f) => return Ok(WarmRan::refused(f)),
+        };
+        self.replenish(slot, &agent, call.mode);
+        let prepared = started.elapsed();
+        let Ready {
+            session,
+            origin,
+            _lock,
+            gate,
+        } = ready;
+        let sid = session.id.clone();
+        progress.set_session(sid.clone());
+        // Held until no other start can delete the new session (its prompt is recorded).
+        let _gate = gate.map(|gate| {
+            AbortOnDrop(tokio::spawn(cli_session::hold_start_gate(
+                gate,
+                slot.key.cwd.clone(),
+                progress.clone(),
+            )))
+        });
+        let fold = Fold::new(
+            Answer {
+                session_id: sid.clone(),
+                model: session.model.clone(),
+                pid: agent.pid(),
+                ..Answer::default()
+            },
+            call.full_output,
+        );
+        let turn = match self
+            .turn(
+                &agent,
+                &session,
+                blocks(&call),
+                fold,
+                call.limits,
+                ct,
+                progress,
+            )
+            .await
+        {
+            Ok(t) => t,
+            Err(f) if agent.is_dead() => return Err(f),
+            Err(f) => return Ok(WarmRan::refused(f)),
+        };
+        let tools_ran = turn.fold.tools_ran();
+        {
+            let mut st = lock(&slot.state);
+            if let Some(s) = st.known.get_mut(&sid) {
+                s.turns += 1;
+            }
+            if agent.is_dead() {
+                st.drop_agent();
+            }
+        }
+        let end = turn.end();
+        let outcome = self.outcome(slot, &agent, &session, turn, &call, started);
+        let debug = call.debug.then(|| {
+            let took = [queued, prepared, started.elapsed()];
+            debug_report(&agent, &sid, origin, took, end)
+        });
+        Ok(WarmRan {
+            result: outcome.0,
+            tools_ran,
+            events: outcome.1,
+            debug,
+        })
+    }
+
+    /// The call's session, locked: the one it continues (held by the agent, else loaded), else a
+    /// spare, else a new one.
+    async fn ready(
+        &self,
+        slot: &Slot,
+        agent: &Connection,
+        call: &WarmCall,
+        ct: &CancellationToken,
+        progress: &Progress,
+    ) -> Result<Ready, Failure> {
+        let (mut session, origin, lock_guard, gate) = match &call.session_id {
+            Some(asked) => {
+                let guard = tokio::select! {
+                    g = self.session_lock(asked).lock_owned() => g,
+                    _ = ct.cancelled() => return Err(cancelled("while another prompt ran in this session")),
+                };
+                let held = lock(&slot.state).known.get(asked).cloned();
+                match held {
+                    Some(s) => (s, Origin::Held, guard, None),
+                    None => {
+                        self.wait_out_session_minute(&slot.key.cwd, asked, ct, progress)
+                            .await?;
+                        (
+                            self.load(slot, agent, asked).await?,
+                            Origin::Loaded,
+                            guard,
+                            None,
+                        )
+                    }
+                }
+            }
+            None => {
+                let spare = self.spare(slot, ct).await?;
+                let (session, origin, gate) = match spare {
+                    Some(s) => (s, Origin::Spare, None),
+                    None => {
+                        // A new session's file holds no message until its prompt is recorded,
+                        // and a CLI start's clean-up meanwhile would delete it.
+                        let gate = if cleanup_may_run(&slot.key.cwd) {
+                            Some(self.start_gate(slot, ct).await?)
+                        } else {
+                            None
+                        };
+                        (self.new_session(slot, agent).await?, Origin::New, gate)
+                    }
+                };
+                let guard = self.session_lock(&session.id).lock_owned().await;
+                (session, origin, guard, gate)
+            }
+        };
+        let barrier = matches!(origin, Origin::Loaded);
+        self.align(
+            agent,
+            &mut session,
+            call.mode,
+            call.model.as_deref(),
+            barrier,
+        )
+        .await?;
+        lock(&slot.state)
+            .known
+            .insert(session.id.clone(), session.clone());
+        Ok(Ready {
+            session,
+            origin,
+            _lock: lock_guard,
+            gate,
+        })
+    }
+
+    /// A spare session of the slot's agent: one ready, else the one being made (its `session/new`
+    /// is ahead of any this call would send), else none.
+    async fn spare(&self, slot: &Slot, ct: &CancellationToken) -> Result<Option<Session>, Failure> {
+        loop {
+            let made = slot.spare_made.notified();
+            tokio::pin!(made);
+            made.as_mut().enable();
+            if let Some(s) = self.take_spare(slot) {
+                return Ok(Some(s));
+            }
+            if !lock(&slot.state).replenishing {
+                return Ok(None);
+            }
+            tokio::select! {
+                _ = made => {}
+                _ = ct.cancelled() => return Err(cancelled("while its session was being made")),
+            }
+        }
+    }
+
+    /// A spare session of the slot's agent, unless a CLI start's clean-up could have deleted its
+    /// file meanwhile (then every spare is dropped: the agent keeps them in memory, unused).
+    fn take_spare(&self, slot: &Slot) -> Option<Session> {
+        if lock(&slot.state).spares.is_empty() {
+            return None;
+        }
+        if cleanup_may_run(&slot.key.cwd) {
+            lock(&slot.state).spares.clear();
+            return None;
+        }
+        lock(&slot.state).spares.pop()
+    }
+
+    /// Makes spare sessions in the background until the slot's agent holds
+    /// `GEMINICLI_MCP_ACP_SPARE_SESSIONS` of them, in approval mode `mode` (the last call's).
+    /// None while a CLI start's clean-up could delete a session that holds no message.
+    fn replenish(self: &Arc<Self>, slot: &Arc<Slot>, agent: &Arc<Connection>, mode: ApprovalMode) {
+        let want = self.config.acp.spare_sessions;
+        {
+            let mut st = lock(&slot.state);
+            if want == 0 || st.replenishing || st.spares.len() >= want {
+                return;
+            }
+            st.replenishing = true;
+        }
+        let (pool, slot, agent) = (self.clone(), slot.clone(), agent.clone());
+        tokio::spawn(async move {
+            while pool.wants_spare(&slot, &agent, want) && !cleanup_may_run(&slot.key.cwd) {
+                let Ok(mut session) = pool.new_session(&slot, &agent).await else {
+                    break;
+                };
+                if pool
+                    .align(&agent, &mut session, mode, None, false)
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                {
+                    let mut st = lock(&slot.state);
+                    st.known.insert(session.id.clone(), session.clone());
+                    st.spares.push(session);
+                }
+                slot.spare_made.notify_waiters();
+            }
+            lock(&slot.state).replenishing = false;
+            slot.spare_made.notify_waiters();
+        });
+    }
+
+    /// Whether the slot's agent (still `agent`) should get one more spare.
+    fn wants_spare(&self, slot: &Slot, agent: &Arc<Connection>, want: usize) -> bool {
+        let st = lock(&slot.state);
+        !self.shutdown.is_cancelled()
+            && !agent.is_dead()
+            && st.agent.as_ref().is_some_and(|a| Arc::ptr_eq(a, agent))
+            && st.spares.len() < want
+            && st.opened < self.config.acp.max_sessions
+    }
+
+    /// The turn as a one-shot run's outcome: the answer with the session, model and token
+    /// counts, or the failure with what the turn left; and the transcript.
+    fn outcome(
+        &self,
+        slot: &Slot,
+        agent: &Connection,
+        session: &Session,
+        turn: Turn,
+        call: &WarmCall,
+        started: Instant,
+    ) -> (Result<Success, Failure>, Option<Vec<Value>>) {
+        let end = turn.end();
+        let Turn {
+            fold,
+            outcome,
+            cancelled: by_client,
+            timed_out,
+        } = turn;
+        let (answer, events) = fold.finish(end);
+        let duration = started.elapsed();
+        let facts = RunFacts {
+            session_id: Some(session.id.clone()),
+            model: Some(session.model.clone()).filter(|m| !m.is_empty()),
+            partial_response: Some(answer.messages.clone()).filter(|m| !m.is_empty()),
+            duration_ms: duration.as_millis() as u64,
+            ..RunFacts::default()
+        };
+        if let Some(limit) = timed_out {
+            let ms = call.limits.of(limit).map_or(0, |d| d.as_millis());
+            let f = Failure::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the {} deadline passed: {} for {ms} ms; the agent's prompt was cancelled",
+                    limit.name(),
+                    limit.what()
+                ),
+            );
+            return (Err(f.with_run(facts)), events);
+        }
+        if by_client {
+            let f = if self.shutdown.is_cancelled() {
+                Failure::cancelled("the server is shutting down; the agent's prompt was cancelled")
+            } else {
+                Failure::cancelled("the request was cancelled; the agent's prompt was cancelled")
+            };
+            return (Err(f.with_run(facts)), events);
+        }
+        let result = match outcome {
+            Ok(result) => answered(&result, answer, session, duration, facts),
+            Err(e) => {
+                let f = turn_failure(slot, agent, &session.id, e, facts);
+                if let (ErrorKind::RateLimited, Some(ms)) = (f.kind, f.retry_delay_ms) {
+                    let until = tokio::time::Instant::now() + Duration::from_millis(ms);
+                    let mut c = lock(&self.cooldown);
+                    *c = Some(c.map_or(until, |u| u.max(until)));
+                }
+                Err(f)
+            }
+        };
+        (result, events)
+    }
+}
+
+/// `debug` of a warm call: the agent, the session and how the call got it, the times until the
+/// call had its turn, its session, and its end (`took`), how the turn ended, the stderr tail.
+fn debug_report(
+    agent: &Connection,
+    sid: &str,
+    origin: Origin,
+    took: [Duration; 3],
+    end: Value,
+) -> Value {
+    let [queued, ready, total] = took.map(|d| d.as_millis() as u64);
+    json!({
+        "backend": "acp",
+        "agentPid": agent.pid(),
+        "sessionId": sid,
+        "session": origin.as_str(),
+        "queuedMs": queued,
+        "sessionReadyMs": ready,
+        "durationMs": total,
+        "end": end,
+        "stderrTail": agent.stderr_tail(),
+    })
+}
+
+/// A turn the agent answered, as a one-shot run's outcome: the last model turn's text, or the
+/// failure its stop reason means (`cancelled` by the agent itself, `max_turn_requests`, a prompt
+/// too large to send, no answer text).
+fn answered(
+    result: &Value,
+    answer: Answer,
+    session: &Session,
+    duration: Duration,
+    facts: RunFacts,
+) -> Result<Success, Failure> {
+    let stop = result["stopReason"].as_str().unwrap_or("end_turn");
+    let refused =
+        |kind: ErrorKind, message: String| Err(Failure::new(kind, message).with_run(facts.clone()));
+    match stop {
+        "cancelled" => refused(
+            ErrorKind::Error,
+            "the agent cancelled the prompt on its own (stop reason `cancelled`)".into(),
+        ),
+        "max_turn_requests" => refused(
+            ErrorKind::TurnLimit,
+            "the agent stopped the turn at its limit of model requests (stop reason `max_turn_requests`); the partial answer is in the result".into(),
+        ),
+        "max_tokens" if answer.messages.is_empty() => refused(
+            ErrorKind::InputTooLarge,
+            "the prompt does not fit the model's context window: the agent sent nothing to the model (stop reason `max_tokens`); shorten the prompt or its context".into(),
+        ),
+        _ if answer.last_turn.trim().is_empty() => refused(
+            ErrorKind::EmptyResponse,
+            format!("the agent's turn ended without answer text (stop reason `{stop}`)"),
+        ),
+        _ => Ok(Success {
+            answer: answer.last_turn,
+            session_id: Some(session.id.clone()),
+            model: Some(session.model.clone()).filter(|m| !m.is_empty()),
+            stats: stats(result),
+            duration,
+            exit_code: 0,
+        }),
+    }
+}
+
+/// The prompt's blocks: the text, then a file link per image (the agent reads it as the
+/// one-shot CLI reads an `@` reference).
+fn blocks(call: &WarmCall) -> Vec<Value> {
+    let mut blocks = vec![json!({"type": "text", "text": call.text})];
+    for path in &call.images {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        blocks.push(json!({
+            "type": "resource_link",
+            "uri": format!("file://{}", path.display()),
+            "name": name,
+        }));
+    }
+    blocks
+}
+
+/// The turn's token counts (`_meta.quota` of the prompt's answer) as statistics: totals first,
+/// then the per-model counts.
+fn stats(result: &Value) -> Option<Value> {
+    let quota = result.get("_meta")?.get("quota")?;
+    let count = |key: &str| quota["token_count"][key].as_u64();
+    let (input, output) = (count("input_tokens"), count("output_tokens"));
+    Some(json!({
+        "total_tokens": input.unwrap_or(0) + output.unwrap_or(0),
+        "input_tokens": input,
+        "output_tokens": output,
+        "models": quota.get("model_usage").cloned().unwrap_or(Value::Null),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quota_becomes_the_statistics() {
+        let result = json!({"stopReason": "end_turn", "_meta": {"quota": {
+            "token_count": {"input_tokens": 12, "output_tokens": 30},
+            "model_usage": [{"model": "gemini-2.5-flash", "token_count": {"input_tokens": 12, "output_tokens": 30}}]}}});
+        let s = stats(&result).expect("stats");
+        assert_eq!(s["total_tokens"], 42);
+        assert_eq!(s["models"][0]["model"], "gemini-2.5-flash");
+        assert_eq!(stats(&json!({"stopReason": "end_turn"})), None);
+    }
+
+    #[test]
+    fn images_go_as_file_links_after_the_text() {
+        let call = WarmCall {
+            text: "describe".into(),
+            images: vec![PathBuf::from("/w/a b.png")],
+            model: None,
+            mode: ApprovalMode::Yolo,
+            session_id: None,
+            cwd: PathBuf::from("/w"),
+            dirs: Vec::new(),
+            servers: Vec::new(),
+            limits: Deadlines::default(),
+            full_output: false,
+            debug: false,
+        };
+        let b = blocks(&call);
+        assert_eq!(b[0], json!({"type": "text", "text": "describe"}));
+        assert_eq!(b[1]["type"], "resource_link");
+        assert_eq!(b[1]["uri"], "file:///w/a b.png");
+        assert_eq!(b[1]["name"], "a b.png");
+    }
+}
