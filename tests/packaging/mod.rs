@@ -1,8 +1,9 @@
 //! The npm packages and the PyPI wheel, built from this workspace's binaries by
 //! `packaging/npm/build.mjs` and `packaging/pypi/build_wheel.py` and installed from the built
 //! files into a scratch project and a fresh virtualenv, as a wrapper author installs them: the
-//! installed commands run the binaries (the emulated CLI's version, the runner's embedded cases,
-//! exit codes and, for npm's launcher, signals). Only this machine's platform is packed.
+//! installed commands run the binaries (the emulated CLI's version, the runner's embedded cases, a
+//! case run with the fake-gemini installed beside the runner, exit codes and, for npm's launcher,
+//! signals). Only this machine's platform is packed.
 //!
 //! Ignored by default: they need node and npm, or python3 with venv (each test is skipped with a
 //! message without them), and pack about 100 MB of debug binaries.
@@ -104,4 +105,39 @@ fn assert_lists_embedded_cases(out: &Output) {
     let want = embedded_ids();
     assert!(!want.is_empty(), "the runner embeds no case");
     assert_eq!(listed, want, "the installed runner's --list");
+}
+
+/// Runs the installed runner (`runner`, ready for its arguments) on one case that calls
+/// fake-gemini, against this workspace's server and without `--fake-gemini`, and asserts that the
+/// case passed: the runner found the fake-gemini installed beside it. Its other places to look
+/// are taken away (the override, `CARGO_TARGET_DIR`, a cargo to build with); only a build into
+/// the checkout's own `target/` stays visible to it.
+fn assert_runs_a_case_with_the_fake_beside_it(mut runner: Command) {
+    let out = runner
+        .args([
+            "--run",
+            "transport/headless-flags",
+            "--json",
+            "-",
+            "--target",
+        ])
+        .arg(gemini_mcp_conformance::bins::locate("geminicli-mcp"))
+        .env_remove("GEMINI_MCP_CONFORMANCE_FAKE_GEMINI")
+        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO", "/nonexistent/cargo")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {runner:?}: {e}"));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}, {}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(
+        report["summary"],
+        serde_json::json!({"pass": 1}),
+        "{report:#}"
+    );
+    assert!(out.status.success(), "{}", out.status);
 }

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::{
-    assert_lists_embedded_cases, available, binaries_dir, platform, run_ok, workspace,
-    EMULATED_CLI_VERSION,
+    assert_lists_embedded_cases, assert_runs_a_case_with_the_fake_beside_it, available,
+    binaries_dir, platform, run_ok, workspace, EMULATED_CLI_VERSION,
 };
 
 /// An npm command run in `dir`, offline and quiet about audits and funding.
@@ -83,6 +83,10 @@ fn installed_package_runs_its_binaries() {
         &["exec", "--", "gemini-mcp-conformance", "--list"],
     ));
     assert_lists_embedded_cases(&list);
+    assert_runs_a_case_with_the_fake_beside_it(npm(
+        &project,
+        &["exec", "--", "gemini-mcp-conformance"],
+    ));
 
     // The launcher passes the binary's exit code on: an unknown flag is the CLI's exit 1.
     let bin = project.join("node_modules/.bin");

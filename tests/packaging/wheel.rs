@@ -5,8 +5,8 @@ use std::path::Path;
 use std::process::Command;
 
 use super::{
-    assert_lists_embedded_cases, available, binaries_dir, platform, run_ok, workspace, BINARIES,
-    EMULATED_CLI_VERSION,
+    assert_lists_embedded_cases, assert_runs_a_case_with_the_fake_beside_it, available,
+    binaries_dir, platform, run_ok, workspace, BINARIES, EMULATED_CLI_VERSION,
 };
 
 /// Where a virtualenv puts its commands.
@@ -58,6 +58,7 @@ fn installed_wheel_runs_its_binaries() {
     );
     let list = run_ok(Command::new(bin.join("gemini-mcp-conformance")).arg("--list"));
     assert_lists_embedded_cases(&list);
+    assert_runs_a_case_with_the_fake_beside_it(Command::new(bin.join("gemini-mcp-conformance")));
     // Each command is the binary itself, with no launcher in front.
     let exe = std::env::consts::EXE_SUFFIX;
     for b in BINARIES {

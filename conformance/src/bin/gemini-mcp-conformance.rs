@@ -32,7 +32,8 @@ struct Args {
     /// A built-in profile name (geminicli-mcp) or a profile TOML file.
     #[arg(long, default_value = "geminicli-mcp")]
     profile: String,
-    /// The fake-gemini executable. Default: the one of this workspace.
+    /// The fake-gemini executable. Default: the one beside this runner (as the npm and PyPI
+    /// packages install it), else the one of this workspace.
     #[arg(long, env = "GEMINI_MCP_CONFORMANCE_FAKE_GEMINI")]
     fake_gemini: Option<PathBuf>,
     /// The case directory. Default: the cases built into this runner (the suite's cases/ when it
