@@ -2,9 +2,8 @@
 //! `@geminicli-mcp/fake-gemini-<platform>`, packed with `npm pack` and installed from the two
 //! tarballs into a scratch project, offline.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use super::{
     assert_lists_embedded_cases, assert_runs_a_case_with_the_fake_beside_it, available,
@@ -121,7 +120,9 @@ fn installed_package_runs_its_binaries() {
 #[test]
 #[ignore = "packs and installs the npm packages (node, npm); see tests/packaging"]
 fn launcher_passes_sigterm_to_the_binary_and_dies_of_it() {
+    use std::io::{BufRead, BufReader};
     use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
 
     if !(available("node", &["--version"]) && available("npm", &["--version"])) {
         eprintln!("node/npm not found: skipping");
