@@ -3,5 +3,6 @@
 mod adversarial;
 mod architecture;
 mod clients;
+mod packaging;
 mod process;
 mod server;

@@ -499,6 +499,27 @@ pub fn default_cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("cases")
 }
 
+/// Every `*.toml` under `cases/` when the suite was compiled (`build.rs`): its path under `cases/`
+/// with `/` between components, and its text, in [`load_dir`]'s order.
+const EMBEDDED: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/embedded_cases.rs"));
+
+/// Loads the cases compiled into this suite, as [`load_dir`] loads them from the case directory;
+/// a copied runner binary needs no checkout. A case's `path` is its path in the suite's source
+/// (`cases/area/behaviour.toml`).
+pub fn load_embedded() -> Vec<LoadedCase> {
+    let root = Path::new("cases");
+    let mut out = Vec::new();
+    for (rel, text) in EMBEDDED {
+        let path = root.join(rel);
+        let id = case_id(root, &path);
+        match parse_case(text, &path, &id) {
+            Ok(cases) => out.extend(cases.into_iter().map(Ok)),
+            Err(e) => out.push(Err((id, e))),
+        }
+    }
+    out
+}
+
 /// Loads every `*.toml` under `dir` (recursively), sorted by id. Each file yields its case, or one
 /// case per `[[row]]`. A file that does not parse is returned as an error in its slot, so the
 /// runner can report it as `bug` under its id instead of dropping it.
@@ -689,6 +710,22 @@ mod tests {
             .filter_map(|c| c.as_ref().err().map(|(id, e)| format!("{id}: {e}")))
             .collect();
         assert!(bad.is_empty(), "invalid case files:\n{}", bad.join("\n"));
+    }
+
+    #[test]
+    fn embedded_cases_are_the_case_directory() {
+        let ids = |cases: Vec<LoadedCase>| -> Vec<(String, String)> {
+            cases
+                .into_iter()
+                .map(|c| match c {
+                    Ok(c) => (c.id, c.spec.requirement),
+                    Err((id, e)) => (id, e.to_string()),
+                })
+                .collect()
+        };
+        let embedded = ids(load_embedded());
+        assert!(!embedded.is_empty(), "no case is embedded");
+        assert_eq!(embedded, ids(load_dir(&default_cases_dir()).unwrap()));
     }
 
     #[test]

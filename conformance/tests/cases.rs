@@ -179,6 +179,7 @@ fn main() {
     }
     trials.extend(harness_self_tests());
     trials.extend(path_mode_self_tests(&by_id));
+    trials.extend(copied_runner_self_tests(ids.clone()));
     libtest_mimic::run(&args, trials).exit();
 }
 
@@ -305,6 +306,109 @@ fn path_mode_self_tests(by_id: &std::collections::BTreeMap<String, Case>) -> Vec
         ));
     }
     trials
+}
+
+/// The runner binary copied alone into an empty directory and run from another one, as a package
+/// installs it: the cases built into it are listed and run without `--cases`.
+fn copied_runner_self_tests(ids: Vec<String>) -> Vec<Trial> {
+    let list = Trial::test("self-test/copied-runner/lists-embedded-cases", move || {
+        let (_dirs, runner, cwd) = copied_runner()?;
+        let out = std::process::Command::new(&runner)
+            .arg("--list")
+            .current_dir(cwd)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", runner.display()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let listed: Vec<String> = stdout
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+            .collect();
+        if out.status.success() && listed == ids {
+            Ok(())
+        } else {
+            Err(format!(
+                "the copied runner ({}) listed {} cases, the case directory has {}:\n{stdout}{}",
+                out.status,
+                listed.len(),
+                ids.len(),
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .into())
+        }
+    });
+    let run = Trial::test("self-test/copied-runner/runs-embedded-case", || {
+        let (_dirs, runner, cwd) = copied_runner()?;
+        let out = std::process::Command::new(&runner)
+            .args(["--run", "lifecycle/ping", "--json", "-", "--target"])
+            .arg(env!("CARGO_BIN_EXE_gemini-mcp-conformance-broken-target"))
+            // lifecycle/ping never reaches gemini; any existing file stands in for the fake.
+            .arg("--fake-gemini")
+            .arg(std::env::current_exe().map_err(|e| e.to_string())?)
+            .current_dir(cwd)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", runner.display()))?;
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+            format!(
+                "no JSON report ({e}, {}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
+        let ran: Vec<&str> = report["cases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["id"].as_str())
+            .collect();
+        if out.status.success()
+            && ran == ["lifecycle/ping"]
+            && report["summary"] == serde_json::json!({"pass": 1})
+        {
+            Ok(())
+        } else {
+            Err(format!("the copied runner ({}) reported {report:#}", out.status).into())
+        }
+    });
+    vec![list, run]
+}
+
+/// A temp dir holding a copy of the runner binary and nothing else, and an empty temp dir to run it
+/// from: (the dirs, kept alive by the caller; the copy; the working directory).
+///
+/// The copy's record of this package's directory, from which it could reach `cases/` on this
+/// machine, is overwritten with a path of the same length that does not exist, so the cases it
+/// lists can only be the ones built into it. Not on macOS, where a changed byte breaks the
+/// binary's signature and the system kills it.
+fn copied_runner() -> Result<([tempfile::TempDir; 2], PathBuf, PathBuf), Failed> {
+    let io = |e: std::io::Error| Failed::from(format!("BUG: {e}"));
+    let bin = tempfile::tempdir().map_err(io)?;
+    let cwd = tempfile::tempdir().map_err(io)?;
+    let src = PathBuf::from(env!("CARGO_BIN_EXE_gemini-mcp-conformance"));
+    let runner = bin
+        .path()
+        .join(src.file_name().expect("a binary has a file name"));
+    let mut bytes = std::fs::read(&src).map_err(io)?;
+    if !cfg!(target_os = "macos") {
+        let dir = env!("CARGO_MANIFEST_DIR").as_bytes();
+        let mut elsewhere = dir.to_vec();
+        *elsewhere.last_mut().expect("a directory has a name") ^= 0x01;
+        let mut at = 0;
+        while let Some(i) = bytes[at..]
+            .windows(dir.len())
+            .position(|w| w[0] == dir[0] && w == dir)
+        {
+            bytes[at + i..at + i + dir.len()].copy_from_slice(&elsewhere);
+            at += i + dir.len();
+        }
+    }
+    std::fs::write(&runner, bytes).map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
+    }
+    let cwd_path = cwd.path().to_path_buf();
+    Ok(([bin, cwd], runner, cwd_path))
 }
 
 /// One case against geminicli-mcp on `backend`, judged against that backend's baseline.

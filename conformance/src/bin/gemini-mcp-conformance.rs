@@ -32,10 +32,12 @@ struct Args {
     /// A built-in profile name (geminicli-mcp, or geminicli-mcp-acp for its warm backend) or a profile TOML file.
     #[arg(long, default_value = "geminicli-mcp")]
     profile: String,
-    /// The fake-gemini executable. Default: the one of this workspace.
+    /// The fake-gemini executable. Default: the one beside this runner (as the npm and PyPI
+    /// packages install it), else the one of this workspace.
     #[arg(long, env = "GEMINI_MCP_CONFORMANCE_FAKE_GEMINI")]
     fake_gemini: Option<PathBuf>,
-    /// The case directory. Default: the cases shipped with this suite.
+    /// The case directory. Default: the cases built into this runner (the suite's cases/ when it
+    /// was compiled).
     #[arg(long)]
     cases: Option<PathBuf>,
     /// Run only cases whose id matches this glob (repeatable), e.g. --run 'termination/*'.
@@ -99,8 +101,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Profile::load(args.profile.as_ref()).map_err(anyhow::Error::msg)?,
     };
     let selection = Selection::new(&args.run, &args.skip).map_err(anyhow::Error::msg)?;
-    let cases_dir = args.cases.clone().unwrap_or_else(case::default_cases_dir);
-    let loaded = case::load_dir(&cases_dir)?;
+    let loaded = match &args.cases {
+        Some(dir) => case::load_dir(dir)?,
+        None => case::load_embedded(),
+    };
     let all_ids: Vec<String> = loaded
         .iter()
         .map(|c| match c {

@@ -1,0 +1,164 @@
+//! The npm packages: the main package `fake-gemini` and this platform's
+//! `@geminicli-mcp/fake-gemini-<platform>`, packed with `npm pack` and installed from the two
+//! tarballs into a scratch project, offline.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{
+    assert_lists_embedded_cases, assert_runs_a_case_with_the_fake_beside_it, available,
+    binaries_dir, platform, run_ok, workspace, EMULATED_CLI_VERSION,
+};
+
+/// An npm command run in `dir`, offline and quiet about audits and funding.
+fn npm(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("npm");
+    let (command, rest) = args.split_first().expect("an npm command");
+    cmd.arg(command)
+        .args(["--offline", "--no-audit", "--no-fund"])
+        .args(rest)
+        .current_dir(dir);
+    cmd
+}
+
+/// Builds and packs the main package and this platform's into `dist`, then installs both tarballs
+/// into a new project under `root`; returns the project.
+fn install(root: &Path, platform: &str) -> PathBuf {
+    let dist = root.join("dist");
+    let out = run_ok(
+        Command::new("node")
+            .arg(workspace().join("packaging/npm/build.mjs"))
+            .arg("--out")
+            .arg(&dist)
+            .arg("--pack")
+            .arg(format!("{platform}={}", binaries_dir().display())),
+    );
+    let tarballs: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        tarballs.len(),
+        2,
+        "the main package and {platform}'s: {tarballs:?}"
+    );
+    let project = root.join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(
+        project.join("package.json"),
+        r#"{ "name": "wrapper-tests", "version": "1.0.0", "private": true }"#,
+    )
+    .unwrap();
+    let mut args = vec!["install", "--save-dev"];
+    args.extend(tarballs.iter().map(String::as_str));
+    run_ok(&mut npm(&project, &args));
+    project
+}
+
+#[test]
+#[ignore = "packs and installs the npm packages (node, npm); see tests/packaging"]
+fn installed_package_runs_its_binaries() {
+    if !(available("node", &["--version"]) && available("npm", &["--version"])) {
+        eprintln!("node/npm not found: skipping");
+        return;
+    }
+    let Some(platform) = platform() else {
+        eprintln!("no npm package is built for this platform: skipping");
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let project = install(root.path(), platform);
+
+    let version = run_ok(&mut npm(
+        &project,
+        &["exec", "--", "fake-gemini", "--version"],
+    ));
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        EMULATED_CLI_VERSION
+    );
+    let list = run_ok(&mut npm(
+        &project,
+        &["exec", "--", "gemini-mcp-conformance", "--list"],
+    ));
+    assert_lists_embedded_cases(&list);
+    assert_runs_a_case_with_the_fake_beside_it(npm(
+        &project,
+        &["exec", "--", "gemini-mcp-conformance"],
+    ));
+
+    // The launcher passes the binary's exit code on: an unknown flag is the CLI's exit 1.
+    let bin = project.join("node_modules/.bin");
+    let refused = Command::new(bin.join("fake-gemini"))
+        .arg("--no-such-flag")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("Unknown argument"),
+        "{refused:?}"
+    );
+
+    // binPath names the binary itself, for tests that must start it without the launcher.
+    let path = run_ok(
+        Command::new("node")
+            .args([
+                "-e",
+                "console.log(require('fake-gemini').binPath('fake-gemini'))",
+            ])
+            .current_dir(&project),
+    );
+    let direct = PathBuf::from(String::from_utf8_lossy(&path.stdout).trim());
+    let version = run_ok(Command::new(&direct).arg("--version"));
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        EMULATED_CLI_VERSION
+    );
+}
+
+#[cfg(unix)]
+#[test]
+#[ignore = "packs and installs the npm packages (node, npm); see tests/packaging"]
+fn launcher_passes_sigterm_to_the_binary_and_dies_of_it() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+
+    if !(available("node", &["--version"]) && available("npm", &["--version"])) {
+        eprintln!("node/npm not found: skipping");
+        return;
+    }
+    let Some(platform) = platform() else {
+        eprintln!("no npm package is built for this platform: skipping");
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let project = install(root.path(), platform);
+    // fake-gemini-api serves until a signal ends it; its first line is its base URL.
+    let mut launcher = Command::new(project.join("node_modules/.bin/fake-gemini-api"))
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(launcher.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let addr = url
+        .trim()
+        .strip_prefix("http://")
+        .unwrap_or_else(|| panic!("no base URL first: {url:?}"))
+        .to_string();
+    std::net::TcpStream::connect(&addr).expect("the binary serves while the launcher runs");
+
+    let pid = libc::pid_t::try_from(launcher.id()).unwrap();
+    // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = launcher.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    // The launcher waits for its child before dying, so nothing serves any more.
+    assert!(
+        std::net::TcpStream::connect(&addr).is_err(),
+        "fake-gemini-api outlived its launcher"
+    );
+}
