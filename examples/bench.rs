@@ -4,7 +4,9 @@
 //! `cargo run --example bench` (add `--release` for numbers that mean something outside a debug
 //! build); `cargo run --example bench -- acp` runs only the warm-ACP section (2 s start-ups),
 //! `-- overhead` only the per-call overhead, `-- watchdog` the process watchdog's cost, `-- warm`
-//! the prompt tools on the warm backend (`GEMINICLI_MCP_BACKEND=acp`).
+//! the prompt tools on the warm backend (`GEMINICLI_MCP_BACKEND=acp`), and `-- warm-real` the same
+//! with the real Gemini CLI (`BENCH_REAL_GEMINI`: its `gemini` executable) against fake-gemini-api,
+//! offline.
 //! Offline: fake-gemini answers every call. The comparison row with the official
 //! TypeScript MCP SDK runs when `BENCH_TS_SDK_DIR` names a directory where
 //! `npm install @modelcontextprotocol/sdk` was run (outside the repository); the bench writes its
@@ -227,6 +229,11 @@ fn main() {
         println!("\nload average after the run: {}", load_average());
         return;
     }
+    if section.as_deref() == Some("warm-real") {
+        warm_real_cli(&server_bin, state.path());
+        println!("\nload average after the run: {}", load_average());
+        return;
+    }
     if section.as_deref() == Some("warm") {
         warm_backend(&server_bin, &fake, state.path());
         println!("\nload average after the run: {}", load_average());
@@ -349,6 +356,106 @@ fn warm_backend(server_bin: &Path, fake: &Path, state: &Path) {
     // fake-gemini's own `session/new` (instant), then the real agent's cost.
     warm_burst(server_bin, fake, state, 0);
     warm_burst(server_bin, fake, state, SESSION_NEW_MS);
+}
+
+/// The real CLI (`BENCH_REAL_GEMINI`) against fake-gemini-api, offline (a private HOME with an API
+/// key login, a fake key, the base URL on loopback, usage statistics off): a warm `gemini_prompt`
+/// against a cold one (goal ≤ ×0.02), and 4 concurrent warm calls whose answers take 3 s at the
+/// API against one such call (goal ≤ ×1.3).
+fn warm_real_cli(server_bin: &Path, state: &Path) {
+    let Some(gemini) = std::env::var_os("BENCH_REAL_GEMINI") else {
+        println!("| real CLI rows | — | — | skipped: set BENCH_REAL_GEMINI to a `gemini` executable |");
+        return;
+    };
+    let api_bin = gemini_mcp_conformance::bins::locate("fake-gemini-api");
+    let mut api = Command::new(api_bin)
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fake-gemini-api");
+    let mut url = String::new();
+    BufReader::new(api.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let home = state.join("real-home");
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}"#,
+    )
+    .unwrap();
+    let (gemini, home) = (gemini.to_string_lossy().into_owned(), home.display().to_string());
+    let env = |backend: &'static str| -> Vec<(&'static str, String)> {
+        vec![
+            ("GEMINI_CLI_BIN", gemini.clone()),
+            ("HOME", home.clone()),
+            ("GEMINI_API_KEY", "fake-key".into()),
+            ("GOOGLE_GEMINI_BASE_URL", url.trim().to_string()),
+            ("GEMINICLI_MCP_BACKEND", backend.into()),
+        ]
+    };
+    let start = |backend| {
+        let vars = env(backend);
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut s = Server::start_with(server_bin, Path::new(&gemini), state, &vars);
+        s.initialize();
+        s
+    };
+    let call = |server: &mut Server, prompt: &str| {
+        let t = Instant::now();
+        let r = server.request(
+            "tools/call",
+            json!({"name": "gemini_prompt", "arguments": {"prompt": prompt}}),
+        );
+        assert_eq!(r["result"]["isError"], json!(false), "{r}");
+        t.elapsed()
+    };
+    let mut cold_server = start("oneshot");
+    let cold = median((0..3).map(|_| call(&mut cold_server, "hi")).collect());
+    drop(cold_server);
+    let mut warm_server = start("acp");
+    let first = call(&mut warm_server, "hi");
+    let warm = median(
+        (0..10)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(400));
+                call(&mut warm_server, "hi")
+            })
+            .collect(),
+    );
+    println!(
+        "| real CLI: warm `gemini_prompt` (median of 10, a fresh spare session each; the agent's first call {}) vs cold one-shot `gemini_prompt` (median of 3) | {} | {} | ×{:.4} (goal ≤ ×0.02: {}) |",
+        ms(first),
+        ms(warm),
+        ms(cold),
+        warm.as_secs_f64() / cold.as_secs_f64(),
+        if warm.as_secs_f64() <= cold.as_secs_f64() * 0.02 { "met" } else { "missed" }
+    );
+    let slow = "wait [[fake-gemini:success delay-ms=3000]]";
+    let one = call(&mut warm_server, slow);
+    std::thread::sleep(Duration::from_millis(600));
+    let t = Instant::now();
+    let args = json!({"name": "gemini_prompt", "arguments": {"prompt": slow}});
+    let ids: Vec<u64> = (0..4)
+        .map(|_| warm_server.send("tools/call", args.clone()))
+        .collect();
+    for _ in 0..4 {
+        let r = warm_server
+            .next_response(|m| m["id"].as_u64().is_some_and(|id| ids.contains(&id)));
+        assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    }
+    let four = t.elapsed();
+    println!(
+        "| real CLI: 4 concurrent warm `gemini_prompt` calls in one workspace, 3 s at the API each, vs one such call | {} | {} | ×{:.2} (goal ≤ ×1.3: {}) |",
+        ms(four),
+        ms(one),
+        four.as_secs_f64() / one.as_secs_f64(),
+        if four.as_secs_f64() <= one.as_secs_f64() * 1.3 { "met" } else { "missed" }
+    );
+    drop(warm_server);
+    let _ = api.kill();
+    let _ = api.wait();
 }
 
 /// 16 concurrent 500 ms `gemini_prompt` calls in one workspace on the warm backend, default

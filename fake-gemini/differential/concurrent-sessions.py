@@ -21,7 +21,9 @@ Needs node, the real CLI (FAKE_GEMINI_REAL_CLI, else the differential suite's ca
 ~/.cache/fake-gemini/differential/gemini-cli-<CLI_VERSION>), and fake-gemini-api
 (FAKE_GEMINI_API_BIN, else target/debug/fake-gemini-api: `cargo build -p fake-gemini`).
 The `server-*` rounds send the same calls through geminicli-mcp (GEMINICLI_MCP_BIN, else
-target/debug/geminicli-mcp) over stdio, to check that its start gate keeps every session.
+target/debug/geminicli-mcp) over stdio, to check that its start gate keeps every session; the
+`warm-*` rounds do the same on its warm backend (GEMINICLI_MCP_BACKEND=acp: one `gemini --acp`
+agent, a session per call, prompted at once), where spare sessions wait with no message yet.
 Exit status 0 when no session was lost, 1 when one was, 2 when the harness itself failed.
 """
 
@@ -244,9 +246,10 @@ def round_minute(pj, n):
 class Server:
     """geminicli-mcp over stdio in the project, running the real CLI."""
 
-    def __init__(self, pj):
+    def __init__(self, pj, backend="oneshot"):
         exe = os.environ.get("GEMINICLI_MCP_BIN") or str(REPO / "target/debug/geminicli-mcp")
-        env = dict(pj.env, GEMINI_CLI_BIN=pj.cli, GEMINICLI_MCP_MAX_CONCURRENCY="8")
+        env = dict(pj.env, GEMINI_CLI_BIN=pj.cli, GEMINICLI_MCP_MAX_CONCURRENCY="8",
+                   GEMINICLI_MCP_BACKEND=backend)
         self.proc = subprocess.Popen([exe], cwd=pj.cwd, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.next_id = 0
@@ -303,9 +306,9 @@ class Server:
         self.proc.wait(timeout=30)
 
 
-def round_server_burst(pj, n):
+def round_server_burst(pj, n, backend="oneshot"):
     """`n` new calls at once through the server, half of them slow."""
-    srv = Server(pj)
+    srv = Server(pj, backend)
     runs = [srv.call(f"server{i}", slow(f"server {i}") if i % 2 else f"server {i} [[fake-gemini:success]]")
             for i in range(n)]
     runs = [srv.finish(r) for r in runs]
@@ -313,9 +316,9 @@ def round_server_burst(pj, n):
     return runs
 
 
-def round_server_mixed(pj, n):
+def round_server_mixed(pj, n, backend="oneshot"):
     """Through the server: two sessions made, then resumed while new calls start."""
-    srv = Server(pj)
+    srv = Server(pj, backend)
     base = [srv.finish(srv.call(f"server-base{i}", f"base {i} [[fake-gemini:success]]"))
             for i in range(2)]
     runs = []
@@ -330,6 +333,20 @@ def round_server_mixed(pj, n):
     return runs
 
 
+def round_warm_two_bursts(pj, n):
+    """Warm backend: a burst of `n` calls, then a second one (half slow) while the agent's spare
+    sessions wait; the listings that judge the round are CLI starts, so their clean-up runs after."""
+    srv = Server(pj, "acp")
+    first = [srv.call(f"warm-a{i}", f"a {i} [[fake-gemini:success]]") for i in range(n)]
+    first = [srv.finish(r) for r in first]
+    time.sleep(1)
+    second = [srv.call(f"warm-b{i}", slow(f"b {i}") if i % 2 else f"b {i} [[fake-gemini:success]]")
+              for i in range(n)]
+    second = [srv.finish(r) for r in second]
+    srv.close()
+    return first + second
+
+
 ROUNDS = {
     "burst": round_burst,
     "staggered": round_staggered,
@@ -337,6 +354,9 @@ ROUNDS = {
     "minute": round_minute,
     "server-burst": round_server_burst,
     "server-mixed": round_server_mixed,
+    "warm-burst": lambda pj, n: round_server_burst(pj, n, "acp"),
+    "warm-mixed": lambda pj, n: round_server_mixed(pj, n, "acp"),
+    "warm-two-bursts": lambda pj, n: round_warm_two_bursts(pj, n),
 }
 
 

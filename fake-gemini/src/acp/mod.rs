@@ -114,6 +114,17 @@ impl Agent {
         }
     }
 
+    /// Answers `session/new`: the new session, then its available commands (the real agent sends
+    /// them from a setTimeout(0) after the response).
+    fn answer_new_session(&self, id: &Value, params: &Value, msg: &Value) {
+        let r = self.new_session(params);
+        let sid = r.as_ref().ok().map(|v| v["sessionId"].as_str().unwrap_or_default().to_string());
+        self.respond(id, r, msg);
+        if let Some(sid) = sid {
+            self.update(&sid, wire::available_commands());
+        }
+    }
+
     fn new_session(&self, params: &Value) -> Result<Value, Value> {
         let Some(cwd) = params["cwd"].as_str() else {
             return Err(wire::invalid_params("cwd", "Required"));
@@ -427,19 +438,18 @@ impl Agent {
                     "initialize" => Ok(wire::initialize_result(&self.version)),
                     "authenticate" => self.authenticate(&params),
                     "session/new" => {
-                        // The real 0.61 agent takes 60-170 ms (a new Config per session).
+                        // The real 0.61 agent takes 60-170 ms (a new Config per session), while
+                        // it keeps reading and answering other requests.
                         if let Some(ms) = crate::sys::env_ms("FAKE_GEMINI_ACP_SESSION_NEW_MS") {
-                            crate::sys::sleep_ms(ms);
-                        }
-                        let r = self.new_session(&params);
-                        if let Ok(v) = &r {
-                            let sid = v["sessionId"].as_str().unwrap_or_default().to_string();
-                            self.respond(&id, r, &msg);
-                            // Sent from a setTimeout(0) after the response.
-                            self.update(&sid, wire::available_commands());
+                            let (agent, msg) = (self.clone(), msg.clone());
+                            let (id, params) = (id.clone(), params.clone());
+                            std::thread::spawn(move || {
+                                crate::sys::sleep_ms(ms);
+                                agent.answer_new_session(&id, &params, &msg);
+                            });
                             return;
                         }
-                        r
+                        return self.answer_new_session(&id, &params, &msg);
                     }
                     "session/load" => match self.load_session(&params) {
                         Ok((result, history)) => {
