@@ -449,13 +449,18 @@ impl Runner {
             .say("the answer does not validate: asking once more for the corrected JSON".into())
             .await;
         let mut request = job.request.clone();
-        let issues = first.invalid.as_ref().map_or(&[][..], |i| &i.errors[..]);
+        let issues: Vec<(&str, &str)> = first
+            .invalid
+            .iter()
+            .flat_map(|i| &i.errors)
+            .map(|e| (e.instance_path.as_str(), e.message.as_str()))
+            .collect();
         let schema = job
             .schema
             .as_ref()
             .map(|s| s.schema().clone())
             .unwrap_or_default();
-        request.prompt = structured::repair_prompt(&first.message, issues, &schema);
+        request.prompt = structured::repair_prompt(&first.message, &issues, &schema);
         request.context = None;
         request.image_refs.clear();
         request.images.clear();

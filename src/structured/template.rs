@@ -64,24 +64,17 @@ was asked for:\n{errors}\n\nReply with the corrected JSON value only: no explana
 code fences.\n\nJSON Schema:\n{schema}";
 
 /// [`REPAIR_TEMPLATE`] filled in: `summary` when the validator gave no error with a place (no
-/// JSON was found at all), else each error as `- <pointer>: <message>`.
-pub fn repair_prompt(
-    summary: &str,
-    issues: &[crate::structured::ValidationIssue],
-    schema: &Value,
-) -> String {
+/// JSON was found at all), else each error (its JSON pointer, its message) as
+/// `- <pointer>: <message>`.
+pub fn repair_prompt(summary: &str, issues: &[(&str, &str)], schema: &Value) -> String {
     let errors = if issues.is_empty() {
         format!("- {summary}")
     } else {
         issues
             .iter()
-            .map(|i| {
-                let at = if i.instance_path.is_empty() {
-                    "(root)"
-                } else {
-                    &i.instance_path
-                };
-                format!("- {at}: {}", i.message)
+            .map(|(path, message)| {
+                let at = if path.is_empty() { "(root)" } else { path };
+                format!("- {at}: {message}")
             })
             .collect::<Vec<_>>()
             .join("\n")
@@ -118,10 +111,7 @@ mod tests {
     #[test]
     fn the_repair_prompt_names_every_error_and_the_schema() {
         let schema = json!({"type": "object", "required": ["n"]});
-        let issues = vec![crate::structured::ValidationIssue {
-            instance_path: String::new(),
-            message: "\"n\" is a required property {schema}".into(),
-        }];
+        let issues = [("", "\"n\" is a required property {schema}")];
         let p = repair_prompt("ignored", &issues, &schema);
         assert!(
             p.contains("- (root): \"n\" is a required property {schema}"),

@@ -118,7 +118,10 @@ impl Agent {
     /// them from a setTimeout(0) after the response).
     fn answer_new_session(&self, id: &Value, params: &Value, msg: &Value) {
         let r = self.new_session(params);
-        let sid = r.as_ref().ok().map(|v| v["sessionId"].as_str().unwrap_or_default().to_string());
+        let sid = r
+            .as_ref()
+            .ok()
+            .map(|v| v["sessionId"].as_str().unwrap_or_default().to_string());
         self.respond(id, r, msg);
         if let Some(sid) = sid {
             self.update(&sid, wire::available_commands());
