@@ -712,6 +712,9 @@ impl Pool {
             facts.model = None;
             return Err(cancelled("by the client").with_run(facts));
         }
+        if let Some(Stop::OutputCap(cap)) = turn.stopped {
+            return Err(output_cap_failure(cap).with_run(facts(answer)));
+        }
         match turn.outcome {
             Ok(result) => {
                 answer.stop_reason = result["stopReason"]
@@ -874,6 +877,10 @@ impl Pool {
     /// progress, a cancellation (the client's, or a deadline of `limits` passing) sent on to the
     /// agent, and the agent killed when it ignores it past the grace.
     #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one select loop over the turn's sources (updates, the answer, the client's cancel, the deadlines, the output cap, the grace) reads best whole"
+    )]
     async fn turn(
         &self,
         agent: &Arc<Connection>,
@@ -894,7 +901,8 @@ impl Pool {
             || *lock(&last_activity),
         );
         tokio::pin!(watch);
-        let mut timed_out: Option<Limit> = None;
+        let mut stopped: Option<Stop> = None;
+        let cap = self.config.max_output_bytes;
         let (tx, mut rx) = mpsc::unbounded_channel();
         agent.route(&session.id, session.mode, tx);
         let sid = session.id.clone();
@@ -928,6 +936,12 @@ impl Pool {
                         lock(&first_content).get_or_insert(now);
                     }
                     observe(&mut fold, inbound, progress);
+                    if cancel_sent.is_none() && fold.bytes() > cap {
+                        tracing::debug!(cap, "the turn's answer passed the output cap: cancelling the prompt");
+                        agent.notify("session/cancel", json!({"sessionId": sid}));
+                        cancel_sent = Some(tokio::time::Instant::now());
+                        stopped = Some(Stop::OutputCap(cap));
+                    }
                 }
                 r = &mut reply => {
                     // Updates sent before the answer are already queued: take them too.
@@ -944,7 +958,7 @@ impl Pool {
                     tracing::debug!(deadline = passed.name(), "a deadline passed: cancelling the prompt");
                     agent.notify("session/cancel", json!({"sessionId": sid}));
                     cancel_sent = Some(tokio::time::Instant::now());
-                    timed_out = Some(passed);
+                    stopped = Some(Stop::Deadline(passed));
                 }
                 _ = grace_over => {
                     tracing::warn!(pid = agent.pid(), "the agent did not stop after session/cancel: killing it");
@@ -959,26 +973,47 @@ impl Pool {
         Ok(Turn {
             fold,
             outcome,
-            cancelled: cancel_sent.is_some() && timed_out.is_none(),
-            timed_out,
+            cancelled: cancel_sent.is_some() && stopped.is_none(),
+            stopped,
         })
     }
 }
 
+/// Why the server cancelled a turn itself.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    /// A deadline of the call passed.
+    Deadline(Limit),
+    /// The answer and thoughts passed `GEMINICLI_MCP_MAX_OUTPUT_BYTES` (this many bytes).
+    OutputCap(usize),
+}
+
 /// A turn's end: what was folded in, the prompt's answer, whether the client cancelled it, and
-/// which deadline passed, if one did.
+/// why the server did, if it did.
 struct Turn {
     fold: Fold,
     outcome: Result<Value, AcpError>,
     cancelled: bool,
-    timed_out: Option<Limit>,
+    stopped: Option<Stop>,
+}
+
+/// The failure of a turn whose answer passed the output cap (`cap` bytes).
+fn output_cap_failure(cap: usize) -> Failure {
+    Failure::new(
+        ErrorKind::OutputLimit,
+        format!("the agent's answer passed the output cap ({cap} bytes); its prompt was cancelled. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer"),
+    )
 }
 
 impl Turn {
     /// How the turn ended, as the transcript's last event.
     fn end(&self) -> Value {
-        if let Some(limit) = self.timed_out {
-            return json!({"kind": "timeout", "deadline": limit.name()});
+        match self.stopped {
+            Some(Stop::Deadline(limit)) => {
+                return json!({"kind": "timeout", "deadline": limit.name()})
+            }
+            Some(Stop::OutputCap(cap)) => return json!({"kind": "output_limit", "capBytes": cap}),
+            None => {}
         }
         match (&self.outcome, self.cancelled) {
             (_, true) => json!({"kind": "cancelled"}),
@@ -1174,6 +1209,11 @@ impl Fold {
             tools: Vec::new(),
             events: transcript.then(Vec::new),
         }
+    }
+
+    /// Bytes of answer and thought text folded in so far.
+    fn bytes(&self) -> usize {
+        self.answer.messages.len() + self.answer.thought.len()
     }
 
     /// Whether a tool call (or a permission request for one) was seen.

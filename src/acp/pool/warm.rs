@@ -13,7 +13,8 @@ use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    cancelled, lock, turn_failure, AbortOnDrop, Answer, Fold, Key, Pool, Session, Slot, Turn, Using,
+    cancelled, lock, output_cap_failure, turn_failure, AbortOnDrop, Answer, Fold, Key, Pool,
+    Session, Slot, Stop, Turn, Using,
 };
 use crate::acp::client::Connection;
 use crate::approval::ApprovalMode;
@@ -452,7 +453,7 @@ impl Pool {
             fold,
             outcome,
             cancelled: by_client,
-            timed_out,
+            stopped,
         } = turn;
         let (answer, events) = fold.finish(end);
         let duration = started.elapsed();
@@ -463,7 +464,10 @@ impl Pool {
             duration_ms: duration.as_millis() as u64,
             ..RunFacts::default()
         };
-        if let Some(limit) = timed_out {
+        if let Some(Stop::OutputCap(cap)) = stopped {
+            return (Err(output_cap_failure(cap).with_run(facts)), events);
+        }
+        if let Some(Stop::Deadline(limit)) = stopped {
             let ms = call.limits.of(limit).map_or(0, |d| d.as_millis());
             let f = Failure::new(
                 ErrorKind::Timeout,
