@@ -15,6 +15,7 @@ pub mod ids;
 pub mod input;
 pub mod invocation;
 pub mod log;
+pub mod options;
 pub mod output;
 pub mod proc;
 pub mod run;
