@@ -371,13 +371,11 @@ impl Parser<'_> {
         if nargs.is_some_and(|n| vals.len() < n) {
             self.error = Some(format!("Not enough arguments following: {key}"));
         }
-        if let Some(f) = self.flag(key) {
-            self.set(f.long, Raw::Default);
-            if let Some(Value::Array(old)) = self.args.values.get_mut(f.long) {
-                old.extend(vals);
-            }
-        } else {
-            self.set(key, Raw::Default);
+        // The (possibly empty) list is there even when no value came, as `setArg(key, [])`.
+        self.set(key, Raw::Default);
+        let long = self.flag(key).map(|f| f.long);
+        if let Some(Value::Array(old)) = long.and_then(|l| self.args.values.get_mut(l)) {
+            old.extend(vals);
         }
         i
     }
