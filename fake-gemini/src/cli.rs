@@ -1,6 +1,7 @@
-//! The command-line surface of Gemini CLI 0.61 as yargs parses it: flags, values, arrays, `--`,
-//! positional query, strict unknown-argument errors, choices, the CLI's own conflict checks, and
-//! the version table that makes an older emulated CLI reject flags it did not have yet.
+//! The command-line surface of Gemini CLI 0.61 as yargs parses it, from the option table
+//! (`options`): values, `nargs`, arrays, short groups, `--`, the positional query, strict
+//! unknown-argument errors, choices and coercions, the CLI's own conflict checks, the deprecation
+//! warnings, and the help text of an older emulated CLI without the flags it did not have yet.
 
 use std::collections::BTreeMap;
 
