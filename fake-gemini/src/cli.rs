@@ -40,6 +40,9 @@ pub struct Args {
     pub values: BTreeMap<&'static str, Value>,
     /// The positional query words (`gemini [query..]`).
     pub query: Vec<String>,
+    /// String options given more than once: an array to yargs, which the CLI then reads as it
+    /// reads no format (`-o json -o stream-json` prints text); `values` keeps the last.
+    pub repeated: std::collections::BTreeSet<&'static str>,
 }
 
 /// An argument error: the message line printed before the usage text (exit 1).
@@ -202,8 +205,10 @@ impl Parser<'_> {
         };
         match (self.args.values.get_mut(f.long), value) {
             (Some(Value::Array(old)), Value::Array(mut new)) => old.append(&mut new),
-            (_, v) => {
-                // A repeated string is an array to yargs; the CLI uses the last value.
+            (old, v) => {
+                if matches!(old, Some(Value::Str(_))) && f.kind == Kind::Str {
+                    self.args.repeated.insert(f.long);
+                }
                 self.args.values.insert(f.long, v);
             }
         }
@@ -703,6 +708,13 @@ mod tests {
         );
         assert!(warned(&["--include-directories", "/tmp", "--experimental-acp"]).is_empty());
         assert!(warned(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_repeated_string_keeps_the_last_value_and_says_so() {
+        let a = p(&["-m", "flash", "-m", "pro", "-o", "json"]).unwrap();
+        assert_eq!(a.str("model"), Some("pro"));
+        assert!(a.repeated.contains("model") && !a.repeated.contains("output-format"));
     }
 
     #[test]

@@ -38,7 +38,12 @@ fn run(argv: Vec<String>) -> Phase<i32> {
         return Ok(crate::acp::serve(&ctx, &args));
     }
     headless(&ctx, &args)?;
-    let format = Format::from_flag(args.str("output-format"));
+    // A repeated `-o` is an array, which the CLI's format check lets through as text.
+    let format = if args.repeated.contains("output-format") {
+        Format::Text
+    } else {
+        Format::from_flag(args.str("output-format"))
+    };
     let yolo = args.flag("yolo") || args.str("approval-mode") == Some("yolo");
     if let Some(c) = pre_input_checks(&ctx, &args, format, yolo, true) {
         return Err(ctx.exit(c));

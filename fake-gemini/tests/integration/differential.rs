@@ -447,6 +447,15 @@ pub const CASES: &[Case] = &[
         args: &["--no-allowed-tools"],
         ..case("a negated array option", "text", false)
     },
+    // A repeated string option: the last model is used; two formats print text.
+    Case {
+        args: &["-m", "flash", "-m", "pro"],
+        ..case("[[fake-gemini:success]]", "stream-json", false)
+    },
+    Case {
+        args: &["-o", "stream-json"],
+        ..case("[[fake-gemini:success]]", "json", false)
+    },
     Case {
         args: &["-y", "--resume", "--allowed-tools=read_file"],
         ..case("the order of the start-up notices", "text", false)
