@@ -14,6 +14,7 @@ pub mod case;
 pub mod checks;
 pub mod client;
 pub mod fakelog;
+mod launcher;
 pub mod matcher;
 pub mod procs;
 pub mod profile;

@@ -14,6 +14,7 @@ use crate::case::{Action, Case, GeminiBinary, Level, Step};
 use crate::checks::check_invocation;
 use crate::client::{is_response, Client};
 use crate::fakelog::FakeLog;
+use crate::launcher;
 use crate::matcher::{matches, MatchContext};
 use crate::procs;
 use crate::profile::{GeminiLocation, Profile};
@@ -395,6 +396,7 @@ fn build_command(
     // where the real CLI keeps it and a target looks for it.
     let dir_vars = Vars::new(profile, &dirs.work, &dirs.home);
     env.extend(fake.env.iter().map(|(k, v)| (k.clone(), dir_vars.str(v))));
+    let gemini = launcher::prepare(&cfg.fake_gemini, fake.binary, &dirs.root, &env, gemini)?;
     match &profile.gemini {
         GeminiLocation::Env(var) => {
             env.insert(var.clone(), gemini.to_string_lossy().into_owned());

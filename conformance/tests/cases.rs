@@ -180,6 +180,7 @@ fn main() {
     trials.extend(harness_self_tests());
     trials.extend(path_mode_self_tests(&by_id));
     trials.extend(copied_runner_self_tests(ids.clone()));
+    trials.extend(allowlist_self_tests(&by_id));
     libtest_mimic::run(&args, trials).exit();
 }
 
@@ -409,6 +410,71 @@ fn copied_runner() -> Result<([tempfile::TempDir; 2], PathBuf, PathBuf), Failed>
     }
     let cwd_path = cwd.path().to_path_buf();
     Ok(([bin, cwd], runner, cwd_path))
+}
+
+/// Self-tests of the launcher: a target that starts gemini with only `PATH` and `HOME` (the
+/// broken target's `env-allowlist`) still gets the case's scenario, and its log-based checks hold,
+/// with gemini found through the profile's variable and on `PATH`.
+fn allowlist_self_tests(by_id: &std::collections::BTreeMap<String, Case>) -> Vec<Trial> {
+    use gemini_mcp_conformance::profile::GeminiLocation;
+    let scenario = inline_case(
+        "self-test/scenario-through-an-allowlist",
+        r#"
+description = "a scenario chosen by FAKE_GEMINI_SCENARIO, behind an environment allowlist"
+requirement = "The case's scenario MUST reach fake-gemini however the target filters its environment."
+level = "must"
+
+[fake]
+scenario = "answer.toml"
+[fake.files]
+"answer.toml" = '''
+[[model.turns]]
+text = "The scenario of the launcher."
+'''
+
+[[step]]
+call = "prompt"
+arguments = { prompt = "which scenario?" }
+expect.result = { content = [{ type = "text", text = "The scenario of the launcher." }] }
+
+[[log.invocation]]
+argv-flags = { "--skip-trust" = true }
+"#,
+    );
+    let mut cases = vec![scenario];
+    cases.extend(by_id.get("transport/headless-flags").cloned());
+    let mut trials = Vec::new();
+    for (where_, location) in [
+        ("env", GeminiLocation::Env("GEMINI_CLI_BIN".into())),
+        ("path", GeminiLocation::Path),
+    ] {
+        for case in cases.clone() {
+            let location = location.clone();
+            trials.push(Trial::test(
+                format!("self-test/env-allowlist/{where_}/{}", case.id),
+                move || {
+                    let mut cfg = broken_config("env-allowlist");
+                    cfg.target.profile.gemini = location;
+                    cfg.fake_gemini =
+                        bins::try_locate("fake-gemini").map_err(|e| format!("BUG: {e}"))?;
+                    let r = run_case(&cfg, &case);
+                    if r.outcome == Outcome::Pass {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "behind an environment allowlist, {} ended {}:\n{}\n---- stderr ----\n{}",
+                            case.id,
+                            r.outcome,
+                            r.message,
+                            r.stderr.unwrap_or_default()
+                        )
+                        .into())
+                    }
+                },
+            ));
+        }
+    }
+    trials
 }
 
 /// One case against geminicli-mcp on `backend`, judged against that backend's baseline.

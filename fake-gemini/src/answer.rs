@@ -149,8 +149,11 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// The run's wall time as the CLI reports it: never less than the API latencies it adds up
+    /// (a fast fake would otherwise print 0, which a real run that reached the model never does).
     fn duration(&self) -> u64 {
-        self.ctx.start.elapsed().as_millis() as u64
+        let elapsed = self.ctx.start.elapsed().as_millis() as u64;
+        elapsed.max(self.stats.latency_total() + 1)
     }
 
     fn write(&self, bytes: Vec<u8>) {

@@ -302,8 +302,8 @@ fn folder_trusted_by_files() -> bool {
     })
 }
 
-/// The start-up lines before the ripgrep notice: the terminal and colour warnings, YOLO twice.
-pub(crate) fn noise_before_ripgrep(yolo: bool) {
+/// The terminal warnings every run starts its stderr with.
+pub(crate) fn terminal_warnings() {
     let term = std::env::var("TERM").unwrap_or_default();
     let colorterm = std::env::var("COLORTERM").unwrap_or_default();
     if term == "dumb" {
@@ -312,6 +312,10 @@ pub(crate) fn noise_before_ripgrep(yolo: bool) {
     if !(term.contains("256color") || colorterm == "truecolor" || colorterm == "24bit") {
         err_line(texts::NO_256);
     }
+}
+
+/// The yolo notice, printed twice.
+pub(crate) fn yolo_warnings(yolo: bool) {
     if yolo {
         err_line(texts::YOLO);
         err_line(texts::YOLO);

@@ -14,7 +14,9 @@ pub mod clock;
 pub mod ids;
 pub mod input;
 pub mod invocation;
+pub mod launcher;
 pub mod log;
+pub mod options;
 pub mod output;
 pub mod proc;
 pub mod run;
@@ -31,6 +33,10 @@ pub fn main_entry() -> ! {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    // fake-gemini's own command, never a Gemini CLI argument (the real CLI refuses it as unknown).
+    if argv.first().map(String::as_str) == Some("--write-launcher") {
+        sys::exit_now(launcher::command(&argv[1..]));
+    }
     if proc::should_relaunch() {
         proc::launcher(&argv);
     }

@@ -171,6 +171,11 @@ impl Stats {
         role_stats.tokens.add(&tokens);
     }
 
+    /// The API latencies of every model, added up.
+    pub fn latency_total(&self) -> u64 {
+        self.models.iter().map(|(_, m)| m.all.latency).sum()
+    }
+
     /// Records `attempts` requests of `role` that ended in one API error of `kind`
     /// (e.g. NO_RESPONSE_TEXT after the empty-response retries).
     pub fn api_error(&mut self, model: &str, role: &str, kind: &str, attempts: u64) {

@@ -7,7 +7,9 @@
 use std::time::{Duration, Instant};
 
 use crate::answer::Runner;
-use crate::checks::{include_dirs_check, noise_before_ripgrep, pre_input_checks, trust_check};
+use crate::checks::{
+    include_dirs_check, pre_input_checks, terminal_warnings, trust_check, yolo_warnings,
+};
 use crate::cli::{self, Args};
 use crate::invocation::{check_expect, resolve, Ctx};
 use crate::output::Format;
@@ -36,7 +38,12 @@ fn run(argv: Vec<String>) -> Phase<i32> {
         return Ok(crate::acp::serve(&ctx, &args));
     }
     headless(&ctx, &args)?;
-    let format = Format::from_flag(args.str("output-format"));
+    // A repeated `-o` is an array, which the CLI's format check lets through as text.
+    let format = if args.repeated.contains("output-format") {
+        Format::Text
+    } else {
+        Format::from_flag(args.str("output-format"))
+    };
     let yolo = args.flag("yolo") || args.str("approval-mode") == Some("yolo");
     if let Some(c) = pre_input_checks(&ctx, &args, format, yolo, true) {
         return Err(ctx.exit(c));
@@ -115,29 +122,25 @@ fn start(argv: Vec<String>) -> Phase<(Ctx, bool)> {
     Ok((ctx, marker_from_args))
 }
 
-/// `--help` and `--version` (answered before anything is validated), then the arguments as the
-/// CLI's parser reads them (an error is exit 1 with the help text).
+/// The arguments as the CLI's parser reads them (an error is exit 1 with the help text);
+/// `--help`, then `--version`, answered before anything is validated.
 fn parse(ctx: &Ctx) -> Phase<Args> {
     let version = ctx.version();
-    for a in ctx.argv.iter().take_while(|a| *a != "--") {
-        match a.as_str() {
-            "--help" | "-h" => {
-                out(cli::help_text(version).as_bytes());
-                return Err(ctx.exit(0));
-            }
-            "--version" | "-v" => {
-                out(format!("{}\n", ctx.version).as_bytes());
-                return Err(ctx.exit(0));
-            }
-            _ => {}
-        }
+    let usage_error = |e: cli::ArgError| {
+        err(format!("{}\n{}", e.0, cli::help_text(version)).as_bytes());
+        ctx.exit(1)
+    };
+    let args = cli::parse(&ctx.argv, version).map_err(usage_error)?;
+    if args.flag("help") {
+        out(cli::help_text(version).as_bytes());
+        return Err(ctx.exit(0));
     }
-    cli::parse(&ctx.argv, version)
-        .and_then(|a| cli::check_conflicts(&a).map(|_| a))
-        .map_err(|e| {
-            err(format!("{}\n{}", e.0, cli::help_text(version)).as_bytes());
-            ctx.exit(1)
-        })
+    if args.flag("version") {
+        out(format!("{}\n", ctx.version).as_bytes());
+        return Err(ctx.exit(0));
+    }
+    cli::check_conflicts(&args).map_err(usage_error)?;
+    Ok(args)
 }
 
 /// Only headless runs are emulated: a prompt, or stdin or stdout not a terminal, or CI.
@@ -278,16 +281,27 @@ impl Sessions {
     }
 }
 
-/// The start-up noise, in the order the real CLI prints it, with the include-directory check
-/// among it.
+/// The start-up noise, in the order the real CLI prints it (terminal warnings, the fresh-session
+/// notice, deprecation warnings, yolo), with the include-directory check among it.
 fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phase<()> {
-    noise_before_ripgrep(yolo);
+    terminal_warnings();
+    if fresh_notice {
+        err_line("No previous sessions found for this project.");
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let mut deprecated = cli::deprecations(args);
+    if crate::settings::tools_allowed_nonempty(&cwd)
+        && !deprecated.contains(&texts::ALLOWED_TOOLS_DEPRECATED)
+    {
+        deprecated.push(texts::ALLOWED_TOOLS_DEPRECATED);
+    }
+    for w in deprecated {
+        err_line(w);
+    }
+    yolo_warnings(yolo);
     let refused = ctx.scenario.environment.auth == Auth::Unsupported;
     if refused {
         err(texts::sunset_report().as_bytes());
-    }
-    if fresh_notice {
-        err_line("No previous sessions found for this project.");
     }
     if let Some(c) = include_dirs_check(ctx, args) {
         return Err(ctx.exit(c));

@@ -457,29 +457,39 @@ fn system_defaults_path() -> std::path::PathBuf {
         .unwrap_or_default()
 }
 
-/// `general.sessionRetention.enabled` as the CLI merges its settings layers (system defaults, the
-/// user's, the workspace's, the system's, each over the one before), `true` when none sets it:
-/// whether a start runs the session clean-up. An unreadable file counts as empty, as it does for
-/// the CLI's merge.
-pub fn session_retention_enabled(cwd: &std::path::Path) -> bool {
+/// The value of the highest settings layer (the system's, the workspace's, the user's, the system
+/// defaults) that `pick` finds a value in: how the CLI merges a setting without a merge strategy.
+/// An unreadable file counts as empty, as it does for the CLI's merge.
+fn highest_layer<T>(cwd: &std::path::Path, pick: impl Fn(&Value) -> Option<T>) -> Option<T> {
     let layers = [
         system_settings_path(),
         cwd.join(".gemini").join("settings.json"),
         crate::sys::home_dir().join(".gemini").join("settings.json"),
         system_defaults_path(),
     ];
-    for path in layers {
-        let Ok(bytes) = std::fs::read(&path) else {
-            continue;
-        };
-        let Ok(v) = parse(&String::from_utf8_lossy(&bytes)) else {
-            continue;
-        };
-        if let Some(enabled) = v["general"]["sessionRetention"]["enabled"].as_bool() {
-            return enabled;
-        }
-    }
-    true
+    layers.iter().find_map(|path| {
+        let bytes = std::fs::read(path).ok()?;
+        let v = parse(&String::from_utf8_lossy(&bytes)).ok()?;
+        pick(&v)
+    })
+}
+
+/// `general.sessionRetention.enabled` as the CLI merges its settings layers, `true` when none
+/// sets it: whether a start runs the session clean-up.
+pub fn session_retention_enabled(cwd: &std::path::Path) -> bool {
+    highest_layer(cwd, |v| {
+        v["general"]["sessionRetention"]["enabled"].as_bool()
+    })
+    .unwrap_or(true)
+}
+
+/// Whether the merged `tools.allowed` is a non-empty list (it has no merge strategy: the highest
+/// layer that sets it wins), which makes the CLI print the `--allowed-tools` deprecation warning.
+pub fn tools_allowed_nonempty(cwd: &std::path::Path) -> bool {
+    highest_layer(cwd, |v| {
+        v["tools"]["allowed"].as_array().map(|a| !a.is_empty())
+    })
+    .unwrap_or(false)
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@ pub const TERM_DUMB: &str = "Warning: Basic terminal detected (TERM=dumb). Visua
 pub const NO_256: &str = "Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience.";
 /// Printed twice under yolo.
 pub const YOLO: &str = "YOLO mode is enabled. All tool calls will be automatically approved.";
+/// Printed on stderr when `--allowed-tools` or settings' `tools.allowed` is not empty (from
+/// source, checked against a run of 0.61.0).
+pub const ALLOWED_TOOLS_DEPRECATED: &str = "Warning: --allowed-tools cli argument and tools.allowed in settings.json are deprecated and will be removed in 1.0: Migrate to Policy Engine: https://geminicli.com/docs/core/policy-engine/";
 /// Printed on almost every real run (no bundled ripgrep).
 pub const RIPGREP: &str = "Ripgrep is not available. Falling back to GrepTool.";
 /// The random start-up metrics noise (about 8 % of real runs).

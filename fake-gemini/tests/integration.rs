@@ -13,6 +13,8 @@ mod cli_surface;
 mod differential;
 #[path = "integration/differential_acp.rs"]
 mod differential_acp;
+#[path = "integration/launcher.rs"]
+mod launcher;
 #[path = "integration/log_format.rs"]
 mod log_format;
 #[path = "integration/process_model.rs"]

@@ -13,7 +13,9 @@
 //! - `silent-parse-error`: ignores lines that are not JSON instead of answering -32700;
 //! - `prompt-on-argv`: passes the prompt as `-p PROMPT` instead of on stdin;
 //! - `context-unescaped`: lets a context close its `<context>` block early;
-//! - `no-yolo`: leaves out `--approval-mode=yolo`.
+//! - `no-yolo`: leaves out `--approval-mode=yolo`;
+//! - `env-allowlist`: starts gemini with only `PATH` and `HOME` in its environment, as wrappers
+//!   with an environment allowlist do (not a broken rule: the runner's launcher must cope).
 //!
 //! Unbroken, a call runs gemini (`GEMINI_CLI_BIN`) with `-o json`, the prompt on stdin, and answers
 //! with its `response`: enough for the self-test's cases, synchronous and with no supervision.
@@ -187,7 +189,16 @@ fn call(params: &Value, broken: &dyn Fn(&str) -> bool) -> Result<Value, (i64, St
         argv.push("-p".into());
         argv.push(prompt.clone());
     }
-    let child = Command::new(&bin)
+    let mut cmd = Command::new(&bin);
+    if broken("env-allowlist") {
+        cmd.env_clear();
+        for k in ["PATH", "HOME"] {
+            if let Some(v) = std::env::var_os(k) {
+                cmd.env(k, v);
+            }
+        }
+    }
+    let child = cmd
         .args(&argv)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

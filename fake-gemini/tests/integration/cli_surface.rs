@@ -28,7 +28,10 @@ fn user_message(sb: &Sandbox, args: &[&str]) -> String {
 
 #[rstest]
 #[case(&["--prompt=a b"], "a b")]
-#[case(&["-pjoined"], "joined")]
+#[case(&["-p=joined"], "joined")]
+#[case(&["-p/x"], "/x")]
+#[case(&["--allowed-tools", "read_file", "after", "an", "array"], "after an array")]
+#[case(&["--include-directories", ".", "hi"], "hi")]
 #[case(&["--", "-p", "x"], "-p x")]
 #[case(&["two", "words"], "two words")]
 #[case(&["--include-directories", ".", "--", "after"], "after")]
@@ -49,6 +52,9 @@ fn help_and_version_win_over_other_errors() {
 #[rstest]
 #[case(&["-x"], "Unknown argument: x")]
 #[case(&["--bogus=1", "--other"], "Unknown arguments: bogus, other")]
+// A short group: `-p -j -o -i -n -e -d` (yargs), not `-p joined`.
+#[case(&["-pjoined"], "Unknown arguments: j, n")]
+#[case(&["-p", "x", "--include-directories"], "Not enough arguments following: include-directories")]
 #[case(&["--approval-mode", "always"], "Invalid values:\n  Argument: approval-mode, Given: \"always\", Choices: \"default\", \"auto_edit\", \"yolo\", \"plan\"")]
 fn argument_errors_print_usage_and_exit_1(#[case] args: &[&str], #[case] first: &str) {
     let o = Sandbox::new("cli").run(args, None);

@@ -128,6 +128,8 @@ pub struct Case {
     pub stdin_chars: usize,
     /// Another real CLI version than the pinned one (for a scenario emulating that version).
     pub cli: Option<&'static str>,
+    /// The prompt as the positional query after `args` instead of `-p PROMPT`.
+    pub positional: bool,
 }
 
 const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
@@ -145,6 +147,7 @@ const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
         path_stubs: None,
         stdin_chars: 0,
         cli: None,
+        positional: false,
     }
 }
 
@@ -385,6 +388,78 @@ pub const CASES: &[Case] = &[
         args: &["--session-id", "0b6c1a6e-0000-4000-8000-000000000000"],
         ..case("[[fake-gemini:old-version]]", "stream-json", false)
     },
+    // The option table: an array option takes one word per occurrence (`nargs: 1`), so a
+    // positional prompt after it is the prompt; occurrences accumulate and split at commas;
+    // `--flag=value` and the camelCase twin; the deprecation warning of `--allowed-tools`.
+    Case {
+        args: &["--allowed-tools", "read_file,list_directory"],
+        positional: true,
+        ..case("[[fake-gemini:success]]", "text", true)
+    },
+    Case {
+        args: &["--include-directories", "/tmp"],
+        positional: true,
+        ..case("[[fake-gemini:success]]", "stream-json", false)
+    },
+    Case {
+        args: &["--include-directories=/tmp"],
+        positional: true,
+        ..case("[[fake-gemini:success]]", "json", false)
+    },
+    Case {
+        args: &[
+            "--include-directories",
+            "/tmp",
+            "--include-directories",
+            "/nonexistent/dir",
+        ],
+        ..case("repeated include directories", "text", false)
+    },
+    Case {
+        args: &["--include-directories", " /tmp , /nonexistent/dir,"],
+        ..case("a comma list of include directories", "text", false)
+    },
+    Case {
+        args: &["--includeDirectories", "/nonexistent/dir"],
+        ..case("the camelCase twin", "json", false)
+    },
+    Case {
+        args: &["--allowed-tools", "read_file"],
+        ..case("[[fake-gemini:success]]", "stream-json", false)
+    },
+    Case {
+        args: &[
+            "--allowedTools=read_file",
+            "--allowed-tools",
+            "list_directory",
+        ],
+        ..case("[[fake-gemini:tool-call]]", "json", false)
+    },
+    Case {
+        settings: Some(r#"{"tools":{"allowed":["read_file"]}}"#),
+        ..case("tools.allowed in settings", "text", false)
+    },
+    Case {
+        args: &["--allowed-tools"],
+        ..case("an array option without a value", "text", false)
+    },
+    Case {
+        args: &["--no-allowed-tools"],
+        ..case("a negated array option", "text", false)
+    },
+    // A repeated string option: the last model is used; two formats print text.
+    Case {
+        args: &["-m", "flash", "-m", "pro"],
+        ..case("[[fake-gemini:success]]", "stream-json", false)
+    },
+    Case {
+        args: &["-o", "stream-json"],
+        ..case("[[fake-gemini:success]]", "json", false)
+    },
+    Case {
+        args: &["-y", "--resume", "--allowed-tools=read_file"],
+        ..case("the order of the start-up notices", "text", false)
+    },
     // Start-up latency (2 s; the scripted API delays the run's first response as long).
     case("[[fake-gemini:slow-start]]", "text", false),
     case("[[fake-gemini:slow-start]]", "stream-json", false),
@@ -521,11 +596,18 @@ fn stdin_bytes(c: &Case) -> Option<Vec<u8>> {
 }
 
 fn argv(c: &Case) -> Vec<&str> {
-    let mut a = vec!["-p", c.prompt, "-o", c.format];
+    let mut a = if c.positional {
+        vec!["-o", c.format]
+    } else {
+        vec!["-p", c.prompt, "-o", c.format]
+    };
     if c.skip_trust {
         a.push("--skip-trust");
     }
     a.extend_from_slice(c.args);
+    if c.positional {
+        a.push(c.prompt);
+    }
     a
 }
 
