@@ -39,6 +39,7 @@ pub const ABSTRACT_ARGUMENTS: &[&str] = &[
     "allowed_mcp_server_names",
     "timeout_inactivity_ms",
     "timeout_first_content_ms",
+    "timeout_total_ms",
     "image_paths",
     "debug",
     "task_note",
@@ -190,6 +191,7 @@ impl Profile {
                 "cancellation",
                 "geminicli-mcp-env",
                 "acp-tools",
+                "headless-run",
             ]
             .map(String::from)
             .to_vec(),

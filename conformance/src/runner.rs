@@ -154,6 +154,12 @@ pub fn skip_reason(cfg: &RunConfig, case: &Case) -> Option<String> {
             }
         }
     }
+    if let Some(a) = unmapped_raw_argument(case, profile) {
+        return Some(format!(
+            "profile {} maps no argument for {a:?} (an argument the target may not have)",
+            profile.name
+        ));
+    }
     if let Some(t) = unmapped_tool_placeholder(case, profile) {
         return Some(format!(
             "profile {} maps no tool for {t:?}, which the case names as {{tool.{t}}}",
@@ -164,6 +170,28 @@ pub fn skip_reason(cfg: &RunConfig, case: &Case) -> Option<String> {
         return Some("execute permission is a Unix notion".into());
     }
     None
+}
+
+/// An argument the profile does not map that a case passes in a `tools/call` it writes itself
+/// (`request`, or a `send-raw` line that is JSON).
+fn unmapped_raw_argument(case: &Case, profile: &Profile) -> Option<String> {
+    let requests = case
+        .spec
+        .steps
+        .iter()
+        .filter_map(|s| match (&s.request, &s.send_raw) {
+            (Some(r), _) => Some(r.clone()),
+            (None, Some(Value::String(raw))) => serde_json::from_str::<Value>(raw).ok(),
+            _ => None,
+        });
+    requests
+        .filter(|r| r.get("method").and_then(Value::as_str) == Some("tools/call"))
+        .find_map(|r| {
+            let args = r.pointer("/params/arguments")?.as_object()?;
+            args.keys()
+                .find(|a| !a.starts_with('{') && !profile.has_argument(a))
+                .cloned()
+        })
 }
 
 /// An abstract tool a case names through a `{tool.X}` placeholder that the profile does not map
@@ -207,6 +235,8 @@ struct Findings {
     bugs: Vec<String>,
     unchecked: Vec<String>,
     notes: Vec<String>,
+    /// A process left behind fails the case whatever its level: it is the runner's own rule.
+    leaked: bool,
 }
 
 impl Findings {
@@ -256,7 +286,7 @@ pub fn run_case(cfg: &RunConfig, case: &Case) -> CaseResult {
             ),
         )
     } else if !findings.must.is_empty() {
-        let o = if case.spec.level == Level::Should {
+        let o = if case.spec.level == Level::Should && !findings.leaked {
             Outcome::Warn
         } else {
             Outcome::Fail
@@ -1361,6 +1391,7 @@ impl Run<'_> {
         let named = describe_all(&left);
         tracker.finish();
         if !left.is_empty() {
+            findings.leaked = true;
             findings.must.push(format!(
                 "leak: {} process(es) the run started were still alive {} ms {how}, so the \
                  target leaves processes behind (the runner killed them): {named}",

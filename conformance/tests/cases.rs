@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use gemini_mcp_conformance::case::{self, Case};
-use gemini_mcp_conformance::{bins, run_case, Baseline, Outcome, Profile, RunConfig, Target};
+use gemini_mcp_conformance::{
+    bins, run_case, tracker, Baseline, Outcome, Profile, RunConfig, Target,
+};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 /// The baseline file of this workspace's server.
@@ -83,6 +85,8 @@ const SELF_TEST: &[(&str, &str, Outcome, bool)] = &[
     ("prompt-on-argv", "transport/prompt-on-stdin", Outcome::Warn, true),
     ("context-unescaped", "tools/context-cannot-close-its-block", Outcome::Fail, true),
     ("no-yolo", "transport/headless-flags", Outcome::Fail, true),
+    // Linux only: elsewhere the runner cannot see a double-forked process (see the README).
+    ("leak-orphan", "lifecycle/server-info-has-name-and-version", Outcome::Fail, false),
 ];
 
 fn main() {
@@ -131,6 +135,9 @@ fn main() {
             }));
             continue;
         };
+        if *mode == "leak-orphan" && !tracker::sees_escaped_descendants() {
+            continue;
+        }
         trials.push(self_test_trial(mode, case.clone(), *want, *fake));
         trials.push(self_test_trial("", case.clone(), Outcome::Pass, *fake));
     }
