@@ -93,13 +93,8 @@ fn sample(target: u32, root: &Path, seen: &Mutex<BTreeSet<Seen>>) {
     let table = procs::table();
     let me = std::process::id();
     let reg = registry().lock().unwrap_or_else(|e| e.into_inner());
+    let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
     let mut found: Vec<u32> = vec![target];
-    let mut i = 0;
-    while i < found.len() {
-        let parent = found[i];
-        found.extend(table.iter().filter(|p| p.ppid == parent).map(|p| p.pid));
-        i += 1;
-    }
     for p in table
         .iter()
         .filter(|p| p.ppid == me && !reg.contains_key(&p.pid))
@@ -107,13 +102,19 @@ fn sample(target: u32, root: &Path, seen: &Mutex<BTreeSet<Seen>>) {
         if reg.len() == 1 || procs::refers_to(p.pid, root) {
             found.push(p.pid);
         }
-        // A zombie orphan is the runner's to reap (it is not a `Child` anyone waits on).
-        if p.zombie {
+        // An orphan of this case that has exited is the runner's to reap (no `Child` waits on
+        // it); an unknown child is left alone, as something else in this process may wait on it.
+        if p.zombie && seen.iter().any(|s| s.pid == p.pid) {
             procs::reap(p.pid);
         }
     }
     drop(reg);
-    let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(table.iter().filter(|p| p.ppid == parent).map(|p| p.pid));
+        i += 1;
+    }
     for pid in found.into_iter().filter(|&p| p != target) {
         if let Some(p) = table.iter().find(|p| p.pid == pid && !p.zombie) {
             seen.insert(Seen {
