@@ -690,6 +690,25 @@ pub fn validate(spec: &CaseSpec) -> Result<(), String> {
             ));
         }
     }
+    // geminicli-mcp's own variables mean nothing to another wrapper: a case setting one says so,
+    // so a profile without the feature skips it rather than failing on a setting never read.
+    let reference_env = spec
+        .target
+        .env
+        .keys()
+        .find(|k| k.starts_with("GEMINICLI_MCP_"));
+    if let Some(k) = reference_env {
+        if !spec.requires.iter().any(|f| f == "geminicli-mcp-env") {
+            return Err(format!(
+                "[target] env sets {k}, so the case needs requires = [\"geminicli-mcp-env\"]"
+            ));
+        }
+    }
+    if spec.steps.iter().any(|s| s.cancel.is_some())
+        && !spec.requires.iter().any(|f| f == "cancellation")
+    {
+        return Err("a case that cancels needs requires = [\"cancellation\"]".into());
+    }
     for (n, c) in spec.log.invocation.iter().enumerate() {
         for r in c.argv_none_match.iter().chain(&c.prompt_matches) {
             regex::Regex::new(r).map_err(|e| format!("log.invocation[{n}]: bad regex: {e}"))?;
@@ -747,5 +766,22 @@ mod tests {
         )
         .unwrap();
         assert!(load_file(&f, "area/x").is_err());
+    }
+
+    #[test]
+    fn reference_settings_and_cancels_need_their_features() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("x.toml");
+        let head = "description = \"d\"\nrequirement = \"r\"\nlevel = \"must\"\n";
+        let env = "[target]\nenv = { GEMINICLI_MCP_DEBUG = \"1\" }\n";
+        let cancel = "[[step]]\ncall = \"prompt\"\nlabel = \"c\"\nno-wait = true\n[[step]]\ncancel = \"c\"\n";
+        for (body, feature) in [(env, "geminicli-mcp-env"), (cancel, "cancellation")] {
+            std::fs::write(&f, format!("{head}{body}")).unwrap();
+            let e = load_file(&f, "area/x").unwrap_err();
+            assert!(format!("{e:?}").contains(feature), "{e:?}");
+            let claimed = format!("{head}requires = [\"{feature}\"]\n{body}");
+            std::fs::write(&f, claimed).unwrap();
+            assert!(load_file(&f, "area/x").is_ok());
+        }
     }
 }

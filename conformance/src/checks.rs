@@ -21,7 +21,28 @@ fn argv_of(rec: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The Gemini CLI's one-letter alias of a long flag, where it has one (both spellings mean the
+/// same to the CLI, so a wrapper may use either).
+fn short_alias(flag: &str) -> Option<&'static str> {
+    Some(match flag {
+        "--model" => "-m",
+        "--prompt" => "-p",
+        "--sandbox" => "-s",
+        "--resume" => "-r",
+        "--yolo" => "-y",
+        "--output-format" => "-o",
+        "--debug" => "-d",
+        "--extensions" => "-e",
+        _ => return None,
+    })
+}
+
 fn has_flag(argv: &[String], flag: &str, value: Option<&str>) -> bool {
+    has_spelling(argv, flag, value)
+        || short_alias(flag).is_some_and(|s| has_spelling(argv, s, value))
+}
+
+fn has_spelling(argv: &[String], flag: &str, value: Option<&str>) -> bool {
     argv.iter().enumerate().any(|(i, a)| match value {
         None => a == flag || a.starts_with(&format!("{flag}=")),
         Some(v) => {
@@ -218,6 +239,9 @@ mod tests {
         assert!(has_flag(&argv, "--approval-mode", Some("yolo")));
         assert!(has_flag(&argv, "--skip-trust", None));
         assert!(!has_flag(&argv, "--model", None));
+        let short: Vec<String> = ["-m", "gemini-2.5-flash"].map(String::from).to_vec();
+        assert!(has_flag(&short, "--model", Some("gemini-2.5-flash")));
+        assert!(!has_flag(&short, "--model", Some("gemini-2.5-pro")));
     }
 
     #[test]

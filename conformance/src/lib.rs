@@ -15,12 +15,14 @@ pub mod checks;
 pub mod client;
 pub mod fakelog;
 mod launcher;
+pub mod framing;
 pub mod matcher;
 pub mod procs;
 pub mod profile;
 pub mod report;
 pub mod runner;
 pub mod select;
+pub mod tracker;
 pub mod values;
 
 pub use case::{Case, Level};

@@ -28,8 +28,8 @@ pub struct MatchContext {
     pub protocol_versions: Vec<String>,
 }
 
-/// Checks that `actual` matches the pattern `expected`; on mismatch returns the JSON path of the
-/// first difference and what was wrong there.
+/// Checks that `actual` matches the pattern `expected`; on mismatch returns the JSON path of every
+/// difference and what was wrong there, one per line.
 ///
 /// ```
 /// use gemini_mcp_conformance::matcher::{matches, MatchContext};
@@ -67,6 +67,16 @@ fn show(v: Option<&Value>) -> String {
     }
 }
 
+/// Every failure of `checks`, one per line, or Ok when none failed.
+fn all_of(checks: impl Iterator<Item = Result<(), String>>) -> Result<(), String> {
+    let failed: Vec<String> = checks.filter_map(Result::err).collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("\n  "))
+    }
+}
+
 fn match_at(
     path: &str,
     expected: &Value,
@@ -90,12 +100,11 @@ fn match_at(
         )
     };
     match (expected, actual) {
-        (Value::Object(e), Value::Object(a)) => {
-            for (k, ev) in e {
-                match_at(&format!("{path}.{k}"), ev, a.get(k), ctx)?;
-            }
-            Ok(())
-        }
+        // Every key and element is checked, so a report names each difference, not the first.
+        (Value::Object(e), Value::Object(a)) => all_of(
+            e.iter()
+                .map(|(k, ev)| match_at(&format!("{path}.{k}"), ev, a.get(k), ctx)),
+        ),
         (Value::Array(e), Value::Array(a)) => {
             if e.len() != a.len() {
                 return Err(format!(
@@ -105,10 +114,12 @@ fn match_at(
                     show(Some(actual))
                 ));
             }
-            for (i, (ev, av)) in e.iter().zip(a).enumerate() {
-                match_at(&format!("{path}[{i}]"), ev, Some(av), ctx)?;
-            }
-            Ok(())
+            all_of(
+                e.iter()
+                    .zip(a)
+                    .enumerate()
+                    .map(|(i, (ev, av))| match_at(&format!("{path}[{i}]"), ev, Some(av), ctx)),
+            )
         }
         (Value::String(e), Value::String(a)) => {
             if wildcard_match(e, a) {

@@ -18,8 +18,34 @@ pub const ABSTRACT_TOOLS: &[&str] = &[
     "list_models",
 ];
 
-/// The suite's abstract argument names.
-pub const ABSTRACT_ARGUMENTS: &[&str] = &["prompt", "context", "schema", "model"];
+/// The suite's abstract argument names every wrapper is assumed to spell the same way unless its
+/// profile maps them.
+pub const CORE_ARGUMENTS: &[&str] = &["prompt", "context", "schema", "model"];
+
+/// The suite's abstract argument names: the core ones, then arguments geminicli-mcp has that a
+/// wrapper may lack; a case passing one of those is skipped unless the profile maps it.
+pub const ABSTRACT_ARGUMENTS: &[&str] = &[
+    "prompt",
+    "context",
+    "schema",
+    "model",
+    "session_id",
+    "workspace",
+    "save_file",
+    "approval_mode",
+    "permission",
+    "include_directories",
+    "sandbox",
+    "allowed_mcp_server_names",
+    "timeout_inactivity_ms",
+    "timeout_first_content_ms",
+    "timeout_total_ms",
+    "image_paths",
+    "debug",
+    "task_note",
+    "full_output",
+    "repair",
+];
 
 /// The suite's abstract target settings (the values are strings, as env vars are).
 pub const ABSTRACT_SETTINGS: &[&str] = &[
@@ -33,6 +59,22 @@ pub const ABSTRACT_SETTINGS: &[&str] = &[
     "env-policy",
     "env-pass",
 ];
+
+/// Settings that only make cases faster (a short kill grace): a case applies them where the
+/// profile maps them and runs without them elsewhere, its bounds being generous enough.
+pub const SPEED_SETTINGS: &[&str] = &["kill-grace-ms"];
+
+/// Where the answer sits in a successful result's text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnswerRule {
+    /// The text block is the answer, exactly (geminicli-mcp).
+    #[default]
+    Exact,
+    /// The answer is contained in one of the text blocks: the wrapper adds a header, a footer or
+    /// more blocks around it.
+    Contained,
+}
 
 /// How the target is told where the gemini executable is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,6 +122,14 @@ pub struct Profile {
     /// Extra environment for the target in every case.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Arguments added to every `call` a case makes (by the target's own names, placeholders such
+    /// as `{cwd}` allowed), for a target whose tools require arguments the suite does not know of;
+    /// a case's own argument wins.
+    #[serde(default)]
+    pub call_arguments: BTreeMap<String, serde_json::Value>,
+    /// Where the answer sits in a result's text (default `exact`).
+    #[serde(default)]
+    pub answer: AnswerRule,
     /// Capabilities the target claims beyond the core (e.g. `"structured-content"`,
     /// `"progress"`, `"process-group-kill"`); cases that `require` a missing one are skipped.
     #[serde(default)]
@@ -109,12 +159,10 @@ impl Profile {
                 ("delete_session", "gemini_delete_session"),
                 ("list_models", "gemini_list_models"),
             ]),
-            arguments: map(&[
-                ("prompt", "prompt"),
-                ("context", "context"),
-                ("schema", "schema"),
-                ("model", "model"),
-            ]),
+            arguments: ABSTRACT_ARGUMENTS
+                .iter()
+                .map(|a| (a.to_string(), a.to_string()))
+                .collect(),
             settings: map(&[
                 ("max-output-bytes", "GEMINICLI_MCP_MAX_OUTPUT_BYTES"),
                 ("kill-grace-ms", "GEMINICLI_MCP_KILL_GRACE_MS"),
@@ -127,6 +175,8 @@ impl Profile {
                 ("env-pass", "GEMINICLI_MCP_ENV_PASS"),
             ]),
             env: BTreeMap::new(),
+            call_arguments: BTreeMap::new(),
+            answer: AnswerRule::Exact,
             features: [
                 "structured-content",
                 "error-prefix",
@@ -139,6 +189,10 @@ impl Profile {
                 "eof-grace",
                 "concurrency-bound",
                 "log-notifications",
+                "cancellation",
+                "geminicli-mcp-env",
+                "acp-tools",
+                "headless-run",
             ]
             .map(String::from)
             .to_vec(),
@@ -214,6 +268,16 @@ impl Profile {
     /// The target's name for an abstract tool.
     pub fn tool(&self, abstract_name: &str) -> Option<&str> {
         self.tools.get(abstract_name).map(String::as_str)
+    }
+
+    /// Whether the target takes the abstract argument `name` (a core one, or one the profile maps).
+    pub fn has_argument(&self, name: &str) -> bool {
+        CORE_ARGUMENTS.contains(&name) || self.arguments.contains_key(name)
+    }
+
+    /// Whether the profile claims `feature`.
+    pub fn claims(&self, feature: &str) -> bool {
+        self.features.iter().any(|f| f == feature)
     }
 
     /// The target's name for an abstract argument.

@@ -15,10 +15,12 @@ use crate::checks::check_invocation;
 use crate::client::{is_response, Client};
 use crate::fakelog::FakeLog;
 use crate::launcher;
+use crate::framing;
 use crate::matcher::{matches, MatchContext};
 use crate::procs;
-use crate::profile::{GeminiLocation, Profile};
+use crate::profile::{GeminiLocation, Profile, SPEED_SETTINGS};
 use crate::report::{CaseResult, Outcome};
+use crate::tracker::{self, Tracker};
 use crate::values::{generate, Vars};
 
 /// Default per-step timeout (before scaling): generous for a loaded two-core machine.
@@ -37,6 +39,18 @@ fn tail(s: &str, max: usize) -> String {
         start += 1;
     }
     format!("[… {start} bytes omitted …]\n{}", &s[start..])
+}
+
+/// How long a process of the case may outlive the target before it counts as a leak (before
+/// scaling): time for a wrapper's own kill grace.
+const LEAK_GRACE_MS: u64 = 5_000;
+
+/// The pids with their command names, for a message.
+fn describe_all(pids: &[u32]) -> String {
+    pids.iter()
+        .map(|p| procs::describe(*p))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// How long the target gets to exit after its stdin closes at the end of a case (before scaling).
@@ -116,7 +130,7 @@ pub fn skip_reason(cfg: &RunConfig, case: &Case) -> Option<String> {
         .target
         .settings
         .keys()
-        .find(|s| !profile.settings.contains_key(*s))
+        .find(|s| !profile.settings.contains_key(*s) && !SPEED_SETTINGS.contains(&s.as_str()))
     {
         return Some(format!(
             "profile {} maps no env var for setting {s:?}",
@@ -128,12 +142,88 @@ pub fn skip_reason(cfg: &RunConfig, case: &Case) -> Option<String> {
             if profile.tool(t).is_none() {
                 return Some(format!("profile {} maps no tool for {t:?}", profile.name));
             }
+            let keys = step.arguments.as_ref().and_then(Value::as_object);
+            if let Some(a) = keys
+                .into_iter()
+                .flatten()
+                .find(|(a, _)| !profile.has_argument(a))
+            {
+                return Some(format!(
+                    "profile {} maps no argument for {:?} (an argument the target may not have)",
+                    profile.name, a.0
+                ));
+            }
         }
+    }
+    if let Some(a) = unmapped_raw_argument(case, profile) {
+        return Some(format!(
+            "profile {} maps no argument for {a:?} (an argument the target may not have)",
+            profile.name
+        ));
+    }
+    if let Some(t) = unmapped_tool_placeholder(case, profile) {
+        return Some(format!(
+            "profile {} maps no tool for {t:?}, which the case names as {{tool.{t}}}",
+            profile.name
+        ));
     }
     if spec.fake.binary == GeminiBinary::NotExecutable && !cfg!(unix) {
         return Some("execute permission is a Unix notion".into());
     }
     None
+}
+
+/// An argument the profile does not map that a case passes to an abstract tool (`{tool.X}`) in a
+/// `tools/call` it writes itself (`request`, or a `send-raw` line that is JSON).
+fn unmapped_raw_argument(case: &Case, profile: &Profile) -> Option<String> {
+    let requests = case
+        .spec
+        .steps
+        .iter()
+        .filter_map(|s| match (&s.request, &s.send_raw) {
+            (Some(r), _) => Some(r.clone()),
+            (None, Some(Value::String(raw))) => serde_json::from_str::<Value>(raw).ok(),
+            _ => None,
+        });
+    requests
+        // Only calls of the suite's abstract tools: a tool named as it is (an opt-in tool of
+        // geminicli-mcp's) belongs to a case a feature gates, and has arguments of its own.
+        .filter(|r| {
+            r.get("method").and_then(Value::as_str) == Some("tools/call")
+                && r.pointer("/params/name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| n.starts_with("{tool."))
+        })
+        .find_map(|r| {
+            let args = r.pointer("/params/arguments")?.as_object()?;
+            args.keys()
+                .find(|a| !a.starts_with('{') && !profile.has_argument(a))
+                .cloned()
+        })
+}
+
+/// An abstract tool a case names through a `{tool.X}` placeholder that the profile does not map
+/// (the placeholder would otherwise be sent, or expected, literally).
+fn unmapped_tool_placeholder(case: &Case, profile: &Profile) -> Option<String> {
+    let values = case.spec.steps.iter().flat_map(|s| {
+        [
+            &s.request,
+            &s.notify,
+            &s.send_raw,
+            &s.expect,
+            &s.expect_message,
+            &s.expect_notification,
+            &s.expect_no_notification,
+        ]
+        .into_iter()
+        .flatten()
+    });
+    values.map(Value::to_string).find_map(|text| {
+        text.match_indices("{tool.").find_map(|(i, _)| {
+            let name = text[i + 6..].split('}').next()?;
+            profile.tool(name).is_none().then(|| name.to_string())
+        })
+    })
 }
 
 /// The temp tree of one case.
@@ -153,6 +243,8 @@ struct Findings {
     bugs: Vec<String>,
     unchecked: Vec<String>,
     notes: Vec<String>,
+    /// A process left behind fails the case whatever its level: it is the runner's own rule.
+    leaked: bool,
 }
 
 impl Findings {
@@ -202,7 +294,7 @@ pub fn run_case(cfg: &RunConfig, case: &Case) -> CaseResult {
             ),
         )
     } else if !findings.must.is_empty() {
-        let o = if case.spec.level == Level::Should {
+        let o = if case.spec.level == Level::Should && !findings.leaked {
             Outcome::Warn
         } else {
             Outcome::Fail
@@ -425,11 +517,10 @@ fn build_command(
     }
     env.extend(profile.env.clone());
     for (setting, value) in &case.spec.target.settings {
-        let var = profile
-            .settings
-            .get(setting)
-            .expect("checked by skip_reason");
-        env.insert(var.clone(), value.clone());
+        // An unmapped setting here is a speed setting (skip_reason checked the others).
+        if let Some(var) = profile.settings.get(setting) {
+            env.insert(var.clone(), value.clone());
+        }
     }
     env.extend(
         case.spec
@@ -493,6 +584,8 @@ struct Run<'a> {
     /// (progress token, request id) of every request sent with a token.
     tokens: Vec<(Value, Value)>,
     processes_unchecked: bool,
+    /// Every process the case started (Linux: the whole tree, escaped descendants included).
+    tracker: Option<Tracker>,
 }
 
 /// Sets up, runs and tears down a case; returns the target's stderr, or a bug.
@@ -518,8 +611,7 @@ fn prepare_and_run(
         }
         Err(e) => return Err(e),
     };
-    let child = cmd
-        .spawn()
+    let (child, tracker) = tracker::spawn_tracked(&mut cmd, &dirs.root)
         .map_err(|e| format!("cannot start the target {:?}: {e}", cfg.target.command))?;
     let vars = Vars::new(&cfg.target.profile, &dirs.work, &dirs.home);
     let mut run = Run {
@@ -534,6 +626,7 @@ fn prepare_and_run(
         labels: BTreeMap::new(),
         tokens: Vec::new(),
         processes_unchecked: false,
+        tracker: Some(tracker),
     };
     for path in case.spec.client_roots.iter().flatten() {
         let path = run.vars.str(path);
@@ -655,7 +748,7 @@ impl Run<'_> {
         expected: &Value,
         actual: &Value,
     ) -> Result<(), String> {
-        let expected = self.vars.value(expected);
+        let expected = framing::adapt(&self.vars.value(expected), &self.cfg.target.profile);
         matches(&expected, actual, &self.ctx)
             .map_err(|e| format!("step {n} ({what}): {e}\n  message: {}", json_of(actual)))
     }
@@ -896,6 +989,9 @@ impl Run<'_> {
                 for (k, v) in a {
                     args.insert(self.cfg.target.profile.argument(k).to_string(), v.clone());
                 }
+                for (k, v) in &self.cfg.target.profile.call_arguments {
+                    args.entry(k.clone()).or_insert_with(|| v.clone());
+                }
                 Value::Object(args)
             }
             // Deliberately malformed arguments (not an object) are sent as written.
@@ -903,27 +999,60 @@ impl Run<'_> {
                 let params = json!({"name": name, "arguments": other});
                 return self.send_request(at, s, "tools/call", Some(params), "call");
             }
-            None => Value::Object(Map::new()),
+            None => Value::Object(
+                self.cfg
+                    .target
+                    .profile
+                    .call_arguments
+                    .clone()
+                    .into_iter()
+                    .collect(),
+            ),
         };
         let params = self.generated(Some(&json!({"name": name, "arguments": arguments})))?;
         self.send_request(at, s, "tools/call", params, &format!("call {tool}"))
     }
 
     fn expect_message(&mut self, at: At, pattern: &Value) -> Result<(), StepError> {
-        let pattern = self.vars.value(pattern);
+        let pattern = framing::adapt(&self.vars.value(pattern), &self.cfg.target.profile);
         let ctx = self.ctx.clone();
-        match self
-            .client
-            .wait_for(at.deadline, |m| matches(&pattern, m, &ctx).is_ok())
-        {
-            Some(_) => Ok(()),
-            None => Err(fail(format!(
-                "{}\n  wanted: {}\n  unclaimed messages: {}",
-                self.no_answer(at.n, "expect-message", at.ms),
-                json_of(&pattern),
-                self.unclaimed()
-            ))),
+        let id = pattern.get("id").filter(|id| !id.is_object()).cloned();
+        loop {
+            let slice = (Instant::now() + Duration::from_millis(100)).min(at.deadline);
+            if self
+                .client
+                .wait_for(slice, |m| matches(&pattern, m, &ctx).is_ok())
+                .is_some()
+            {
+                return Ok(());
+            }
+            // The response the pattern names has come in another shape: waiting longer cannot
+            // change it.
+            let answered = id.as_ref().and_then(|id| {
+                self.client.received.iter().find(|r| {
+                    !r.consumed && is_response(&r.message) && r.message.get("id") == Some(id)
+                })
+            });
+            if let Some(r) = answered {
+                let why = matches(&pattern, &r.message, &ctx)
+                    .err()
+                    .unwrap_or_default();
+                return Err(fail(format!(
+                    "step {} (expect-message): the response came in another shape: {why}\n  message: {}",
+                    at.n,
+                    json_of(&r.message)
+                )));
+            }
+            if Instant::now() >= at.deadline || self.client.stdout_ended() {
+                break;
+            }
         }
+        Err(fail(format!(
+            "{}\n  wanted: {}\n  unclaimed messages: {}",
+            self.no_answer(at.n, "expect-message", at.ms),
+            json_of(&pattern),
+            self.unclaimed()
+        )))
     }
 
     fn expect_notification(&mut self, at: At, pattern: &Value) -> Result<(), StepError> {
@@ -1188,33 +1317,36 @@ impl Run<'_> {
         self.client.drain();
         let log = FakeLog::read(&self.dirs.log);
         let pids = log.pids();
-        let spec = &self.case.spec;
-        if completed {
-            if spec.processes.none_left {
-                if procs::unsupported_reason().is_some() {
-                    self.processes_unchecked = true;
-                } else {
-                    let within = self.cfg.scaled(spec.processes.within_ms.unwrap_or(10_000));
-                    let left = procs::wait_gone(&pids, within);
-                    if !left.is_empty() {
-                        let how = if exited {
-                            "after the target exited"
-                        } else {
-                            "after the target was killed at teardown"
-                        };
-                        findings.must.push(format!(
-                            "processes: still alive {} ms {how}: {}",
-                            within.as_millis(),
-                            left.iter()
-                                .map(|p| procs::describe(*p))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ));
-                    }
+        let how = if exited {
+            "after the target exited"
+        } else {
+            "after the target was killed at teardown"
+        };
+        // Checks after a failed step still run: a wrapper author sees every check that failed.
+        let late = if completed {
+            ""
+        } else {
+            " (checked after an earlier step failed)"
+        };
+        let mut reported = Vec::new();
+        if self.case.spec.processes.none_left {
+            if procs::unsupported_reason().is_some() {
+                self.processes_unchecked = true;
+            } else {
+                let ms = self.case.spec.processes.within_ms.unwrap_or(10_000);
+                let within = self.cfg.scaled(ms);
+                reported = procs::wait_gone(&pids, within);
+                if !reported.is_empty() {
+                    findings.must.push(format!(
+                        "processes{late}: still alive {} ms {how}: {}",
+                        within.as_millis(),
+                        describe_all(&reported)
+                    ));
                 }
             }
-            self.check_log(&log, findings);
         }
+        self.check_log(&log, findings, late);
+        self.check_leaks(findings, &reported, how);
         procs::kill_all(&pids);
         if !self.client.violations.is_empty() {
             findings.must.push(format!(
@@ -1249,12 +1381,41 @@ impl Run<'_> {
         }
     }
 
-    fn check_log(&self, log: &FakeLog, findings: &mut Findings) {
+    /// Every process the case started that is still alive once the target has gone (Linux: the
+    /// whole tree, double-forked and `setsid` descendants included) is a leak: reported as a
+    /// failure of this case, then killed by pid so it cannot disturb the next case.
+    fn check_leaks(&mut self, findings: &mut Findings, reported: &[u32], how: &str) {
+        let Some(tracker) = self.tracker.take() else {
+            return;
+        };
+        let target = self.client.pid();
+        let pids: Vec<u32> = tracker
+            .alive()
+            .iter()
+            .map(|s| s.pid)
+            .filter(|p| *p != target && !reported.contains(p))
+            .collect();
+        let grace = self.cfg.scaled(LEAK_GRACE_MS);
+        let left = procs::wait_gone(&pids, grace);
+        let named = describe_all(&left);
+        tracker.finish();
+        if !left.is_empty() {
+            findings.leaked = true;
+            findings.must.push(format!(
+                "leak: {} process(es) the run started were still alive {} ms {how}, so the \
+                 target leaves processes behind (the runner killed them): {named}",
+                left.len(),
+                grace.as_millis(),
+            ));
+        }
+    }
+
+    fn check_log(&self, log: &FakeLog, findings: &mut Findings, late: &str) {
         let spec = &self.case.spec;
         if let Some(want) = spec.log.count {
             if log.invocations.len() != want {
                 findings.must.push(format!(
-                    "log: the fake was invoked {} time(s), expected {want}",
+                    "log{late}: the fake was invoked {} time(s), expected {want}",
                     log.invocations.len()
                 ));
             }
@@ -1265,7 +1426,7 @@ impl Run<'_> {
                     Some(r) => vec![(i, r)],
                     None => {
                         findings.must.push(format!(
-                            "log.invocation[{ci}]: no invocation #{i} (the fake logged {})",
+                            "log.invocation[{ci}]{late}: no invocation #{i} (the fake logged {})",
                             log.invocations.len()
                         ));
                         continue;
@@ -1273,9 +1434,9 @@ impl Run<'_> {
                 },
                 None => {
                     if log.invocations.is_empty() && !check.if_invoked {
-                        findings
-                            .must
-                            .push(format!("log.invocation[{ci}]: the fake was never invoked"));
+                        findings.must.push(format!(
+                            "log.invocation[{ci}]{late}: the fake was never invoked"
+                        ));
                     }
                     log.invocations.iter().enumerate().collect()
                 }
@@ -1284,14 +1445,14 @@ impl Run<'_> {
                 for problem in check_invocation(rec, check, &self.vars) {
                     findings
                         .must
-                        .push(format!("log: invocation #{i}: {problem}"));
+                        .push(format!("log{late}: invocation #{i}: {problem}"));
                 }
             }
         }
         if let Some(want) = spec.log.acp_prompts {
             if log.acp_prompts.len() != want {
                 findings.must.push(format!(
-                    "log: the agents received {} session/prompt request(s), expected {want}",
+                    "log{late}: the agents received {} session/prompt request(s), expected {want}",
                     log.acp_prompts.len()
                 ));
             }
@@ -1303,14 +1464,16 @@ impl Run<'_> {
             };
             if records.is_empty() {
                 findings.must.push(format!(
-                    "log.acp-prompt[{ci}]: no such session/prompt (the agents logged {})",
+                    "log.acp-prompt[{ci}]{late}: no such session/prompt (the agents logged {})",
                     log.acp_prompts.len()
                 ));
             }
             let expected = self.vars.value(&check.expect);
             for (i, rec) in records {
                 if let Err(e) = matches(&expected, rec, &self.ctx) {
-                    findings.must.push(format!("log: session/prompt #{i}: {e}"));
+                    findings
+                        .must
+                        .push(format!("log{late}: session/prompt #{i}: {e}"));
                 }
             }
         }

@@ -16,6 +16,8 @@
 //! - `no-yolo`: leaves out `--approval-mode=yolo`;
 //! - `env-allowlist`: starts gemini with only `PATH` and `HOME` in its environment, as wrappers
 //!   with an environment allowlist do (not a broken rule: the runner's launcher must cope).
+//! - `leak-orphan`: at `initialize`, starts a copy of itself that starts a sleeper in a process
+//!   group of its own and exits at once (a double fork), so the sleeper outlives the server.
 //!
 //! Unbroken, a call runs gemini (`GEMINI_CLI_BIN`) with `-o json`, the prompt on stdin, and answers
 //! with its `response`: enough for the self-test's cases, synchronous and with no supervision.
@@ -27,7 +29,49 @@ use serde_json::{json, Value};
 
 const VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
+/// The roles a copy of this binary plays for `leak-orphan`: the launcher that exits at once, and
+/// the sleeper it leaves behind.
+fn orphan_roles() {
+    match std::env::var("BROKEN_TARGET_ROLE").as_deref() {
+        Ok("launcher") => {
+            if let Ok(me) = std::env::current_exe() {
+                let mut sleeper = Command::new(me);
+                sleeper
+                    .env("BROKEN_TARGET_ROLE", "sleeper")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null());
+                #[cfg(unix)]
+                std::os::unix::process::CommandExt::process_group(&mut sleeper, 0);
+                let _ = sleeper.spawn();
+            }
+            std::process::exit(0);
+        }
+        Ok("sleeper") => {
+            std::thread::sleep(std::time::Duration::from_secs(120));
+            std::process::exit(0);
+        }
+        _ => {}
+    }
+}
+
+/// Starts the launcher of `leak-orphan` and waits for it, so only the sleeper is left.
+fn leave_an_orphan() {
+    if let Ok(me) = std::env::current_exe() {
+        let launched = Command::new(me)
+            .env("BROKEN_TARGET_ROLE", "launcher")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if let Err(e) = launched {
+            eprintln!("broken-target: cannot start the launcher: {e}");
+        }
+    }
+}
+
 fn main() {
+    orphan_roles();
     let modes: Vec<String> = std::env::var("BROKEN_TARGET_MODE")
         .unwrap_or_default()
         .split(',')
@@ -68,6 +112,9 @@ fn main() {
         let params = msg.get("params").cloned().unwrap_or(json!({}));
         let reply = match method {
             "initialize" => {
+                if broken("leak-orphan") {
+                    leave_an_orphan();
+                }
                 let asked = params
                     .get("protocolVersion")
                     .and_then(Value::as_str)
