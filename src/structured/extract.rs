@@ -1,5 +1,5 @@
-//! Where JSON may sit in a model's answer: Markdown code fences, and balanced `{…}`/`[…]` spans
-//! found by one string-aware pass. Both are single linear scans; nothing here parses JSON.
+//! Where JSON may sit in a model's answer: Markdown code fences, found by one linear scan that
+//! parses nothing (the balanced `{…}`/`[…]` spans are `spans`' business).
 
 use std::ops::Range;
 
@@ -69,84 +69,13 @@ fn fence_line(line: &str) -> Option<(usize, &str)> {
     Some((ticks, info))
 }
 
-/// Every balanced `{…}` or `[…]` span, ordered by start, nested ones included.
-///
-/// One pass over the bytes (brackets and quotes are ASCII, so UTF-8 needs no care). Quotes are
-/// tracked only inside a bracket, so apostrophes and quotation marks in surrounding prose cannot
-/// derail the scan. Inside brackets, a mismatched closer or a raw newline inside a string (which
-/// JSON forbids) proves that none of the open spans is JSON: they are all dropped.
-pub(crate) fn bracket_spans(text: &str) -> Vec<Range<usize>> {
-    // Entries are pushed at their opening bracket, so `spans` is in start order for free; an end
-    // of 0 marks a span that never closed.
-    let mut spans: Vec<Range<usize>> = Vec::new();
-    let mut stack: Vec<(usize, u8)> = Vec::new();
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, &b) in text.as_bytes().iter().enumerate() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            } else if b == b'\n' {
-                in_string = false;
-                stack.clear();
-            }
-            continue;
-        }
-        match b {
-            b'{' | b'[' => {
-                stack.push((spans.len(), if b == b'{' { b'}' } else { b']' }));
-                spans.push(i..0);
-            }
-            b'}' | b']' => match stack.last() {
-                Some(&(index, close)) if close == b => {
-                    stack.pop();
-                    spans[index].end = i + 1;
-                }
-                Some(_) => stack.clear(),
-                None => {}
-            },
-            b'"' if !stack.is_empty() => in_string = true,
-            _ => {}
-        }
-    }
-    spans.retain(|span| span.end != 0);
-    spans
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rstest::rstest;
 
-    fn spans_text(text: &str) -> Vec<&str> {
-        bracket_spans(text).into_iter().map(|r| &text[r]).collect()
-    }
-
     fn fences_text(text: &str) -> Vec<&str> {
         fenced_blocks(text).into_iter().map(|r| &text[r]).collect()
-    }
-
-    #[rstest]
-    #[case("no brackets", &[])]
-    #[case("see [1] then {\"a\":1}", &["[1]", "{\"a\":1}"])]
-    #[case("{\"a\":[1,{\"b\":2}]}", &["{\"a\":[1,{\"b\":2}]}", "[1,{\"b\":2}]", "{\"b\":2}"])]
-    #[case("{\"s\":\"} ] { [\"}", &["{\"s\":\"} ] { [\"}"])]
-    #[case("{\"s\":\"a\\\"}\"}", &["{\"s\":\"a\\\"}\"}"])]
-    #[case("it's \"quoted\" {\"a\":1}", &["{\"a\":1}"])]
-    #[case("{ oops ] {\"a\":1}", &["{\"a\":1}"])]
-    #[case("[\"unterminated\n{\"a\":1}", &["{\"a\":1}"])]
-    #[case("[[[", &[])]
-    #[case("]]] {}", &["{}"])]
-    #[case("héllo {\"é\":\"ü\"} wörld", &["{\"é\":\"ü\"}"])]
-    fn bracket_scan_finds_balanced_spans_in_start_order(
-        #[case] text: &str,
-        #[case] expected: &[&str],
-    ) {
-        assert_eq!(spans_text(text), expected);
     }
 
     #[rstest]
@@ -161,13 +90,5 @@ mod tests {
     #[case("inline ```json {}``` only", &[])]
     fn fences_are_found_with_their_contents(#[case] text: &str, #[case] expected: &[&str]) {
         assert_eq!(fences_text(text), expected);
-    }
-
-    #[test]
-    fn deep_nesting_is_scanned_in_one_pass() {
-        let text = format!("{}{}", "[".repeat(1 << 20), "]".repeat(1 << 20));
-        let spans = bracket_spans(&text);
-        assert_eq!(spans.len(), 1 << 20);
-        assert_eq!(spans[0], 0..text.len());
     }
 }
