@@ -5,12 +5,15 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+/// Largest integer every double below it represents exactly (2^53).
+const EXACT_INTEGERS: u64 = 1 << 53;
+
 /// Compact JSON as JavaScript's `JSON.stringify` writes it: keys in the order the model wrote them
 /// (a duplicate key keeps its first position and its last value, as `JSON.parse` does; serde_json's
 /// `preserve_order` map behaves the same), numbers by ECMAScript Number::toString, strings escaped
 /// as `JSON.stringify` escapes them.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(64);
     write_value(&mut out, value);
     out
 }
@@ -21,11 +24,17 @@ fn write_value(out: &mut String, value: &Value) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            // Integers a double holds exactly print as themselves, the common case made cheap.
+            (Some(u), _) if u <= EXACT_INTEGERS => {
+                let _ = write!(out, "{u}");
+            }
+            (_, Some(i)) if i.unsigned_abs() <= EXACT_INTEGERS => {
+                let _ = write!(out, "{i}");
+            }
             // JavaScript has only doubles: a u64/i64 beyond 2^53 rounds exactly as `as f64` does.
-            let x = n.as_f64().unwrap_or(f64::NAN);
-            out.push_str(&format_number(x));
-        }
+            _ => out.push_str(&format_number(n.as_f64().unwrap_or(f64::NAN))),
+        },
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             out.push('[');
@@ -56,21 +65,29 @@ fn write_value(out: &mut String, value: &Value) {
 /// occur: a Rust string holds none, and serde_json refuses them when parsing.
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    // Everything escaped is ASCII, so the runs between escapes end on character boundaries.
+    let mut run = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(escape);
         }
+        run = i + 1;
     }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 
