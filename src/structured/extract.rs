@@ -1,13 +1,25 @@
 //! Where JSON may sit in a model's answer: Markdown code fences, found by one linear scan that
 //! parses nothing (the balanced `{…}`/`[…]` spans are `spans`' business).
 
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
-/// Byte ranges of the non-blank contents of fenced code blocks whose info string is empty or
-/// `json` (any case), in document order. An unclosed fence runs to the end of the text, since a
-/// truncated answer still deserves a look.
+/// [`for_each_fenced_block`]'s blocks, collected.
 pub(crate) fn fenced_blocks(text: &str) -> Vec<Range<usize>> {
     let mut blocks = Vec::new();
+    let _ = for_each_fenced_block(text, |block| {
+        blocks.push(block);
+        ControlFlow::Continue(())
+    });
+    blocks
+}
+
+/// Calls `each` with the byte range of the non-blank contents of every fenced code block whose
+/// info string is empty or `json` (any case), in document order, until it breaks. An unclosed
+/// fence runs to the end of the text, since a truncated answer still deserves a look.
+pub(crate) fn for_each_fenced_block(
+    text: &str,
+    mut each: impl FnMut(Range<usize>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
     // (fence length, content start, wanted) while inside a fence.
     let mut open: Option<(usize, usize, bool)> = None;
     let mut line_start = 0;
@@ -29,7 +41,7 @@ pub(crate) fn fenced_blocks(text: &str) -> Vec<Range<usize>> {
                 if let Some((closing, info)) = fence_line(line) {
                     if closing >= ticks && info.is_empty() {
                         if wanted && !text[start..line_start].trim().is_empty() {
-                            blocks.push(start..line_start);
+                            each(start..line_start)?;
                         }
                         open = None;
                     }
@@ -43,10 +55,10 @@ pub(crate) fn fenced_blocks(text: &str) -> Vec<Range<usize>> {
     }
     if let Some((_, start, true)) = open {
         if !text[start..].trim().is_empty() {
-            blocks.push(start..text.len());
+            each(start..text.len())?;
         }
     }
-    blocks
+    ControlFlow::Continue(())
 }
 
 /// A CommonMark backtick fence line: up to three spaces, three or more backticks, an info string.

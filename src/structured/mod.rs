@@ -211,6 +211,18 @@ impl Search<'_> {
         }
     }
 
+    /// Records a fence that parsed. Spans start at brackets only, so a fence that follows the last
+    /// one across text without a bracket extends it: a thousand judged fences in a row cost one.
+    fn judge_fence(&mut self, block: Range<usize>) {
+        if let Some(last) = self.judged.last_mut() {
+            if !self.response[last.end..block.start].contains(['{', '[']) {
+                last.end = block.end;
+                return;
+            }
+        }
+        self.judged.push(block);
+    }
+
     fn in_judged_fence(&self, at: usize) -> bool {
         let i = self.judged.partition_point(|fence| fence.end <= at);
         self.judged.get(i).is_some_and(|fence| fence.start <= at)
@@ -341,15 +353,20 @@ pub fn extract_and_validate(
         Attempt::Unparsable => {}
     }
 
-    for block in extract::fenced_blocks(response) {
+    let _ = extract::for_each_fenced_block(response, |block| {
         match search.attempt(block.clone(), Stage::Fence) {
-            Attempt::Valid(ok) => return Ok(ok),
-            Attempt::Rejected => search.judged.push(block),
+            Attempt::Valid(ok) => {
+                search.won = Some(ok);
+                return ControlFlow::Break(());
+            }
+            Attempt::Rejected => search.judge_fence(block),
             Attempt::Unparsable => {}
         }
+        ControlFlow::Continue(())
+    });
+    if search.won.is_none() {
+        let _ = spans::scan(response, |span| search.span(span));
     }
-
-    let _ = spans::scan(response, |span| search.span(span));
     match search.won.take() {
         Some(ok) => Ok(ok),
         None => Err(search.failure()),
