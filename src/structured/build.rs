@@ -41,19 +41,22 @@ pub(crate) fn build(text: &str) -> Built {
         Ok(value) => Built::Value(value),
         // The cap was reached first: whether the rest is JSON decides between the two refusals.
         Err(_) if budget.exceeded.get() => match check(text) {
-            Ok(()) => Built::TooLarge,
+            Ok(_) => Built::TooLarge,
             Err(err) => Built::Invalid(err),
         },
         Err(err) => Built::Invalid(err),
     }
 }
 
-/// Whether `text` is one JSON value, with serde_json's own verdict and error, building nothing:
-/// memory is the nesting depth, at most 128 levels.
-pub(crate) fn check(text: &str) -> Result<(), serde_json::Error> {
+/// Whether `text` is one JSON value, with serde_json's own verdict and error, building nothing
+/// (memory is the nesting depth, at most 128 levels); the value counts as [`MAX_ANSWER_VALUES`]
+/// counts, so `Ok` holds whether it is too large to build.
+pub(crate) fn check(text: &str) -> Result<bool, serde_json::Error> {
+    let count = Cell::new(0);
     let mut de = serde_json::Deserializer::from_str(text);
-    Discard.deserialize(&mut de)?;
-    de.end()
+    Discard(&count).deserialize(&mut de)?;
+    de.end()?;
+    Ok(count.get() > MAX_ANSWER_VALUES)
 }
 
 /// Whether `token` (one JSON number) is a number serde_json holds: a finite double. JSON's grammar
@@ -191,11 +194,18 @@ fn js_double(x: f64) -> Value {
     Number::from_f64(x).map_or(Value::Null, Value::Number)
 }
 
-/// A value visited and dropped as it is read.
+/// A value visited and dropped as it is read, counted as [`Budget`] counts.
 #[derive(Clone, Copy)]
-struct Discard;
+struct Discard<'c>(&'c Cell<usize>);
 
-impl<'de> DeserializeSeed<'de> for Discard {
+impl Discard<'_> {
+    fn count<E>(self) -> Result<(), E> {
+        self.0.set(self.0.get() + 1);
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Discard<'_> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -205,13 +215,7 @@ impl<'de> DeserializeSeed<'de> for Discard {
     }
 }
 
-impl<'de> de::Deserialize<'de> for Discard {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(Discard).map(|()| Discard)
-    }
-}
-
-impl<'de> Visitor<'de> for Discard {
+impl<'de> Visitor<'de> for Discard<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -219,37 +223,39 @@ impl<'de> Visitor<'de> for Discard {
     }
 
     fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
+        self.count()
     }
 
     fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
+        self.count()
     }
 
     fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
+        self.count()
     }
 
     fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
+        self.count()
     }
 
     fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
+        self.count()
     }
 
     fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+        self.count()
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Discard)?.is_some() {}
+        self.count()?;
+        while seq.next_element_seed(self)?.is_some() {}
         Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_key::<Discard>()?.is_some() {
-            map.next_value_seed(Discard)?;
+        self.count()?;
+        while map.next_key_seed(self)?.is_some() {
+            map.next_value_seed(self)?;
         }
         Ok(())
     }
@@ -301,6 +307,16 @@ mod tests {
             _ => panic!("{text} accepted"),
         }
         assert_eq!(check(text).unwrap_err().to_string(), expected);
+    }
+
+    #[test]
+    fn the_check_counts_as_the_build_does() {
+        let at_cap = serde_json::to_string(&vec![0; MAX_ANSWER_VALUES - 1]).unwrap();
+        assert!(!check(&at_cap).unwrap());
+        let over = serde_json::to_string(&vec![0; MAX_ANSWER_VALUES]).unwrap();
+        assert!(check(&over).unwrap());
+        let keys = r#"{"a":1,"b":{"c":[true,null,"x"]}}"#;
+        assert!(!check(keys).unwrap());
     }
 
     #[test]

@@ -131,7 +131,8 @@ struct Rejected {
 }
 
 /// Candidates longer than this are checked by a pass that builds nothing before their tree is
-/// built: text that is not JSON after all must not cost a tree on its way to its error.
+/// built: text that is not JSON after all, or JSON too large to validate, must not cost a tree on
+/// its way to its refusal.
 const CHECK_FIRST_BYTES: usize = 64 * 1024;
 
 /// State of one search through one answer.
@@ -153,10 +154,11 @@ impl Search<'_> {
         let checked = if text.len() > CHECK_FIRST_BYTES {
             build::check(text)
         } else {
-            Ok(())
+            Ok(false)
         };
         let built = match checked {
-            Ok(()) => build::build(text),
+            Ok(false) => build::build(text),
+            Ok(true) => Built::TooLarge,
             Err(err) => Built::Invalid(err),
         };
         let value = match built {
