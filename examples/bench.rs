@@ -3,7 +3,8 @@
 //!
 //! `cargo run --example bench` (add `--release` for numbers that mean something outside a debug
 //! build); `cargo run --example bench -- acp` runs only the warm-ACP section (2 s start-ups),
-//! `-- overhead` only the per-call overhead, `-- watchdog` the process watchdog's cost, `-- warm`
+//! `-- overhead` only the per-call overhead, `-- watchdog` the process watchdog's cost,
+//! `-- structured` only the structured rows (speed, and peak memory in child processes), `-- warm`
 //! the prompt tools on the warm backend (`GEMINICLI_MCP_BACKEND=acp`), and `-- warm-real` the same
 //! with the real Gemini CLI (`BENCH_REAL_GEMINI`: its `gemini` executable) against fake-gemini-api,
 //! offline.
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use geminicli_mcp::structured::{extract_and_validate, Schema};
+use geminicli_mcp::structured::{extract_and_validate, PreparedSchema, Schema};
 use serde_json::{json, Value};
 
 const ROUNDS: usize = 30;
@@ -206,6 +207,19 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("structured-child") {
+        structured_memory_child(&std::env::args().nth(2).expect("structured-child CASE"));
+        return;
+    }
+    if std::env::args().nth(1).as_deref() == Some("structured") {
+        println!("machine: {}\n", machine());
+        println!("| measure | value | baseline | result |");
+        println!("|---|---:|---:|---:|");
+        structured();
+        structured_memory();
+        println!("\nload average after the run: {}", load_average());
+        return;
+    }
     let server_bin = gemini_mcp_conformance::bins::locate("geminicli-mcp");
     let fake = gemini_mcp_conformance::bins::locate("fake-gemini");
     let state = tempfile::tempdir().unwrap();
@@ -270,6 +284,7 @@ fn main() {
     drop(server);
     concurrent_calls(&server_bin, &fake, state.path());
     structured();
+    structured_memory();
     typescript_comparison(&server_bin, &fake, state.path(), init);
     acp_warm_follow_up(&server_bin, &fake, state.path());
     warm_backend(&server_bin, &fake, state.path());
@@ -943,10 +958,9 @@ fn cpu_ms(pid: u32) -> Option<(u64, u64)> {
     ))
 }
 
-/// Library calls into `geminicli_mcp::structured`: an 8 MiB answer, and `^(a+)+$` on a 64 KiB
-/// string, each against a baseline on the same input.
-fn structured() {
-    // 8 MiB: a fenced JSON object in prose, as a model writes it; baseline: serde_json alone.
+/// The 8 MiB answer of the structured rows: a fenced JSON object of ~60,000 items in prose, as a
+/// model writes it. Returns the answer, its JSON alone and the item count.
+fn eight_mib_answer() -> (String, String, usize) {
     let item = |i: usize| json!({"id": i, "name": format!("item {i}"), "tags": ["a", "b"], "score": i as f64 / 7.0});
     // Item sizes from a sample with 5-digit ids, so the estimate lands just under 8 MiB.
     let sample: Vec<Value> = (60_000..61_000).map(item).collect();
@@ -962,7 +976,12 @@ fn structured() {
     }
     let answer =
         format!("Here is the data you asked for:\n\n```json\n{body}\n```\n\nAnything else?");
-    let schema = Schema::prepare(&json!({
+    (answer, body, items.len())
+}
+
+/// The schema of the 8 MiB answer: types, `enum`, `minimum` and a `pattern` on each name.
+fn eight_mib_schema() -> PreparedSchema {
+    Schema::prepare(&json!({
         "type": "object",
         "required": ["items"],
         "properties": {"items": {"type": "array", "items": {
@@ -976,7 +995,14 @@ fn structured() {
             }
         }}}
     }))
-    .unwrap();
+    .unwrap()
+}
+
+/// Library calls into `geminicli_mcp::structured`: an 8 MiB answer, and `^(a+)+$` on a 64 KiB
+/// string, each against a baseline on the same input.
+fn structured() {
+    let (answer, body, items) = eight_mib_answer();
+    let schema = eight_mib_schema();
     let validated = time_median(5, || {
         // The `pattern` budget (262,144 characters per answer) stops the name checks part way;
         // that is the limit working, so the answer is reported either way.
@@ -988,7 +1014,7 @@ fn structured() {
     println!(
         "| extract + validate an {:.1} MiB fenced answer ({} items) vs `serde_json::from_str` of its JSON (median of 5) | {} | {} | ×{:.1} |",
         answer.len() as f64 / (1 << 20) as f64,
-        items.len(),
+        items,
         ms(validated),
         ms(parsed),
         validated.as_secs_f64() / parsed.as_secs_f64()
@@ -1011,6 +1037,165 @@ fn structured() {
         ms(without),
         with_pattern.as_secs_f64() / without.as_secs_f64()
     );
+}
+
+/// Answers of the structured memory rows: (argument, description). Each is about 30 MiB, under
+/// the default 32 MiB output cap, except the valid ones.
+const STRUCTURED_MEMORY_CASES: &[(&str, &str)] = &[
+    ("open-objects", "`{` × 30 MiB"),
+    ("open-arrays", "`[` nesting × 30 MiB"),
+    (
+        "unterminated-string",
+        "`{\"a\": \"` then 30 MiB of `x`, never closed",
+    ),
+    (
+        "many-openings",
+        "`{\"a\":[1,` × 30 MiB (an opening every 4 bytes, nothing closes)",
+    ),
+    (
+        "closed-not-json",
+        "`[x]` × 30 MiB (10 million balanced spans, none JSON)",
+    ),
+    (
+        "many-fences",
+        "```` ```\\n{}\\n```\\n```` × 30 MiB (3 million fenced blocks, each JSON, none valid)",
+    ),
+    ("array-8mib", "valid `[1,1,…]` of 8 MiB (4 million values)"),
+    ("answer-8mib", "the valid 8 MiB answer above"),
+    (
+        "answer-8mib-x4",
+        "4 × the valid 8 MiB answer at once, one thread each",
+    ),
+];
+
+/// The answer of one memory case, built in place so building it costs no second copy.
+fn structured_memory_answer(case: &str) -> String {
+    const SIZE: usize = 30 << 20;
+    let repeat = |head: &str, unit: &str, size: usize| {
+        let mut s = String::with_capacity(size + unit.len());
+        s.push_str(head);
+        while s.len() < size {
+            s.push_str(unit);
+        }
+        s
+    };
+    match case {
+        "open-objects" => repeat("", "{", SIZE),
+        "open-arrays" => repeat("", "[", SIZE),
+        "unterminated-string" => repeat("{\"a\": \"", "x", SIZE),
+        "many-openings" => repeat("", "{\"a\":[1,", SIZE),
+        "closed-not-json" => repeat("", "[x]", SIZE),
+        "many-fences" => repeat("", "```\n{}\n```\n", SIZE),
+        "array-8mib" => {
+            let mut s = repeat("[1", ",1", 8 << 20);
+            s.push(']');
+            s
+        }
+        _ => eight_mib_answer_in_place(),
+    }
+}
+
+/// An answer shaped as [`eight_mib_answer`]'s (pretty-printed items in a fence, in prose), written
+/// straight into one string: no trees, so the child's high-water mark before the call is the
+/// answer's own.
+fn eight_mib_answer_in_place() -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity((8 << 20) + (64 << 10));
+    s.push_str("Here is the data you asked for:\n\n```json\n{\n  \"items\": [");
+    let mut i = 0usize;
+    while s.len() < 8 << 20 {
+        let sep = if i == 0 { "" } else { "," };
+        let score = serde_json::to_string(&(i as f64 / 7.0)).unwrap();
+        let _ = write!(
+            s,
+            "{sep}\n    {{\n      \"id\": {i},\n      \"name\": \"item {i}\",\n      \"tags\": [\n        \"a\",\n        \"b\"\n      ],\n      \"score\": {score}\n    }}"
+        );
+        i += 1;
+    }
+    s.push_str("\n  ]\n}\n```\n\nAnything else?");
+    s
+}
+
+/// Child mode (`bench structured-child CASE`): one memory case in a fresh process, printing the
+/// answer's size, VmHWM before and after the call (KiB) and the outcome.
+fn structured_memory_child(case: &str) {
+    let copies = if case.ends_with("-x4") { 4 } else { 1 };
+    let answers: Vec<String> = (0..copies)
+        .map(|_| structured_memory_answer(case))
+        .collect();
+    let schema = if case.starts_with("answer-8mib") {
+        eight_mib_schema()
+    } else {
+        Schema::prepare(&json!({"type": "object", "required": ["items"]})).unwrap()
+    };
+    let pid = std::process::id();
+    let before = status_kib(pid, "VmHWM:").unwrap_or(0);
+    let outcomes: Vec<String> = std::thread::scope(|scope| {
+        let runs: Vec<_> = answers
+            .iter()
+            .map(|answer| {
+                let schema = &schema;
+                scope.spawn(move || match extract_and_validate(schema, answer) {
+                    Ok(_) => "valid".to_owned(),
+                    Err(f) => format!("{:?}", f.reason),
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let after = status_kib(pid, "VmHWM:").unwrap_or(0);
+    // The valid answer's JSON values: the root object, its key and array, 11 per item.
+    let values = if case.starts_with("answer-8mib") {
+        3 + 11 * answers[0].matches("\"id\":").count()
+    } else {
+        0
+    };
+    println!(
+        "{} {before} {after} {} {values}",
+        answers[0].len(),
+        outcomes.join(",")
+    );
+}
+
+/// Peak RSS of `extract_and_validate` on hostile and valid answers, each case in a child process
+/// of its own (this bench re-executed), against the goal for an answer with no JSON in it.
+fn structured_memory() {
+    let exe = std::env::current_exe().unwrap();
+    for (case, description) in STRUCTURED_MEMORY_CASES {
+        let started = Instant::now();
+        let out = Command::new(&exe)
+            .args(["structured-child", case])
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let line = String::from_utf8_lossy(&out.stdout);
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [size, before, after, outcome, values] = fields[..] else {
+            println!("| peak RSS: {description} | child failed: {line} | | |");
+            continue;
+        };
+        let mib = |kib: &str| kib.parse::<f64>().unwrap() / 1024.0;
+        let size_mib = size.parse::<f64>().unwrap() / (1 << 20) as f64;
+        let copies = if case.ends_with("-x4") { 4.0 } else { 1.0 };
+        let values: f64 = values.parse().unwrap();
+        // No JSON: the answer and the failure's copy of it. Valid JSON: also its canonical text
+        // and its tree, at most 200 bytes a value (measured: about 160).
+        let (goal, formula) = if values == 0.0 {
+            (copies * 2.0 * size_mib + 16.0, "2 × size + 16".to_owned())
+        } else {
+            let per_call = 2.0 * size_mib + 200.0 * values / (1 << 20) as f64;
+            let formula = format!("{copies} × (2 × size + 200 B × {values} values) + 16");
+            (copies * per_call + 16.0, formula)
+        };
+        println!(
+            "| peak RSS (VmHWM of a child process) of extract + validate: {description}; {size_mib:.1} MiB; {outcome}; child ran {} (VmHWM with the answer built: {:.1} MiB) | {:.1} MiB | {formula} = {goal:.0} MiB | {} |",
+            ms(took),
+            mib(before),
+            mib(after),
+            if mib(after) <= goal { "within" } else { "over" }
+        );
+    }
 }
 
 /// The official TypeScript SDK with a minimal echo tool vs this server, when `BENCH_TS_SDK_DIR`

@@ -5,12 +5,15 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+/// Largest integer every double below it represents exactly (2^53).
+const EXACT_INTEGERS: u64 = 1 << 53;
+
 /// Compact JSON as JavaScript's `JSON.stringify` writes it: keys in the order the model wrote them
 /// (a duplicate key keeps its first position and its last value, as `JSON.parse` does; serde_json's
 /// `preserve_order` map behaves the same), numbers by ECMAScript Number::toString, strings escaped
 /// as `JSON.stringify` escapes them.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(64);
     write_value(&mut out, value);
     out
 }
@@ -21,11 +24,17 @@ fn write_value(out: &mut String, value: &Value) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            // Integers a double holds exactly print as themselves, the common case made cheap.
+            (Some(u), _) if u <= EXACT_INTEGERS => {
+                let _ = write!(out, "{u}");
+            }
+            (_, Some(i)) if i.unsigned_abs() <= EXACT_INTEGERS => {
+                let _ = write!(out, "{i}");
+            }
             // JavaScript has only doubles: a u64/i64 beyond 2^53 rounds exactly as `as f64` does.
-            let x = n.as_f64().unwrap_or(f64::NAN);
-            out.push_str(&format_number(x));
-        }
+            _ => write_number(out, n.as_f64().unwrap_or(f64::NAN)),
+        },
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             out.push('[');
@@ -56,29 +65,38 @@ fn write_value(out: &mut String, value: &Value) {
 /// occur: a Rust string holds none, and serde_json refuses them when parsing.
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    // Everything escaped is ASCII, so the runs between escapes end on character boundaries.
+    let mut run = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(escape);
         }
+        run = i + 1;
     }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 
 /// Rust's `{:e}` gives the shortest digit string that round-trips, as ECMAScript asks, but breaks
 /// an exact tie between two such strings upwards where ECMAScript takes the even one
 /// (`1059438285926254.25` prints `…254.2` in JavaScript, `…254.3` in Rust). Returns the digits
-/// and the decimal exponent of the first one.
-fn shortest_digits(x: f64) -> (String, i64) {
+/// and the decimal exponent of the first one, the slow way ([`Shortest`] is the quick one);
+/// `quick` lets a double's bits rule a tie out before any more printing.
+fn shortest_digits_checked(x: f64, quick: bool) -> (String, i64) {
     let (digits, exponent) = split_exp(&format!("{x:e}"));
     let k = digits.len();
     let last = digits.as_bytes()[k - 1] - b'0';
@@ -86,8 +104,12 @@ fn shortest_digits(x: f64) -> (String, i64) {
         return (digits, exponent);
     }
     // A tie means x sits exactly halfway: its exact expansion is the k digits below, then a 5,
-    // then nothing. Three more digits rule most cases out cheaply; the exact expansion (a double
-    // has at most 767 significant digits) settles the rest.
+    // then nothing. Most doubles' exact expansions are far longer than k + 1 digits, which their
+    // bits tell without printing; three more digits rule most of the rest out cheaply; the exact
+    // expansion (a double has at most 767 significant digits) settles the rest.
+    if quick && expansion_longer_than(x, k + 1) {
+        return (digits, exponent);
+    }
     let (near, near_exp) = split_exp(&format!("{x:.*e}", k + 3));
     if near_exp != exponent || !near[k..].starts_with("5000") {
         return (digits, exponent);
@@ -111,6 +133,31 @@ fn shortest_digits(x: f64) -> (String, i64) {
     } else {
         (digits, exponent)
     }
+}
+
+/// Whether the exact decimal expansion of the positive double `x` has more than `digits`
+/// significant digits. With `x = odd × 2^-n` (n > 0), that expansion is `odd × 5^n` shifted, whose
+/// length is at least log10(odd) + n·log10(5).
+fn expansion_longer_than(x: f64, digits: usize) -> bool {
+    let bits = x.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i64;
+    let fraction = bits & ((1 << 52) - 1);
+    let (mantissa, exp2) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | 1 << 52, biased - 1075)
+    };
+    if mantissa == 0 {
+        return false;
+    }
+    let zeros = mantissa.trailing_zeros();
+    let odd = mantissa >> zeros;
+    let n = -(exp2 + i64::from(zeros));
+    if n <= 0 {
+        return false;
+    }
+    let odd_bits = f64::from(64 - odd.leading_zeros());
+    (odd_bits - 1.0) * std::f64::consts::LOG10_2 + n as f64 * 5f64.log10() > digits as f64 + 1e-9
 }
 
 /// Splits Rust's `{:e}` output into its digits (no point) and exponent.
@@ -142,35 +189,94 @@ fn increment(digits: &str) -> Option<String> {
 /// ECMAScript Number::toString(x) (ECMA-262 §6.1.6.1.20) for a finite double; `JSON.stringify`
 /// writes non-finite numbers as `null`, which this returns for them too.
 pub fn format_number(x: f64) -> String {
+    let mut out = String::new();
+    write_number(&mut out, x);
+    out
+}
+
+/// [`format_number`], appended to `out` without allocating in the common case.
+fn write_number(out: &mut String, x: f64) {
     if !x.is_finite() {
-        return "null".to_owned();
+        out.push_str("null");
+        return;
     }
     if x == 0.0 {
         // Both zeros: String(-0) is "0".
-        return "0".to_owned();
+        out.push('0');
+        return;
     }
-    let sign = if x < 0.0 { "-" } else { "" };
-    let (digits, exponent) = shortest_digits(x.abs());
+    if x < 0.0 {
+        out.push('-');
+    }
+    let shortest = Shortest::of(x.abs());
+    let digits = shortest.digits();
     let k = digits.len() as i64;
-    let n = exponent + 1;
-    let body = if k <= n && n <= 21 {
-        format!("{digits}{}", "0".repeat((n - k) as usize))
+    let n = shortest.exponent + 1;
+    if k <= n && n <= 21 {
+        out.push_str(digits);
+        out.extend(std::iter::repeat_n('0', (n - k) as usize));
     } else if 0 < n && n <= 21 {
         let (int, frac) = digits.split_at(n as usize);
-        format!("{int}.{frac}")
+        out.push_str(int);
+        out.push('.');
+        out.push_str(frac);
     } else if -6 < n && n <= 0 {
-        format!("0.{}{digits}", "0".repeat((-n) as usize))
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-n) as usize));
+        out.push_str(digits);
     } else {
         let e = n - 1;
-        let e_sign = if e >= 0 { '+' } else { '-' };
         let (first, rest) = digits.split_at(1);
-        if rest.is_empty() {
-            format!("{first}e{e_sign}{}", e.abs())
-        } else {
-            format!("{first}.{rest}e{e_sign}{}", e.abs())
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
         }
-    };
-    format!("{sign}{body}")
+        let _ = write!(out, "e{}{}", if e >= 0 { '+' } else { '-' }, e.abs());
+    }
+}
+
+/// The shortest round-trip digits of a positive double, on the stack.
+struct Shortest {
+    buf: [u8; 24],
+    len: usize,
+    exponent: i64,
+}
+
+impl Shortest {
+    fn of(x: f64) -> Shortest {
+        let mut text = [0u8; 40];
+        let mut cursor = std::io::Cursor::new(&mut text[..]);
+        let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{x:e}"));
+        let end = cursor.position() as usize;
+        let (mantissa, exponent) = std::str::from_utf8(&text[..end])
+            .ok()
+            .and_then(|t| t.split_once('e'))
+            .expect("LowerExp output always has an exponent");
+        let mut shortest = Shortest {
+            buf: [0; 24],
+            len: 0,
+            exponent: exponent.parse().expect("LowerExp exponent is an integer"),
+        };
+        for b in mantissa.bytes().filter(|b| *b != b'.') {
+            shortest.buf[shortest.len] = b;
+            shortest.len += 1;
+        }
+        let last = shortest.buf[shortest.len - 1] - b'0';
+        if last.is_multiple_of(2) || expansion_longer_than(x, shortest.len + 1) {
+            return shortest;
+        }
+        // A tie is possible: the exact path decides.
+        let (digits, exponent) = shortest_digits_checked(x, false);
+        shortest.len = digits.len();
+        shortest.buf[..digits.len()].copy_from_slice(digits.as_bytes());
+        shortest.exponent = exponent;
+        shortest
+    }
+
+    fn digits(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).expect("digits are ASCII")
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +344,26 @@ mod tests {
                 "{x:e} -> {text}"
             );
             assert!(!text.ends_with(".0") && !text.contains("e+0") && !text.contains("e-0"));
+        }
+    }
+
+    #[test]
+    fn ruling_ties_out_by_the_bits_changes_no_digit() {
+        let mut state: u64 = 0x1234_5678_9abc_def1;
+        let mut xs: Vec<f64> = (1..20_000).map(|i| f64::from(i) / 8.0).collect();
+        xs.extend((1..2_000).map(|i| 1_059_438_285_926_254.0 + f64::from(i) / 4.0));
+        for _ in 0..20_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            xs.push(f64::from_bits(state >> 1));
+        }
+        for x in xs.into_iter().filter(|x| x.is_finite() && *x > 0.0) {
+            assert_eq!(
+                shortest_digits_checked(x, true),
+                shortest_digits_checked(x, false),
+                "{x:e}"
+            );
         }
     }
 

@@ -17,17 +17,20 @@
 //! assert_eq!(ok.canonical, r#"{"n":2}"#);
 //! ```
 
+mod build;
 mod canonical;
 mod extract;
+#[doc(hidden)]
+pub mod reference;
 mod schema;
+mod spans;
 mod template;
 #[cfg(test)]
 mod tests;
 
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
-use serde_json::Value;
-
+pub use build::MAX_ANSWER_VALUES;
 pub use canonical::{canonical_json, format_number};
 pub use schema::{
     PreparedSchema, Schema, SchemaError, MAX_PATTERN_INPUT_CHARS, MAX_SCHEMA_BYTES,
@@ -37,6 +40,10 @@ pub use template::{
     escape_context, instruction, repair_prompt, structured_prompt, wrap_context, CONTEXT_TEMPLATE,
     REPAIR_TEMPLATE, STRUCTURED_INSTRUCTION,
 };
+
+use build::Built;
+use serde_json::Value;
+use spans::Span;
 
 /// Most validation issues reported for one answer.
 pub const MAX_ISSUES: usize = 20;
@@ -64,7 +71,7 @@ pub struct StructuredFailure {
     pub raw: String,
 }
 
-/// The three ways an answer can fail.
+/// The ways an answer can fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureReason {
     /// Neither the whole answer, a fenced block nor any `{…}`/`[…]` span looked like JSON.
@@ -73,6 +80,9 @@ pub enum FailureReason {
     InvalidJson,
     /// JSON was found, and none of it conforms to the schema.
     DoesNotValidate,
+    /// The JSON found first holds more than [`MAX_ANSWER_VALUES`] values, and nothing before it
+    /// validated: it is not validated at all.
+    TooLarge,
 }
 
 impl FailureReason {
@@ -82,6 +92,7 @@ impl FailureReason {
             FailureReason::NoJsonFound => "no JSON found in the response",
             FailureReason::InvalidJson => "the response contains no valid JSON",
             FailureReason::DoesNotValidate => "the response's JSON does not match the schema",
+            FailureReason::TooLarge => "the response's JSON is too large to validate",
         }
     }
 }
@@ -106,95 +117,185 @@ enum Stage {
 /// What became of one candidate.
 enum Attempt {
     Valid(StructuredOk),
-    /// Parsed, did not validate.
+    /// Parsed, and did not validate or was too large to.
     Rejected,
     Unparsable,
-    /// The parse budget cannot cover it; the search ends.
-    OverBudget,
 }
 
 /// The issues of the failing candidate chosen for the report.
 struct Rejected {
     stage: Stage,
     len: usize,
+    too_large: bool,
     issues: Vec<ValidationIssue>,
 }
+
+/// Candidates longer than this are checked by a pass that builds nothing before their tree is
+/// built: text that is not JSON after all, or JSON too large to validate, must not cost a tree on
+/// its way to its refusal.
+const CHECK_FIRST_BYTES: usize = 64 * 1024;
 
 /// State of one search through one answer.
 struct Search<'a> {
     schema: &'a PreparedSchema,
     response: &'a str,
-    parse_left: usize,
     first_parse_error: Option<String>,
     rejected: Option<Rejected>,
-    out_of_budget: bool,
+    /// Fences that parsed, in order: spans starting inside them are not candidates.
+    judged: Vec<Range<usize>>,
+    /// The earliest balanced span that is not JSON (its error is reported if nothing parsed).
+    first_not_json: Option<Range<usize>>,
+    won: Option<StructuredOk>,
 }
 
 impl Search<'_> {
     fn attempt(&mut self, range: Range<usize>, stage: Stage) -> Attempt {
         let text = self.response[range].trim();
-        if text.len() > self.parse_left {
-            self.out_of_budget = true;
-            return Attempt::OverBudget;
-        }
-        self.parse_left -= text.len();
-        let parsed: Value = match serde_json::from_str(text) {
-            Ok(value) => value,
-            Err(err) => {
-                self.first_parse_error
-                    .get_or_insert_with(|| err.to_string());
+        let checked = if text.len() > CHECK_FIRST_BYTES {
+            build::check(text)
+        } else {
+            Ok(false)
+        };
+        let built = match checked {
+            Ok(false) => build::build(text),
+            Ok(true) => Built::TooLarge,
+            Err(err) => Built::Invalid(err),
+        };
+        let value = match built {
+            Built::Value(value) => value,
+            Built::Invalid(err) => {
+                if stage != Stage::Scan {
+                    self.first_parse_error
+                        .get_or_insert_with(|| err.to_string());
+                }
                 return Attempt::Unparsable;
             }
+            Built::TooLarge => {
+                let issue = ValidationIssue {
+                    instance_path: String::new(),
+                    message: format!(
+                        "the JSON holds more than {MAX_ANSWER_VALUES} values (each scalar, array, \
+                         object and object key counts one); it was not validated"
+                    ),
+                };
+                self.reject(stage, text.len(), true, vec![issue]);
+                return Attempt::Rejected;
+            }
         };
-        let canonical = canonical_json(&parsed);
-        // Validate what the reference validated: the value JSON.parse gives, doubles and all.
-        let value = serde_json::from_str(&canonical).unwrap_or(parsed);
+        let canonical = canonical_json(&value);
         let issues = self.schema.issues(&value, MAX_ISSUES);
         if issues.is_empty() {
             return Attempt::Valid(StructuredOk { value, canonical });
         }
+        let issues = issues
+            .into_iter()
+            .map(|(instance_path, message)| ValidationIssue {
+                instance_path,
+                message: clip(message),
+            })
+            .collect();
+        self.reject(stage, text.len(), false, issues);
+        Attempt::Rejected
+    }
+
+    fn reject(&mut self, stage: Stage, len: usize, too_large: bool, issues: Vec<ValidationIssue>) {
         let better = match &self.rejected {
             None => true,
-            Some(r) => r.stage == Stage::Scan && stage == Stage::Scan && text.len() > r.len,
+            Some(r) => r.stage == Stage::Scan && stage == Stage::Scan && len > r.len,
         };
         if better {
             self.rejected = Some(Rejected {
                 stage,
-                len: text.len(),
-                issues: issues
-                    .into_iter()
-                    .map(|(instance_path, message)| ValidationIssue {
-                        instance_path,
-                        message: clip(message),
-                    })
-                    .collect(),
+                len,
+                too_large,
+                issues,
             });
         }
-        Attempt::Rejected
     }
 
-    fn failure(self) -> StructuredFailure {
-        let budget_note = if self.out_of_budget {
-            " (the search stopped early: parsing is limited to 4 bytes per byte of response)"
-        } else {
-            ""
-        };
+    /// Records a fence that parsed. Spans start at brackets only, so a fence that follows the last
+    /// one across text without a bracket extends it: a thousand judged fences in a row cost one.
+    fn judge_fence(&mut self, block: Range<usize>) {
+        if let Some(last) = self.judged.last_mut() {
+            if !self.response[last.end..block.start].contains(['{', '[']) {
+                last.end = block.end;
+                return;
+            }
+        }
+        self.judged.push(block);
+    }
+
+    fn in_judged_fence(&self, at: usize) -> bool {
+        let i = self.judged.partition_point(|fence| fence.end <= at);
+        self.judged.get(i).is_some_and(|fence| fence.start <= at)
+    }
+
+    fn span(&mut self, span: Span) -> ControlFlow<()> {
+        match span {
+            Span::Json(range) => self.judge(range),
+            Span::NotJson(range) => {
+                if !self.in_judged_fence(range.start)
+                    && self
+                        .first_not_json
+                        .as_ref()
+                        .is_none_or(|first| range.start < first.start)
+                {
+                    self.first_not_json = Some(range);
+                }
+                ControlFlow::Continue(())
+            }
+        }
+    }
+
+    /// A JSON span inside no larger one: a candidate, unless it starts in a fence already judged,
+    /// where the spans directly inside it are the candidates instead.
+    fn judge(&mut self, range: Range<usize>) -> ControlFlow<()> {
+        let response = self.response;
+        if self.in_judged_fence(range.start) {
+            return spans::for_each_child(response, range.start + 1, range.end - 1, |child| {
+                self.judge(child)
+            });
+        }
+        match self.attempt(range.clone(), Stage::Scan) {
+            Attempt::Valid(ok) => {
+                self.won = Some(ok);
+                ControlFlow::Break(())
+            }
+            Attempt::Rejected => ControlFlow::Continue(()),
+            Attempt::Unparsable => {
+                // The scan's grammar and serde_json disagree; serde_json decides.
+                self.span(Span::NotJson(range.clone()))?;
+                spans::for_each_child(response, range.start + 1, range.end - 1, |child| {
+                    self.judge(child)
+                })
+            }
+        }
+    }
+
+    fn failure(mut self) -> StructuredFailure {
+        if self.rejected.is_none() && self.first_parse_error.is_none() {
+            if let Some(range) = self.first_not_json.take() {
+                if let Err(err) = build::check(&self.response[range]) {
+                    self.first_parse_error = Some(err.to_string());
+                }
+            }
+        }
         let (reason, errors) = match (self.rejected, self.first_parse_error) {
+            (Some(rejected), _) if rejected.too_large => (FailureReason::TooLarge, rejected.issues),
             (Some(rejected), _) => (FailureReason::DoesNotValidate, rejected.issues),
             (None, Some(err)) => (
                 FailureReason::InvalidJson,
                 vec![ValidationIssue {
                     instance_path: String::new(),
-                    message: clip(format!("invalid JSON: {err}{budget_note}")),
+                    message: clip(format!("invalid JSON: {err}")),
                 }],
             ),
             (None, None) => (
                 FailureReason::NoJsonFound,
                 vec![ValidationIssue {
                     instance_path: String::new(),
-                    message: format!(
-                        "no JSON object, array or fenced block found in the response{budget_note}"
-                    ),
+                    message: "no JSON object, array or fenced block found in the response"
+                        .to_owned(),
                 }],
             ),
         };
@@ -209,15 +310,18 @@ impl Search<'_> {
 /// Finds the JSON in `response` and validates it against `schema`.
 ///
 /// Candidates, in order: the whole trimmed answer (so a bare scalar works too), the contents of
-/// ```` ```json ```` and ```` ``` ```` fences, then every balanced `{…}`/`[…]` span from one bracket
-/// scan, outer spans before the spans nested in them. The first candidate that parses **and**
-/// validates wins, so a `[1]` citation before the real object does no harm. A candidate that
-/// parsed is judged as a whole: spans inside it are not tried on their own.
+/// ```` ```json ```` and ```` ``` ```` fences, then the balanced `{…}`/`[…]` spans of one bracket
+/// scan that are JSON, outer spans before the spans nested in them. The first candidate that
+/// parses **and** validates wins, so a `[1]` citation before the real object does no harm. A
+/// candidate that parsed is judged as a whole: spans inside it are not tried on their own.
 ///
-/// Everything is linear in the answer's length: parsing stops after 4 × its length plus 64 KiB
-/// bytes in total, and all `pattern` checks together examine at most [`PATTERN_BUDGET_CHARS`]
-/// characters (each string at most [`MAX_PATTERN_INPUT_CHARS`]); running out is reported as a
-/// validation issue, never a hang.
+/// Time is linear in the answer's length: the scan reads it once and tells which spans are JSON
+/// by serde_json's grammar without parsing them, so no text is parsed twice as a candidate. All
+/// `pattern` checks together examine at most [`PATTERN_BUDGET_CHARS`] characters (each string at
+/// most [`MAX_PATTERN_INPUT_CHARS`]); running out is reported as a validation issue, never a
+/// hang. Memory: an answer with no JSON in it costs at most about its own size again (one byte per
+/// open bracket, and the failure's copy of the answer); a candidate holding more than
+/// [`MAX_ANSWER_VALUES`] values is refused as [`FailureReason::TooLarge`] before its tree is built.
 ///
 /// On failure the issues are those of the whole answer or of the first fenced block that parsed,
 /// else of the longest span that parsed.
@@ -233,10 +337,11 @@ pub fn extract_and_validate(
     let mut search = Search {
         schema,
         response,
-        parse_left: response.len().saturating_mul(4).saturating_add(64 * 1024),
         first_parse_error: None,
         rejected: None,
-        out_of_budget: false,
+        judged: Vec::new(),
+        first_not_json: None,
+        won: None,
     };
 
     let trimmed = response.trim_start();
@@ -247,42 +352,32 @@ pub fn extract_and_validate(
             // Prose around JSON is expected, not a parse failure worth reporting.
             search.first_parse_error = None;
         }
-        Attempt::Unparsable | Attempt::OverBudget => {}
+        Attempt::Unparsable => {}
     }
 
-    let mut judged: Vec<Range<usize>> = Vec::new();
-    for block in extract::fenced_blocks(response) {
+    let _ = extract::for_each_fenced_block(response, |block| {
         match search.attempt(block.clone(), Stage::Fence) {
-            Attempt::Valid(ok) => return Ok(ok),
-            Attempt::Rejected => judged.push(block),
+            Attempt::Valid(ok) => {
+                search.won = Some(ok);
+                return ControlFlow::Break(());
+            }
+            Attempt::Rejected => search.judge_fence(block),
             Attempt::Unparsable => {}
-            Attempt::OverBudget => return Err(search.failure()),
         }
+        ControlFlow::Continue(())
+    });
+    if search.won.is_none() {
+        let _ = spans::scan(response, |span| search.span(span));
     }
-
-    let mut judged = judged.into_iter().peekable();
-    let mut judged_until = 0;
-    for span in extract::bracket_spans(response) {
-        if span.start < judged_until {
-            continue;
-        }
-        while judged.next_if(|block| block.end <= span.start).is_some() {}
-        if judged.peek().is_some_and(|block| block.start <= span.start) {
-            continue;
-        }
-        match search.attempt(span.clone(), Stage::Scan) {
-            Attempt::Valid(ok) => return Ok(ok),
-            Attempt::Rejected => judged_until = span.end,
-            Attempt::Unparsable => {}
-            Attempt::OverBudget => break,
-        }
+    match search.won.take() {
+        Some(ok) => Ok(ok),
+        None => Err(search.failure()),
     }
-    Err(search.failure())
 }
 
 /// Shortens a message to about [`MAX_ISSUE_MESSAGE_CHARS`] characters by eliding its middle: the
 /// validator's messages quote the instance first and name the rule last, and both ends matter.
-fn clip(message: String) -> String {
+pub(crate) fn clip(message: String) -> String {
     let count = message.chars().count();
     if count <= MAX_ISSUE_MESSAGE_CHARS {
         return message;

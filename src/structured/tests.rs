@@ -399,20 +399,117 @@ fn an_eight_mib_answer_is_handled() {
 }
 
 #[rstest]
-#[case::open_brackets("[".repeat(1 << 20))]
-#[case::open_objects("{\"a\":".repeat(200_000))]
-#[case::deep_balanced(format!("{}{}", "[".repeat(1 << 20), "]".repeat(1 << 20)))]
-#[case::many_spans("[x]".repeat(300_000))]
-#[case::quote_then_brackets(format!("[\"{}", "[".repeat(1 << 20)))]
-#[case::long_list_in_deep_nest(format!("{}{}x{}", "[".repeat(127), "1,".repeat(200_000), "]".repeat(127)))]
-fn hostile_answers_return(#[case] response: String) {
+// An answer that starts like JSON reports why it is not.
+#[case::open_brackets("[".repeat(1 << 20), FailureReason::InvalidJson)]
+#[case::open_objects("{\"a\":".repeat(200_000), FailureReason::InvalidJson)]
+#[case::open_brackets_in_prose(format!("see {}", "[".repeat(1 << 20)), FailureReason::NoJsonFound)]
+// The innermost 127 levels are JSON (serde_json's nesting limit): an array, not the object asked.
+#[case::deep_balanced(format!("{}{}", "[".repeat(1 << 20), "]".repeat(1 << 20)), FailureReason::DoesNotValidate)]
+#[case::many_spans("[x]".repeat(300_000), FailureReason::InvalidJson)]
+#[case::quote_then_brackets(format!("[\"{}", "[".repeat(1 << 20)), FailureReason::InvalidJson)]
+#[case::long_list_in_deep_nest(format!("{}{}x{}", "[".repeat(127), "1,".repeat(200_000), "]".repeat(127)), FailureReason::InvalidJson)]
+#[case::unterminated_string(format!("{{\"a\": \"{}", "x".repeat(1 << 22)), FailureReason::InvalidJson)]
+#[case::many_openings_one_error_far_away(format!("{}x", "{\"a\":[1,".repeat(100_000)), FailureReason::InvalidJson)]
+fn hostile_answers_return(#[case] response: String, #[case] reason: FailureReason) {
     let failure = extract_and_validate(&title_tags(), &response).unwrap_err();
-    assert_ne!(
-        failure.reason,
-        FailureReason::DoesNotValidate,
+    assert_eq!(failure.reason, reason, "{:?}", failure.errors);
+}
+
+#[test]
+fn json_too_large_to_validate_is_refused_with_its_reason() {
+    let schema = prepared(json!({"type": "array"}));
+    let over = serde_json::to_string(&vec![1; MAX_ANSWER_VALUES]).unwrap();
+    let failure = extract_and_validate(&schema, &over).unwrap_err();
+    assert_eq!(failure.reason, FailureReason::TooLarge);
+    assert!(
+        failure.errors[0].message.contains("1000000"),
         "{:?}",
         failure.errors
     );
+    // A smaller candidate after it can still win.
+    let ok = extract_and_validate(&schema, &format!("{over} and [2]")).unwrap();
+    assert_eq!(ok.canonical, "[2]");
+}
+
+#[test]
+fn the_earliest_span_that_is_not_json_is_the_one_reported() {
+    let failure = extract_and_validate(&title_tags(), "a [[1,] {x}] b {\"t\" 1}").unwrap_err();
+    assert_eq!(failure.reason, FailureReason::InvalidJson);
+    let expected = serde_json::from_str::<Value>("[[1,] {x}]").unwrap_err();
+    assert_eq!(
+        failure.errors[0].message,
+        format!("invalid JSON: {expected}")
+    );
+}
+
+/// Pieces that make answers interesting for the extractor: brackets, strings and escapes,
+/// numbers, literals, fences, prose.
+const PIECES: &[&str] = &[
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    "\\",
+    ":",
+    ",",
+    " ",
+    "\n",
+    "1",
+    "-",
+    "0",
+    ".",
+    "e",
+    "2.5",
+    "a",
+    "true",
+    "nul",
+    "null",
+    "\"t\"",
+    "\"title\"",
+    "\"tags\"",
+    "```json\n",
+    "```\n",
+    "\n```",
+    "\\u00e9",
+    "\\ud800",
+    "\\udc00",
+    "x",
+    "'",
+    "é",
+    "1e400",
+    "\t",
+];
+
+#[test]
+fn agrees_with_the_reference_extractor_on_generated_answers() {
+    let schemas = [
+        title_tags(),
+        prepared(json!({})),
+        prepared(json!({"type": "array", "items": {"type": "integer"}})),
+        prepared(json!({"type": "string"})),
+    ];
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for round in 0..40_000 {
+        let len = (next() % 24) as usize;
+        let answer: String = (0..len)
+            .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+            .collect();
+        let schema = &schemas[round % schemas.len()];
+        let got = extract_and_validate(schema, &answer);
+        let expected = reference::extract_and_validate(schema, &answer);
+        match (&got, &expected) {
+            (Ok(a), Ok(b)) => assert_eq!(a.canonical, b.canonical, "{answer:?}"),
+            (Err(a), Err(b)) => assert_eq!(a, b, "{answer:?}"),
+            _ => panic!("{answer:?}: {got:?} where the reference gives {expected:?}"),
+        }
+    }
 }
 
 #[rstest]
