@@ -238,56 +238,42 @@ fn main() {
     println!("| measure | server | baseline | result |");
     println!("|---|---:|---:|---:|");
     let section = std::env::args().nth(1);
-    if section.as_deref() == Some("acp") {
-        acp_warm_follow_up(&server_bin, &fake, state.path());
-        println!("\nload average after the run: {}", load_average());
-        return;
-    }
-    if section.as_deref() == Some("warm-real") {
-        warm_real_cli(&server_bin, state.path());
-        println!("\nload average after the run: {}", load_average());
-        return;
-    }
-    if section.as_deref() == Some("warm") {
-        warm_backend(&server_bin, &fake, state.path());
-        println!("\nload average after the run: {}", load_average());
-        return;
-    }
-    if section.as_deref() == Some("watchdog") {
-        watchdog_cost(&server_bin, &fake, state.path());
-        println!("\nload average after the run: {}", load_average());
-        return;
-    }
-    if section.as_deref() == Some("overhead-vs") {
-        let other = std::env::args()
-            .nth(2)
-            .expect("overhead-vs OTHER_SERVER_BINARY");
-        overhead_against(&server_bin, Path::new(&other), &fake, state.path());
+    let (server_bin, fake, state) = (server_bin.as_path(), fake.as_path(), state.path());
+    let alone: Option<Box<dyn Fn()>> = match section.as_deref() {
+        Some("acp") => Some(Box::new(|| acp_warm_follow_up(server_bin, fake, state))),
+        Some("warm-real") => Some(Box::new(|| warm_real_cli(server_bin, state))),
+        Some("warm") => Some(Box::new(|| warm_backend(server_bin, fake, state))),
+        Some("watchdog") => Some(Box::new(|| watchdog_cost(server_bin, fake, state))),
+        Some("overhead-vs") => Some(Box::new(|| {
+            let other = std::env::args()
+                .nth(2)
+                .expect("overhead-vs OTHER_SERVER_BINARY");
+            overhead_against(server_bin, Path::new(&other), fake, state);
+        })),
+        _ => None,
+    };
+    if let Some(run) = alone {
+        run();
         println!("\nload average after the run: {}", load_average());
         return;
     }
     let log_env = log.to_str().unwrap();
-    let mut server = Server::start_with(
-        &server_bin,
-        &fake,
-        state.path(),
-        &[("FAKE_GEMINI_LOG", log_env)],
-    );
+    let mut server = Server::start_with(server_bin, fake, state, &[("FAKE_GEMINI_LOG", log_env)]);
     server.initialize();
-    call_overhead(&mut server, &fake, state.path());
+    call_overhead(&mut server, fake, state);
     if section.as_deref() == Some("overhead") {
         println!("\nload average after the run: {}", load_average());
         return;
     }
-    let init = spawn_to_initialize(&server_bin, &fake, state.path());
+    let init = spawn_to_initialize(server_bin, fake, state);
     flood(&mut server, &log);
     drop(server);
-    concurrent_calls(&server_bin, &fake, state.path());
+    concurrent_calls(server_bin, fake, state);
     structured();
     structured_memory();
-    typescript_comparison(&server_bin, &fake, state.path(), init);
-    acp_warm_follow_up(&server_bin, &fake, state.path());
-    warm_backend(&server_bin, &fake, state.path());
+    typescript_comparison(server_bin, fake, state, init);
+    acp_warm_follow_up(server_bin, fake, state);
+    warm_backend(server_bin, fake, state);
     println!("\nload average after the run: {}", load_average());
 }
 
