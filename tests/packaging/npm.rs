@@ -152,13 +152,28 @@ fn launcher_passes_sigterm_to_the_binary_and_dies_of_it() {
     std::net::TcpStream::connect(&addr).expect("the binary serves while the launcher runs");
 
     let pid = libc::pid_t::try_from(launcher.id()).unwrap();
+    // The binary itself (Linux: the launcher's child by /proc), to look for once the launcher died;
+    // elsewhere its port, which another test may take again as soon as it is free.
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok();
     // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     let status = launcher.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
-    // The launcher waits for its child before dying, so nothing serves any more.
-    assert!(
-        std::net::TcpStream::connect(&addr).is_err(),
-        "fake-gemini-api outlived its launcher"
-    );
+    // The launcher waits for (and reaps) its child before dying, so the binary is gone.
+    match children {
+        Some(children) => {
+            let alive: Vec<&str> = children
+                .split_whitespace()
+                .filter(|c| std::path::Path::new(&format!("/proc/{c}")).exists())
+                .collect();
+            assert!(
+                alive.is_empty(),
+                "fake-gemini-api outlived its launcher: {alive:?}"
+            );
+        }
+        None => assert!(
+            std::net::TcpStream::connect(&addr).is_err(),
+            "fake-gemini-api outlived its launcher"
+        ),
+    }
 }

@@ -27,12 +27,16 @@ function launch(name) {
       fs.chmodSync(bin, 0o755);
     }
   }
-  const child = spawn(bin, process.argv.slice(2), { stdio: 'inherit' });
+  // The handlers come first: the child may print (and a caller signal this process) before the
+  // line after spawn() runs, and an unhandled SIGTERM would kill this process and orphan the
+  // child. A handler runs from the event loop, after spawn() has returned.
+  let child;
   const handlers = FORWARDED.map((signal) => {
     const handler = () => child.kill(signal);
     process.on(signal, handler);
     return [signal, handler];
   });
+  child = spawn(bin, process.argv.slice(2), { stdio: 'inherit' });
   child.on('error', (e) => {
     process.stderr.write(`${name}: cannot start ${bin}: ${e.message}\n`);
     process.exit(1);
