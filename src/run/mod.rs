@@ -92,6 +92,16 @@ pub struct Finished {
 /// An `acp`-set `gemini` call, decoded and checked.
 pub type AgentJob = pool::PromptCall;
 
+/// The call's workspace and include directories still lie where they were checked (a call may
+/// have waited while one was swapped for a link elsewhere).
+fn paths_unchanged(job: &Job, request: &PromptRequest) -> Result<(), Failure> {
+    crate::policy::unchanged("workspace", &job.cwd)?;
+    request
+        .include_directories
+        .iter()
+        .try_for_each(|d| crate::policy::unchanged("include_directories", d))
+}
+
 /// Counts calls in progress while alive.
 struct ActiveGuard(watch::Sender<usize>);
 
@@ -317,13 +327,7 @@ impl Runner {
             Ok(a) => a,
             Err(f) => return refused(f),
         };
-        let moved = crate::policy::unchanged("workspace", &job.cwd).and_then(|()| {
-            request
-                .include_directories
-                .iter()
-                .try_for_each(|d| crate::policy::unchanged("include_directories", d))
-        });
-        if let Err(f) = moved {
+        if let Err(f) = paths_unchanged(job, &request) {
             return refused(f);
         }
         // New runs start one at a time per workspace until their session's prompt is recorded;
@@ -392,13 +396,7 @@ impl Runner {
             Ok(w) => w,
             Err(f) => return refused(f),
         };
-        let moved = crate::policy::unchanged("workspace", &job.cwd).and_then(|()| {
-            request
-                .include_directories
-                .iter()
-                .try_for_each(|d| crate::policy::unchanged("include_directories", d))
-        });
-        if let Err(f) = moved {
+        if let Err(f) = paths_unchanged(job, &request) {
             return refused(f);
         }
         tracing::debug!(tool = job.tool, prompt_bytes = text.len(), "warm call");

@@ -656,23 +656,12 @@ impl Pool {
         };
         let blocks = prompt_blocks(&call).await?;
         let sid = session.id.clone();
-        progress.set_session(sid.clone());
-        // Held until no other start can delete the new session (its prompt is recorded), or
-        // the turn ends.
-        let _gate = fresh_gate.map(|gate| {
-            AbortOnDrop(tokio::spawn(cli_session::hold_start_gate(
-                gate,
-                slot.key.cwd.clone(),
-                progress.clone(),
-            )))
-        });
-        let fold = Fold::new(
-            Answer {
-                session_id: sid.clone(),
-                model: session.model.clone(),
-                pid: agent.pid(),
-                ..Answer::default()
-            },
+        let (_gate, fold) = start_turn(
+            slot,
+            &agent,
+            &session,
+            fresh_gate,
+            progress,
             transcript.is_some(),
         );
         let turn = self
@@ -1053,6 +1042,38 @@ fn observe(fold: &mut Fold, inbound: Inbound, progress: &Progress) {
     if let Some(note) = fold.absorb(inbound) {
         progress.event(note, urgent);
     }
+}
+
+/// What a turn starts with: the session reported as the call's; the start gate, when it was
+/// taken for a fresh session, held until no other start can delete that session (its prompt is
+/// recorded) or the turn ends; the fold with the session, model and pid (`transcript`: keep
+/// every message).
+fn start_turn(
+    slot: &Slot,
+    agent: &Connection,
+    session: &Session,
+    gate: Option<OwnedMutexGuard<()>>,
+    progress: &Progress,
+    transcript: bool,
+) -> (Option<AbortOnDrop<()>>, Fold) {
+    progress.set_session(session.id.clone());
+    let held = gate.map(|gate| {
+        AbortOnDrop(tokio::spawn(cli_session::hold_start_gate(
+            gate,
+            slot.key.cwd.clone(),
+            progress.clone(),
+        )))
+    });
+    let fold = Fold::new(
+        Answer {
+            session_id: session.id.clone(),
+            model: session.model.clone(),
+            pid: agent.pid(),
+            ..Answer::default()
+        },
+        transcript,
+    );
+    (held, fold)
 }
 
 /// A failed prompt as a tool failure with what the turn left (`facts`) and the agent's stderr

@@ -13,8 +13,8 @@ use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    cancelled, lock, output_cap_failure, turn_failure, AbortOnDrop, Answer, Fold, Key, Pool,
-    Session, Slot, Stop, Turn, Using,
+    cancelled, lock, output_cap_failure, start_turn, turn_failure, Answer, Key, Pool, Session,
+    Slot, Stop, Turn, Using,
 };
 use crate::acp::client::Connection;
 use crate::approval::ApprovalMode;
@@ -22,7 +22,6 @@ use crate::deadline::Deadlines;
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::outcome::Success;
 use crate::gemini::retention;
-use crate::gemini::session as cli_session;
 use crate::progress::Progress;
 
 /// A prompt-tool call for the warm backend, built and checked as for a one-shot run.
@@ -229,24 +228,7 @@ impl Pool {
             gate,
         } = ready;
         let sid = session.id.clone();
-        progress.set_session(sid.clone());
-        // Held until no other start can delete the new session (its prompt is recorded).
-        let _gate = gate.map(|gate| {
-            AbortOnDrop(tokio::spawn(cli_session::hold_start_gate(
-                gate,
-                slot.key.cwd.clone(),
-                progress.clone(),
-            )))
-        });
-        let fold = Fold::new(
-            Answer {
-                session_id: sid.clone(),
-                model: session.model.clone(),
-                pid: agent.pid(),
-                ..Answer::default()
-            },
-            call.full_output,
-        );
+        let (_gate, fold) = start_turn(slot, &agent, &session, gate, progress, call.full_output);
         let turn = match self
             .turn(
                 &agent,
