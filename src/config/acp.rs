@@ -34,8 +34,8 @@ impl Backend {
     /// `oneshot` or `acp` (any case, trimmed); anything else is `None`.
     pub fn parse(value: &str) -> Option<Self> {
         match value.trim().to_ascii_lowercase().as_str() {
-            "oneshot" | "one-shot" => Some(Backend::Oneshot),
-            "acp" | "warm" => Some(Backend::Acp),
+            "oneshot" => Some(Backend::Oneshot),
+            "acp" => Some(Backend::Acp),
             _ => None,
         }
     }
