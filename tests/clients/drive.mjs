@@ -172,7 +172,11 @@ function baseEnv(run, mock) {
 }
 
 /** The server's own environment, as the snippets of docs/clients.md set it. */
-const serverEnv = (run) => ({ GEMINI_CLI_BIN: run.fake });
+// GEMINICLI_MCP_BACKEND in the test's own environment (e.g. `acp`) picks the server's backend.
+const serverEnv = (run) => ({
+  GEMINI_CLI_BIN: run.fake,
+  ...(process.env.GEMINICLI_MCP_BACKEND ? { GEMINICLI_MCP_BACKEND: process.env.GEMINICLI_MCP_BACKEND } : {}),
+});
 
 /** How to run each client: its mock, and a function that configures it and returns the command. */
 const CLIENTS = {

@@ -13,6 +13,7 @@
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
 //! GEMINICLI_MCP_KEEP_CLIENT_RUNS=1 cargo nextest run …   # keep each run's folder (config, logs)
+//! GEMINICLI_MCP_BACKEND=acp cargo nextest run …        # the same through the warm backend
 //! ```
 
 use std::path::{Path, PathBuf};
