@@ -19,12 +19,13 @@ suite_dir="${SUITE_DIR:-$(mktemp -d)}"
 if [[ ! -x "$suite_dir/node_modules/.bin/conformance" ]]; then
   npm install --prefix "$suite_dir" --no-audit --no-fund "@modelcontextprotocol/conformance@$suite_version" >&2
 fi
-(cd "$root" && cargo build --quiet -p geminicli-mcp -p fake-gemini --bins)
+(cd "$root" && cargo build --quiet --workspace --bins)
+bin="${CARGO_TARGET_DIR:-$root/target}/debug"
 work="$(mktemp -d)"
 token="$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
-GEMINICLI_MCP_HTTP_TOKEN="$token" GEMINI_CLI_BIN="$root/target/debug/fake-gemini" \
+GEMINICLI_MCP_HTTP_TOKEN="$token" GEMINI_CLI_BIN="$bin/fake-gemini" \
   FAKE_GEMINI_STATE="$work/state" HOME="$work" \
-  "$root/target/debug/geminicli-mcp" --http 127.0.0.1:0 2>"$work/server.log" &
+  "$bin/geminicli-mcp" --http 127.0.0.1:0 2>"$work/server.log" &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do
