@@ -13,7 +13,13 @@ const EXACT_INTEGERS: u64 = 1 << 53;
 /// `preserve_order` map behaves the same), numbers by ECMAScript Number::toString, strings escaped
 /// as `JSON.stringify` escapes them.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::with_capacity(64);
+    canonical_json_sized(value, 64)
+}
+
+/// [`canonical_json`] into a string of `capacity` bytes to start with: the length of the text the
+/// value was parsed from saves the growing string its copies.
+pub(crate) fn canonical_json_sized(value: &Value, capacity: usize) -> String {
+    let mut out = String::with_capacity(capacity);
     write_value(&mut out, value);
     out
 }
@@ -27,10 +33,10 @@ fn write_value(out: &mut String, value: &Value) {
         Value::Number(n) => match (n.as_u64(), n.as_i64()) {
             // Integers a double holds exactly print as themselves, the common case made cheap.
             (Some(u), _) if u <= EXACT_INTEGERS => {
-                let _ = write!(out, "{u}");
+                out.push_str(itoa::Buffer::new().format(u));
             }
             (_, Some(i)) if i.unsigned_abs() <= EXACT_INTEGERS => {
-                let _ = write!(out, "{i}");
+                out.push_str(itoa::Buffer::new().format(i));
             }
             // JavaScript has only doubles: a u64/i64 beyond 2^53 rounds exactly as `as f64` does.
             _ => write_number(out, n.as_f64().unwrap_or(f64::NAN)),
@@ -157,7 +163,9 @@ fn expansion_longer_than(x: f64, digits: usize) -> bool {
         return false;
     }
     let odd_bits = f64::from(64 - odd.leading_zeros());
-    (odd_bits - 1.0) * std::f64::consts::LOG10_2 + n as f64 * 5f64.log10() > digits as f64 + 1e-9
+    // log10(5) = 1 - log10(2).
+    (odd_bits - 1.0) * std::f64::consts::LOG10_2 + n as f64 * (1.0 - std::f64::consts::LOG10_2)
+        > digits as f64 + 1e-9
 }
 
 /// Splits Rust's `{:e}` output into its digits (no point) and exponent.
@@ -245,23 +253,33 @@ struct Shortest {
 
 impl Shortest {
     fn of(x: f64) -> Shortest {
-        let mut text = [0u8; 40];
-        let mut cursor = std::io::Cursor::new(&mut text[..]);
-        let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{x:e}"));
-        let end = cursor.position() as usize;
-        let (mantissa, exponent) = std::str::from_utf8(&text[..end])
-            .ok()
-            .and_then(|t| t.split_once('e'))
-            .expect("LowerExp output always has an exponent");
+        // Ryū's shortest round-trip digits, in one of its two layouts: `1.25`, `100.0`, `0.001`
+        // or `1.2345e-7`.
+        let mut text = ryu::Buffer::new();
+        let text = text.format_finite(x);
+        let (mantissa, e) = match text.split_once('e') {
+            Some((m, e)) => (m, e.parse::<i64>().expect("Ryū's exponent is an integer")),
+            None => (text, 0),
+        };
+        let int_len = mantissa.find('.').unwrap_or(mantissa.len()) as i64;
         let mut shortest = Shortest {
             buf: [0; 24],
             len: 0,
-            exponent: exponent.parse().expect("LowerExp exponent is an integer"),
+            exponent: 0,
         };
+        let mut leading = 0i64;
         for b in mantissa.bytes().filter(|b| *b != b'.') {
-            shortest.buf[shortest.len] = b;
-            shortest.len += 1;
+            if b == b'0' && shortest.len == 0 {
+                leading += 1;
+            } else {
+                shortest.buf[shortest.len] = b;
+                shortest.len += 1;
+            }
         }
+        while shortest.len > 1 && shortest.buf[shortest.len - 1] == b'0' {
+            shortest.len -= 1;
+        }
+        shortest.exponent = int_len + e - leading - 1;
         let last = shortest.buf[shortest.len - 1] - b'0';
         if last.is_multiple_of(2) || expansion_longer_than(x, shortest.len + 1) {
             return shortest;
@@ -361,6 +379,33 @@ mod tests {
         for x in xs.into_iter().filter(|x| x.is_finite() && *x > 0.0) {
             assert_eq!(
                 shortest_digits_checked(x, true),
+                shortest_digits_checked(x, false),
+                "{x:e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_quick_digits_are_the_exact_paths_digits() {
+        // Ryū's digits, re-checked for ties, against the exact path on its own: random bit
+        // patterns, every eighth and quarter (exact ties among them), and ones around 1e-7 and
+        // 1e21 where ECMAScript switches layout.
+        let mut state: u64 = 0x0ddb_a11c_afe5_eed5;
+        let mut xs: Vec<f64> = (1..20_000).map(|i| f64::from(i) / 8.0).collect();
+        xs.extend((1..2_000).map(|i| 1_059_438_285_926_254.0 + f64::from(i) / 4.0));
+        xs.extend(
+            (-30..30).flat_map(|p| [1.0, 1.5, 9.999_999, 123.456].map(|m| m * 10f64.powi(p))),
+        );
+        for _ in 0..40_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            xs.push(f64::from_bits(state >> 1));
+        }
+        for x in xs.into_iter().filter(|x| x.is_finite() && *x > 0.0) {
+            let quick = Shortest::of(x);
+            assert_eq!(
+                (quick.digits().to_owned(), quick.exponent),
                 shortest_digits_checked(x, false),
                 "{x:e}"
             );

@@ -182,9 +182,10 @@ impl Search<'_> {
                 return Attempt::Rejected;
             }
         };
-        let canonical = canonical_json(&value);
         let issues = self.schema.issues(&value, MAX_ISSUES);
         if issues.is_empty() {
+            // The canonical text is about as long as the compact source: one allocation.
+            let canonical = canonical::canonical_json_sized(&value, text.len());
             return Attempt::Valid(StructuredOk { value, canonical });
         }
         let issues = issues

@@ -159,7 +159,16 @@ impl PreparedSchema {
 
     /// Validates `instance`, returning at most `max` issues (empty when valid). The pattern budget
     /// is whatever the caller's [`PatternBudget`] scope says (unlimited outside one).
+    ///
+    /// A valid instance is the common case and is told by the validator's quick path, which builds
+    /// no error; only an invalid one is walked again for its issues, from the same budget it
+    /// started with, so the issues are those one walk would have found.
     pub(crate) fn issues(&self, instance: &Value, max: usize) -> Vec<(String, String)> {
+        let budget = BUDGET.with(Cell::get);
+        if self.validator.is_valid(instance) {
+            return Vec::new();
+        }
+        BUDGET.with(|b| b.set(budget));
         self.validator
             .iter_errors(instance)
             .take(max)
