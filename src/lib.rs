@@ -29,5 +29,6 @@ pub mod run;
 pub mod save;
 pub mod server;
 pub mod structured;
+pub mod tasks;
 pub mod tools;
 pub mod transport;

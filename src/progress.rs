@@ -52,17 +52,36 @@ pub enum Style {
     Events,
 }
 
-/// Where a call's progress notifications go.
+/// Where a call's progress messages go: MCP `notifications/progress` for a plain call that asked
+/// for progress, or the status message of the task a call runs as.
 #[derive(Clone)]
 pub struct Sink {
-    peer: Peer<RoleServer>,
-    token: ProgressToken,
+    to: To,
+}
+
+#[derive(Clone)]
+enum To {
+    Progress {
+        peer: Peer<RoleServer>,
+        token: ProgressToken,
+    },
+    Status(Arc<dyn Fn(String) + Send + Sync>, Duration),
 }
 
 impl Sink {
     /// A sink for `token`, sending through `peer`.
     pub fn new(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
-        Sink { peer, token }
+        Sink {
+            to: To::Progress { peer, token },
+        }
+    }
+
+    /// A sink handing each message to `status` (a task's status message), refreshed at least
+    /// every `every`: a client polling the task reads a running time that moves.
+    pub fn status(status: impl Fn(String) + Send + Sync + 'static, every: Duration) -> Self {
+        Sink {
+            to: To::Status(Arc::new(status), every),
+        }
     }
 }
 
@@ -254,9 +273,17 @@ impl Progress {
             return true;
         };
         let n = self.shared.sent.fetch_add(1, Ordering::Relaxed) + 1;
-        let param =
-            ProgressNotificationParam::new(sink.token.clone(), f64::from(n)).with_message(message);
-        sink.peer.notify_progress(param).await.is_ok()
+        match &sink.to {
+            To::Progress { peer, token } => {
+                let param = ProgressNotificationParam::new(token.clone(), f64::from(n))
+                    .with_message(message);
+                peer.notify_progress(param).await.is_ok()
+            }
+            To::Status(status, _) => {
+                status(message);
+                true
+            }
+        }
     }
 
     fn with_note(&self, message: String) -> String {
@@ -277,7 +304,10 @@ impl Progress {
     /// Reports changes (throttled) and a heartbeat until `stop` fires; nothing when there is
     /// no sink. The returned guard stops the reporter when dropped.
     pub fn report(&self, heartbeat: Duration, stop: CancellationToken) -> Option<Reporter> {
-        self.shared.sink.as_ref()?;
+        let heartbeat = match &self.shared.sink.as_ref()?.to {
+            To::Status(_, every) => heartbeat.min(*every),
+            To::Progress { .. } => heartbeat,
+        };
         let progress = self.clone();
         Some(Reporter(tokio::spawn(async move {
             let mut last: Option<Instant> = None;

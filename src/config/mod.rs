@@ -80,6 +80,14 @@ Environment:
   GEMINICLI_MCP_ACP_MAX_TURNS     acp tool set: prompts per session before a fresh one (20).
   GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS  acp tool set: bound on start-up and requests other than
                                   prompts; past it the agent is killed (120000).
+  GEMINICLI_MCP_TASKS             0, false, no or off: never answer a call with a task (default on:
+                                  a prompt call from a client that declares the 2026-07-28 tasks
+                                  extension returns a task at once and runs on).
+  GEMINICLI_MCP_TASK_RETENTION_MS How long a task is kept after it finished or the client last
+                                  asked about it (default 600000); a running task nobody asked
+                                  about for that long is cancelled, its processes killed.
+  GEMINICLI_MCP_MAX_TASKS         Most tasks held at once (default 64): finished ones are evicted
+                                  oldest first; when all still run, a call is answered plainly.
   GEMINICLI_MCP_WATCHDOG          0, false, no or off: no watchdog process, which kills the runs'
                                   processes when the server is killed outright (Unix; default on).
   GEMINICLI_MCP_LOG               Log filter for stderr, tracing's EnvFilter syntax (default
@@ -282,6 +290,9 @@ pub struct Config {
     pub policy: crate::policy::Policy,
     /// The ACP tool set and its agents (`GEMINICLI_MCP_TOOLSETS`, `GEMINICLI_MCP_ACP_*`).
     pub acp: AcpConfig,
+    /// Calls as tasks (`GEMINICLI_MCP_TASKS`, `GEMINICLI_MCP_TASK_RETENTION_MS`,
+    /// `GEMINICLI_MCP_MAX_TASKS`).
+    pub tasks: crate::tasks::TaskLimits,
 }
 
 impl Default for Config {
@@ -300,6 +311,7 @@ impl Default for Config {
             env_pass: Vec::new(),
             policy: crate::policy::Policy::default(),
             acp: AcpConfig::default(),
+            tasks: crate::tasks::TaskLimits::default(),
         }
     }
 }
@@ -354,6 +366,15 @@ impl Config {
                 .unwrap_or_default(),
             policy: crate::policy::Policy::from_lookup(&lookup),
             acp: AcpConfig::from_lookup(&lookup),
+            tasks: crate::tasks::TaskLimits {
+                enabled: !text("GEMINICLI_MCP_TASKS").is_some_and(|v| parse::parse_off(&v)),
+                retention: positive("GEMINICLI_MCP_TASK_RETENTION_MS")
+                    .map(Duration::from_millis)
+                    .unwrap_or(d.tasks.retention),
+                max_tasks: positive("GEMINICLI_MCP_MAX_TASKS")
+                    .and_then(|v| usize::try_from(v).ok())
+                    .unwrap_or(d.tasks.max_tasks),
+            },
         }
     }
 

@@ -19,6 +19,14 @@ pub fn parse_positive(value: &str) -> Option<u64> {
     value.parse::<u64>().ok().filter(|v| *v > 0)
 }
 
+/// `0`, `false`, `no` or `off`, in any case: a switch that is on by default, turned off.
+pub fn parse_off(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "0" | "false" | "no" | "off"
+    )
+}
+
 /// The reference's truthy spellings: `1`, `true`, `yes` (case-insensitive).
 pub fn parse_flag(value: &str) -> bool {
     matches!(

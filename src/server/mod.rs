@@ -4,13 +4,15 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
+    GetTaskParams, GetTaskResult, Implementation, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -22,6 +24,7 @@ use crate::progress::Sink;
 use crate::render::Render;
 use crate::roots::Roots;
 use crate::run::Runner;
+use crate::tasks::{Outcome, Tasks};
 use crate::tools::{self, Route};
 use crate::transport::INVALID_ARGUMENTS_META;
 
@@ -46,6 +49,16 @@ struct Inner {
     cwd: PathBuf,
     runner: Runner,
     answers: Answers,
+    tasks: Tasks,
+}
+
+/// What one call runs with: the client's protocol version, the peer its roots come from, where
+/// its progress goes and its cancellation (the request's own, or its task's).
+struct CallEnv {
+    version: Option<ProtocolVersion>,
+    peer: Peer<RoleServer>,
+    sink: Option<Sink>,
+    ct: CancellationToken,
 }
 
 impl ServerHandler for GeminiServer {
@@ -53,11 +66,17 @@ impl ServerHandler for GeminiServer {
         ServerConfig::new(
             // Logging: the server's warnings reach the client as notifications/message.
             #[allow(deprecated)]
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .enable_logging()
-                .build(),
+            {
+                let capabilities = ServerCapabilities::builder()
+                    .enable_tools()
+                    .enable_resources()
+                    .enable_logging();
+                if self.inner.tasks.enabled() {
+                    capabilities.enable_tasks().build()
+                } else {
+                    capabilities.build()
+                }
+            },
         )
         .with_server_info(
             Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
@@ -97,15 +116,63 @@ impl ServerHandler for GeminiServer {
                 Some(json!({ "tools": names })),
             ));
         };
-        let mut result = match context.meta.get(INVALID_ARGUMENTS_META) {
-            Some(kind) => self.not_an_object(route, &request.name, kind.as_str()),
-            None => self.call(route, &request, &context).await,
+        if let Some(kind) = context.meta.get(INVALID_ARGUMENTS_META) {
+            return Ok(CallToolResponse::Complete(self.not_an_object(
+                route,
+                &request.name,
+                kind.as_str(),
+            )));
+        }
+        if let Some(task) = self.as_task(route, &request, &context) {
+            return Ok(CallToolResponse::Task(task));
+        }
+        let env = CallEnv {
+            version: context.protocol_version(),
+            peer: context.peer.clone(),
+            sink: context
+                .meta
+                .get_progress_token()
+                .map(|token| Sink::new(context.peer.clone(), token)),
+            ct: context.ct.clone(),
         };
+        let mut result = self.call(route, &request, env).await;
         if is_legacy(context.protocol_version().as_ref()) {
             result.structured_content = None;
             result.content.retain(|c| c.as_resource_link().is_none());
         }
         Ok(CallToolResponse::Complete(result))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let task = self
+            .inner
+            .tasks
+            .get(owner(&context).as_deref(), &request.task_id)?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.inner
+            .tasks
+            .update(owner(&context).as_deref(), &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.inner
+            .tasks
+            .cancel(owner(&context).as_deref(), &request.task_id)
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
@@ -158,12 +225,69 @@ impl GeminiServer {
     pub fn new(config: Config, cwd: PathBuf, shutdown: CancellationToken) -> Self {
         GeminiServer {
             inner: Arc::new(Inner {
+                tasks: Tasks::new(config.tasks, &shutdown),
                 runner: Runner::new(config.clone(), shutdown),
                 config,
                 cwd,
                 answers: Answers::default(),
             }),
         }
+    }
+
+    /// Starts the call as a task when it may be one: a prompt tool (or the `acp` set's
+    /// `gemini`), called on the 2026-07-28 protocol by a client that declares the tasks
+    /// extension, with tasks on and room for one more. The run keeps the call's own deadlines;
+    /// its progress becomes the task's status message.
+    fn as_task(
+        &self,
+        route: Route,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<CreateTaskResult> {
+        let long = match route {
+            Route::Prompt(_) => true,
+            Route::Agent => request.name == tools::agent::GEMINI,
+            Route::Extra(_) | Route::ReadAnswer => false,
+        };
+        let version = context.protocol_version();
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        if !long
+            || !declared
+            || !self.inner.tasks.enabled()
+            || version
+                .as_ref()
+                .is_none_or(|v| v.as_str() < ProtocolVersion::V_2026_07_28.as_str())
+        {
+            return None;
+        }
+        let server = self.clone();
+        let request = request.clone();
+        let peer = context.peer.clone();
+        let task = self
+            .inner
+            .tasks
+            .start(owner(context), move |ct, status| async move {
+                let env = CallEnv {
+                    version,
+                    peer,
+                    sink: Some(Sink::status(
+                        move |m| status(m),
+                        Duration::from_millis(crate::tasks::POLL_INTERVAL_MS),
+                    )),
+                    ct,
+                };
+                let result = server.call(route, &request, env).await;
+                match serde_json::to_value(result) {
+                    Ok(serde_json::Value::Object(map)) => Outcome::Completed(map),
+                    _ => Outcome::Failed(rmcp::model::JsonObject::from_iter([(
+                        "message".to_string(),
+                        json!("the result could not be serialised"),
+                    )])),
+                }
+            })?;
+        Some(CreateTaskResult::new(task))
     }
 
     /// Waits until no call is in progress.
@@ -175,7 +299,7 @@ impl GeminiServer {
         &self,
         route: Route,
         request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
+        env: CallEnv,
     ) -> CallToolResult {
         let inner = &self.inner;
         let ctx = tools::Ctx {
@@ -184,15 +308,12 @@ impl GeminiServer {
             render: Render {
                 answers: &inner.answers,
                 budget: inner.config.result_budget,
-                structured: !is_legacy(context.protocol_version().as_ref()),
+                structured: !is_legacy(env.version.as_ref()),
                 debug: false,
             },
-            roots: Roots::new(&inner.config.policy, &inner.cwd, Some(context.peer.clone())),
-            sink: context
-                .meta
-                .get_progress_token()
-                .map(|token| Sink::new(context.peer.clone(), token)),
-            ct: context.ct.clone(),
+            roots: Roots::new(&inner.config.policy, &inner.cwd, Some(env.peer)),
+            sink: env.sink,
+            ct: env.ct,
         };
         tools::call(route, &request.name, request.arguments.as_ref(), ctx).await
     }
@@ -217,6 +338,15 @@ impl GeminiServer {
             _ => render.failure(&f),
         }
     }
+}
+
+/// Who a task belongs to: over HTTP the session that made it (its `Mcp-Session-Id`), when there
+/// is one; on stdio, and on the sessionless 2026-07-28 HTTP requests, the one client the server's
+/// token admits — the task id, which nobody can guess, is what a client needs.
+fn owner(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+    let session = parts.headers.get("mcp-session-id")?;
+    session.to_str().ok().map(str::to_owned)
 }
 
 /// Protocol versions before 2025-06-18 know neither `outputSchema`, `structuredContent` nor

@@ -69,7 +69,7 @@ fn state() -> std::sync::MutexGuard<'static, State> {
 /// milliseconds the `initialize` answer need not wait for); runs that start before it is up are
 /// handed to it when it is. A no-op when `GEMINICLI_MCP_WATCHDOG` is `0`, `false`, `no` or `off`.
 pub fn start() -> std::io::Result<()> {
-    if std::env::var(ENV).is_ok_and(|v| turned_off(&v)) {
+    if std::env::var(ENV).is_ok_and(|v| crate::config::parse::parse_off(&v)) {
         return Ok(());
     }
     {
@@ -122,14 +122,6 @@ fn spawn(exe: &std::path::Path) -> std::io::Result<Watchdog> {
         pipe,
         lost: false,
     })
-}
-
-/// `0`, `false`, `no` or `off`, in any case.
-fn turned_off(value: &str) -> bool {
-    matches!(
-        value.trim().to_ascii_lowercase().as_str(),
-        "0" | "false" | "no" | "off"
-    )
 }
 
 /// A full pipe must not stall a run: the write end does not block, and a line that does not fit

@@ -1,0 +1,536 @@
+//! Long calls as tasks: the `io.modelcontextprotocol/tasks` extension of the 2026-07-28 protocol.
+//! A prompt call from a client that declares the extension is answered at once with a task; the
+//! run goes on in the background, its progress messages become the task's status message, and
+//! `tasks/get` returns the result in exactly the shape the plain call would have had.
+//!
+//! How long a task runs and how long it is kept are two things. It runs as long as the call's own
+//! deadlines allow (none set: as long as a plain call would); it is kept while the client asks
+//! about it, and for [`TaskLimits::retention`] after it finished or after the client last asked.
+//! A running task nobody asked about for that long is expired: its run is cancelled (the process
+//! tree killed, as for a cancelled call) and it is forgotten. At most [`TaskLimits::max_tasks`]
+//! tasks are held at once, finished ones evicted oldest first; when every one is still running,
+//! a new call is answered as a plain call instead.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::ErrorData as McpError;
+use tokio_util::sync::CancellationToken;
+
+/// Default time a task is kept after it finished, or after the client last asked about it.
+pub const DEFAULT_RETENTION_MS: u64 = 600_000;
+/// Default number of tasks held at once, running and finished.
+pub const DEFAULT_MAX_TASKS: usize = 64;
+/// The poll interval suggested to clients.
+pub const POLL_INTERVAL_MS: u64 = 1_000;
+/// How often expired tasks are looked for.
+const SWEEP: Duration = Duration::from_secs(1);
+
+/// The operator's task settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskLimits {
+    /// Whether calls may run as tasks at all (`GEMINICLI_MCP_TASKS`).
+    pub enabled: bool,
+    /// How long a task is kept after it finished or was last asked about
+    /// (`GEMINICLI_MCP_TASK_RETENTION_MS`).
+    pub retention: Duration,
+    /// Most tasks held at once (`GEMINICLI_MCP_MAX_TASKS`).
+    pub max_tasks: usize,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        TaskLimits {
+            enabled: true,
+            retention: Duration::from_millis(DEFAULT_RETENTION_MS),
+            max_tasks: DEFAULT_MAX_TASKS,
+        }
+    }
+}
+
+/// What a finished run left.
+pub enum Outcome {
+    /// The call's result (a `CallToolResult`, tool errors included), as JSON.
+    Completed(JsonObject),
+    /// A JSON-RPC error the call failed with (the run panicked).
+    Failed(JsonObject),
+}
+
+/// The tasks of one server. Cheap to clone: everything is shared.
+#[derive(Clone)]
+pub struct Tasks {
+    store: Arc<Mutex<Store>>,
+    limits: TaskLimits,
+}
+
+#[derive(Default)]
+struct Store {
+    entries: HashMap<String, Entry>,
+}
+
+struct Entry {
+    /// Who made it: requests of another client do not see it.
+    owner: Option<String>,
+    created: Instant,
+    created_at: String,
+    updated_at: String,
+    /// When the client last asked about it (or when it finished, if later).
+    seen: Instant,
+    status_message: Option<String>,
+    state: State,
+}
+
+enum State {
+    Working { cancel: CancellationToken },
+    Finished { payload: TaskPayload, at: Instant },
+}
+
+fn now_text() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// An id nobody can guess: it is all a client needs to read a result or cancel a run.
+fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the system's random source works");
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("gemini-{hex}")
+}
+
+fn unknown(id: &str) -> McpError {
+    McpError::invalid_params(
+        format!("unknown task: {id} (finished tasks are kept for a while, then forgotten)"),
+        None,
+    )
+}
+
+impl Tasks {
+    /// A store under `limits`; its sweeper runs until `shutdown` (it needs a tokio runtime).
+    pub fn new(limits: TaskLimits, shutdown: &CancellationToken) -> Self {
+        let tasks = Tasks {
+            store: Arc::default(),
+            limits,
+        };
+        let sweeper = tasks.clone();
+        let stop = shutdown.clone();
+        if tokio::runtime::Handle::try_current().is_ok() {
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(SWEEP);
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tick.tick() => sweeper.sweep(),
+                    }
+                }
+            });
+        }
+        tasks
+    }
+
+    /// Whether calls may run as tasks.
+    pub fn enabled(&self) -> bool {
+        self.limits.enabled
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts `run` as a task of `owner`: `run` gets the task's cancellation and a function that
+    /// sets its status message. `None` when the store is full of running tasks (the caller runs
+    /// the call as a plain one).
+    pub fn start<F, Fut>(&self, owner: Option<String>, run: F) -> Option<Task>
+    where
+        F: FnOnce(CancellationToken, Arc<dyn Fn(String) + Send + Sync>) -> Fut,
+        Fut: Future<Output = Outcome> + Send + 'static,
+    {
+        let id = new_id();
+        let cancel = CancellationToken::new();
+        let task = {
+            let mut store = self.lock();
+            if !store.make_room(self.limits.max_tasks) {
+                return None;
+            }
+            let now = Instant::now();
+            let stamp = now_text();
+            let entry = Entry {
+                owner,
+                created: now,
+                created_at: stamp.clone(),
+                updated_at: stamp,
+                seen: now,
+                status_message: Some("queued".into()),
+                state: State::Working {
+                    cancel: cancel.clone(),
+                },
+            };
+            let task = self.wire(&id, &entry);
+            store.entries.insert(id.clone(), entry);
+            task
+        };
+        let status = {
+            let tasks = self.clone();
+            let id = id.clone();
+            Arc::new(move |message: String| tasks.set_status(&id, message))
+        };
+        let future = run(cancel, status);
+        let tasks = self.clone();
+        tokio::spawn(async move {
+            // A panic in the run is the task's failure, not the server's.
+            let outcome = match tokio::spawn(future).await {
+                Ok(outcome) => outcome,
+                Err(e) => Outcome::Failed(internal_error(&e.to_string())),
+            };
+            tasks.finish(&id, outcome);
+        });
+        Some(task)
+    }
+
+    fn set_status(&self, id: &str, message: String) {
+        let mut store = self.lock();
+        if let Some(e) = store.entries.get_mut(id) {
+            if matches!(e.state, State::Working { .. }) {
+                e.status_message = Some(message);
+                e.updated_at = now_text();
+            }
+        }
+    }
+
+    fn finish(&self, id: &str, outcome: Outcome) {
+        let mut store = self.lock();
+        let Some(e) = store.entries.get_mut(id) else {
+            return;
+        };
+        let State::Working { cancel } = &e.state else {
+            return;
+        };
+        let secs = e.created.elapsed().as_secs_f64();
+        let (payload, message) = match outcome {
+            _ if cancel.is_cancelled() => (
+                TaskPayload::Cancelled,
+                format!("cancelled after {secs:.1} s"),
+            ),
+            Outcome::Completed(result) => (
+                TaskPayload::Completed { result },
+                format!("finished after {secs:.1} s"),
+            ),
+            Outcome::Failed(error) => {
+                let message = error
+                    .get("message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("failed")
+                    .to_owned();
+                (TaskPayload::Failed { error }, message)
+            }
+        };
+        let now = Instant::now();
+        e.state = State::Finished { payload, at: now };
+        e.status_message = Some(message);
+        e.updated_at = now_text();
+        e.seen = e.seen.max(now);
+    }
+
+    /// `tasks/get`: the task's state, its result once it has one.
+    pub fn get(&self, owner: Option<&str>, id: &str) -> Result<DetailedTask, McpError> {
+        self.sweep();
+        let mut store = self.lock();
+        let e = store.visible(owner, id)?;
+        e.seen = Instant::now();
+        let payload = match &e.state {
+            State::Working { .. } => TaskPayload::Working,
+            State::Finished { payload, .. } => payload.clone(),
+        };
+        let task = self.wire(id, e);
+        Ok(DetailedTask::new(task, payload))
+    }
+
+    /// `tasks/cancel`: cancels the run (its process tree is killed as a cancelled call's is); the
+    /// task reads `cancelled` once the run has stopped. A finished task stays as it finished.
+    pub fn cancel(&self, owner: Option<&str>, id: &str) -> Result<(), McpError> {
+        let mut store = self.lock();
+        let e = store.visible(owner, id)?;
+        e.seen = Instant::now();
+        if let State::Working { cancel } = &e.state {
+            cancel.cancel();
+            e.status_message = Some("cancelling".into());
+            e.updated_at = now_text();
+        }
+        Ok(())
+    }
+
+    /// `tasks/update`: these tasks never ask for input, so there is nothing to deliver; an id the
+    /// client cannot see is still an error.
+    pub fn update(&self, owner: Option<&str>, id: &str) -> Result<(), McpError> {
+        let mut store = self.lock();
+        store.visible(owner, id)?.seen = Instant::now();
+        Ok(())
+    }
+
+    /// Forgets finished tasks past their retention and expires running ones nobody asked about.
+    pub fn sweep(&self) {
+        let retention = self.limits.retention;
+        let mut store = self.lock();
+        store.entries.retain(|_, e| {
+            let idle = e.seen.elapsed() >= retention;
+            match &e.state {
+                State::Finished { at, .. } => at.elapsed() < retention || !idle,
+                State::Working { cancel } => {
+                    if idle {
+                        cancel.cancel();
+                    }
+                    !idle
+                }
+            }
+        });
+    }
+
+    /// How many tasks are held (running and finished).
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// Whether no task is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The wire form of `e`: its TTL is the time from its creation until it may be forgotten,
+    /// which moves on each time the client asks.
+    fn wire(&self, id: &str, e: &Entry) -> Task {
+        let (status, ends) = match &e.state {
+            State::Working { .. } => (TaskStatus::Working, e.seen),
+            State::Finished { payload, at } => (payload.status(), (*at).max(e.seen)),
+        };
+        let ttl = (ends + self.limits.retention).saturating_duration_since(e.created);
+        let mut task = Task::new(id, status, &e.created_at, &e.updated_at)
+            .with_ttl_ms(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+            .with_poll_interval_ms(POLL_INTERVAL_MS);
+        task.status_message = e.status_message.clone();
+        task
+    }
+}
+
+impl Store {
+    /// The entry `id` as `owner` may see it.
+    fn visible(&mut self, owner: Option<&str>, id: &str) -> Result<&mut Entry, McpError> {
+        match self.entries.get_mut(id) {
+            Some(e) if e.owner.as_deref() == owner => Ok(e),
+            _ => Err(unknown(id)),
+        }
+    }
+
+    /// Makes room for one more entry under `max`, evicting the oldest finished ones; false when
+    /// every entry is still running.
+    fn make_room(&mut self, max: usize) -> bool {
+        while self.entries.len() >= max.max(1) {
+            let oldest = self
+                .entries
+                .iter()
+                .filter_map(|(id, e)| match e.state {
+                    State::Finished { at, .. } => Some((at, id.clone())),
+                    State::Working { .. } => None,
+                })
+                .min();
+            match oldest {
+                Some((_, id)) => {
+                    self.entries.remove(&id);
+                }
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+/// A JSON-RPC internal error object.
+fn internal_error(message: &str) -> JsonObject {
+    let mut error = JsonObject::new();
+    error.insert("code".into(), (-32603).into());
+    error.insert(
+        "message".into(),
+        format!("the call failed inside the server: {message}").into(),
+    );
+    error
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(retention_ms: u64, max_tasks: usize) -> TaskLimits {
+        TaskLimits {
+            enabled: true,
+            retention: Duration::from_millis(retention_ms),
+            max_tasks,
+        }
+    }
+
+    fn result(text: &str) -> Outcome {
+        let mut r = JsonObject::new();
+        r.insert(
+            "content".into(),
+            serde_json::json!([{"type": "text", "text": text}]),
+        );
+        Outcome::Completed(r)
+    }
+
+    async fn settle(tasks: &Tasks, id: &str) -> DetailedTask {
+        for _ in 0..200 {
+            let t = tasks.get(None, id).unwrap();
+            if t.status().is_terminal() {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("task {id} did not finish");
+    }
+
+    #[tokio::test]
+    async fn a_task_runs_then_holds_its_result() {
+        let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
+        let task = tasks
+            .start(None, |_, status| async move {
+                status("running 0s".into());
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                result("done")
+            })
+            .unwrap();
+        assert_eq!(task.status, TaskStatus::Working);
+        assert!(task.task_id.len() > 32, "{}", task.task_id);
+        let done = settle(&tasks, &task.task_id).await;
+        match done.payload {
+            TaskPayload::Completed { result } => {
+                assert_eq!(result["content"][0]["text"], "done");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_status_message_follows_the_run() {
+        let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tasks
+            .start(None, |_, status| async move {
+                status("running 3s, tools: ls".into());
+                let _ = rx.await;
+                result("done")
+            })
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let t = tasks.get(None, &task.task_id).unwrap();
+        assert_eq!(
+            t.task.status_message.as_deref(),
+            Some("running 3s, tools: ls")
+        );
+        let _ = tx.send(());
+        let done = settle(&tasks, &task.task_id).await;
+        assert!(done
+            .task
+            .status_message
+            .unwrap()
+            .starts_with("finished after"));
+    }
+
+    #[tokio::test]
+    async fn cancel_reaches_the_run_and_the_task_reads_cancelled() {
+        let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
+        let task = tasks
+            .start(None, |ct, _| async move {
+                ct.cancelled().await;
+                result("stopped")
+            })
+            .unwrap();
+        tasks.cancel(None, &task.task_id).unwrap();
+        let done = settle(&tasks, &task.task_id).await;
+        assert_eq!(done.status(), TaskStatus::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn another_owner_cannot_see_a_task() {
+        let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
+        let task = tasks
+            .start(Some("a".into()), |_, _| async { result("x") })
+            .unwrap();
+        assert!(tasks.get(Some("b"), &task.task_id).is_err());
+        assert!(tasks.get(None, &task.task_id).is_err());
+        assert!(tasks.cancel(Some("b"), &task.task_id).is_err());
+        assert!(tasks.get(Some("a"), &task.task_id).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_full_store_evicts_finished_tasks_and_refuses_when_all_run() {
+        let tasks = Tasks::new(limits(60_000, 2), &CancellationToken::new());
+        let first = tasks.start(None, |_, _| async { result("1") }).unwrap();
+        settle(&tasks, &first.task_id).await;
+        let hold = CancellationToken::new();
+        let (h1, h2) = (hold.clone(), hold.clone());
+        let second = tasks
+            .start(None, |_, _| async move {
+                h1.cancelled().await;
+                result("2")
+            })
+            .unwrap();
+        let third = tasks
+            .start(None, |_, _| async move {
+                h2.cancelled().await;
+                result("3")
+            })
+            .unwrap();
+        assert!(
+            tasks.get(None, &first.task_id).is_err(),
+            "the finished one made room"
+        );
+        assert!(tasks.start(None, |_, _| async { result("4") }).is_none());
+        assert!(tasks.get(None, &second.task_id).is_ok());
+        assert!(tasks.get(None, &third.task_id).is_ok());
+        hold.cancel();
+    }
+
+    #[tokio::test]
+    async fn a_running_task_nobody_asks_about_is_cancelled_and_forgotten() {
+        let tasks = Tasks::new(limits(100, 8), &CancellationToken::new());
+        let (tx, rx) = tokio::sync::oneshot::channel::<bool>();
+        let task = tasks
+            .start(None, |ct, _| async move {
+                ct.cancelled().await;
+                let _ = tx.send(true);
+                result("expired")
+            })
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        tasks.sweep();
+        assert!(tokio::time::timeout(Duration::from_secs(5), rx)
+            .await
+            .unwrap()
+            .unwrap());
+        assert!(tasks.get(None, &task.task_id).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_run_outlives_the_retention_while_the_client_asks() {
+        let tasks = Tasks::new(limits(100, 8), &CancellationToken::new());
+        let task = tasks
+            .start(None, |_, _| async {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                result("long")
+            })
+            .unwrap();
+        let done = settle(&tasks, &task.task_id).await;
+        assert_eq!(done.status(), TaskStatus::Completed);
+        assert!(done.task.ttl_ms.unwrap() >= 400, "{:?}", done.task.ttl_ms);
+    }
+
+    #[tokio::test]
+    async fn a_finished_task_is_forgotten_after_its_retention() {
+        let tasks = Tasks::new(limits(50, 8), &CancellationToken::new());
+        let task = tasks.start(None, |_, _| async { result("x") }).unwrap();
+        settle(&tasks, &task.task_id).await;
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        tasks.sweep();
+        assert!(tasks.is_empty());
+    }
+}
