@@ -13,6 +13,7 @@
 pub mod acp;
 pub mod answers;
 pub mod approval;
+pub mod ask;
 pub mod config;
 pub mod deadline;
 pub mod doctor;

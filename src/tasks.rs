@@ -16,8 +16,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::model::{DetailedTask, InputRequest, JsonObject, Task, TaskPayload, TaskStatus};
 use rmcp::ErrorData as McpError;
+use serde_json::Value;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 /// Default time a task is kept after it finished, or after the client last asked about it.
@@ -84,8 +86,50 @@ struct Entry {
 }
 
 enum State {
-    Working { cancel: CancellationToken },
-    Finished { payload: TaskPayload, at: Instant },
+    Working {
+        cancel: CancellationToken,
+        /// A question waiting for the client's answer (`input_required` meanwhile).
+        asking: Option<Box<Pending>>,
+        /// Questions asked so far: each gets a key of its own.
+        asked: u32,
+    },
+    Finished {
+        payload: TaskPayload,
+        at: Instant,
+    },
+}
+
+/// A question of a running task.
+struct Pending {
+    key: String,
+    request: InputRequest,
+    answer: oneshot::Sender<Value>,
+}
+
+/// What a task's run has of its task: its cancellation, its status message, its questions.
+pub struct Handle {
+    /// Cancelled by `tasks/cancel`, or when the task expires.
+    pub cancel: CancellationToken,
+    tasks: Tasks,
+    id: String,
+}
+
+impl Handle {
+    /// Sets the task's status message.
+    pub fn status(&self, message: String) {
+        self.tasks.set_status(&self.id, message);
+    }
+
+    /// Puts `request` to the client as the task's input request: the task reads
+    /// `input_required` until `tasks/update` answers it, and the answer (the client's result for
+    /// the request) resolves the future; `None` when the task ended or was cancelled first.
+    pub async fn ask(&self, request: InputRequest) -> Option<Value> {
+        let rx = self.tasks.ask(&self.id, request)?;
+        tokio::select! {
+            answer = rx => answer.ok(),
+            _ = self.cancel.cancelled() => None,
+        }
+    }
 }
 
 fn now_text() -> String {
@@ -139,12 +183,11 @@ impl Tasks {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Starts `run` as a task of `owner`: `run` gets the task's cancellation and a function that
-    /// sets its status message. `None` when the store is full of running tasks (the caller runs
+    /// Starts `run` as a task of `owner`: `run` gets the task's [`Handle`]. `None` when the store is full of running tasks (the caller runs
     /// the call as a plain one).
     pub fn start<F, Fut>(&self, owner: Option<String>, run: F) -> Option<Task>
     where
-        F: FnOnce(CancellationToken, Arc<dyn Fn(String) + Send + Sync>) -> Fut,
+        F: FnOnce(Handle) -> Fut,
         Fut: Future<Output = Outcome> + Send + 'static,
     {
         let id = new_id();
@@ -165,18 +208,19 @@ impl Tasks {
                 status_message: Some("queued".into()),
                 state: State::Working {
                     cancel: cancel.clone(),
+                    asking: None,
+                    asked: 0,
                 },
             };
             let task = self.wire(&id, &entry);
             store.entries.insert(id.clone(), entry);
             task
         };
-        let status = {
-            let tasks = self.clone();
-            let id = id.clone();
-            Arc::new(move |message: String| tasks.set_status(&id, message))
-        };
-        let future = run(cancel, status);
+        let future = run(Handle {
+            cancel,
+            tasks: self.clone(),
+            id: id.clone(),
+        });
         let tasks = self.clone();
         tokio::spawn(async move {
             // A panic in the run is the task's failure, not the server's.
@@ -199,12 +243,30 @@ impl Tasks {
         }
     }
 
+    /// Makes `request` the task's pending question; the receiver gets the answer.
+    fn ask(&self, id: &str, request: InputRequest) -> Option<oneshot::Receiver<Value>> {
+        let mut store = self.lock();
+        let e = store.entries.get_mut(id)?;
+        let State::Working { asking, asked, .. } = &mut e.state else {
+            return None;
+        };
+        *asked += 1;
+        let (tx, rx) = oneshot::channel();
+        *asking = Some(Box::new(Pending {
+            key: format!("permission-{asked}"),
+            request,
+            answer: tx,
+        }));
+        e.updated_at = now_text();
+        Some(rx)
+    }
+
     fn finish(&self, id: &str, outcome: Outcome) {
         let mut store = self.lock();
         let Some(e) = store.entries.get_mut(id) else {
             return;
         };
-        let State::Working { cancel } = &e.state else {
+        let State::Working { cancel, .. } = &e.state else {
             return;
         };
         let secs = e.created.elapsed().as_secs_f64();
@@ -239,8 +301,19 @@ impl Tasks {
         let mut store = self.lock();
         let e = store.visible(owner, id)?;
         e.seen = Instant::now();
-        let payload = match &e.state {
-            State::Working { .. } => TaskPayload::Working,
+        let payload = match &mut e.state {
+            State::Working { asking, .. } => {
+                // A question whose asker gave up (its receiver dropped) is no longer asked.
+                if asking.as_ref().is_some_and(|p| p.answer.is_closed()) {
+                    *asking = None;
+                }
+                match asking {
+                    Some(p) => TaskPayload::InputRequired {
+                        input_requests: [(p.key.clone(), p.request.clone())].into(),
+                    },
+                    None => TaskPayload::Working,
+                }
+            }
             State::Finished { payload, .. } => payload.clone(),
         };
         let task = self.wire(id, e);
@@ -253,7 +326,7 @@ impl Tasks {
         let mut store = self.lock();
         let e = store.visible(owner, id)?;
         e.seen = Instant::now();
-        if let State::Working { cancel } = &e.state {
+        if let State::Working { cancel, .. } = &e.state {
             cancel.cancel();
             e.status_message = Some("cancelling".into());
             e.updated_at = now_text();
@@ -261,11 +334,24 @@ impl Tasks {
         Ok(())
     }
 
-    /// `tasks/update`: these tasks never ask for input, so there is nothing to deliver; an id the
-    /// client cannot see is still an error.
-    pub fn update(&self, owner: Option<&str>, id: &str) -> Result<(), McpError> {
+    /// `tasks/update`: the answer to the task's pending question, when `responses` holds its
+    /// key; unknown and already answered keys are ignored, as the extension asks.
+    pub fn update(
+        &self,
+        owner: Option<&str>,
+        id: &str,
+        mut responses: std::collections::BTreeMap<String, Value>,
+    ) -> Result<(), McpError> {
         let mut store = self.lock();
-        store.visible(owner, id)?.seen = Instant::now();
+        let e = store.visible(owner, id)?;
+        e.seen = Instant::now();
+        if let State::Working { asking, .. } = &mut e.state {
+            if let Some(answer) = asking.as_ref().and_then(|p| responses.remove(&p.key)) {
+                let pending = asking.take().expect("checked above");
+                let _ = pending.answer.send(answer);
+                e.updated_at = now_text();
+            }
+        }
         Ok(())
     }
 
@@ -277,7 +363,7 @@ impl Tasks {
             let idle = e.seen.elapsed() >= retention;
             match &e.state {
                 State::Finished { at, .. } => at.elapsed() < retention || !idle,
-                State::Working { cancel } => {
+                State::Working { cancel, .. } => {
                     if idle {
                         cancel.cancel();
                     }
@@ -301,6 +387,9 @@ impl Tasks {
     /// which moves on each time the client asks.
     fn wire(&self, id: &str, e: &Entry) -> Task {
         let (status, ends) = match &e.state {
+            State::Working {
+                asking: Some(_), ..
+            } => (TaskStatus::InputRequired, e.seen),
             State::Working { .. } => (TaskStatus::Working, e.seen),
             State::Finished { payload, at } => (payload.status(), (*at).max(e.seen)),
         };
@@ -392,8 +481,8 @@ mod tests {
     async fn a_task_runs_then_holds_its_result() {
         let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
         let task = tasks
-            .start(None, |_, status| async move {
-                status("running 0s".into());
+            .start(None, |h| async move {
+                h.status("running 0s".into());
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 result("done")
             })
@@ -414,8 +503,8 @@ mod tests {
         let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tasks
-            .start(None, |_, status| async move {
-                status("running 3s, tools: ls".into());
+            .start(None, |h| async move {
+                h.status("running 3s, tools: ls".into());
                 let _ = rx.await;
                 result("done")
             })
@@ -439,8 +528,8 @@ mod tests {
     async fn cancel_reaches_the_run_and_the_task_reads_cancelled() {
         let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
         let task = tasks
-            .start(None, |ct, _| async move {
-                ct.cancelled().await;
+            .start(None, |h| async move {
+                h.cancel.cancelled().await;
                 result("stopped")
             })
             .unwrap();
@@ -453,7 +542,7 @@ mod tests {
     async fn another_owner_cannot_see_a_task() {
         let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
         let task = tasks
-            .start(Some("a".into()), |_, _| async { result("x") })
+            .start(Some("a".into()), |_| async { result("x") })
             .unwrap();
         assert!(tasks.get(Some("b"), &task.task_id).is_err());
         assert!(tasks.get(None, &task.task_id).is_err());
@@ -462,20 +551,58 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_question_makes_the_task_input_required_until_it_is_answered() {
+        let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
+        let request: InputRequest = serde_json::from_value(serde_json::json!({
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": "Allow?", "requestedSchema": {"type": "object", "properties": {}}}
+        }))
+        .unwrap();
+        let task = tasks
+            .start(None, |h| async move {
+                let answer = h.ask(request).await;
+                result(&answer.map_or("none".into(), |a| a["action"].to_string()))
+            })
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let asked = tasks.get(None, &task.task_id).unwrap();
+        assert_eq!(asked.status(), TaskStatus::InputRequired);
+        let TaskPayload::InputRequired { input_requests } = asked.payload else {
+            panic!("no input request");
+        };
+        let key = input_requests.keys().next().unwrap().clone();
+        // An unknown key is ignored; the right one answers.
+        let answer = |k: &str| [(k.to_string(), serde_json::json!({"action": "accept"}))].into();
+        tasks.update(None, &task.task_id, answer("other")).unwrap();
+        assert_eq!(
+            tasks.get(None, &task.task_id).unwrap().status(),
+            TaskStatus::InputRequired
+        );
+        tasks.update(None, &task.task_id, answer(&key)).unwrap();
+        let done = settle(&tasks, &task.task_id).await;
+        match done.payload {
+            TaskPayload::Completed { result } => {
+                assert_eq!(result["content"][0]["text"], "\"accept\"");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
     async fn a_full_store_evicts_finished_tasks_and_refuses_when_all_run() {
         let tasks = Tasks::new(limits(60_000, 2), &CancellationToken::new());
-        let first = tasks.start(None, |_, _| async { result("1") }).unwrap();
+        let first = tasks.start(None, |_| async { result("1") }).unwrap();
         settle(&tasks, &first.task_id).await;
         let hold = CancellationToken::new();
         let (h1, h2) = (hold.clone(), hold.clone());
         let second = tasks
-            .start(None, |_, _| async move {
+            .start(None, |_| async move {
                 h1.cancelled().await;
                 result("2")
             })
             .unwrap();
         let third = tasks
-            .start(None, |_, _| async move {
+            .start(None, |_| async move {
                 h2.cancelled().await;
                 result("3")
             })
@@ -484,7 +611,7 @@ mod tests {
             tasks.get(None, &first.task_id).is_err(),
             "the finished one made room"
         );
-        assert!(tasks.start(None, |_, _| async { result("4") }).is_none());
+        assert!(tasks.start(None, |_| async { result("4") }).is_none());
         assert!(tasks.get(None, &second.task_id).is_ok());
         assert!(tasks.get(None, &third.task_id).is_ok());
         hold.cancel();
@@ -495,8 +622,8 @@ mod tests {
         let tasks = Tasks::new(limits(100, 8), &CancellationToken::new());
         let (tx, rx) = tokio::sync::oneshot::channel::<bool>();
         let task = tasks
-            .start(None, |ct, _| async move {
-                ct.cancelled().await;
+            .start(None, |h| async move {
+                h.cancel.cancelled().await;
                 let _ = tx.send(true);
                 result("expired")
             })
@@ -514,7 +641,7 @@ mod tests {
     async fn a_run_outlives_the_retention_while_the_client_asks() {
         let tasks = Tasks::new(limits(100, 8), &CancellationToken::new());
         let task = tasks
-            .start(None, |_, _| async {
+            .start(None, |_| async {
                 tokio::time::sleep(Duration::from_millis(400)).await;
                 result("long")
             })
@@ -527,7 +654,7 @@ mod tests {
     #[tokio::test]
     async fn a_finished_task_is_forgotten_after_its_retention() {
         let tasks = Tasks::new(limits(50, 8), &CancellationToken::new());
-        let task = tasks.start(None, |_, _| async { result("x") }).unwrap();
+        let task = tasks.start(None, |_| async { result("x") }).unwrap();
         settle(&tasks, &task.task_id).await;
         tokio::time::sleep(Duration::from_millis(80)).await;
         tasks.sweep();

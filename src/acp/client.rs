@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::ApprovalMode;
+use crate::ask::{Question, Reply, Why};
 use crate::gemini::process::{Live, RunSpec, SpawnError, Termination};
 
 /// Bytes of the agent's stderr kept for error messages.
@@ -53,6 +54,17 @@ pub enum Inbound {
         allowed: bool,
         /// The `outcome` answered (`selected` with its `optionId`, or `cancelled`).
         outcome: Value,
+        /// Who decided, when the session asks (`user`, or why nobody allowed it).
+        decided_by: Option<&'static str>,
+    },
+    /// A permission request of a session that asks ([`Connection::ask`]): the prompt's asker puts
+    /// it to the client's user and sends the reply; the agent is answered when it arrives (a
+    /// dropped sender rejects).
+    Question {
+        /// What the agent wants to do.
+        question: Question,
+        /// Where the reply goes.
+        reply: oneshot::Sender<Reply>,
     },
 }
 
@@ -62,6 +74,8 @@ struct Shared {
     waiters: Waiters,
     routes: Mutex<HashMap<String, mpsc::UnboundedSender<Inbound>>>,
     modes: Mutex<HashMap<String, ApprovalMode>>,
+    /// Sessions whose permission requests are questions, with the ceiling bounding the answers.
+    asking: Mutex<HashMap<String, ApprovalMode>>,
     stderr: Mutex<VecDeque<u8>>,
     exit: Mutex<Option<String>>,
 }
@@ -205,6 +219,7 @@ impl Connection {
             waiters: Mutex::default(),
             routes: Mutex::default(),
             modes: Mutex::default(),
+            asking: Mutex::default(),
             stderr: Mutex::default(),
             exit: Mutex::default(),
         });
@@ -351,9 +366,20 @@ impl Connection {
         lock(&self.shared.modes).insert(session.to_string(), mode);
     }
 
+    /// Makes `session`'s permission requests questions to the prompt's user while it is routed,
+    /// each answer bounded by `ceiling` (`None`: answered from the mode again).
+    pub fn ask(&self, session: &str, ceiling: Option<ApprovalMode>) {
+        let mut asking = lock(&self.shared.asking);
+        match ceiling {
+            Some(c) => asking.insert(session.to_string(), c),
+            None => asking.remove(session),
+        };
+    }
+
     /// Stops routing a session's updates (they are dropped: e.g. history replayed by a load).
     pub fn unroute(&self, session: &str) {
         lock(&self.shared.routes).remove(session);
+        lock(&self.shared.asking).remove(session);
     }
 }
 
@@ -460,18 +486,25 @@ fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Message) {
             session,
             params,
         } => {
+            let route = lock(&s.routes).get(&session).cloned();
+            let asking = lock(&s.asking).get(&session).copied();
+            if let (Some(route), Some(ceiling)) = (route.clone(), asking) {
+                ask(route, ceiling, reply.clone(), id, params);
+                return;
+            }
             // A session nobody routes (no prompt of ours runs) gets the most careful answer.
             let mode = lock(&s.modes)
                 .get(&session)
                 .copied()
                 .unwrap_or(ApprovalMode::Plan);
             let (outcome, allowed) = permission(mode, &params);
-            if let Some(tx) = lock(&s.routes).get(&session) {
+            if let Some(tx) = route {
                 let _ = tx.send(Inbound::Permission {
                     tool_call: params["toolCall"].clone(),
                     options: params["options"].clone(),
                     allowed,
                     outcome: outcome.clone(),
+                    decided_by: None,
                 });
             }
             send(json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}));
@@ -484,6 +517,101 @@ fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Message) {
             );
         }
         Message::Ignored => {}
+    }
+}
+
+/// A permission request of a session that asks: rejected at once when `ceiling` would not allow
+/// it whatever the answer, else put to the prompt as a [`Inbound::Question`]; the agent's answer
+/// (and the prompt's record of it) follows the reply.
+fn ask(
+    route: mpsc::UnboundedSender<Inbound>,
+    ceiling: ApprovalMode,
+    writer: mpsc::UnboundedSender<Vec<u8>>,
+    id: Value,
+    params: Value,
+) {
+    let (_, within) = permission(ceiling, &params);
+    let question = question(&params);
+    let (tx, rx) = oneshot::channel();
+    let asked = within
+        && route
+            .send(Inbound::Question {
+                question,
+                reply: tx,
+            })
+            .is_ok();
+    let answer = async move {
+        let reply = match (within, asked) {
+            (false, _) => Reply::Reject(Why::Ceiling),
+            (true, false) => Reply::Reject(Why::Gone),
+            (true, true) => rx.await.unwrap_or(Reply::Reject(Why::Gone)),
+        };
+        let (outcome, allowed) = chosen(reply, &params);
+        let _ = route.send(Inbound::Permission {
+            tool_call: params["toolCall"].clone(),
+            options: params["options"].clone(),
+            allowed,
+            outcome: outcome.clone(),
+            decided_by: Some(reply.decided_by()),
+        });
+        let mut line = serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}),
+        )
+        .unwrap_or_default();
+        line.push(b'\n');
+        let _ = writer.send(line);
+    };
+    tokio::spawn(answer);
+}
+
+/// The option ids that last for the session and no longer: never the ones that save an approval
+/// in the CLI's settings (`proceed_always_and_save`) or widen it to a whole MCP server.
+const SESSION_OPTIONS: [&str; 2] = ["proceed_always_tool", "proceed_always"];
+
+/// A permission request as a question.
+fn question(params: &Value) -> Question {
+    let call = &params["toolCall"];
+    let options = params["options"].as_array().cloned().unwrap_or_default();
+    Question {
+        title: call["title"].as_str().unwrap_or("a tool").to_string(),
+        kind: call["kind"].as_str().unwrap_or("other").to_string(),
+        locations: call["locations"]
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .filter_map(|x| x["path"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        session_option: options.iter().any(|o| {
+            o["kind"] == "allow_always"
+                && o["optionId"]
+                    .as_str()
+                    .is_some_and(|id| SESSION_OPTIONS.contains(&id))
+        }),
+    }
+}
+
+/// The agent's answer for `reply`: the option of its kind (allow once; allow for the session by
+/// the ids of [`SESSION_OPTIONS`], else once; reject), chosen as [`permission`] chooses.
+fn chosen(reply: Reply, params: &Value) -> (Value, bool) {
+    match reply {
+        Reply::AllowOnce => permission(ApprovalMode::Yolo, params),
+        Reply::AllowSession => {
+            let options = params["options"].as_array().cloned().unwrap_or_default();
+            let session = SESSION_OPTIONS.iter().find(|id| {
+                options
+                    .iter()
+                    .filter(|o| o["optionId"] == **id)
+                    .all(|o| o["kind"] == "allow_always")
+                    && options.iter().any(|o| o["optionId"] == **id)
+            });
+            match session {
+                Some(id) => (json!({"outcome": "selected", "optionId": id}), true),
+                None => permission(ApprovalMode::Yolo, params),
+            }
+        }
+        Reply::Reject(_) => permission(ApprovalMode::Plan, params),
     }
 }
 

@@ -80,6 +80,8 @@ Environment:
   GEMINICLI_MCP_ACP_MAX_TURNS     acp tool set: prompts per session before a fresh one (20).
   GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS  acp tool set: bound on start-up and requests other than
                                   prompts; past it the agent is killed (120000).
+  GEMINICLI_MCP_ASK_TIMEOUT_MS    approval_mode ask: how long a question waits for the user's
+                                  answer before the tool is rejected (default 120000).
   GEMINICLI_MCP_TASKS             0, false, no or off: never answer a call with a task (default on:
                                   a prompt call from a client that declares the 2026-07-28 tasks
                                   extension returns a task at once and runs on).
@@ -293,6 +295,8 @@ pub struct Config {
     /// Calls as tasks (`GEMINICLI_MCP_TASKS`, `GEMINICLI_MCP_TASK_RETENTION_MS`,
     /// `GEMINICLI_MCP_MAX_TASKS`).
     pub tasks: crate::tasks::TaskLimits,
+    /// How long an `ask` question waits for the user (`GEMINICLI_MCP_ASK_TIMEOUT_MS`).
+    pub ask_timeout: Duration,
 }
 
 impl Default for Config {
@@ -312,6 +316,7 @@ impl Default for Config {
             policy: crate::policy::Policy::default(),
             acp: AcpConfig::default(),
             tasks: crate::tasks::TaskLimits::default(),
+            ask_timeout: Duration::from_millis(crate::ask::DEFAULT_ASK_TIMEOUT_MS),
         }
     }
 }
@@ -375,6 +380,9 @@ impl Config {
                     .and_then(|v| usize::try_from(v).ok())
                     .unwrap_or(d.tasks.max_tasks),
             },
+            ask_timeout: positive("GEMINICLI_MCP_ASK_TIMEOUT_MS")
+                .map(Duration::from_millis)
+                .unwrap_or(d.ask_timeout),
         }
     }
 

@@ -54,6 +54,20 @@ pub struct Job {
     pub debug: bool,
     /// A structured answer that does not validate gets one repair turn (`repair`).
     pub repair: bool,
+    /// `approval_mode: "ask"`: the agent's permission requests are questions to the client's
+    /// user (the call runs on a warm agent whatever the backend).
+    pub asking: Option<crate::ask::Asking>,
+}
+
+impl Job {
+    /// The most the call's tools may do: its mode, or with `ask` the ceiling the user's answers
+    /// are bounded by (what the retry and repair guards must assume ran).
+    pub fn writing_mode(&self) -> ApprovalMode {
+        match &self.asking {
+            Some(a) => a.ceiling.max(self.mode),
+            None => self.mode,
+        }
+    }
 }
 
 /// A prompt call's answer: the success, and the validated value of a structured answer.
@@ -79,6 +93,16 @@ pub struct Report {
     pub saved: Option<Result<PathBuf, String>>,
     /// Whether a repair turn ran, and made the answer validate (`repaired`).
     pub repaired: Option<bool>,
+    /// `approval_mode: "ask"`: each permission the agent asked for, and who decided it.
+    pub approvals: Vec<Value>,
+}
+
+/// What the last attempt left for the report.
+#[derive(Debug, Default)]
+struct Last {
+    events: Option<Vec<Value>>,
+    debug: Option<Value>,
+    approvals: Vec<Value>,
 }
 
 /// A finished prompt call.
@@ -193,8 +217,8 @@ impl Runner {
     /// Whether a prompt tool's call goes to a warm agent: on the warm backend, unless it asks for
     /// the sandbox (`gemini --acp --sandbox` reads stdin to its end before it relaunches, so no
     /// ACP message ever reaches the agent: those calls run one-shot).
-    fn warm(&self, request: &PromptRequest) -> bool {
-        self.config.acp.backend == Backend::Acp && !request.sandbox
+    fn warm(&self, job: &Job, request: &PromptRequest) -> bool {
+        (self.config.acp.backend == Backend::Acp || job.asking.is_some()) && !request.sandbox
     }
 
     /// Runs a prompt tool's call to its end, on the configured backend. `ct` is the request's
@@ -205,10 +229,10 @@ impl Runner {
         let (run_ct, _unlink) = self.run_token(ct);
         let _reporter = progress.report(self.config.heartbeat, run_ct.clone());
         let limits = self.config.policy.deadlines.with(job.deadlines);
-        let last: Mutex<(Option<Vec<Value>>, Option<Value>)> = Mutex::default();
+        let last: Mutex<Last> = Mutex::default();
         let ctx = Context {
             quota: &self.config.policy.quota,
-            mode: job.mode,
+            mode: job.writing_mode(),
             total: limits.total,
             progress: &progress,
             stop: &run_ct,
@@ -222,7 +246,7 @@ impl Runner {
             async move {
                 let mut request = job.request.clone();
                 request.model = t.model;
-                if self.warm(&request) {
+                if self.warm(job, &request) {
                     self.warm_attempt(job, request, limits, run_ct, progress, last)
                         .await
                 } else {
@@ -232,10 +256,15 @@ impl Runner {
             }
         })
         .await;
-        let (events, debug) = std::mem::take(&mut *last.lock().unwrap_or_else(|e| e.into_inner()));
+        let Last {
+            events,
+            debug,
+            approvals,
+        } = std::mem::take(&mut *last.lock().unwrap_or_else(|e| e.into_inner()));
         let mut report = Report {
             events,
             debug,
+            approvals,
             policy: retried.report,
             saved: None,
             repaired: None,
@@ -283,7 +312,7 @@ impl Runner {
         limits: Deadlines,
         run_ct: &CancellationToken,
         progress: &Progress,
-        last: &Mutex<(Option<Vec<Value>>, Option<Value>)>,
+        last: &Mutex<Last>,
         started: Instant,
     ) -> Attempted<Success> {
         let refused = |f: Failure| Attempted {
@@ -359,7 +388,11 @@ impl Runner {
             || self.cause(),
         )
         .await;
-        *last.lock().unwrap_or_else(|e| e.into_inner()) = (ran.events, ran.debug);
+        *last.lock().unwrap_or_else(|e| e.into_inner()) = Last {
+            events: ran.events,
+            debug: ran.debug,
+            approvals: Vec::new(),
+        };
         Attempted {
             result: ran.result,
             tools_ran: ran.tools_ran,
@@ -376,7 +409,7 @@ impl Runner {
         limits: Deadlines,
         run_ct: &CancellationToken,
         progress: &Progress,
-        last: &Mutex<(Option<Vec<Value>>, Option<Value>)>,
+        last: &Mutex<Last>,
     ) -> Attempted<Success> {
         let refused = |f: Failure| Attempted {
             result: Err(f),
@@ -412,9 +445,14 @@ impl Runner {
             limits,
             full_output: job.full_output,
             debug: job.debug,
+            asking: job.asking.clone(),
         };
         let ran = self.pool.warm(call, run_ct, progress).await;
-        *last.lock().unwrap_or_else(|e| e.into_inner()) = (ran.events, ran.debug);
+        *last.lock().unwrap_or_else(|e| e.into_inner()) = Last {
+            events: ran.events,
+            debug: ran.debug,
+            approvals: ran.approvals,
+        };
         Attempted {
             result: ran.result,
             tools_ran: ran.tools_ran,
@@ -428,7 +466,7 @@ impl Runner {
         job.repair
             && f.kind == ErrorKind::SchemaMismatch
             && f.run.session_id.is_some()
-            && crate::approval::may_repeat(tools_ran, job.mode)
+            && crate::approval::may_repeat(tools_ran, job.writing_mode())
     }
 
     /// One follow-up turn in the answer's session naming the validation errors and asking for
@@ -441,7 +479,7 @@ impl Runner {
         limits: Deadlines,
         run_ct: &CancellationToken,
         progress: &Progress,
-        last: &Mutex<(Option<Vec<Value>>, Option<Value>)>,
+        last: &Mutex<Last>,
     ) -> (Result<Answer, Failure>, bool) {
         progress
             .say("the answer does not validate: asking once more for the corrected JSON".into())
@@ -469,7 +507,7 @@ impl Runner {
             schema: None,
             ..job.clone()
         };
-        let ran = if self.warm(&request) {
+        let ran = if self.warm(&follow_up, &request) {
             self.warm_attempt(&follow_up, request, limits, run_ct, progress, last)
                 .await
         } else {

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
-    GetTaskParams, GetTaskResult, Implementation, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig, UpdateTaskParams,
+    ElicitRequestParams, GetTaskParams, GetTaskResult, Implementation, InputRequest,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
+    ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -18,6 +19,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::answers::{Answers, MAX_STORED_ANSWERS};
+use crate::ask::{self, Asked, Asker, Question, Reply, Why};
 use crate::config::Config;
 use crate::error::Failure;
 use crate::progress::Sink;
@@ -59,6 +61,67 @@ struct CallEnv {
     peer: Peer<RoleServer>,
     sink: Option<Sink>,
     ct: CancellationToken,
+    asker: Option<Arc<dyn Asker>>,
+}
+
+/// Asks with `elicitation/create`: a 2025 connection whose client declared elicitation.
+struct ElicitAsker {
+    peer: Peer<RoleServer>,
+    timeout: Duration,
+}
+
+impl Asker for ElicitAsker {
+    fn ask(&self, question: Question) -> Asked {
+        let (peer, timeout) = (self.peer.clone(), self.timeout);
+        Box::pin(async move {
+            let Ok(params) = serde_json::from_value::<ElicitRequestParams>(ask::form(&question))
+            else {
+                return Reply::Reject(Why::CannotAsk);
+            };
+            match peer
+                .create_elicitation_with_timeout(params, Some(timeout))
+                .await
+            {
+                Ok(result) => {
+                    ask::reply_of(&question, &serde_json::to_value(result).unwrap_or_default())
+                }
+                Err(rmcp::service::ServiceError::Timeout { .. }) => Reply::Reject(Why::TimedOut),
+                Err(_) => Reply::Reject(Why::CannotAsk),
+            }
+        })
+    }
+
+    fn timeout(&self) -> Duration {
+        // The request's own timeout answers first; this is the backstop.
+        self.timeout + Duration::from_secs(1)
+    }
+}
+
+/// Asks through the task a call runs as: the task reads `input_required` with the form as its
+/// input request until `tasks/update` answers it (2026-07-28, the client declared elicitation).
+struct TaskAsker {
+    task: Arc<crate::tasks::Handle>,
+    timeout: Duration,
+}
+
+impl Asker for TaskAsker {
+    fn ask(&self, question: Question) -> Asked {
+        let task = self.task.clone();
+        Box::pin(async move {
+            let request = json!({"method": "elicitation/create", "params": ask::form(&question)});
+            let Ok(request) = serde_json::from_value::<InputRequest>(request) else {
+                return Reply::Reject(Why::CannotAsk);
+            };
+            match task.ask(request).await {
+                Some(answer) => ask::reply_of(&question, &answer),
+                None => Reply::Reject(Why::Gone),
+            }
+        })
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
 }
 
 impl ServerHandler for GeminiServer {
@@ -134,6 +197,7 @@ impl ServerHandler for GeminiServer {
                 .get_progress_token()
                 .map(|token| Sink::new(context.peer.clone(), token)),
             ct: context.ct.clone(),
+            asker: self.elicit_asker(&context),
         };
         let mut result = self.call(route, &request, env).await;
         if is_legacy(context.protocol_version().as_ref()) {
@@ -160,9 +224,11 @@ impl ServerHandler for GeminiServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.inner
-            .tasks
-            .update(owner(&context).as_deref(), &request.task_id)
+        self.inner.tasks.update(
+            owner(&context).as_deref(),
+            &request.task_id,
+            request.input_responses,
+        )
     }
 
     async fn cancel_task(
@@ -265,18 +331,32 @@ impl GeminiServer {
         let server = self.clone();
         let request = request.clone();
         let peer = context.peer.clone();
+        let elicits = context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        let timeout = self.inner.config.ask_timeout;
         let task = self
             .inner
             .tasks
-            .start(owner(context), move |ct, status| async move {
+            .start(owner(context), move |handle| async move {
+                let ct = handle.cancel.clone();
+                let handle = Arc::new(handle);
+                let status = handle.clone();
+                let asker = elicits.then(|| {
+                    Arc::new(TaskAsker {
+                        task: handle.clone(),
+                        timeout,
+                    }) as Arc<dyn Asker>
+                });
                 let env = CallEnv {
                     version,
                     peer,
                     sink: Some(Sink::status(
-                        move |m| status(m),
+                        move |m| status.status(m),
                         Duration::from_millis(crate::tasks::POLL_INTERVAL_MS),
                     )),
                     ct,
+                    asker,
                 };
                 let result = server.call(route, &request, env).await;
                 match serde_json::to_value(result) {
@@ -314,8 +394,27 @@ impl GeminiServer {
             roots: Roots::new(&inner.config.policy, &inner.cwd, Some(env.peer)),
             sink: env.sink,
             ct: env.ct,
+            asker: env.asker,
         };
         tools::call(route, &request.name, request.arguments.as_ref(), ctx).await
+    }
+
+    /// The asker of a plain call: `elicitation/create`, when the connection predates 2026-07-28
+    /// (which forbids server requests) and its client declared elicitation at `initialize`.
+    fn elicit_asker(&self, context: &RequestContext<RoleServer>) -> Option<Arc<dyn Asker>> {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let declared = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_some());
+        (declared && !modern).then(|| {
+            Arc::new(ElicitAsker {
+                peer: context.peer.clone(),
+                timeout: self.inner.config.ask_timeout,
+            }) as Arc<dyn Asker>
+        })
     }
 
     /// A call whose `arguments` is not a JSON object (see [`INVALID_ARGUMENTS_META`]): an

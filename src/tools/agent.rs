@@ -226,6 +226,8 @@ pub struct Env<'a> {
     pub sink: Option<Sink>,
     /// The request's cancellation.
     pub ct: CancellationToken,
+    /// How the client's user is asked (`approval_mode: "ask"`), when it can be.
+    pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
 }
 
 /// Runs one call of this tool set.
@@ -289,7 +291,8 @@ async fn decode(env: &Env<'_>, arguments: Option<&JsonObject>) -> Result<Decoded
     if let Some(m) = &model {
         command::validate_model(m)?;
     }
-    let mode = prompt::approval(env.policy, a.approval_mode, a.permission)?;
+    let prompt::Approval { mode, ask } =
+        prompt::approval(env.policy, a.approval_mode, a.permission)?;
     let cwd = env
         .roots
         .workspace("cd", workspace_arg(a.cd, a.workspace)?.as_deref())
@@ -323,6 +326,10 @@ async fn decode(env: &Env<'_>, arguments: Option<&JsonObject>) -> Result<Decoded
             cwd,
             servers,
             dirs: Vec::new(),
+            asking: ask.then(|| crate::ask::Asking {
+                asker: env.asker.clone(),
+                ceiling: env.policy.approval_ceiling,
+            }),
         },
         task_note: a.task_note,
         debug: a.debug.unwrap_or(false),

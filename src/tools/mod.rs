@@ -124,6 +124,8 @@ pub struct Ctx<'a> {
     pub sink: Option<Sink>,
     /// The request's cancellation.
     pub ct: CancellationToken,
+    /// How the client's user is asked (`approval_mode: "ask"`), when it can be.
+    pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
 }
 
 /// Runs one call of the tool `route` names.
@@ -148,6 +150,7 @@ pub async fn call(
                 render: ctx.render,
                 sink: ctx.sink.clone(),
                 ct: ctx.ct.clone(),
+                asker: ctx.asker.clone(),
             };
             agent::call(env, name, arguments).await
         }
@@ -183,7 +186,11 @@ async fn prompt_call(
         debug: call.debug,
         ..ctx.render
     };
-    let mut result = match prompt::job(&call, &ctx.roots).await {
+    let asking = crate::ask::Asking {
+        asker: ctx.asker.clone(),
+        ceiling: ctx.config.policy.approval_ceiling,
+    };
+    let mut result = match prompt::job(&call, &ctx.roots, Some(asking)).await {
         Err(f) => render.failure_with(&f, &prompt::extras(note, Default::default(), &render)),
         Ok(job) => {
             let progress = Progress::new(ctx.sink.clone(), Style::Summary, call.task_note.clone());

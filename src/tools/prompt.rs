@@ -46,6 +46,9 @@ pub enum ModeArg {
     AutoEdit,
     /// Everything approved.
     Yolo,
+    /// Each tool that needs an approval is put to the client's user (allow once, allow for this
+    /// session, reject), within what the server's ceiling allows; runs on a warm agent.
+    Ask,
 }
 
 /// cli-agent-mcp's names for approval levels.
@@ -69,6 +72,8 @@ impl From<ModeArg> for ApprovalMode {
             ModeArg::Default => ApprovalMode::Default,
             ModeArg::AutoEdit => ApprovalMode::AutoEdit,
             ModeArg::Yolo => ApprovalMode::Yolo,
+            // The agent's own mode when it asks: each change prompts (see `approval`).
+            ModeArg::Ask => ApprovalMode::Default,
         }
     }
 }
@@ -83,20 +88,38 @@ impl From<PermissionArg> for ApprovalMode {
     }
 }
 
-/// The approval mode a call asks for through `approval_mode` or `permission` (not both), under
-/// the operator's ceiling.
+/// A call's approval: the agent's mode, and whether its permission requests are questions to the
+/// client's user (`ask`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Approval {
+    /// The CLI's approval mode, under the ceiling.
+    pub mode: ApprovalMode,
+    /// `approval_mode: "ask"`.
+    pub ask: bool,
+}
+
+/// The approval a call asks for through `approval_mode` or `permission` (not both), under the
+/// operator's ceiling. `ask` runs the agent in `default` (`plan` under a `plan` ceiling), so every
+/// change prompts; each prompt is then put to the user only when the ceiling could allow it
+/// (under `yolo` every one, under `auto_edit` edits, under `default` and `plan` none: those are
+/// rejected as the ceiling would), and the user's allow is never more than that.
 pub fn approval(
     policy: &Policy,
     mode: Option<ModeArg>,
     permission: Option<PermissionArg>,
-) -> Result<ApprovalMode, Failure> {
+) -> Result<Approval, Failure> {
+    let plain = |mode| Approval { mode, ask: false };
     match (mode, permission) {
         (Some(_), Some(_)) => Err(Failure::invalid_input(
             "give either `approval_mode` or `permission`, not both",
         )),
-        (Some(m), None) => policy.approval(Some(m.into()), "approval_mode"),
-        (None, Some(p)) => policy.approval(Some(p.into()), "permission"),
-        (None, None) => policy.approval(None, "approval_mode"),
+        (Some(ModeArg::Ask), None) => Ok(Approval {
+            mode: policy.approval_ceiling.min(ApprovalMode::Default),
+            ask: true,
+        }),
+        (Some(m), None) => policy.approval(Some(m.into()), "approval_mode").map(plain),
+        (None, Some(p)) => policy.approval(Some(p.into()), "permission").map(plain),
+        (None, None) => policy.approval(None, "approval_mode").map(plain),
     }
 }
 
@@ -259,6 +282,8 @@ pub struct Call {
     pub schema: Option<Arc<structured::PreparedSchema>>,
     /// The approval mode, under the ceiling.
     pub mode: ApprovalMode,
+    /// `approval_mode: "ask"`.
+    pub ask: bool,
     /// The path arguments, as given.
     pub paths: PathArgs,
     /// `task_note`.
@@ -314,7 +339,12 @@ pub fn decode(
             "task_note is longer than {MAX_TASK_NOTE_CHARS} characters"
         )));
     }
-    let mode = approval(policy, common.approval_mode, common.permission)?;
+    let Approval { mode, ask } = common_approval(
+        common.approval_mode,
+        common.permission,
+        common.sandbox,
+        policy,
+    )?;
     let schema = schema
         .map(|s| {
             structured::Schema::prepare(&s)
@@ -337,6 +367,7 @@ pub fn decode(
         },
         schema,
         mode,
+        ask,
         paths: PathArgs {
             workspace: given(common.workspace),
             include_directories: common.include_directories.unwrap_or_default(),
@@ -355,8 +386,31 @@ pub fn decode(
     })
 }
 
-/// The call's job: its paths checked against the roots.
-pub async fn job(call: &Call, roots: &Roots<'_>) -> Result<Job, Failure> {
+/// The approval of a prompt call; `ask` (which runs on a warm agent) is refused with `sandbox`,
+/// which a warm agent cannot run in.
+fn common_approval(
+    mode: Option<ModeArg>,
+    permission: Option<PermissionArg>,
+    sandbox: Option<bool>,
+    policy: &Policy,
+) -> Result<Approval, Failure> {
+    let a = approval(policy, mode, permission)?;
+    if a.ask && sandbox.unwrap_or(false) {
+        return Err(Failure::invalid_input(
+            "approval_mode `ask` runs on a warm ACP agent, which cannot run in the sandbox: \
+             drop `sandbox` or choose another approval_mode",
+        ));
+    }
+    Ok(a)
+}
+
+/// The call's job: its paths checked against the roots; `asking` is what a call with
+/// `approval_mode: "ask"` asks through.
+pub async fn job(
+    call: &Call,
+    roots: &Roots<'_>,
+    asking: Option<crate::ask::Asking>,
+) -> Result<Job, Failure> {
     let paths = roots::resolve(roots, &call.paths).await?;
     let mut request = call.request.clone();
     request.include_directories = paths.include_directories;
@@ -373,6 +427,7 @@ pub async fn job(call: &Call, roots: &Roots<'_>) -> Result<Job, Failure> {
         full_output: call.full_output,
         debug: call.debug,
         repair: call.repair,
+        asking: asking.filter(|_| call.ask),
     })
 }
 
@@ -392,6 +447,9 @@ pub fn extras(task_note: Option<&str>, report: Report, render: &Render<'_>) -> M
     }
     if let Some(repaired) = report.repaired {
         sc.insert("repaired".into(), json!(repaired));
+    }
+    if !report.approvals.is_empty() {
+        sc.insert("approvals".into(), json!(report.approvals));
     }
     match report.saved {
         Some(Ok(path)) => {
@@ -507,6 +565,20 @@ pub fn output_schema(structured: bool) -> Arc<JsonObject> {
         "debug": {"type": "object", "description": "debug: argv (flags only), cwd, exit, kill reason, timings, byte counts and stderr tail."},
         "retryPolicy": {"type": "object", "description": "What the retry and fallback policy did."},
         "repaired": {"type": "boolean", "description": "gemini_prompt_structured with repair: whether the one repair turn made the answer validate."},
+        "approvals": {
+            "type": "array",
+            "description": "approval_mode ask: each tool the agent asked to run, in order, whether it ran and who decided (user, timeout, declined, cancelled, cannot_ask, ceiling, call_ended).",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "permission": {"type": "string", "enum": ["approved", "rejected"]},
+                    "decidedBy": {"type": "string"}
+                },
+                "required": ["permission", "decidedBy"]
+            }
+        },
         "savedFile": s("save_file: where the answer was written."),
         "saveError": s("save_file: why writing it failed."),
     });

@@ -131,6 +131,8 @@ pub struct PromptCall {
     pub servers: Vec<String>,
     /// `--include-directories` of the agent: canonical, checked.
     pub dirs: Vec<PathBuf>,
+    /// `approval_mode: "ask"`: permission requests become questions to the client's user.
+    pub asking: Option<crate::ask::Asking>,
 }
 
 /// A prompt's outcome.
@@ -673,6 +675,7 @@ impl Pool {
                 Deadlines::default(),
                 ct,
                 progress,
+                call.asking.as_ref(),
             )
             .await?;
         *tools_ran = turn.fold.tools_ran();
@@ -879,6 +882,7 @@ impl Pool {
         limits: Deadlines,
         ct: &CancellationToken,
         progress: &Progress,
+        asking: Option<&crate::ask::Asking>,
     ) -> Result<Turn, Failure> {
         let started = Instant::now();
         let first_content: Mutex<Option<Instant>> = Mutex::default();
@@ -894,6 +898,9 @@ impl Pool {
         let cap = self.config.max_output_bytes;
         let (tx, mut rx) = mpsc::unbounded_channel();
         agent.route(&session.id, session.mode, tx);
+        agent.ask(&session.id, asking.map(|a| a.ceiling));
+        // Questions being put to the user; dropped (a rejection) when the turn ends first.
+        let mut questions: Vec<AbortOnDrop<()>> = Vec::new();
         let sid = session.id.clone();
         let (mut reply, request_id) = agent
             .start_request(
@@ -919,6 +926,13 @@ impl Pool {
             tokio::select! {
                 biased;
                 Some(inbound) = rx.recv() => {
+                    let inbound = match inbound {
+                        Inbound::Question { question, reply } => {
+                            questions.push(put(question, reply, asking, progress));
+                            continue;
+                        }
+                        other => other,
+                    };
                     let now = Instant::now();
                     *lock(&last_activity) = Some(now);
                     if is_content(&inbound) {
@@ -958,6 +972,7 @@ impl Pool {
             }
         };
         guard.armed = false;
+        drop(questions);
         agent.unroute(&sid);
         Ok(Turn {
             fold,
@@ -966,6 +981,31 @@ impl Pool {
             stopped,
         })
     }
+}
+
+/// Puts a permission question to the call's user: the asker's reply within its timeout (then a
+/// rejection), or `cannot_ask` when the client has no way to be asked.
+fn put(
+    question: crate::ask::Question,
+    reply: tokio::sync::oneshot::Sender<crate::ask::Reply>,
+    asking: Option<&crate::ask::Asking>,
+    progress: &Progress,
+) -> AbortOnDrop<()> {
+    use crate::ask::{Reply, Why};
+    progress.event(
+        format!("asking the user: {}", preview(&question.title)),
+        true,
+    );
+    let asker = asking.and_then(|a| a.asker.clone());
+    AbortOnDrop(tokio::spawn(async move {
+        let answer = match asker {
+            Some(asker) => tokio::time::timeout(asker.timeout(), asker.ask(question))
+                .await
+                .unwrap_or(Reply::Reject(Why::TimedOut)),
+            None => Reply::Reject(Why::CannotAsk),
+        };
+        let _ = reply.send(answer);
+    }))
 }
 
 /// Why the server cancelled a turn itself.
@@ -1035,6 +1075,8 @@ fn observe(fold: &mut Fold, inbound: Inbound, progress: &Progress) {
             )
         }
         Inbound::Permission { .. } => (true, true),
+        // Put to the user by the turn; one arriving after it is dropped, which rejects.
+        Inbound::Question { .. } => return,
     };
     if content {
         progress.content_arrived();
@@ -1125,7 +1167,7 @@ fn is_content(inbound: &Inbound) -> bool {
             u["sessionUpdate"].as_str(),
             Some("agent_message_chunk" | "tool_call" | "tool_call_update")
         ),
-        Inbound::Permission { .. } => true,
+        Inbound::Permission { .. } | Inbound::Question { .. } => true,
     }
 }
 
@@ -1242,6 +1284,19 @@ impl Fold {
         !self.tools.is_empty()
     }
 
+    /// The permissions put to the user (`approval_mode: "ask"`), in order: the tool's title and
+    /// kind, `approved` or `rejected`, and who decided (`user`, `timeout`, `declined`, …).
+    pub fn approvals(&self) -> Vec<Value> {
+        self.tools
+            .iter()
+            .filter(|(_, t)| t.get("decidedBy").is_some())
+            .map(|(_, t)| {
+                json!({"title": t["title"], "kind": t["kind"], "permission": t["permission"],
+                    "decidedBy": t["decidedBy"]})
+            })
+            .collect()
+    }
+
     /// The answer, its tool calls in order, and the transcript ending with `end` (how the turn
     /// ended: `{"kind": "stop", "stopReason": …}`, `error` or `cancelled`).
     pub fn finish(mut self, end: Value) -> (Answer, Option<Vec<Value>>) {
@@ -1263,8 +1318,18 @@ impl Fold {
                     options,
                     allowed,
                     outcome,
-                } => json!({"kind": "permission", "toolCall": tool_call, "options": options,
-                    "outcome": outcome, "approved": allowed}),
+                    decided_by,
+                } => {
+                    let mut event = json!({"kind": "permission", "toolCall": tool_call,
+                        "options": options, "outcome": outcome, "approved": allowed});
+                    if let Some(by) = decided_by {
+                        event["decidedBy"] = json!(by);
+                    }
+                    event
+                }
+                Inbound::Question { question, .. } => {
+                    json!({"kind": "question", "title": question.title, "toolKind": question.kind})
+                }
             });
         }
         absorb(&mut self.answer, &mut self.tools, inbound)
@@ -1327,16 +1392,23 @@ fn absorb(
                 _ => None,
             }
         }
+        Inbound::Question { .. } => None,
         Inbound::Permission {
-            tool_call, allowed, ..
+            tool_call,
+            allowed,
+            decided_by,
+            ..
         } => {
             let id = tool_call["toolCallId"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
             let status = if allowed { "approved" } else { "rejected" };
-            let entry = json!({"id": id, "title": tool_call["title"], "kind": tool_call["kind"],
+            let mut entry = json!({"id": id, "title": tool_call["title"], "kind": tool_call["kind"],
                 "status": status, "permission": status});
+            if let Some(by) = decided_by {
+                entry["decidedBy"] = json!(by);
+            }
             let note = format!(
                 "permission {status}: {}",
                 preview(tool_call["title"].as_str().unwrap_or_default())
@@ -1427,6 +1499,7 @@ mod tests {
                 options: json!([]),
                 allowed: false,
                 outcome: json!({"outcome": "cancelled"}),
+                decided_by: None,
             },
         );
         assert_eq!(answer.messages, "Hello");
@@ -1447,6 +1520,7 @@ mod tests {
             options: json!([{"optionId": "cancel", "kind": "reject_once"}]),
             allowed: false,
             outcome: json!({"outcome": "selected", "optionId": "cancel"}),
+            decided_by: None,
         };
         let mut quiet = Fold::new(Answer::default(), false);
         quiet.absorb(Inbound::Update(chunk.clone()));

@@ -50,6 +50,8 @@ pub struct WarmCall {
     pub full_output: bool,
     /// Report the agent, the session and the timings (`debug`).
     pub debug: bool,
+    /// `approval_mode: "ask"`: permission requests become questions to the client's user.
+    pub asking: Option<crate::ask::Asking>,
 }
 
 /// A warm call's outcome, with what its options asked to see.
@@ -62,6 +64,8 @@ pub struct WarmRan {
     pub events: Option<Vec<Value>>,
     /// Agent pid, session and timings (`debug`).
     pub debug: Option<Value>,
+    /// `approval_mode: "ask"`: each permission the agent asked for, and who decided it.
+    pub approvals: Vec<Value>,
 }
 
 impl WarmRan {
@@ -71,6 +75,7 @@ impl WarmRan {
             tools_ran: false,
             events: None,
             debug: None,
+            approvals: Vec::new(),
         }
     }
 }
@@ -238,6 +243,7 @@ impl Pool {
                 call.limits,
                 ct,
                 progress,
+                call.asking.as_ref(),
             )
             .await
         {
@@ -246,6 +252,7 @@ impl Pool {
             Err(f) => return Ok(WarmRan::refused(f)),
         };
         let tools_ran = turn.fold.tools_ran();
+        let approvals = turn.fold.approvals();
         {
             let mut st = lock(&slot.state);
             if let Some(s) = st.known.get_mut(&sid) {
@@ -266,6 +273,7 @@ impl Pool {
             tools_ran,
             events: outcome.1,
             debug,
+            approvals,
         })
     }
 
@@ -610,6 +618,7 @@ mod tests {
             limits: Deadlines::default(),
             full_output: false,
             debug: false,
+            asking: None,
         };
         let b = blocks(&call);
         assert_eq!(b[0], json!({"type": "text", "text": "describe"}));
