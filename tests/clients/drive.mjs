@@ -4,13 +4,23 @@
 // shown for each tool call.
 //
 //   node tests/clients/drive.mjs --client claude|codex|gemini --server PATH --fake PATH \
-//        --scenario plain|error|long|long-cjk --work DIR [--timeout-ms N]
+//        --scenario plain|error|long|long-cjk|slow --work DIR [--timeout-ms N] \
+//        [--stream-results N] [--tasks]
+//
+// Claude Code only: `--stream-results N` runs it with stream-json input and output and keeps its
+// stdin open until its N-th `result` event (a turn's end; a background task's result starts
+// another turn), `--tasks` adds the two switches that, with stream-json input, make it declare the
+// tasks extension (its feature flag forced on through the local flag cache, and
+// CLAUDE_AUTO_BACKGROUND_TASKS=1). A scenario's `toolTimeoutMs` becomes its MCP_TOOL_TIMEOUT.
 //
 // stdout: one JSON document
-//   {"client", "version", "calls": [{"tool", "arguments", "seen", "error"}], "done", "elapsed_ms"}
+//   {"client", "version", "calls": [{"tool", "arguments", "seen", "error", "at_ms"}],
+//    "notifications": [{"seen", "at_ms"}], "done", "elapsed_ms"}
 // `seen` is exactly the string the model received as the tool's result (content blocks or items
 // joined by newlines where the client sends a list), `error` whether the client flagged it as an
-// error (null: the client shows its model no flag), `done` whether the model got to its final
+// error (null: the client shows its model no flag), `notifications` the task notifications the
+// client showed the model in later turns (Claude Code), `at_ms` when the model made the call or was
+// shown the notification (ms since the run started), `done` whether the model got to its final
 // answer and the client exited 0. Diagnostics go to stderr; the client's own output, its config
 // and the mock's request log (mock.jsonl; the request bodies too with DRIVE_LOG_BODIES=1) stay in
 // DIR. Exit status: 0 when the document was printed, 2 on a usage error, 3 when the client tried
@@ -27,6 +37,7 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import readline from "node:readline";
 import { fileURLToPath } from "node:url";
 
 import { Model } from "./model.mjs";
@@ -38,7 +49,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 const USAGE =
   "usage: node drive.mjs --client claude|codex|gemini --server PATH --fake PATH --scenario NAME " +
-  "--work DIR [--timeout-ms N]";
+  "--work DIR [--timeout-ms N] [--stream-results N] [--tasks]";
 
 function usage(message) {
   process.stderr.write(`drive.mjs: ${message}\n${USAGE}\n`);
@@ -46,7 +57,7 @@ function usage(message) {
 }
 
 function parseArgs(argv) {
-  const opts = { timeoutMs: 120_000 };
+  const opts = { timeoutMs: 120_000, tasks: false };
   const names = {
     "--client": "client",
     "--server": "server",
@@ -54,14 +65,25 @@ function parseArgs(argv) {
     "--scenario": "scenario",
     "--work": "work",
     "--timeout-ms": "timeoutMs",
+    "--stream-results": "streamResults",
   };
+  const numeric = ["timeoutMs", "streamResults"];
   for (let i = 0; i < argv.length; i += 2) {
+    if (argv[i] === "--tasks") {
+      opts.tasks = true;
+      i -= 1;
+      continue;
+    }
     const key = names[argv[i]];
     if (!key || argv[i + 1] === undefined) usage(`unexpected argument ${argv[i]}`);
-    opts[key] = key === "timeoutMs" ? Number(argv[i + 1]) : argv[i + 1];
+    opts[key] = numeric.includes(key) ? Number(argv[i + 1]) : argv[i + 1];
   }
   for (const k of ["client", "server", "fake", "scenario", "work"]) if (!opts[k]) usage(`--${k} is required`);
   if (!CLIENTS[opts.client]) usage(`unknown client ${opts.client}`);
+  if (opts.streamResults !== undefined && !(Number.isInteger(opts.streamResults) && opts.streamResults > 0))
+    usage("--stream-results takes a positive count");
+  if ((opts.tasks || opts.streamResults) && opts.client !== "claude")
+    usage("--tasks and --stream-results are for claude only");
   opts.server = path.resolve(opts.server);
   opts.fake = path.resolve(opts.fake);
   opts.work = path.resolve(opts.work);
@@ -196,6 +218,12 @@ const CLIENTS = {
         DISABLE_BUG_COMMAND: "1",
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
         DO_NOT_TRACK: "1",
+        ...(run.toolTimeoutMs ? { MCP_TOOL_TIMEOUT: String(run.toolTimeoutMs) } : {}),
+        // Tasks: the flag cache of ~/.claude.json (written below) is read with telemetry off only
+        // with this, and a headless session backgrounds a call as a task only with the other.
+        ...(run.tasks
+          ? { CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF: "1", CLAUDE_AUTO_BACKGROUND_TASKS: "1" }
+          : {}),
       };
       const envFlags = Object.entries(serverEnv(run)).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
       const add = spawnSync(claude, ["mcp", "add", "gemini", ...envFlags, "--", run.server], {
@@ -205,7 +233,21 @@ const CLIENTS = {
       });
       fs.writeFileSync(path.join(run.dir, "claude-mcp-add.txt"), `${add.stdout}${add.stderr}`);
       if (add.status !== 0) throw new Error(`claude mcp add failed (exit ${add.status}): ${add.stderr}`);
-      const args = ["-p", run.userPrompt, "--allowedTools", "mcp__gemini__*", "--output-format", "json"];
+      if (run.tasks) {
+        // The feature flag that lets Claude Code declare the tasks extension, on in its cache.
+        const file = path.join(run.home, ".claude.json");
+        const config = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) : {};
+        config.cachedGrowthBookFeatures = { ...config.cachedGrowthBookFeatures, tengu_glowing_lark: true };
+        fs.writeFileSync(file, JSON.stringify(config, null, 2));
+      }
+      const allowed = ["--allowedTools", "mcp__gemini__*"];
+      if (run.streamResults) {
+        const stream = ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"];
+        const args = ["-p", ...stream, ...allowed];
+        const input = { type: "user", message: { role: "user", content: run.userPrompt } };
+        return { command: claude, args, env, stream: { input, results: run.streamResults } };
+      }
+      const args = ["-p", run.userPrompt, ...allowed, "--output-format", "json"];
       return { command: claude, args, env };
     },
   },
@@ -313,21 +355,45 @@ const CLIENTS = {
 const quoteParam = (s) =>
   `"${s.replace(/[\\"\n\t]/g, (c) => ({ "\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t" })[c])}"`;
 
-/** The prompt the model sends with its first gemini_prompt call. */
-function scenarioPrompt(name) {
+/** A scenario of scenarios.json. */
+function scenario(name) {
   const all = JSON.parse(fs.readFileSync(path.join(HERE, "scenarios.json"), "utf8"));
   const s = all[name];
   if (!s) usage(`unknown scenario ${name} (${Object.keys(all).join(", ")})`);
-  return s.prompt ?? `[[fake-gemini:success text=${quoteParam(s.chunk)} repeat=${s.repeat}]]`;
+  return s;
 }
+
+/** The prompt the model sends with its first gemini_prompt call. */
+const scenarioPrompt = (s) =>
+  s.prompt ?? `[[fake-gemini:success text=${quoteParam(s.chunk)} repeat=${s.repeat}]]`;
 
 // ---------------------------------------------------------------------------------- main ---
 
-/** Runs `command` in its own process group; kills the group at `timeoutMs` and when it ends. */
-function runClient({ command, args, env }, run, timeoutMs) {
+/**
+ * Runs `command` in its own process group; kills the group at `timeoutMs` and when it ends. With
+ * `stream`, writes `stream.input` as one JSON line to its stdin and closes that only after the
+ * `stream.results`-th `result` event on its stdout (stream-json, copied to client.stdout).
+ */
+function runClient({ command, args, env, stream }, run, timeoutMs) {
   const out = fs.openSync(path.join(run.dir, "client.stdout"), "w");
   const err = fs.openSync(path.join(run.dir, "client.stderr"), "w");
-  const child = spawn(command, args, { cwd: run.project, env, stdio: ["ignore", out, err], detached: true });
+  const stdio = stream ? ["pipe", "pipe", err] : ["ignore", out, err];
+  const child = spawn(command, args, { cwd: run.project, env, stdio, detached: true });
+  if (stream) {
+    child.stdin.on("error", () => {}); // it may exit before reading
+    child.stdin.write(JSON.stringify(stream.input) + "\n");
+    let results = 0;
+    readline.createInterface({ input: child.stdout }).on("line", (line) => {
+      fs.writeSync(out, line + "\n");
+      let event;
+      try {
+        event = JSON.parse(line);
+      } catch {
+        return;
+      }
+      if (event?.type === "result" && ++results === stream.results) child.stdin.end();
+    });
+  }
   const killGroup = () => {
     try {
       process.kill(-child.pid, "SIGKILL");
@@ -361,6 +427,8 @@ async function main() {
   if (!spec) usage(`VERSIONS pins no ${opts.client}`);
   const prefix = await ensureInstalled(spec);
 
+  const s = scenario(opts.scenario);
+  if (s.toolTimeoutMs && opts.client !== "claude") usage(`scenario ${opts.scenario} is for claude only`);
   const run = {
     dir: opts.work,
     home: path.join(opts.work, "home"),
@@ -368,10 +436,13 @@ async function main() {
     server: opts.server,
     fake: opts.fake,
     userPrompt: "Ask Gemini with the gemini_prompt tool, then read its whole answer.",
+    toolTimeoutMs: s.toolTimeoutMs,
+    streamResults: opts.streamResults,
+    tasks: opts.tasks,
   };
   for (const d of [run.home, run.project]) fs.mkdirSync(d, { recursive: true });
 
-  const model = new Model(scenarioPrompt(opts.scenario));
+  const model = new Model(scenarioPrompt(s));
   const client = CLIENTS[opts.client];
   const mock = await client.mock(model, path.join(run.dir, "mock.jsonl"));
   const started = Date.now();
@@ -392,12 +463,14 @@ async function main() {
   const report = {
     client: opts.client,
     version: installedVersion(prefix, spec.package),
-    calls: model.calls.map(({ tool, arguments: args, seen, error }) => ({
+    calls: model.calls.map(({ tool, arguments: args, seen, error, at_ms }) => ({
       tool,
       arguments: args,
       seen: seen ?? null,
       error,
+      at_ms,
     })),
+    notifications: model.notifications,
     done: model.ended && exit.code === 0,
     elapsed_ms: elapsed,
   };

@@ -5,7 +5,9 @@
 // cut down to what the client tests need. Claude Code names the MCP tool `tool` of server
 // `gemini` `mcp__gemini__tool`. With tool search on (Claude Code's default), MCP tools are
 // deferred: the request lists `ToolSearch` instead, and the mock selects the server's tools
-// with it first, as a model is told to.
+// with it first, as a model is told to. A call Claude Code moved to the background as a task
+// comes back in a later turn as a `<task-notification>` in a user message; each one is handed to
+// the model once.
 
 import crypto from "node:crypto";
 import { FINAL_TEXT } from "./model.mjs";
@@ -17,6 +19,18 @@ const PREFIX = "mcp__gemini__";
 function resultText(content) {
   if (typeof content === "string") return content;
   return (content ?? []).map((b) => (b?.type === "text" ? b.text : JSON.stringify(b))).join("\n");
+}
+
+/** A background task's notification, as Claude Code writes it into a user message. */
+const NOTIFICATION = /<task-notification>[\s\S]*?<\/task-notification>/g;
+
+/** The task notifications of `messages` in order: text blocks of user messages, not results. */
+function notifications(messages) {
+  return (messages ?? [])
+    .filter((m) => m.role === "user")
+    .flatMap((m) => (typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content ?? []))
+    .filter((b) => b?.type === "text")
+    .flatMap((b) => b.text.match(NOTIFICATION) ?? []);
 }
 
 /** Token estimate for count_tokens: 4 ASCII characters a token, any other UTF-16 unit one. */
@@ -75,6 +89,8 @@ export async function startAnthropic(model, logFile) {
 
   /** The reply of the main loop: the model's next call, a tool search first, or the end. */
   const mainLoop = (body) => {
+    // The conversation only grows: the notifications past those recorded are new.
+    for (const seen of notifications(body.messages).slice(model.notifications.length)) model.notified(seen);
     // The result need not be in the last message: Claude Code may add a `system` one after it.
     const ours = (body.messages ?? [])
       .flatMap((m) => (Array.isArray(m.content) ? m.content : []))

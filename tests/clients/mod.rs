@@ -10,6 +10,15 @@
 //! default: they need node and npm (skipped with a message without them), install packages once
 //! and take seconds each.
 //!
+//! `clients::claude_tasks` runs Claude Code the one way it calls a tool as a task headless (the
+//! 2026-07-28 tasks extension): its feature flag `tengu_glowing_lark` forced on in the flag cache
+//! of `~/.claude.json` (read with telemetry off only with
+//! `CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF=1`), `CLAUDE_AUTO_BACKGROUND_TASKS=1`, and
+//! `claude -p --input-format stream-json --output-format stream-json --verbose` with its stdin
+//! kept open until the task's result has had its own turn. A 6 s answer under a 3 s
+//! `MCP_TOOL_TIMEOUT` then reaches the model in a task notification, while the same call made
+//! plainly is cut with Claude Code's timeout error.
+//!
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
 //! GEMINICLI_MCP_KEEP_CLIENT_RUNS=1 cargo nextest run …   # keep each run's folder (config, logs)
@@ -29,6 +38,8 @@ struct Report {
     client: String,
     version: String,
     calls: Vec<Call>,
+    /// The task notifications the client showed the model in later turns (Claude Code).
+    notifications: Vec<Notification>,
     done: bool,
     elapsed_ms: u64,
 }
@@ -43,6 +54,18 @@ struct Call {
     seen: Option<String>,
     /// Whether the client flagged the result as an error (`None`: it shows no flag).
     error: Option<bool>,
+    /// When the model made the call, in milliseconds since the run started.
+    at_ms: u64,
+}
+
+/// A background task's result, as the client showed it to the model in a turn of its own.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Notification {
+    /// Exactly the `<task-notification>…</task-notification>` text the model received.
+    seen: String,
+    /// When the model was shown it, in milliseconds since the run started.
+    at_ms: u64,
 }
 
 impl Call {
@@ -88,6 +111,11 @@ fn runs(program: &str) -> bool {
 /// Runs the driver for `client` and `scenario`; `None` (after saying so) without node or npm.
 /// Fails unless the model got to its end and the client exited 0.
 fn drive(client: &str, scenario: &str) -> Option<Report> {
+    drive_with(client, scenario, &[])
+}
+
+/// [`drive`] with more arguments for the driver (`--stream-results N`, `--tasks`).
+fn drive_with(client: &str, scenario: &str, more: &[&str]) -> Option<Report> {
     if !runs("node") || !runs("npm") {
         eprintln!("node or npm not found: skipping the {client} client test");
         return None;
@@ -96,6 +124,7 @@ fn drive(client: &str, scenario: &str) -> Option<Report> {
     let out = Command::new("node")
         .arg(here().join("drive.mjs"))
         .args(["--client", client, "--scenario", scenario])
+        .args(more)
         .arg("--server")
         .arg(gemini_mcp_conformance::bins::locate("geminicli-mcp"))
         .arg("--fake")
@@ -287,6 +316,101 @@ fn part_shown_reads_each_client_shape() {
     assert_eq!(part_shown(text, "response"), "a\nb\n");
     let end = "<untrusted_context>\n[Characters 4–9 of 9: the end of the answer.]\n\ncdefg\n</untrusted_context>";
     assert_eq!(part_shown(end, "text"), "cdefg");
+}
+
+/// The `slow` scenario's answer, its fake-gemini delay and Claude Code's tool timeout (ms).
+fn slow() -> (Value, String, u64, u64) {
+    let s = scenario("slow");
+    let answer = s["answer"].as_str().unwrap().to_string();
+    let delay = s["delayMs"].as_u64().unwrap();
+    let timeout = s["toolTimeoutMs"].as_u64().unwrap();
+    let prompt = s["prompt"].as_str().unwrap();
+    assert!(
+        prompt.contains(&format!("delay-ms={delay}")) && prompt.contains(&answer),
+        "the slow scenario's prompt does not match its fields: {s}"
+    );
+    assert!(
+        delay >= 2 * timeout,
+        "the slow scenario's run must outlast its tool timeout: {s}"
+    );
+    (s, answer, delay, timeout)
+}
+
+/// With the three switches Claude Code 2.1.328 needs for tasks headless (its feature flag from
+/// the local flag cache, `CLAUDE_AUTO_BACKGROUND_TASKS=1`, stream-json input kept open), a call
+/// longer than `MCP_TOOL_TIMEOUT` runs as a task: the model is shown Claude Code's
+/// background-task placeholder at once, and the answer later, in a task notification of a turn
+/// of its own, after the tool timeout would have cut the call.
+fn task_outlives_tool_timeout() {
+    // Two turns: the call's (it ends on the placeholder), then the task notification's.
+    let more = ["--tasks", "--stream-results", "2", "--timeout-ms", "60000"];
+    let Some(report) = drive_with("claude", "slow", &more) else {
+        return;
+    };
+    let (s, answer, delay, timeout) = slow();
+    let call = only_call(&report, &s);
+    let seen = call.seen();
+    for want in ["started server-side task", "moved to the background"] {
+        assert!(
+            seen.contains(want),
+            "no background-task placeholder ({want:?}): {seen}"
+        );
+    }
+    assert!(
+        !seen.contains(&answer),
+        "the answer came as a plain result: {seen}"
+    );
+    assert!(!seen.contains("timed out"), "the call timed out: {seen}");
+    assert_eq!(call.error, Some(false), "the placeholder's error flag");
+    let note = match report.notifications.as_slice() {
+        [note] => note,
+        notes => panic!("expected one task notification, got {notes:#?}"),
+    };
+    assert!(
+        note.seen.contains("<status>completed</status>") && note.seen.contains(&answer),
+        "the notification shows no completed task with the answer: {}",
+        note.seen
+    );
+    let waited = note.at_ms - call.at_ms;
+    assert!(
+        waited >= delay && waited > timeout,
+        "the answer reached the model {waited} ms after the call ({delay} ms run, {timeout} ms tool timeout)"
+    );
+}
+
+/// The same call without the switches, a plain call under the same `MCP_TOOL_TIMEOUT`: Claude
+/// Code cuts it and shows the model its timeout error, never the answer.
+fn plain_call_cut_at_tool_timeout() {
+    let Some(report) = drive("claude", "slow") else {
+        return;
+    };
+    let (s, answer, _, timeout) = slow();
+    let call = only_call(&report, &s);
+    let seen = call.seen();
+    let want = format!("timed out after {}s", timeout / 1000);
+    assert!(seen.contains(&want), "no timeout ({want:?}): {seen}");
+    assert!(!seen.contains(&answer), "the answer arrived: {seen}");
+    assert_eq!(call.error, Some(true), "the timeout's error flag");
+    assert!(
+        report.notifications.is_empty(),
+        "{:#?}",
+        report.notifications
+    );
+}
+
+/// Claude Code's tasks, against its tool timeout: `clients::claude_tasks::<case>`.
+mod claude_tasks {
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn task_outlives_tool_timeout() {
+        super::task_outlives_tool_timeout();
+    }
+
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn plain_call_cut_at_tool_timeout() {
+        super::plain_call_cut_at_tool_timeout();
+    }
 }
 
 /// One ignored test per scenario for each client: `clients::<client>::<scenario>`.

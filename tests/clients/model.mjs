@@ -6,7 +6,9 @@
 // client handed it as the tool's result (plain text, or JSON of structuredContent, where the
 // sentence sits inside a JSON string unchanged: the server writes it without quotes) and calls
 // gemini_read_answer with those arguments until a result shows no continuation, then ends. The
-// mocks translate its steps into their wire format and record what each call returned.
+// mocks translate its steps into their wire format and record what each call returned, and the
+// task notifications a client adds to the conversation later (a call that became a background
+// task: its result arrives in a new turn); the model only records those and ends that turn too.
 
 /** The continuation a result may show; the last one in a result wins (it survives a head cut). */
 const CONTINUATION = /gemini_read_answer answer_id=(\S+) offset=(\d+)/g;
@@ -19,11 +21,16 @@ export const FINAL_TEXT = "I have read the whole answer.";
 
 /** One conversation of the policy: the first call, then what the results say. */
 export class Model {
-  /** `prompt`: the argument of the first gemini_prompt call. */
+  /**
+   * `prompt`: the argument of the first gemini_prompt call. Each call and notification records
+   * `at_ms`, when it happened in milliseconds since the model was made (the start of the run).
+   */
   constructor(prompt) {
     this.prompt = prompt;
     this.calls = [];
+    this.notifications = [];
     this.ended = false;
+    this.started = Date.now();
   }
 
   /**
@@ -52,8 +59,14 @@ export class Model {
     if (last && last.seen === undefined) Object.assign(last, { seen, error });
   }
 
+  /** Records a task notification the client showed (`seen`: its text as the model received it). */
+  notified(seen) {
+    this.notifications.push({ seen, at_ms: Date.now() - this.started });
+  }
+
   #call(tool, args) {
-    this.calls.push({ tool, arguments: args, seen: undefined, error: null });
+    const at_ms = Date.now() - this.started;
+    this.calls.push({ tool, arguments: args, seen: undefined, error: null, at_ms });
     return { tool, arguments: args };
   }
 
