@@ -20,6 +20,7 @@ pub mod doctor;
 pub mod error;
 pub mod fd_limit;
 pub mod gemini;
+pub mod held;
 pub mod http;
 pub mod logging;
 pub mod policy;

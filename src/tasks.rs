@@ -137,7 +137,7 @@ fn now_text() -> String {
 }
 
 /// An id nobody can guess: it is all a client needs to read a result or cancel a run.
-fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the system's random source works");
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();

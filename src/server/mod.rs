@@ -21,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 use crate::answers::{Answers, MAX_STORED_ANSWERS};
 use crate::ask::{self, Asked, Asker, Question, Reply, Why};
 use crate::config::Config;
-use crate::error::Failure;
+use crate::error::{ErrorKind, Failure};
+use crate::held::{Event, Held, Round, RoundAsker};
 use crate::progress::Sink;
 use crate::render::Render;
 use crate::roots::Roots;
@@ -52,6 +53,7 @@ struct Inner {
     runner: Runner,
     answers: Answers,
     tasks: Tasks,
+    held: Held,
 }
 
 /// What one call runs with: the client's protocol version, the peer its roots come from, where
@@ -186,8 +188,15 @@ impl ServerHandler for GeminiServer {
                 kind.as_str(),
             )));
         }
+        if let Some(state) = request.request_state.as_deref() {
+            let responses = request.input_responses.clone().unwrap_or_default();
+            return self.resume_held(state, responses, &context).await;
+        }
         if let Some(task) = self.as_task(route, &request, &context) {
             return Ok(CallToolResponse::Task(task));
+        }
+        if self.holds(route, &request, &context) {
+            return Ok(self.start_held(route, &request, &context).await);
         }
         let env = CallEnv {
             version: context.protocol_version(),
@@ -292,6 +301,7 @@ impl GeminiServer {
         GeminiServer {
             inner: Arc::new(Inner {
                 tasks: Tasks::new(config.tasks, &shutdown),
+                held: Held::default(),
                 runner: Runner::new(config.clone(), shutdown),
                 config,
                 cwd,
@@ -370,6 +380,135 @@ impl GeminiServer {
         Some(CreateTaskResult::new(task))
     }
 
+    /// Whether the call is held across rounds: an `ask` call (a prompt tool or the `acp` set's
+    /// `gemini`) on the 2026-07-28 protocol, from a client that declared elicitation (and did not
+    /// get a task).
+    fn holds(
+        &self,
+        route: Route,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> bool {
+        let long = match route {
+            Route::Prompt(_) => true,
+            Route::Agent => request.name == tools::agent::GEMINI,
+            Route::Extra(_) | Route::ReadAnswer => false,
+        };
+        let asks = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("approval_mode"))
+            .is_some_and(|m| m == "ask");
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let elicits = context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        long && asks && modern && elicits
+    }
+
+    /// Runs a held call: its questions come back as rounds of this request and its retries.
+    async fn start_held(
+        &self,
+        route: Route,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let env = CallEnv {
+            version: context.protocol_version(),
+            peer: context.peer.clone(),
+            // Progress of a request answered by its first round would follow its answer.
+            sink: None,
+            ct: cancel.clone(),
+            asker: Some(Arc::new(RoundAsker::new(
+                tx.clone(),
+                self.inner.config.ask_timeout,
+            ))),
+        };
+        let (server, request) = (self.clone(), request.clone());
+        tokio::spawn(async move {
+            let result = server.call(route, &request, env).await;
+            let _ = tx.send(Event::Done(result));
+        });
+        let round = Round {
+            events,
+            pending: None,
+            cancel,
+            asked: 0,
+        };
+        self.next_round(round, context).await
+    }
+
+    /// The client's retry of a held call, with its answer to the pending question.
+    async fn resume_held(
+        &self,
+        state: &str,
+        responses: rmcp::model::InputResponses,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(mut round) = self.inner.held.resume(owner(context).as_deref(), state) else {
+            return Err(McpError::invalid_params(
+                "unknown or expired requestState: a held call waits GEMINICLI_MCP_ASK_TIMEOUT_MS for its retry, then it is cancelled",
+                None,
+            ));
+        };
+        if let Some((key, question, reply)) = round.pending.take() {
+            let answer = responses
+                .get(&key)
+                .map_or(Reply::Reject(Why::Cancelled), |v| {
+                    ask::reply_of(&question, v)
+                });
+            let _ = reply.send(answer);
+        }
+        Ok(self.next_round(round, context).await)
+    }
+
+    /// Waits for the held call's next question (answered as an `InputRequiredResult` and held
+    /// again) or its result; a cancelled request cancels the call.
+    async fn next_round(
+        &self,
+        mut round: Round,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let event = tokio::select! {
+            e = round.events.recv() => e,
+            _ = context.ct.cancelled() => {
+                round.cancel.cancel();
+                None
+            }
+        };
+        let (question, reply) = match event {
+            Some(Event::Done(result)) => return CallToolResponse::Complete(result),
+            Some(Event::Question(q, reply)) => (q, reply),
+            None => {
+                let f = Failure::new(ErrorKind::Error, "the call ended without a result");
+                return CallToolResponse::Complete(self.plain_failure(&f));
+            }
+        };
+        round.asked += 1;
+        let key = format!("permission-{}", round.asked);
+        let input = json!({"method": "elicitation/create", "params": ask::form(&question)});
+        let Ok(input) = serde_json::from_value::<InputRequest>(input) else {
+            let _ = reply.send(Reply::Reject(Why::CannotAsk));
+            return Box::pin(self.next_round(round, context)).await;
+        };
+        round.pending = Some((key.clone(), question, reply));
+        let wait = self.inner.config.ask_timeout;
+        match self.inner.held.hold(owner(context), round, wait) {
+            Some(id) => CallToolResponse::InputRequired(rmcp::model::InputRequiredResult::new(
+                Some([(key, input)].into()),
+                Some(id),
+            )),
+            None => CallToolResponse::Complete(self.plain_failure(&Failure::cancelled(format!(
+                "too many calls wait for an answer ({} at most); this one was cancelled",
+                crate::held::MAX_HELD
+            )))),
+        }
+    }
+
     /// Waits until no call is in progress.
     pub async fn idle(&self) {
         self.inner.runner.idle().await;
@@ -415,6 +554,17 @@ impl GeminiServer {
                 timeout: self.inner.config.ask_timeout,
             }) as Arc<dyn Asker>
         })
+    }
+
+    /// `f` as a prompt tool's failure result.
+    fn plain_failure(&self, f: &Failure) -> CallToolResult {
+        Render {
+            answers: &self.inner.answers,
+            budget: self.inner.config.result_budget,
+            structured: true,
+            debug: false,
+        }
+        .failure(f)
     }
 
     /// A call whose `arguments` is not a JSON object (see [`INVALID_ARGUMENTS_META`]): an
