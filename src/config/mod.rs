@@ -547,9 +547,36 @@ mod tests {
             "GEMINICLI_MCP_FALLBACK_MODELS",
             "GEMINICLI_MCP_STRUCTURED_REPAIR",
             "GEMINICLI_MCP_BACKEND",
+            "GEMINICLI_MCP_ASK_TIMEOUT_MS",
+            "GEMINICLI_MCP_TASKS",
+            "GEMINICLI_MCP_TASK_RETENTION_MS",
+            "GEMINICLI_MCP_MAX_TASKS",
         ] {
             assert!(ENV_HELP.contains(name), "{name}");
         }
+    }
+
+    #[test]
+    fn task_settings_and_the_ask_timeout_are_read() {
+        let d = config(&[]);
+        assert!(d.tasks.enabled);
+        assert_eq!(d.tasks.retention, Duration::from_millis(600_000));
+        assert_eq!(d.tasks.max_tasks, 64);
+        assert_eq!(d.ask_timeout, Duration::from_millis(120_000));
+        let c = config(&[
+            ("GEMINICLI_MCP_TASKS", "Off"),
+            ("GEMINICLI_MCP_TASK_RETENTION_MS", "1500"),
+            ("GEMINICLI_MCP_MAX_TASKS", "3"),
+            ("GEMINICLI_MCP_ASK_TIMEOUT_MS", "2500"),
+        ]);
+        assert!(!c.tasks.enabled);
+        assert_eq!(c.tasks.retention, Duration::from_millis(1500));
+        assert_eq!(c.tasks.max_tasks, 3);
+        assert_eq!(c.ask_timeout, Duration::from_millis(2500));
+        // A typo keeps tasks on and the defaults.
+        let t = config(&[("GEMINICLI_MCP_TASKS", "maybe"), ("GEMINICLI_MCP_MAX_TASKS", "-1")]);
+        assert!(t.tasks.enabled);
+        assert_eq!(t.tasks.max_tasks, 64);
     }
 
     #[test]
