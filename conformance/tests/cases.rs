@@ -87,6 +87,7 @@ fn server_config(backend: Backend) -> Result<&'static RunConfig, String> {
             fake_gemini: fake,
             timeout_scale: timeout_scale(),
             keep_dirs: std::env::var_os("GEMINI_MCP_CONFORMANCE_KEEP_DIRS").is_some(),
+            era_override: None,
         })
     })
     .as_ref()
@@ -107,6 +108,7 @@ fn broken_config(mode: &str) -> RunConfig {
         fake_gemini: std::env::current_exe().expect("the test executable has a path"),
         timeout_scale: timeout_scale(),
         keep_dirs: false,
+        era_override: None,
     }
 }
 
@@ -275,7 +277,48 @@ expect = { result = { nonexistent = true } }
             other => Err(format!("expected a fail with stderr attached, got {other:?}").into()),
         }
     });
-    vec![fixture_bug, timeout, stderr_attached]
+    vec![fixture_bug, timeout, stderr_attached, poll_self_test()]
+}
+
+/// `poll-every-ms`: a poll whose response matches ends at once, and one that never matches fails
+/// at the step's timeout showing the last response.
+fn poll_self_test() -> Trial {
+    Trial::test("self-test/harness/poll-until-expect", || {
+        let case = |expect: &str| {
+            inline_case(
+                "self-test/poll",
+                &format!(
+                    r#"
+description = "a ping polled until its answer matches"
+requirement = "A poll ends at the first matching response, or fails with the last one."
+level = "must"
+
+[[step]]
+request = {{ method = "ping" }}
+poll-every-ms = 100
+timeout-ms = 600
+expect = {expect}
+save = {{ id = "/id" }}
+"#
+                ),
+            )
+        };
+        let matching = run_case(&broken_config(""), &case("{ result = {} }"));
+        let never = run_case(&broken_config(""), &case("{ result = { never = true } }"));
+        let polled = never
+            .message
+            .contains("the last response of a poll every 100 ms")
+            && never.message.contains(r#""result":{}"#);
+        if matching.outcome == Outcome::Pass && never.outcome == Outcome::Fail && polled {
+            Ok(())
+        } else {
+            Err(format!(
+                "a matching poll ended {} ({}); a poll that never matches ended {}: {}",
+                matching.outcome, matching.message, never.outcome, never.message
+            )
+            .into())
+        }
+    })
 }
 
 /// Self-tests of the PATH profile mode: fake-gemini placed as `gemini` in a directory prepended to
