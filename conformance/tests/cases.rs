@@ -127,6 +127,7 @@ const SELF_TEST: &[(&str, &str, Outcome, bool)] = &[
     ("prompt-on-argv", "transport/prompt-on-stdin", Outcome::Warn, true),
     ("context-unescaped", "tools/context-cannot-close-its-block", Outcome::Fail, true),
     ("no-yolo", "transport/headless-flags", Outcome::Fail, true),
+    ("roots-request", "era/prompt-call-answers", Outcome::Fail, true),
     // Linux only: elsewhere the runner cannot see a double-forked process (see the README).
     ("leak-orphan", "lifecycle/server-info-has-name-and-version", Outcome::Fail, false),
 ];
