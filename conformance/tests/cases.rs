@@ -1,7 +1,8 @@
 //! The cargo harness: every case file becomes its own test (libtest-mimic), run against this
 //! workspace's `geminicli-mcp` and judged against `baseline/geminicli-mcp.toml`, and again (as
-//! `backend-acp/<id>`) with its warm backend, judged against `baseline/geminicli-mcp-acp.toml`; plus the
-//! self-test, which runs chosen cases against the deliberately broken target and checks they fail
+//! `backend-acp/<id>`) with its warm backend, judged against `baseline/geminicli-mcp-acp.toml`, and
+//! (as `era-2026/<id>`, the one-shot backend) at protocol version 2026-07-28 when the case pins no
+//! version of its own, judged against `baseline/geminicli-mcp-2026.toml`; plus the self-test, which runs chosen cases against the deliberately broken target and checks they fail
 //! (and pass when it is not broken).
 //!
 //! Baseline mapping: a listed case that fails is reported as ignored with the baseline's reason; a
@@ -24,6 +25,8 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 enum Backend {
     Oneshot,
     Acp,
+    /// The one-shot backend, every case that pins no protocol version run at 2026-07-28.
+    Era2026,
 }
 
 impl Backend {
@@ -31,12 +34,13 @@ impl Backend {
         match self {
             Backend::Oneshot => "",
             Backend::Acp => "backend-acp/",
+            Backend::Era2026 => "era-2026/",
         }
     }
 
     fn profile(self) -> Profile {
         match self {
-            Backend::Oneshot => Profile::geminicli_mcp(),
+            Backend::Oneshot | Backend::Era2026 => Profile::geminicli_mcp(),
             Backend::Acp => Profile::geminicli_mcp_acp(),
         }
     }
@@ -46,6 +50,7 @@ impl Backend {
         let name = match self {
             Backend::Oneshot => "geminicli-mcp.toml",
             Backend::Acp => "geminicli-mcp-acp.toml",
+            Backend::Era2026 => "geminicli-mcp-2026.toml",
         };
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("baseline")
@@ -72,9 +77,11 @@ fn timeout_scale() -> f64 {
 fn server_config(backend: Backend) -> Result<&'static RunConfig, String> {
     static ONESHOT: OnceLock<Result<RunConfig, String>> = OnceLock::new();
     static ACP: OnceLock<Result<RunConfig, String>> = OnceLock::new();
+    static ERA_2026: OnceLock<Result<RunConfig, String>> = OnceLock::new();
     let cell = match backend {
         Backend::Oneshot => &ONESHOT,
         Backend::Acp => &ACP,
+        Backend::Era2026 => &ERA_2026,
     };
     cell.get_or_init(|| {
         let target = bins::try_locate("geminicli-mcp")?;
@@ -87,7 +94,8 @@ fn server_config(backend: Backend) -> Result<&'static RunConfig, String> {
             fake_gemini: fake,
             timeout_scale: timeout_scale(),
             keep_dirs: std::env::var_os("GEMINI_MCP_CONFORMANCE_KEEP_DIRS").is_some(),
-            era_override: None,
+            era_override: (backend == Backend::Era2026)
+                .then(|| gemini_mcp_conformance::profile::NO_INITIALIZE_ERA.to_string()),
         })
     })
     .as_ref()
@@ -139,15 +147,28 @@ fn main() {
     let baseline = Arc::new(Baseline::load(&baseline_path()).unwrap_or_else(|e| panic!("{e}")));
     let acp_baseline =
         Arc::new(Baseline::load(&Backend::Acp.baseline_path()).unwrap_or_else(|e| panic!("{e}")));
+    let era_baseline = Arc::new(
+        Baseline::load(&Backend::Era2026.baseline_path()).unwrap_or_else(|e| panic!("{e}")),
+    );
     let mut trials = Vec::new();
     let mut ids = Vec::new();
     let mut by_id = std::collections::BTreeMap::new();
+    let mut era_ids = Vec::new();
     for c in loaded {
         match c {
             Ok(case) => {
                 ids.push(case.id.clone());
                 by_id.insert(case.id.clone(), case.clone());
                 trials.push(case_trial(case.clone(), Backend::Acp, acp_baseline.clone()));
+                // A case pinning its protocol version runs at it in the one-shot run already.
+                if case.spec.protocol_version.is_none() {
+                    era_ids.push(case.id.clone());
+                    trials.push(case_trial(
+                        case.clone(),
+                        Backend::Era2026,
+                        era_baseline.clone(),
+                    ));
+                }
                 trials.push(case_trial(case, Backend::Oneshot, baseline.clone()));
             }
             Err((id, e)) => {
@@ -162,6 +183,7 @@ fn main() {
         .unknown_entries(&ids)
         .into_iter()
         .chain(acp_baseline.unknown_entries(&ids))
+        .chain(era_baseline.unknown_entries(&era_ids))
         .map(String::from)
         .collect();
     trials.push(Trial::test(
@@ -565,7 +587,7 @@ fn case_trial(case: Case, backend: Backend, baseline: Arc<Baseline>) -> Trial {
             // the suite's own mistake.
             (Outcome::Skip, _)
                 if r.message.starts_with("profile geminicli-mcp ")
-                    && !(backend == Backend::Oneshot
+                    && !(backend != Backend::Acp
                         && r.message.ends_with("lacks feature \"warm-backend\"")) =>
             {
                 Err(format!(
