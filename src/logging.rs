@@ -1,12 +1,15 @@
 //! Logs: `tracing` to stderr under a filter (`--log` / `GEMINICLI_MCP_LOG`), and the server's own
 //! warnings and errors mirrored to every connected client as MCP `notifications/message`, each
-//! client at the level it chose with `logging/setLevel` (default: warning). Events with the target
-//! [`STDERR_ONLY`] stay on stderr.
+//! client at the level it chose with `logging/setLevel` (default: warning). On the 2026-07-28
+//! revision there is no session to register: a request asks for log messages with
+//! `io.modelcontextprotocol/logLevel` in its `_meta`, and gets those of its own handling
+//! ([`for_request`]), none without it. Events with the target [`STDERR_ONLY`] stay on stderr.
 //!
 //! rmcp marks MCP logging deprecated (SEP-2577, a later protocol revision); the protocol versions
 //! this server speaks still define it, hence the `allow(deprecated)` below.
 #![allow(deprecated)]
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -115,6 +118,31 @@ pub fn set_level(peer: &Peer<RoleServer>, level: LoggingLevel) {
     }
 }
 
+tokio::task_local! {
+    /// The client of the request being handled and the level its `_meta` asked for
+    /// ([`for_request`]).
+    static REQUEST_LISTENER: (Peer<RoleServer>, LoggingLevel);
+}
+
+/// Handles one request (`handling`) so that the server's warnings and errors logged while it runs
+/// reach the client behind `peer` at `level` or above: logging on the 2026-07-28 revision, where
+/// the request's `_meta` names the level (`io.modelcontextprotocol/logLevel`). Without a level it
+/// runs as is, and that request gets no log message.
+pub async fn for_request<F: Future>(
+    peer: &Peer<RoleServer>,
+    level: Option<LoggingLevel>,
+    handling: F,
+) -> F::Output {
+    match level {
+        Some(level) => {
+            REQUEST_LISTENER
+                .scope((peer.clone(), level), handling)
+                .await
+        }
+        None => handling.await,
+    }
+}
+
 fn same_peer(a: &Peer<RoleServer>, b: &Peer<RoleServer>) -> bool {
     // Two handles of one connection share its peer info allocation once initialized.
     match (a.peer_info(), b.peer_info()) {
@@ -165,11 +193,16 @@ impl<S: Subscriber> Layer<S> for ClientMirror {
             return;
         }
         let level = mcp_level(meta.level());
-        let targets: Vec<(u64, Peer<RoleServer>)> = lock()
+        let mut targets: Vec<(u64, Peer<RoleServer>)> = lock()
             .iter()
             .filter(|l| rank(level) >= rank(l.level) && !l.peer.is_transport_closed())
             .map(|l| (l.id, l.peer.clone()))
             .collect();
+        let asked = REQUEST_LISTENER
+            .try_with(|(peer, at)| (rank(level) >= rank(*at)).then(|| peer.clone()))
+            .ok()
+            .flatten();
+        targets.extend(asked.map(|peer| (0, peer)));
         if targets.is_empty() {
             return;
         }

@@ -170,6 +170,9 @@ pub struct Step {
     pub label: Option<String>,
     /// Adds `_meta.progressToken` to the request.
     pub progress_token: Option<Value>,
+    /// Repeats the request (a new id each time) every this many ms (scaled) until its response
+    /// matches `expect`, up to the step's timeout: polling (`tasks/get`).
+    pub poll_every_ms: Option<u64>,
     /// Sends the request without waiting for its response now.
     #[serde(default)]
     pub no_wait: bool,
@@ -439,6 +442,10 @@ pub struct CaseSpec {
     /// (`roots/list`): local paths, placeholders allowed, sent as `file://` URIs. Unset: the
     /// client advertises no roots.
     pub client_roots: Option<Vec<String>>,
+    /// More client capabilities (e.g. `{ elicitation = { form = {} } }`): in the `initialize`
+    /// capabilities, or in every 2026-07-28 request's `clientCapabilities`, merged with the
+    /// roots capability `client-roots` brings.
+    pub client_capabilities: Option<Value>,
     /// The default timeout of each step in ms (scaled; default 30000).
     pub timeout_ms: Option<u64>,
     /// The fake-gemini side.
@@ -677,6 +684,14 @@ pub fn validate(spec: &CaseSpec) -> Result<(), String> {
                 n + 1
             ));
         }
+        if let Some(every) = s.poll_every_ms {
+            if !is_request || s.no_wait || s.expect.is_none() || every == 0 {
+                return Err(format!(
+                    "step {}: `poll-every-ms` (above 0) belongs to a waited-for request with an `expect`",
+                    n + 1
+                ));
+            }
+        }
         if s.only_new && s.expect_no_notification.is_none() {
             return Err(format!(
                 "step {}: `only-new` belongs to `expect-no-notification`",
@@ -689,6 +704,13 @@ pub fn validate(spec: &CaseSpec) -> Result<(), String> {
                 n + 1
             ));
         }
+    }
+    if spec
+        .client_capabilities
+        .as_ref()
+        .is_some_and(|c| !c.is_object())
+    {
+        return Err("`client-capabilities` must be a table".into());
     }
     // geminicli-mcp's own variables mean nothing to another wrapper: a case setting one says so,
     // so a profile without the feature skips it rather than failing on a setting never read.

@@ -45,6 +45,8 @@ pub struct Client {
     pub roots: Vec<Value>,
     /// Lines on the target's stdout that are not JSON-RPC messages (the first few, shortened).
     pub violations: Vec<String>,
+    /// The method of every request the target sent to the client, in order.
+    pub target_requests: Vec<String>,
     stdout_eof: bool,
     next_id: i64,
     started: Instant,
@@ -78,6 +80,7 @@ impl Client {
             received: Vec::new(),
             roots: Vec::new(),
             violations: Vec::new(),
+            target_requests: Vec::new(),
             stdout_eof: false,
             next_id: 1,
             started: Instant::now(),
@@ -216,6 +219,8 @@ impl Client {
         // The MCP spec lets the server send requests (ping, roots/list); a client must answer.
         if message.get("method").is_some() && message.get("id").is_some() {
             let id = message["id"].clone();
+            let method = message["method"].as_str().unwrap_or("(not a string)");
+            self.target_requests.push(method.to_string());
             let reply = match message["method"].as_str() {
                 Some("ping") => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
                 Some("roots/list") => {

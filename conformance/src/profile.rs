@@ -64,6 +64,17 @@ pub const ABSTRACT_SETTINGS: &[&str] = &[
 /// profile maps them and runs without them elsewhere, its bounds being generous enough.
 pub const SPEED_SETTINGS: &[&str] = &["kill-grace-ms"];
 
+/// The first protocol revision without an `initialize` handshake: every request carries the
+/// client's version, info and capabilities in its `_meta`, and the server sends no request to the
+/// client.
+pub const NO_INITIALIZE_ERA: &str = "2026-07-28";
+
+/// Whether `version` belongs to the era without a handshake (versions are ISO dates, so they
+/// compare as strings).
+pub fn has_no_initialize(version: &str) -> bool {
+    version >= NO_INITIALIZE_ERA
+}
+
 /// Where the answer sits in a successful result's text.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -106,8 +117,8 @@ pub struct Profile {
     pub name: String,
     /// How the target finds gemini.
     pub gemini: GeminiLocation,
-    /// Protocol versions the target negotiates, oldest first; the last one is used for the
-    /// handshake unless a case asks for another.
+    /// Protocol versions the target negotiates, oldest first; the newest one with an
+    /// `initialize` handshake (before 2026-07-28) is used unless a case asks for another.
     pub protocol_versions: Vec<String>,
     /// Abstract tool name → the target's tool name; an unmapped tool skips the cases using it.
     #[serde(default)]
@@ -148,9 +159,15 @@ impl Profile {
         Profile {
             name: "geminicli-mcp".into(),
             gemini: GeminiLocation::Env("GEMINI_CLI_BIN".into()),
-            protocol_versions: ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
-                .map(String::from)
-                .to_vec(),
+            protocol_versions: [
+                "2024-11-05",
+                "2025-03-26",
+                "2025-06-18",
+                "2025-11-25",
+                NO_INITIALIZE_ERA,
+            ]
+            .map(String::from)
+            .to_vec(),
             tools: map(&[
                 ("prompt", "gemini_prompt"),
                 ("prompt_with_context", "gemini_prompt_with_context"),
@@ -257,10 +274,13 @@ impl Profile {
         Ok(())
     }
 
-    /// The protocol version used for the handshake when a case does not choose one.
+    /// The protocol version used for the handshake when a case does not choose one: the newest
+    /// listed one that has a handshake, so a case opts in to the era without one.
     pub fn default_protocol_version(&self) -> &str {
         self.protocol_versions
-            .last()
+            .iter()
+            .rev()
+            .find(|v| !has_no_initialize(v))
             .map(String::as_str)
             .unwrap_or("2025-06-18")
     }
@@ -300,6 +320,16 @@ mod tests {
         let text = toml::to_string(&p).unwrap();
         let back: Profile = toml::from_str(&text).unwrap();
         assert_eq!(back.tool("prompt"), Some("gemini_prompt"));
+    }
+
+    #[test]
+    fn the_era_without_a_handshake_is_listed_but_never_the_default() {
+        for p in [Profile::geminicli_mcp(), Profile::geminicli_mcp_acp()] {
+            assert!(p.protocol_versions.iter().any(|v| v == NO_INITIALIZE_ERA));
+            assert_eq!(p.default_protocol_version(), "2025-11-25");
+        }
+        assert!(has_no_initialize("2026-07-28"));
+        assert!(!has_no_initialize("2025-11-25"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::framing;
 use crate::launcher;
 use crate::matcher::{matches, MatchContext};
 use crate::procs;
-use crate::profile::{GeminiLocation, Profile, SPEED_SETTINGS};
+use crate::profile::{has_no_initialize, GeminiLocation, Profile, SPEED_SETTINGS};
 use crate::report::{CaseResult, Outcome};
 use crate::tracker::{self, Tracker};
 use crate::values::{generate, Vars};
@@ -92,9 +92,22 @@ pub struct RunConfig {
     pub timeout_scale: f64,
     /// Keeps each case's temp dir (its path is printed in the result message).
     pub keep_dirs: bool,
+    /// The protocol version of every case that pins none of its own, instead of the profile's
+    /// default (`2026-07-28`: every such case runs without the handshake).
+    pub era_override: Option<String>,
 }
 
 impl RunConfig {
+    /// The protocol version `case` runs at: its own, else the override, else the profile's
+    /// default.
+    pub fn protocol_version(&self, case: &Case) -> String {
+        case.spec
+            .protocol_version
+            .clone()
+            .or_else(|| self.era_override.clone())
+            .unwrap_or_else(|| self.target.profile.default_protocol_version().to_string())
+    }
+
     fn scaled(&self, ms: u64) -> Duration {
         Duration::from_millis((ms as f64 * self.timeout_scale.max(0.01)) as u64)
     }
@@ -118,13 +131,12 @@ pub fn skip_reason(cfg: &RunConfig, case: &Case) -> Option<String> {
     if let Some(f) = spec.requires.iter().find(|f| !profile.features.contains(f)) {
         return Some(format!("profile {} lacks feature {f:?}", profile.name));
     }
-    if let Some(v) = &spec.protocol_version {
-        if !profile.protocol_versions.contains(v) {
-            return Some(format!(
-                "profile {} does not list protocol version {v}",
-                profile.name
-            ));
-        }
+    let version = cfg.protocol_version(case);
+    if !profile.protocol_versions.contains(&version) {
+        return Some(format!(
+            "profile {} does not list protocol version {version}",
+            profile.name
+        ));
     }
     if let Some(s) = spec
         .target
@@ -539,6 +551,11 @@ fn build_command(
     Ok(cmd)
 }
 
+/// The client's name and version, as `initialize` and the era without a handshake send them.
+fn client_info() -> Value {
+    json!({"name": "gemini-mcp-conformance", "version": env!("CARGO_PKG_VERSION")})
+}
+
 fn json_of(v: &Value) -> String {
     let s = v.to_string();
     if s.len() > 2000 {
@@ -586,6 +603,11 @@ struct Run<'a> {
     processes_unchecked: bool,
     /// Every process the case started (Linux: the whole tree, escaped descendants included).
     tracker: Option<Tracker>,
+    /// The case's protocol version.
+    version: String,
+    /// The client's capabilities: in `initialize`, or in every request's `_meta` on the era
+    /// without a handshake.
+    capabilities: Value,
 }
 
 /// Sets up, runs and tears down a case; returns the target's stderr, or a bug.
@@ -627,6 +649,8 @@ fn prepare_and_run(
         tokens: Vec::new(),
         processes_unchecked: false,
         tracker: Some(tracker),
+        version: cfg.protocol_version(case),
+        capabilities: client_capabilities(case),
     };
     for path in case.spec.client_roots.iter().flatten() {
         let path = run.vars.str(path);
@@ -649,7 +673,43 @@ fn prepare_and_run(
     Ok(Some(run.client.stderr()))
 }
 
+/// The capabilities the client claims in a case: roots when it has `client-roots`, merged with
+/// the case's `client-capabilities`.
+fn client_capabilities(case: &Case) -> Value {
+    let mut caps = match &case.spec.client_roots {
+        Some(_) => json!({"roots": {"listChanged": false}}),
+        None => json!({}),
+    };
+    if let Some(extra) = &case.spec.client_capabilities {
+        merge(&mut caps, extra);
+    }
+    caps
+}
+
+/// Merges `extra` into `base`, table by table (`extra` wins where both have a value that is not
+/// a table).
+fn merge(base: &mut Value, extra: &Value) {
+    match (base, extra) {
+        (Value::Object(b), Value::Object(e)) => {
+            for (k, v) in e {
+                match b.get_mut(k) {
+                    Some(old) => merge(old, v),
+                    None => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, e) => *b = e.clone(),
+    }
+}
+
 impl Run<'_> {
+    /// Whether the case runs in the era without a handshake.
+    fn stateless(&self) -> bool {
+        has_no_initialize(&self.version)
+    }
+
     fn timeout(&self, step: Option<&Step>) -> (Duration, u64) {
         let ms = step
             .and_then(|s| s.timeout_ms)
@@ -668,7 +728,7 @@ impl Run<'_> {
     }
 
     fn steps(&mut self, findings: &mut Findings) -> Result<(), Stop> {
-        if self.case.spec.handshake.unwrap_or(true) {
+        if self.case.spec.handshake.unwrap_or(true) && !self.stateless() {
             self.handshake(findings)?;
         }
         for (i, step) in self.case.spec.steps.iter().enumerate() {
@@ -691,18 +751,9 @@ impl Run<'_> {
     }
 
     fn handshake(&mut self, findings: &mut Findings) -> Result<(), Stop> {
-        let version = self.case.spec.protocol_version.clone().unwrap_or_else(|| {
-            self.cfg
-                .target
-                .profile
-                .default_protocol_version()
-                .to_string()
-        });
+        let version = self.version.clone();
         let (deadline, ms) = self.timeout(None);
-        let capabilities = match &self.case.spec.client_roots {
-            Some(_) => json!({"roots": {"listChanged": false}}),
-            None => json!({}),
-        };
+        let capabilities = self.capabilities.clone();
         let id = self
             .client
             .request(
@@ -710,11 +761,13 @@ impl Run<'_> {
                 Some(json!({
                     "protocolVersion": version,
                     "capabilities": capabilities,
-                    "clientInfo": {"name": "gemini-mcp-conformance", "version": env!("CARGO_PKG_VERSION")}
+                    "clientInfo": client_info()
                 })),
             )
             .map_err(|e| {
-                findings.must.push(format!("handshake: cannot write initialize: {e}"));
+                findings
+                    .must
+                    .push(format!("handshake: cannot write initialize: {e}"));
                 Stop
             })?;
         match self.client.response(&id, Instant::now() + deadline) {
@@ -1251,6 +1304,42 @@ impl Run<'_> {
         }
     }
 
+    /// A request's params with its `_meta`: the client's context on the era without a handshake
+    /// (a key the step's own `_meta` gives wins) and the step's progress token.
+    fn with_meta(&self, s: &Step, params: Option<Value>) -> Option<Value> {
+        let mut meta = Map::new();
+        if self.stateless() {
+            meta.insert(
+                "io.modelcontextprotocol/protocolVersion".into(),
+                json!(self.version),
+            );
+            meta.insert("io.modelcontextprotocol/clientInfo".into(), client_info());
+            meta.insert(
+                "io.modelcontextprotocol/clientCapabilities".into(),
+                self.capabilities.clone(),
+            );
+        }
+        if meta.is_empty() && s.progress_token.is_none() {
+            return params;
+        }
+        let mut params = params;
+        let p = params.get_or_insert_with(|| json!({}));
+        if let Some(o) = p.as_object_mut() {
+            let m = o.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(m) = m.as_object_mut() {
+                for (k, v) in meta {
+                    m.entry(k).or_insert(v);
+                }
+                if let Some(tok) = &s.progress_token {
+                    m.insert("progressToken".into(), tok.clone());
+                }
+            }
+        }
+        params
+    }
+
+    /// Sends a request and checks its response; with `poll-every-ms`, sends it again (a new id
+    /// each time) until a response matches `expect` or the step's timeout is near.
     fn send_request(
         &mut self,
         at: At,
@@ -1259,30 +1348,41 @@ impl Run<'_> {
         params: Option<Value>,
         what: &str,
     ) -> Result<(), StepError> {
-        let mut params = params;
-        if let Some(tok) = &s.progress_token {
-            let p = params.get_or_insert_with(|| json!({}));
-            if let Some(o) = p.as_object_mut() {
-                let meta = o.entry("_meta").or_insert_with(|| json!({}));
-                meta["progressToken"] = tok.clone();
+        let params = self.with_meta(s, params);
+        loop {
+            let id = self
+                .client
+                .request(method, params.clone())
+                .map_err(|e| fail(format!("step {} ({what}): {e}", at.n)))?;
+            if let Some(l) = &s.label {
+                self.labels.insert(l.clone(), id.clone());
             }
-        }
-        let id = self
-            .client
-            .request(method, params)
-            .map_err(|e| fail(format!("step {} ({what}): {e}", at.n)))?;
-        if let Some(l) = &s.label {
-            self.labels.insert(l.clone(), id.clone());
-        }
-        if let Some(tok) = &s.progress_token {
-            self.tokens.push((tok.clone(), id.clone()));
-        }
-        if s.no_wait {
-            return Ok(());
-        }
-        match self.client.response(&id, at.deadline) {
-            Some(r) => self.check_response(at.n, what, s, &r),
-            None => Err(fail(self.no_answer(at.n, what, at.ms))),
+            if let Some(tok) = &s.progress_token {
+                self.tokens.push((tok.clone(), id.clone()));
+            }
+            if s.no_wait {
+                return Ok(());
+            }
+            let Some(r) = self.client.response(&id, at.deadline) else {
+                return Err(fail(self.no_answer(at.n, what, at.ms)));
+            };
+            let (Some(every), Some(expect)) = (s.poll_every_ms, &s.expect) else {
+                return self.check_response(at.n, what, s, &r);
+            };
+            let mismatch = match self.expect_subset(at.n, what, expect, &r) {
+                Ok(()) => return self.check_response(at.n, what, s, &r),
+                Err(e) => e,
+            };
+            let next = Instant::now() + self.cfg.scaled(every);
+            if next >= at.deadline {
+                return Err(fail(format!(
+                    "{mismatch}\n  (the last response of a poll every {every} ms for {} ms × scale {}; {})",
+                    at.ms,
+                    self.cfg.timeout_scale,
+                    self.cfg.raise_hint()
+                )));
+            }
+            self.client.listen_until(next);
         }
     }
 
@@ -1348,6 +1448,7 @@ impl Run<'_> {
         self.check_log(&log, findings, late);
         self.check_leaks(findings, &reported, how);
         procs::kill_all(&pids);
+        self.check_era(findings);
         if !self.client.violations.is_empty() {
             findings.must.push(format!(
                 "stdout: the target wrote lines that are not JSON-RPC messages (stdout is the protocol channel): {}",
@@ -1378,6 +1479,22 @@ impl Run<'_> {
                     json_of(&r.message)
                 ));
             }
+        }
+    }
+
+    /// The era without a handshake has no requests from the server to the client: each one the
+    /// target sent (`roots/list`, `elicitation/create`, …) is a `must` finding.
+    fn check_era(&self, findings: &mut Findings) {
+        if !self.stateless() {
+            return;
+        }
+        let mut methods = self.client.target_requests.clone();
+        methods.dedup();
+        for m in methods {
+            findings.must.push(format!(
+                "server→client request {m} on a {} connection (this protocol revision has no requests from the server)",
+                self.version
+            ));
         }
     }
 

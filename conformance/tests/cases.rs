@@ -1,7 +1,8 @@
 //! The cargo harness: every case file becomes its own test (libtest-mimic), run against this
 //! workspace's `geminicli-mcp` and judged against `baseline/geminicli-mcp.toml`, and again (as
-//! `backend-acp/<id>`) with its warm backend, judged against `baseline/geminicli-mcp-acp.toml`; plus the
-//! self-test, which runs chosen cases against the deliberately broken target and checks they fail
+//! `backend-acp/<id>`) with its warm backend, judged against `baseline/geminicli-mcp-acp.toml`, and
+//! (as `era-2026/<id>`, the one-shot backend) at protocol version 2026-07-28 when the case pins no
+//! version of its own, judged against `baseline/geminicli-mcp-2026.toml`; plus the self-test, which runs chosen cases against the deliberately broken target and checks they fail
 //! (and pass when it is not broken).
 //!
 //! Baseline mapping: a listed case that fails is reported as ignored with the baseline's reason; a
@@ -24,6 +25,8 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 enum Backend {
     Oneshot,
     Acp,
+    /// The one-shot backend, every case that pins no protocol version run at 2026-07-28.
+    Era2026,
 }
 
 impl Backend {
@@ -31,12 +34,13 @@ impl Backend {
         match self {
             Backend::Oneshot => "",
             Backend::Acp => "backend-acp/",
+            Backend::Era2026 => "era-2026/",
         }
     }
 
     fn profile(self) -> Profile {
         match self {
-            Backend::Oneshot => Profile::geminicli_mcp(),
+            Backend::Oneshot | Backend::Era2026 => Profile::geminicli_mcp(),
             Backend::Acp => Profile::geminicli_mcp_acp(),
         }
     }
@@ -46,6 +50,7 @@ impl Backend {
         let name = match self {
             Backend::Oneshot => "geminicli-mcp.toml",
             Backend::Acp => "geminicli-mcp-acp.toml",
+            Backend::Era2026 => "geminicli-mcp-2026.toml",
         };
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("baseline")
@@ -72,9 +77,11 @@ fn timeout_scale() -> f64 {
 fn server_config(backend: Backend) -> Result<&'static RunConfig, String> {
     static ONESHOT: OnceLock<Result<RunConfig, String>> = OnceLock::new();
     static ACP: OnceLock<Result<RunConfig, String>> = OnceLock::new();
+    static ERA_2026: OnceLock<Result<RunConfig, String>> = OnceLock::new();
     let cell = match backend {
         Backend::Oneshot => &ONESHOT,
         Backend::Acp => &ACP,
+        Backend::Era2026 => &ERA_2026,
     };
     cell.get_or_init(|| {
         let target = bins::try_locate("geminicli-mcp")?;
@@ -87,6 +94,8 @@ fn server_config(backend: Backend) -> Result<&'static RunConfig, String> {
             fake_gemini: fake,
             timeout_scale: timeout_scale(),
             keep_dirs: std::env::var_os("GEMINI_MCP_CONFORMANCE_KEEP_DIRS").is_some(),
+            era_override: (backend == Backend::Era2026)
+                .then(|| gemini_mcp_conformance::profile::NO_INITIALIZE_ERA.to_string()),
         })
     })
     .as_ref()
@@ -107,6 +116,7 @@ fn broken_config(mode: &str) -> RunConfig {
         fake_gemini: std::env::current_exe().expect("the test executable has a path"),
         timeout_scale: timeout_scale(),
         keep_dirs: false,
+        era_override: None,
     }
 }
 
@@ -125,6 +135,7 @@ const SELF_TEST: &[(&str, &str, Outcome, bool)] = &[
     ("prompt-on-argv", "transport/prompt-on-stdin", Outcome::Warn, true),
     ("context-unescaped", "tools/context-cannot-close-its-block", Outcome::Fail, true),
     ("no-yolo", "transport/headless-flags", Outcome::Fail, true),
+    ("roots-request", "era/prompt-call-answers", Outcome::Fail, true),
     // Linux only: elsewhere the runner cannot see a double-forked process (see the README).
     ("leak-orphan", "lifecycle/server-info-has-name-and-version", Outcome::Fail, false),
 ];
@@ -136,15 +147,28 @@ fn main() {
     let baseline = Arc::new(Baseline::load(&baseline_path()).unwrap_or_else(|e| panic!("{e}")));
     let acp_baseline =
         Arc::new(Baseline::load(&Backend::Acp.baseline_path()).unwrap_or_else(|e| panic!("{e}")));
+    let era_baseline = Arc::new(
+        Baseline::load(&Backend::Era2026.baseline_path()).unwrap_or_else(|e| panic!("{e}")),
+    );
     let mut trials = Vec::new();
     let mut ids = Vec::new();
     let mut by_id = std::collections::BTreeMap::new();
+    let mut era_ids = Vec::new();
     for c in loaded {
         match c {
             Ok(case) => {
                 ids.push(case.id.clone());
                 by_id.insert(case.id.clone(), case.clone());
                 trials.push(case_trial(case.clone(), Backend::Acp, acp_baseline.clone()));
+                // A case pinning its protocol version runs at it in the one-shot run already.
+                if case.spec.protocol_version.is_none() {
+                    era_ids.push(case.id.clone());
+                    trials.push(case_trial(
+                        case.clone(),
+                        Backend::Era2026,
+                        era_baseline.clone(),
+                    ));
+                }
                 trials.push(case_trial(case, Backend::Oneshot, baseline.clone()));
             }
             Err((id, e)) => {
@@ -159,6 +183,7 @@ fn main() {
         .unknown_entries(&ids)
         .into_iter()
         .chain(acp_baseline.unknown_entries(&ids))
+        .chain(era_baseline.unknown_entries(&era_ids))
         .map(String::from)
         .collect();
     trials.push(Trial::test(
@@ -275,7 +300,48 @@ expect = { result = { nonexistent = true } }
             other => Err(format!("expected a fail with stderr attached, got {other:?}").into()),
         }
     });
-    vec![fixture_bug, timeout, stderr_attached]
+    vec![fixture_bug, timeout, stderr_attached, poll_self_test()]
+}
+
+/// `poll-every-ms`: a poll whose response matches ends at once, and one that never matches fails
+/// at the step's timeout showing the last response.
+fn poll_self_test() -> Trial {
+    Trial::test("self-test/harness/poll-until-expect", || {
+        let case = |expect: &str| {
+            inline_case(
+                "self-test/poll",
+                &format!(
+                    r#"
+description = "a ping polled until its answer matches"
+requirement = "A poll ends at the first matching response, or fails with the last one."
+level = "must"
+
+[[step]]
+request = {{ method = "ping" }}
+poll-every-ms = 100
+timeout-ms = 600
+expect = {expect}
+save = {{ id = "/id" }}
+"#
+                ),
+            )
+        };
+        let matching = run_case(&broken_config(""), &case("{ result = {} }"));
+        let never = run_case(&broken_config(""), &case("{ result = { never = true } }"));
+        let polled = never
+            .message
+            .contains("the last response of a poll every 100 ms")
+            && never.message.contains(r#""result":{}"#);
+        if matching.outcome == Outcome::Pass && never.outcome == Outcome::Fail && polled {
+            Ok(())
+        } else {
+            Err(format!(
+                "a matching poll ended {} ({}); a poll that never matches ended {}: {}",
+                matching.outcome, matching.message, never.outcome, never.message
+            )
+            .into())
+        }
+    })
 }
 
 /// Self-tests of the PATH profile mode: fake-gemini placed as `gemini` in a directory prepended to
@@ -521,7 +587,7 @@ fn case_trial(case: Case, backend: Backend, baseline: Arc<Baseline>) -> Trial {
             // the suite's own mistake.
             (Outcome::Skip, _)
                 if r.message.starts_with("profile geminicli-mcp ")
-                    && !(backend == Backend::Oneshot
+                    && !(backend != Backend::Acp
                         && r.message.ends_with("lacks feature \"warm-backend\"")) =>
             {
                 Err(format!(

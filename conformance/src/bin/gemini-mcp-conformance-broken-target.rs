@@ -14,13 +14,16 @@
 //! - `prompt-on-argv`: passes the prompt as `-p PROMPT` instead of on stdin;
 //! - `context-unescaped`: lets a context close its `<context>` block early;
 //! - `no-yolo`: leaves out `--approval-mode=yolo`;
+//! - `roots-request`: asks the client for its roots (`roots/list`) before each tool call, on a
+//!   2026-07-28 connection too, where the server sends no request to the client;
 //! - `env-allowlist`: starts gemini with only `PATH` and `HOME` in its environment, as wrappers
 //!   with an environment allowlist do (not a broken rule: the runner's launcher must cope).
 //! - `leak-orphan`: at `initialize`, starts a copy of itself that starts a sleeper in a process
 //!   group of its own and exits at once (a double fork), so the sleeper outlives the server.
 //!
-//! Unbroken, a call runs gemini (`GEMINI_CLI_BIN`) with `-o json`, the prompt on stdin, and answers
-//! with its `response`: enough for the self-test's cases, synchronous and with no supervision.
+//! Notifications and the client's answers get no reply. Unbroken, a call runs gemini
+//! (`GEMINI_CLI_BIN`) with `-o json`, the prompt on stdin, and answers with its `response`: enough
+//! for the self-test's cases, synchronous and with no supervision.
 
 use std::io::{BufRead, Write};
 use std::process::{Command, Stdio};
@@ -102,7 +105,7 @@ fn main() {
                 continue;
             }
         };
-        let Some(id) = msg.get("id").cloned() else {
+        let (Some(id), true) = (msg.get("id").cloned(), msg.get("method").is_some()) else {
             continue;
         };
         let method = msg
@@ -115,17 +118,7 @@ fn main() {
                 if broken("leak-orphan") {
                     leave_an_orphan();
                 }
-                let asked = params
-                    .get("protocolVersion")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                version = if broken("fixed-version") {
-                    "2024-11-05".into()
-                } else if VERSIONS.contains(&asked) {
-                    asked.into()
-                } else {
-                    VERSIONS[VERSIONS.len() - 1].into()
-                };
+                version = negotiated(&params, broken("fixed-version"));
                 Ok(json!({
                     "protocolVersion": version,
                     "capabilities": {"tools": {}},
@@ -134,7 +127,12 @@ fn main() {
             }
             "ping" => Ok(json!({})),
             "tools/list" => Ok(json!({"tools": tools(&version, broken("output-schema-always"))})),
-            "tools/call" => call(&params, &broken),
+            "tools/call" => {
+                if broken("roots-request") {
+                    send(json!({"jsonrpc": "2.0", "id": "roots-1", "method": "roots/list"}));
+                }
+                call(&params, &broken)
+            }
             _ => Err((-32601, format!("method not found: {method}"))),
         };
         send(match reply {
@@ -146,6 +144,22 @@ fn main() {
     }
     if broken("ignore-eof") {
         std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
+/// The version `initialize` answers: the client's when known, else the newest (always 2024-11-05
+/// when `fixed`).
+fn negotiated(params: &Value, fixed: bool) -> String {
+    let asked = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if fixed {
+        "2024-11-05".into()
+    } else if VERSIONS.contains(&asked) {
+        asked.into()
+    } else {
+        VERSIONS[VERSIONS.len() - 1].into()
     }
 }
 

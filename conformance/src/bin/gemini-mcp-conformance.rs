@@ -58,6 +58,11 @@ struct Args {
     /// Prints a baseline listing this run's failures (to bootstrap a baseline file).
     #[arg(long)]
     print_baseline: bool,
+    /// Runs every case that pins no protocol version of its own at this one, e.g. --era 2026-07-28
+    /// (no `initialize`: the client's context goes in every request's `_meta`); a version the
+    /// profile does not list skips those cases.
+    #[arg(long, value_name = "VERSION")]
+    era: Option<String>,
     /// Multiplies every timeout and window: raise it on a slow or loaded machine.
     #[arg(
         long,
@@ -160,6 +165,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         fake_gemini,
         timeout_scale: args.timeout_scale,
         keep_dirs: args.keep_dirs,
+        era_override: args.era.clone(),
     };
     let jobs = args
         .jobs
