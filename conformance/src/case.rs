@@ -446,6 +446,11 @@ pub struct CaseSpec {
     /// capabilities, or in every 2026-07-28 request's `clientCapabilities`, merged with the
     /// roots capability `client-roots` brings.
     pub client_capabilities: Option<Value>,
+    /// What the client answers the target's `elicitation/create` requests, in order: each an
+    /// `ElicitResult` (`{ action = "accept", content = { … } }`, `{ action = "decline" }`), or the
+    /// string `"no-answer"` to leave that request unanswered. Past the list: `cancel`.
+    #[serde(default)]
+    pub elicitation_answers: Vec<Value>,
     /// The default timeout of each step in ms (scaled; default 30000).
     pub timeout_ms: Option<u64>,
     /// The fake-gemini side.

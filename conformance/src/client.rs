@@ -43,6 +43,8 @@ pub struct Client {
     pub received: Vec<Received>,
     /// What `roots/list` answers (`{"uri", "name"}` objects).
     pub roots: Vec<Value>,
+    /// What `elicitation/create` requests get, in order (see the case's `elicitation-answers`).
+    pub elicitation_answers: std::collections::VecDeque<Value>,
     /// Lines on the target's stdout that are not JSON-RPC messages (the first few, shortened).
     pub violations: Vec<String>,
     /// The method of every request the target sent to the client, in order.
@@ -79,6 +81,7 @@ impl Client {
             disconnected,
             received: Vec::new(),
             roots: Vec::new(),
+            elicitation_answers: std::collections::VecDeque::new(),
             violations: Vec::new(),
             target_requests: Vec::new(),
             stdout_eof: false,
@@ -226,11 +229,18 @@ impl Client {
                 Some("roots/list") => {
                     json!({"jsonrpc": "2.0", "id": id, "result": {"roots": self.roots}})
                 }
+                Some("elicitation/create") => match self.elicitation_answers.pop_front() {
+                    Some(Value::String(s)) if s == "no-answer" => Value::Null,
+                    Some(answer) => json!({"jsonrpc": "2.0", "id": id, "result": answer}),
+                    None => json!({"jsonrpc": "2.0", "id": id, "result": {"action": "cancel"}}),
+                },
                 _ => {
                     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not supported by the conformance client"}})
                 }
             };
-            let _ = self.send(&reply);
+            if !reply.is_null() {
+                let _ = self.send(&reply);
+            }
         }
         self.received.push(Received {
             at: self.started.elapsed(),

@@ -210,6 +210,8 @@ impl Profile {
                 "geminicli-mcp-env",
                 "acp-tools",
                 "headless-run",
+                "tasks",
+                "ask",
             ]
             .map(String::from)
             .to_vec(),

@@ -652,6 +652,12 @@ fn prepare_and_run(
         version: cfg.protocol_version(case),
         capabilities: client_capabilities(case),
     };
+    run.client.elicitation_answers = case
+        .spec
+        .elicitation_answers
+        .iter()
+        .map(|a| run.vars.value(a))
+        .collect();
     for path in case.spec.client_roots.iter().flatten() {
         let path = run.vars.str(path);
         run.client

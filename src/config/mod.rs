@@ -574,7 +574,10 @@ mod tests {
         assert_eq!(c.tasks.max_tasks, 3);
         assert_eq!(c.ask_timeout, Duration::from_millis(2500));
         // A typo keeps tasks on and the defaults.
-        let t = config(&[("GEMINICLI_MCP_TASKS", "maybe"), ("GEMINICLI_MCP_MAX_TASKS", "-1")]);
+        let t = config(&[
+            ("GEMINICLI_MCP_TASKS", "maybe"),
+            ("GEMINICLI_MCP_MAX_TASKS", "-1"),
+        ]);
         assert!(t.tasks.enabled);
         assert_eq!(t.tasks.max_tasks, 64);
     }

@@ -208,7 +208,16 @@ impl ServerHandler for GeminiServer {
             ct: context.ct.clone(),
             asker: self.elicit_asker(&context),
         };
-        let mut result = self.call(route, &request, env).await;
+        // 2026-07-28 has no session to set a level on: a request names its own. (Older
+        // connections have theirs from `logging/setLevel`; asking twice would send twice.)
+        let level = context
+            .meta
+            .get("io.modelcontextprotocol/logLevel")
+            .filter(|_| modern(&context))
+            .and_then(|l| serde_json::from_value(l.clone()).ok());
+        let mut result =
+            crate::logging::for_request(&context.peer, level, self.call(route, &request, env))
+                .await;
         if is_legacy(context.protocol_version().as_ref()) {
             result.structured_content = None;
             result.content.retain(|c| c.as_resource_link().is_none());
@@ -329,13 +338,7 @@ impl GeminiServer {
         let declared = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
-        if !long
-            || !declared
-            || !self.inner.tasks.enabled()
-            || version
-                .as_ref()
-                .is_none_or(|v| v.as_str() < ProtocolVersion::V_2026_07_28.as_str())
-        {
+        if !long || !declared || !self.inner.tasks.enabled() || !modern(context) {
             return None;
         }
         let server = self.clone();
@@ -399,9 +402,7 @@ impl GeminiServer {
             .as_ref()
             .and_then(|a| a.get("approval_mode"))
             .is_some_and(|m| m == "ask");
-        let modern = context
-            .protocol_version()
-            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let modern = modern(context);
         let elicits = context
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some());
@@ -541,9 +542,7 @@ impl GeminiServer {
     /// The asker of a plain call: `elicitation/create`, when the connection predates 2026-07-28
     /// (which forbids server requests) and its client declared elicitation at `initialize`.
     fn elicit_asker(&self, context: &RequestContext<RoleServer>) -> Option<Arc<dyn Asker>> {
-        let modern = context
-            .protocol_version()
-            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let modern = modern(context);
         let declared = context
             .peer
             .peer_info()
@@ -596,6 +595,13 @@ fn owner(context: &RequestContext<RoleServer>) -> Option<String> {
     let parts = context.extensions.get::<hyper::http::request::Parts>()?;
     let session = parts.headers.get("mcp-session-id")?;
     session.to_str().ok().map(str::to_owned)
+}
+
+/// Whether the request is on the 2026-07-28 protocol or later.
+fn modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// Protocol versions before 2025-06-18 know neither `outputSchema`, `structuredContent` nor
