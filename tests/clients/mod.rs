@@ -19,6 +19,16 @@
 //! `MCP_TOOL_TIMEOUT` then reaches the model in a task notification, while the same call made
 //! plainly is cut with Claude Code's timeout error.
 //!
+//! `clients::claude_ask` calls `gemini_prompt` with `approval_mode: "ask"` through Claude Code, on
+//! fake-gemini's `shell` scenario (`fake-scenarios/shell.toml`: the agent runs `rm -rf build`,
+//! which needs a permission). Claude Code connects at 2026-07-28 without tasks, so the server
+//! answers the call with a multi-round-trip `input_required` result holding the permission form;
+//! Claude Code `-p` puts it to its `Elicitation` command hook (the driver's `--elicit DECISION`
+//! writes one into the run's folder, which logs what it is given and accepts with that decision)
+//! and retries the call with the answer. Allowed, the tool runs and the answer is `Done.`;
+//! rejected, `Cleaning.Done.`; each with the approval decided by `user`. Without a hook Claude Code
+//! cancels: rejected, decided by `cancelled`. Either backend: ask always runs the warm agent.
+//!
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
 //! GEMINICLI_MCP_KEEP_CLIENT_RUNS=1 cargo nextest run …   # keep each run's folder (config, logs)
@@ -40,6 +50,8 @@ struct Report {
     calls: Vec<Call>,
     /// The task notifications the client showed the model in later turns (Claude Code).
     notifications: Vec<Notification>,
+    /// What Claude Code's `Elicitation` hook was given, one object a run of the hook (`--elicit`).
+    elicitations: Vec<Value>,
     done: bool,
     elapsed_ms: u64,
 }
@@ -114,7 +126,7 @@ fn drive(client: &str, scenario: &str) -> Option<Report> {
     drive_with(client, scenario, &[])
 }
 
-/// [`drive`] with more arguments for the driver (`--stream-results N`, `--tasks`).
+/// [`drive`] with more arguments for the driver (`--stream-results N`, `--tasks`, `--elicit D`).
 fn drive_with(client: &str, scenario: &str, more: &[&str]) -> Option<Report> {
     if !runs("node") || !runs("npm") {
         eprintln!("node or npm not found: skipping the {client} client test");
@@ -410,6 +422,107 @@ mod claude_tasks {
     #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
     fn plain_call_cut_at_tool_timeout() {
         super::plain_call_cut_at_tool_timeout();
+    }
+}
+
+/// The `ask` scenario's call made through Claude Code: `decision` is what its `Elicitation` hook
+/// answers (`None`: no hook). Returns the call's structured result as the model saw it, and what
+/// the hook was given.
+fn ask_through_claude(decision: Option<&str>) -> Option<(Value, Vec<Value>)> {
+    let more: Vec<&str> = decision.map_or(vec![], |d| vec!["--elicit", d]);
+    let report = drive_with("claude", "ask", &more)?;
+    let s = scenario("ask");
+    let call = only_call(&report, &s);
+    assert_eq!(call.arguments["approval_mode"], "ask", "{call:?}");
+    let seen = call.seen();
+    assert_eq!(call.error, Some(false), "the call's error flag: {seen}");
+    // Claude Code shows the model the structuredContent JSON, on the result's last line.
+    let last_line = seen.rsplit('\n').next().unwrap_or(seen);
+    let result: Value = serde_json::from_str(last_line)
+        .unwrap_or_else(|e| panic!("no structured result ({e}) in what the model saw: {seen}"));
+    Some((result, report.elicitations))
+}
+
+/// The one approval of an `ask` result and the answer: `(permission, decidedBy, response)`.
+fn only_approval(result: &Value) -> (&str, &str, &str) {
+    let approvals = result["approvals"].as_array();
+    let approval = match approvals.map(Vec::as_slice) {
+        Some([a]) => a,
+        _ => panic!("expected one approval: {result}"),
+    };
+    let s = scenario("ask");
+    assert_eq!(approval["title"], s["command"], "{approval}");
+    assert_eq!(approval["kind"], "execute", "{approval}");
+    (
+        approval["permission"].as_str().unwrap_or_default(),
+        approval["decidedBy"].as_str().unwrap_or_default(),
+        result["response"].as_str().unwrap_or_default(),
+    )
+}
+
+/// The hook ran once, on the server's permission form: the command in its message, a form
+/// whose one required field is the decision.
+fn asked_once(elicitations: &[Value]) {
+    let given = match elicitations {
+        [given] => given,
+        all => panic!("expected the hook to run once, got {all:#?}"),
+    };
+    let command = scenario("ask")["command"].as_str().unwrap().to_string();
+    assert_eq!(given["hook_event_name"], "Elicitation", "{given}");
+    assert_eq!(given["mcp_server_name"], "gemini", "{given}");
+    assert_eq!(given["mode"], "form", "{given}");
+    let message = given["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&command), "the form's message: {given}");
+    assert_eq!(
+        given["requested_schema"]["required"],
+        serde_json::json!(["decision"]),
+        "{given}"
+    );
+}
+
+/// `approval_mode: "ask"` through Claude Code: the permission the Gemini agent asks for reaches
+/// the Elicitation hook as a form, and the hook's `decision` decides (allowed: the shell tool ran,
+/// the answer is the last turn's; rejected: the tool failed, the answer is both turns').
+fn ask_decided_by_hook(decision: &str, permission: &str, answer_field: &str) {
+    let Some((result, elicitations)) = ask_through_claude(Some(decision)) else {
+        return;
+    };
+    asked_once(&elicitations);
+    let (got, by, answer) = only_approval(&result);
+    assert_eq!((got, by), (permission, "user"), "{result}");
+    assert_eq!(answer, scenario("ask")[answer_field], "{result}");
+}
+
+/// Without a hook Claude Code `-p` cancels every elicitation: the tool is rejected, decided by
+/// the cancel.
+fn ask_cancelled_without_hook() {
+    let Some((result, elicitations)) = ask_through_claude(None) else {
+        return;
+    };
+    assert!(elicitations.is_empty(), "{elicitations:#?}");
+    let (got, by, answer) = only_approval(&result);
+    assert_eq!((got, by), ("rejected", "cancelled"), "{result}");
+    assert_eq!(answer, scenario("ask")["rejectedAnswer"], "{result}");
+}
+
+/// Claude Code's elicitation, through `approval_mode: "ask"`: `clients::claude_ask::<case>`.
+mod claude_ask {
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn allowed_by_hook() {
+        super::ask_decided_by_hook("allow_once", "approved", "allowedAnswer");
+    }
+
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn rejected_by_hook() {
+        super::ask_decided_by_hook("reject", "rejected", "rejectedAnswer");
+    }
+
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn cancelled_without_hook() {
+        super::ask_cancelled_without_hook();
     }
 }
 
