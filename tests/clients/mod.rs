@@ -28,6 +28,9 @@
 //! and retries the call with the answer. Allowed, the tool runs and the answer is `Done.`;
 //! rejected, `Cleaning.Done.`; each with the approval decided by `user`. Without a hook Claude Code
 //! cancels: rejected, decided by `cancelled`. Either backend: ask always runs the warm agent.
+//! `clients::codex_ask` and `clients::gemini_ask` make the same call through the other two: `codex
+//! exec` declines the form (rejected, decided by `declined`), and the Gemini CLI declares no
+//! elicitation, so it is never asked (its model reads the rejected run's answer).
 //!
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
@@ -425,22 +428,33 @@ mod claude_tasks {
     }
 }
 
-/// The `ask` scenario's call made through Claude Code: `decision` is what its `Elicitation` hook
-/// answers (`None`: no hook). Returns the call's structured result as the model saw it, and what
-/// the hook was given.
-fn ask_through_claude(decision: Option<&str>) -> Option<(Value, Vec<Value>)> {
-    let more: Vec<&str> = decision.map_or(vec![], |d| vec!["--elicit", d]);
-    let report = drive_with("claude", "ask", &more)?;
+/// The `ask` scenario's call made through `client`, with more arguments for the driver
+/// (`--elicit DECISION`: Claude Code's `Elicitation` hook answers with that decision). Returns
+/// what the model saw of the call, and what the hook was given.
+fn ask_call(client: &str, more: &[&str]) -> Option<(String, Vec<Value>)> {
+    let report = drive_with(client, "ask", more)?;
     let s = scenario("ask");
     let call = only_call(&report, &s);
     assert_eq!(call.arguments["approval_mode"], "ask", "{call:?}");
     let seen = call.seen();
-    assert_eq!(call.error, Some(false), "the call's error flag: {seen}");
-    // Claude Code shows the model the structuredContent JSON, on the result's last line.
+    let flag = if client == "codex" { None } else { Some(false) };
+    assert_eq!(call.error, flag, "{client}'s error flag: {seen}");
+    Some((seen.to_string(), report.elicitations))
+}
+
+/// The structured result a client shows its model as JSON on the result's last line (Claude
+/// Code alone, Codex after its wall time).
+fn structured(seen: &str) -> Value {
     let last_line = seen.rsplit('\n').next().unwrap_or(seen);
-    let result: Value = serde_json::from_str(last_line)
-        .unwrap_or_else(|e| panic!("no structured result ({e}) in what the model saw: {seen}"));
-    Some((result, report.elicitations))
+    serde_json::from_str(last_line)
+        .unwrap_or_else(|e| panic!("no structured result ({e}) in what the model saw: {seen}"))
+}
+
+/// [`ask_call`] through Claude Code; `decision`: its hook's answer (`None`: no hook).
+fn ask_through_claude(decision: Option<&str>) -> Option<(Value, Vec<Value>)> {
+    let more: Vec<&str> = decision.map_or(vec![], |d| vec!["--elicit", d]);
+    let (seen, elicitations) = ask_call("claude", &more)?;
+    Some((structured(&seen), elicitations))
 }
 
 /// The one approval of an `ask` result and the answer: `(permission, decidedBy, response)`.
@@ -505,6 +519,27 @@ fn ask_cancelled_without_hook() {
     assert_eq!(answer, scenario("ask")["rejectedAnswer"], "{result}");
 }
 
+/// `codex exec` declines every elicitation: the tool is rejected, decided by the decline.
+fn ask_declined_by_codex() {
+    let Some((seen, _)) = ask_call("codex", &[]) else {
+        return;
+    };
+    let result = structured(&seen);
+    let (got, by, answer) = only_approval(&result);
+    assert_eq!((got, by), ("rejected", "declined"), "{result}");
+    assert_eq!(answer, scenario("ask")["rejectedAnswer"], "{result}");
+}
+
+/// The Gemini CLI declares no elicitation: the server cannot ask, the tool is rejected, and the
+/// model reads the rejected run's answer (the CLI shows it the text, not the approvals).
+fn ask_not_asked_by_gemini() {
+    let Some((seen, _)) = ask_call("gemini", &[]) else {
+        return;
+    };
+    let s = scenario("ask");
+    assert_eq!(part_shown(&seen, "response"), s["rejectedAnswer"], "{seen}");
+}
+
 /// Claude Code's elicitation, through `approval_mode: "ask"`: `clients::claude_ask::<case>`.
 mod claude_ask {
     #[test]
@@ -523,6 +558,23 @@ mod claude_ask {
     #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
     fn cancelled_without_hook() {
         super::ask_cancelled_without_hook();
+    }
+}
+
+/// The other clients with `approval_mode: "ask"`: `clients::{codex,gemini}_ask::<case>`.
+mod codex_ask {
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn declined() {
+        super::ask_declined_by_codex();
+    }
+}
+
+mod gemini_ask {
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn not_asked() {
+        super::ask_not_asked_by_gemini();
     }
 }
 
