@@ -4,23 +4,29 @@
 // shown for each tool call.
 //
 //   node tests/clients/drive.mjs --client claude|codex|gemini --server PATH --fake PATH \
-//        --scenario plain|error|long|long-cjk|slow --work DIR [--timeout-ms N] \
-//        [--stream-results N] [--tasks]
+//        --scenario plain|error|long|long-cjk|slow|ask --work DIR [--timeout-ms N] \
+//        [--stream-results N] [--tasks] [--elicit DECISION]
 //
 // Claude Code only: `--stream-results N` runs it with stream-json input and output and keeps its
 // stdin open until its N-th `result` event (a turn's end; a background task's result starts
 // another turn), `--tasks` adds the two switches that, with stream-json input, make it declare the
 // tasks extension (its feature flag forced on through the local flag cache, and
 // CLAUDE_AUTO_BACKGROUND_TASKS=1). A scenario's `toolTimeoutMs` becomes its MCP_TOOL_TIMEOUT.
+// `--elicit DECISION` installs an `Elicitation` command hook for the server (elicit-hook.mjs,
+// written into DIR) that logs what it is given and accepts every form with `{decision: DECISION}`;
+// without it Claude Code has no hook, and cancels every elicitation. A scenario's
+// `fakeScenarioDir` (a folder of tests/clients) becomes the server's FAKE_GEMINI_SCENARIO_DIR, where
+// fake-gemini finds the scenario file its prompt marker names.
 //
 // stdout: one JSON document
 //   {"client", "version", "calls": [{"tool", "arguments", "seen", "error", "at_ms"}],
-//    "notifications": [{"seen", "at_ms"}], "done", "elapsed_ms"}
+//    "notifications": [{"seen", "at_ms"}], "elicitations": [HOOK INPUT…], "done", "elapsed_ms"}
 // `seen` is exactly the string the model received as the tool's result (content blocks or items
 // joined by newlines where the client sends a list), `error` whether the client flagged it as an
 // error (null: the client shows its model no flag), `notifications` the task notifications the
 // client showed the model in later turns (Claude Code), `at_ms` when the model made the call or was
-// shown the notification (ms since the run started), `done` whether the model got to its final
+// shown the notification (ms since the run started), `elicitations` what the Elicitation hook was
+// given, one JSON object a run of the hook (Claude Code with --elicit), `done` whether the model got to its final
 // answer and the client exited 0. Diagnostics go to stderr; the client's own output, its config
 // and the mock's request log (mock.jsonl; the request bodies too with DRIVE_LOG_BODIES=1) stay in
 // DIR. Exit status: 0 when the document was printed, 2 on a usage error, 3 when the client tried
@@ -49,7 +55,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 const USAGE =
   "usage: node drive.mjs --client claude|codex|gemini --server PATH --fake PATH --scenario NAME " +
-  "--work DIR [--timeout-ms N] [--stream-results N] [--tasks]";
+  "--work DIR [--timeout-ms N] [--stream-results N] [--tasks] [--elicit DECISION]";
 
 function usage(message) {
   process.stderr.write(`drive.mjs: ${message}\n${USAGE}\n`);
@@ -66,6 +72,7 @@ function parseArgs(argv) {
     "--work": "work",
     "--timeout-ms": "timeoutMs",
     "--stream-results": "streamResults",
+    "--elicit": "elicit",
   };
   const numeric = ["timeoutMs", "streamResults"];
   for (let i = 0; i < argv.length; i += 2) {
@@ -82,8 +89,8 @@ function parseArgs(argv) {
   if (!CLIENTS[opts.client]) usage(`unknown client ${opts.client}`);
   if (opts.streamResults !== undefined && !(Number.isInteger(opts.streamResults) && opts.streamResults > 0))
     usage("--stream-results takes a positive count");
-  if ((opts.tasks || opts.streamResults) && opts.client !== "claude")
-    usage("--tasks and --stream-results are for claude only");
+  if ((opts.tasks || opts.streamResults || opts.elicit) && opts.client !== "claude")
+    usage("--tasks, --stream-results and --elicit are for claude only");
   opts.server = path.resolve(opts.server);
   opts.fake = path.resolve(opts.fake);
   opts.work = path.resolve(opts.work);
@@ -195,10 +202,51 @@ function baseEnv(run, mock) {
 
 /** The server's own environment, as the snippets of docs/clients.md set it. */
 // GEMINICLI_MCP_BACKEND in the test's own environment (e.g. `acp`) picks the server's backend.
+// A scenario's own fake-gemini scenario files come in FAKE_GEMINI_SCENARIO_DIR.
 const serverEnv = (run) => ({
   GEMINI_CLI_BIN: run.fake,
   ...(process.env.GEMINICLI_MCP_BACKEND ? { GEMINICLI_MCP_BACKEND: process.env.GEMINICLI_MCP_BACKEND } : {}),
+  ...(run.fakeScenarioDir ? { FAKE_GEMINI_SCENARIO_DIR: run.fakeScenarioDir } : {}),
 });
+
+/** The file the Elicitation hook appends what it is given to, one JSON line a run. */
+const elicitLog = (run) => path.join(run.dir, "elicitations.jsonl");
+
+/**
+ * Claude Code's `Elicitation` command hook for the server named `gemini` (in
+ * `$HOME/.claude/settings.json`): a node script in the run's folder that appends its input to
+ * elicitLog(run) and accepts the form with `{decision}`.
+ */
+function installElicitHook(run, decision) {
+  const script = path.join(run.dir, "elicit-hook.mjs");
+  fs.writeFileSync(
+    script,
+    [
+      `// Claude Code Elicitation hook: logs its input, accepts the form with {decision: argv[2]}.`,
+      `import fs from "node:fs";`,
+      `const [decision, log] = process.argv.slice(2);`,
+      `let input = "";`,
+      `process.stdin.on("data", (c) => (input += c));`,
+      `process.stdin.on("end", () => {`,
+      `  let given;`,
+      `  try {`,
+      `    given = JSON.parse(input);`,
+      `  } catch {`,
+      `    given = { unparsed: input };`,
+      `  }`,
+      `  fs.appendFileSync(log, JSON.stringify(given) + "\\n");`,
+      `  const answer = { hookEventName: "Elicitation", action: "accept", content: { decision } };`,
+      `  process.stdout.write(JSON.stringify({ hookSpecificOutput: answer }));`,
+      `});`,
+      ``,
+    ].join("\n"),
+  );
+  const q = (a) => `'${a.replace(/'/g, `'\\''`)}'`; // a POSIX shell word
+  const command = [process.execPath, script, decision, elicitLog(run)].map(q).join(" ");
+  const hooks = { Elicitation: [{ matcher: "gemini", hooks: [{ type: "command", command }] }] };
+  fs.mkdirSync(path.join(run.home, ".claude"), { recursive: true });
+  fs.writeFileSync(path.join(run.home, ".claude", "settings.json"), JSON.stringify({ hooks }, null, 2));
+}
 
 /** How to run each client: its mock, and a function that configures it and returns the command. */
 const CLIENTS = {
@@ -240,6 +288,7 @@ const CLIENTS = {
         config.cachedGrowthBookFeatures = { ...config.cachedGrowthBookFeatures, tengu_glowing_lark: true };
         fs.writeFileSync(file, JSON.stringify(config, null, 2));
       }
+      if (run.elicit) installElicitHook(run, run.elicit);
       const allowed = ["--allowedTools", "mcp__gemini__*"];
       if (run.streamResults) {
         const stream = ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"];
@@ -439,10 +488,12 @@ async function main() {
     toolTimeoutMs: s.toolTimeoutMs,
     streamResults: opts.streamResults,
     tasks: opts.tasks,
+    elicit: opts.elicit,
+    fakeScenarioDir: s.fakeScenarioDir ? path.join(HERE, s.fakeScenarioDir) : undefined,
   };
   for (const d of [run.home, run.project]) fs.mkdirSync(d, { recursive: true });
 
-  const model = new Model(scenarioPrompt(s));
+  const model = new Model(scenarioPrompt(s), s.arguments);
   const client = CLIENTS[opts.client];
   const mock = await client.mock(model, path.join(run.dir, "mock.jsonl"));
   const started = Date.now();
@@ -471,6 +522,9 @@ async function main() {
       at_ms,
     })),
     notifications: model.notifications,
+    elicitations: fs.existsSync(elicitLog(run))
+      ? fs.readFileSync(elicitLog(run), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
+      : [],
     done: model.ended && exit.code === 0,
     elapsed_ms: elapsed,
   };

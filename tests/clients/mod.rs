@@ -19,6 +19,19 @@
 //! `MCP_TOOL_TIMEOUT` then reaches the model in a task notification, while the same call made
 //! plainly is cut with Claude Code's timeout error.
 //!
+//! `clients::claude_ask` calls `gemini_prompt` with `approval_mode: "ask"` through Claude Code, on
+//! fake-gemini's `shell` scenario (`fake-scenarios/shell.toml`: the agent runs `rm -rf build`,
+//! which needs a permission). Claude Code connects at 2026-07-28 without tasks, so the server
+//! answers the call with a multi-round-trip `input_required` result holding the permission form;
+//! Claude Code `-p` puts it to its `Elicitation` command hook (the driver's `--elicit DECISION`
+//! writes one into the run's folder, which logs what it is given and accepts with that decision)
+//! and retries the call with the answer. Allowed, the tool runs and the answer is `Done.`;
+//! rejected, `Cleaning.Done.`; each with the approval decided by `user`. Without a hook Claude Code
+//! cancels: rejected, decided by `cancelled`. Either backend: ask always runs the warm agent.
+//! `clients::codex_ask` and `clients::gemini_ask` make the same call through the other two: `codex
+//! exec` declines the form (rejected, decided by `declined`), and the Gemini CLI declares no
+//! elicitation, so it is never asked (its model reads the rejected run's answer).
+//!
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
 //! GEMINICLI_MCP_KEEP_CLIENT_RUNS=1 cargo nextest run …   # keep each run's folder (config, logs)
@@ -40,6 +53,8 @@ struct Report {
     calls: Vec<Call>,
     /// The task notifications the client showed the model in later turns (Claude Code).
     notifications: Vec<Notification>,
+    /// What Claude Code's `Elicitation` hook was given, one object a run of the hook (`--elicit`).
+    elicitations: Vec<Value>,
     done: bool,
     elapsed_ms: u64,
 }
@@ -114,7 +129,7 @@ fn drive(client: &str, scenario: &str) -> Option<Report> {
     drive_with(client, scenario, &[])
 }
 
-/// [`drive`] with more arguments for the driver (`--stream-results N`, `--tasks`).
+/// [`drive`] with more arguments for the driver (`--stream-results N`, `--tasks`, `--elicit D`).
 fn drive_with(client: &str, scenario: &str, more: &[&str]) -> Option<Report> {
     if !runs("node") || !runs("npm") {
         eprintln!("node or npm not found: skipping the {client} client test");
@@ -410,6 +425,156 @@ mod claude_tasks {
     #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
     fn plain_call_cut_at_tool_timeout() {
         super::plain_call_cut_at_tool_timeout();
+    }
+}
+
+/// The `ask` scenario's call made through `client`, with more arguments for the driver
+/// (`--elicit DECISION`: Claude Code's `Elicitation` hook answers with that decision). Returns
+/// what the model saw of the call, and what the hook was given.
+fn ask_call(client: &str, more: &[&str]) -> Option<(String, Vec<Value>)> {
+    let report = drive_with(client, "ask", more)?;
+    let s = scenario("ask");
+    let call = only_call(&report, &s);
+    assert_eq!(call.arguments["approval_mode"], "ask", "{call:?}");
+    let seen = call.seen();
+    let flag = if client == "codex" { None } else { Some(false) };
+    assert_eq!(call.error, flag, "{client}'s error flag: {seen}");
+    Some((seen.to_string(), report.elicitations))
+}
+
+/// The structured result a client shows its model as JSON on the result's last line (Claude
+/// Code alone, Codex after its wall time).
+fn structured(seen: &str) -> Value {
+    let last_line = seen.rsplit('\n').next().unwrap_or(seen);
+    serde_json::from_str(last_line)
+        .unwrap_or_else(|e| panic!("no structured result ({e}) in what the model saw: {seen}"))
+}
+
+/// [`ask_call`] through Claude Code; `decision`: its hook's answer (`None`: no hook).
+fn ask_through_claude(decision: Option<&str>) -> Option<(Value, Vec<Value>)> {
+    let more: Vec<&str> = decision.map_or(vec![], |d| vec!["--elicit", d]);
+    let (seen, elicitations) = ask_call("claude", &more)?;
+    Some((structured(&seen), elicitations))
+}
+
+/// The one approval of an `ask` result and the answer: `(permission, decidedBy, response)`.
+fn only_approval(result: &Value) -> (&str, &str, &str) {
+    let approvals = result["approvals"].as_array();
+    let approval = match approvals.map(Vec::as_slice) {
+        Some([a]) => a,
+        _ => panic!("expected one approval: {result}"),
+    };
+    let s = scenario("ask");
+    assert_eq!(approval["title"], s["command"], "{approval}");
+    assert_eq!(approval["kind"], "execute", "{approval}");
+    (
+        approval["permission"].as_str().unwrap_or_default(),
+        approval["decidedBy"].as_str().unwrap_or_default(),
+        result["response"].as_str().unwrap_or_default(),
+    )
+}
+
+/// The hook ran once, on the server's permission form: the command in its message, a form
+/// whose one required field is the decision.
+fn asked_once(elicitations: &[Value]) {
+    let given = match elicitations {
+        [given] => given,
+        all => panic!("expected the hook to run once, got {all:#?}"),
+    };
+    let command = scenario("ask")["command"].as_str().unwrap().to_string();
+    assert_eq!(given["hook_event_name"], "Elicitation", "{given}");
+    assert_eq!(given["mcp_server_name"], "gemini", "{given}");
+    assert_eq!(given["mode"], "form", "{given}");
+    let message = given["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&command), "the form's message: {given}");
+    assert_eq!(
+        given["requested_schema"]["required"],
+        serde_json::json!(["decision"]),
+        "{given}"
+    );
+}
+
+/// `approval_mode: "ask"` through Claude Code: the permission the Gemini agent asks for reaches
+/// the Elicitation hook as a form, and the hook's `decision` decides (allowed: the shell tool ran,
+/// the answer is the last turn's; rejected: the tool failed, the answer is both turns').
+fn ask_decided_by_hook(decision: &str, permission: &str, answer_field: &str) {
+    let Some((result, elicitations)) = ask_through_claude(Some(decision)) else {
+        return;
+    };
+    asked_once(&elicitations);
+    let (got, by, answer) = only_approval(&result);
+    assert_eq!((got, by), (permission, "user"), "{result}");
+    assert_eq!(answer, scenario("ask")[answer_field], "{result}");
+}
+
+/// Without a hook Claude Code `-p` cancels every elicitation: the tool is rejected, decided by
+/// the cancel.
+fn ask_cancelled_without_hook() {
+    let Some((result, elicitations)) = ask_through_claude(None) else {
+        return;
+    };
+    assert!(elicitations.is_empty(), "{elicitations:#?}");
+    let (got, by, answer) = only_approval(&result);
+    assert_eq!((got, by), ("rejected", "cancelled"), "{result}");
+    assert_eq!(answer, scenario("ask")["rejectedAnswer"], "{result}");
+}
+
+/// `codex exec` declines every elicitation: the tool is rejected, decided by the decline.
+fn ask_declined_by_codex() {
+    let Some((seen, _)) = ask_call("codex", &[]) else {
+        return;
+    };
+    let result = structured(&seen);
+    let (got, by, answer) = only_approval(&result);
+    assert_eq!((got, by), ("rejected", "declined"), "{result}");
+    assert_eq!(answer, scenario("ask")["rejectedAnswer"], "{result}");
+}
+
+/// The Gemini CLI declares no elicitation: the server cannot ask, the tool is rejected, and the
+/// model reads the rejected run's answer (the CLI shows it the text, not the approvals).
+fn ask_not_asked_by_gemini() {
+    let Some((seen, _)) = ask_call("gemini", &[]) else {
+        return;
+    };
+    let s = scenario("ask");
+    assert_eq!(part_shown(&seen, "response"), s["rejectedAnswer"], "{seen}");
+}
+
+/// Claude Code's elicitation, through `approval_mode: "ask"`: `clients::claude_ask::<case>`.
+mod claude_ask {
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn allowed_by_hook() {
+        super::ask_decided_by_hook("allow_once", "approved", "allowedAnswer");
+    }
+
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn rejected_by_hook() {
+        super::ask_decided_by_hook("reject", "rejected", "rejectedAnswer");
+    }
+
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn cancelled_without_hook() {
+        super::ask_cancelled_without_hook();
+    }
+}
+
+/// The other clients with `approval_mode: "ask"`: `clients::{codex,gemini}_ask::<case>`.
+mod codex_ask {
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn declined() {
+        super::ask_declined_by_codex();
+    }
+}
+
+mod gemini_ask {
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn not_asked() {
+        super::ask_not_asked_by_gemini();
     }
 }
 

@@ -1,5 +1,5 @@
-// model.mjs — the "model" behind every mock API: a policy that calls gemini_prompt once, then
-// only does what it is shown.
+// model.mjs — the "model" behind every mock API: a policy that calls gemini_prompt once (with
+// the scenario's prompt and further arguments), then only does what it is shown.
 //
 // It knows nothing of the server's result format beyond the one sentence a model is meant to
 // act on: `gemini_read_answer answer_id=ID offset=N`. It looks for that in the exact string the
@@ -22,11 +22,13 @@ export const FINAL_TEXT = "I have read the whole answer.";
 /** One conversation of the policy: the first call, then what the results say. */
 export class Model {
   /**
-   * `prompt`: the argument of the first gemini_prompt call. Each call and notification records
-   * `at_ms`, when it happened in milliseconds since the model was made (the start of the run).
+   * `prompt`: the argument of the first gemini_prompt call, `extra` its other arguments (e.g.
+   * `{approval_mode: "ask"}`). Each call and notification records `at_ms`, when it happened in
+   * milliseconds since the model was made (the start of the run).
    */
-  constructor(prompt) {
+  constructor(prompt, extra = {}) {
     this.prompt = prompt;
+    this.extra = extra;
     this.calls = [];
     this.notifications = [];
     this.ended = false;
@@ -39,7 +41,7 @@ export class Model {
    */
   next() {
     if (this.ended) return null;
-    if (this.calls.length === 0) return this.#call("gemini_prompt", { prompt: this.prompt });
+    if (this.calls.length === 0) return this.#call("gemini_prompt", { prompt: this.prompt, ...this.extra });
     const last = this.calls[this.calls.length - 1];
     if (last.seen === undefined || this.calls.length >= MAX_CALLS) return this.#end();
     const found = [...last.seen.matchAll(CONTINUATION)].pop();
