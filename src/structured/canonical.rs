@@ -71,6 +71,12 @@ fn write_value(out: &mut String, value: &Value) {
 /// occur: a Rust string holds none, and serde_json refuses them when parsing.
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
+    // Most strings need no escape: one pass the compiler vectorises, then one copy.
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     // Everything escaped is ASCII, so the runs between escapes end on character boundaries.
     let mut run = 0;
     for (i, b) in s.bytes().enumerate() {

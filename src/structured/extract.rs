@@ -22,11 +22,17 @@ pub(crate) fn for_each_fenced_block(
 ) -> ControlFlow<()> {
     // (fence length, content start, wanted) while inside a fence.
     let mut open: Option<(usize, usize, bool)> = None;
-    let mut line_start = 0;
-    while line_start < text.len() {
-        let line_end = text[line_start..]
-            .find('\n')
-            .map_or(text.len(), |i| line_start + i);
+    // Only a line holding three backticks after at most three spaces can be a fence: the scan
+    // jumps from one "```" to the next instead of walking every line.
+    let ticks = memchr::memmem::Finder::new("```");
+    let mut pos = 0;
+    while let Some(found) = ticks.find(&text.as_bytes()[pos..]) {
+        let at = pos + found;
+        let Some(line_start) = fence_line_start(text, at) else {
+            pos = at + 3;
+            continue;
+        };
+        let line_end = memchr::memchr(b'\n', &text.as_bytes()[at..]).map_or(text.len(), |i| at + i);
         let next = (line_end + 1).min(text.len());
         let line = &text[line_start..line_end];
         match open {
@@ -51,7 +57,7 @@ pub(crate) fn for_each_fenced_block(
         if line_end == text.len() {
             break;
         }
-        line_start = next;
+        pos = next;
     }
     if let Some((_, start, true)) = open {
         if !text[start..].trim().is_empty() {
@@ -59,6 +65,16 @@ pub(crate) fn for_each_fenced_block(
         }
     }
     ControlFlow::Continue(())
+}
+
+/// The start of the line whose backticks begin at `at`, when only up to three spaces come before
+/// them on it (where a fence line starts).
+fn fence_line_start(text: &str, at: usize) -> Option<usize> {
+    let before = &text.as_bytes()[at.saturating_sub(4)..at];
+    let spaces = before.iter().rev().take_while(|b| **b == b' ').count();
+    let start = at - spaces;
+    let at_line_start = start == 0 || text.as_bytes()[start - 1] == b'\n';
+    (spaces <= 3 && at_line_start).then_some(start)
 }
 
 /// A CommonMark backtick fence line: up to three spaces, three or more backticks, an info string.
