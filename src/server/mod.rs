@@ -329,11 +329,7 @@ impl GeminiServer {
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Option<CreateTaskResult> {
-        let long = match route {
-            Route::Prompt(_) => true,
-            Route::Agent => request.name == tools::agent::GEMINI,
-            Route::Extra(_) | Route::ReadAnswer => false,
-        };
+        let long = runs_long(route, &request.name);
         let version = context.protocol_version();
         let declared = context
             .client_capabilities()
@@ -392,11 +388,7 @@ impl GeminiServer {
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> bool {
-        let long = match route {
-            Route::Prompt(_) => true,
-            Route::Agent => request.name == tools::agent::GEMINI,
-            Route::Extra(_) | Route::ReadAnswer => false,
-        };
+        let long = runs_long(route, &request.name);
         let asks = request
             .arguments
             .as_ref()
@@ -595,6 +587,16 @@ fn owner(context: &RequestContext<RoleServer>) -> Option<String> {
     let parts = context.extensions.get::<hyper::http::request::Parts>()?;
     let session = parts.headers.get("mcp-session-id")?;
     session.to_str().ok().map(str::to_owned)
+}
+
+/// Whether a call of `name` runs Gemini (a prompt tool, the `acp` set's `gemini`): what may run as
+/// a task or be held across rounds; the other tools answer at once.
+fn runs_long(route: Route, name: &str) -> bool {
+    match route {
+        Route::Prompt(_) => true,
+        Route::Agent => name == tools::agent::GEMINI,
+        Route::Extra(_) | Route::ReadAnswer => false,
+    }
 }
 
 /// Whether the request is on the 2026-07-28 protocol or later.
