@@ -153,6 +153,17 @@ pub fn form(q: &Question) -> Value {
     json!({"mode": "form", "message": message(q), "requestedSchema": schema(q)})
 }
 
+/// The key of a call's `n`-th question in `inputRequests` (`permission-1`, …): unique over the call.
+pub fn request_key(n: u32) -> String {
+    format!("permission-{n}")
+}
+
+/// `q` as an input request of the 2026-07-28 protocol (a task's or a multi-round-trip result's):
+/// the `elicitation/create` form. `None` only if rmcp would not hold the form.
+pub fn input_request(q: &Question) -> Option<rmcp::model::InputRequest> {
+    serde_json::from_value(json!({"method": "elicitation/create", "params": form(q)})).ok()
+}
+
 /// The reply an elicitation result (`action`, `content`) stands for. Anything but an accepted,
 /// known choice rejects; "allow for this session" counts only when it was offered.
 pub fn reply_of(q: &Question, result: &Value) -> Reply {
@@ -204,6 +215,15 @@ mod tests {
                 .len(),
             3
         );
+    }
+
+    #[test]
+    fn the_form_is_an_input_request_rmcp_holds() {
+        let request = input_request(&question(true)).expect("the form is a valid elicitation");
+        let wire = serde_json::to_value(request).unwrap();
+        assert_eq!(wire["method"], "elicitation/create");
+        assert_eq!(wire["params"]["mode"], "form");
+        assert_eq!(request_key(2), "permission-2");
     }
 
     #[test]

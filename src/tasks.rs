@@ -253,7 +253,7 @@ impl Tasks {
         *asked += 1;
         let (tx, rx) = oneshot::channel();
         *asking = Some(Box::new(Pending {
-            key: format!("permission-{asked}"),
+            key: crate::ask::request_key(*asked),
             request,
             answer: tx,
         }));
@@ -435,7 +435,7 @@ impl Store {
 }
 
 /// A JSON-RPC internal error object.
-fn internal_error(message: &str) -> JsonObject {
+pub fn internal_error(message: &str) -> JsonObject {
     let mut error = JsonObject::new();
     error.insert("code".into(), (-32603).into());
     error.insert(

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
-    ElicitRequestParams, GetTaskParams, GetTaskResult, Implementation, InputRequest,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
-    ServerCapabilities, ServerConfig, UpdateTaskParams,
+    ElicitRequestParams, GetTaskParams, GetTaskResult, Implementation, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig,
+    UpdateTaskParams,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -110,8 +110,7 @@ impl Asker for TaskAsker {
     fn ask(&self, question: Question) -> Asked {
         let task = self.task.clone();
         Box::pin(async move {
-            let request = json!({"method": "elicitation/create", "params": ask::form(&question)});
-            let Ok(request) = serde_json::from_value::<InputRequest>(request) else {
+            let Some(request) = ask::input_request(&question) else {
                 return Reply::Reject(Why::CannotAsk);
             };
             match task.ask(request).await {
@@ -370,10 +369,9 @@ impl GeminiServer {
                 let result = server.call(route, &request, env).await;
                 match serde_json::to_value(result) {
                     Ok(serde_json::Value::Object(map)) => Outcome::Completed(map),
-                    _ => Outcome::Failed(rmcp::model::JsonObject::from_iter([(
-                        "message".to_string(),
-                        json!("the result could not be serialised"),
-                    )])),
+                    _ => Outcome::Failed(crate::tasks::internal_error(
+                        "the result could not be serialised",
+                    )),
                 }
             })?;
         Some(CreateTaskResult::new(task))
@@ -466,28 +464,30 @@ impl GeminiServer {
         mut round: Round,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let event = tokio::select! {
-            e = round.events.recv() => e,
-            _ = context.ct.cancelled() => {
-                round.cancel.cancel();
-                None
-            }
-        };
-        let (question, reply) = match event {
-            Some(Event::Done(result)) => return CallToolResponse::Complete(result),
-            Some(Event::Question(q, reply)) => (q, reply),
-            None => {
-                let f = Failure::new(ErrorKind::Error, "the call ended without a result");
-                return CallToolResponse::Complete(self.plain_failure(&f));
+        let (question, reply, input) = loop {
+            let event = tokio::select! {
+                e = round.events.recv() => e,
+                _ = context.ct.cancelled() => {
+                    round.cancel.cancel();
+                    None
+                }
+            };
+            match event {
+                Some(Event::Done(result)) => return CallToolResponse::Complete(result),
+                Some(Event::Question(q, reply)) => match ask::input_request(&q) {
+                    Some(input) => break (q, reply, input),
+                    None => {
+                        let _ = reply.send(Reply::Reject(Why::CannotAsk));
+                    }
+                },
+                None => {
+                    let f = Failure::new(ErrorKind::Error, "the call ended without a result");
+                    return CallToolResponse::Complete(self.plain_failure(&f));
+                }
             }
         };
         round.asked += 1;
-        let key = format!("permission-{}", round.asked);
-        let input = json!({"method": "elicitation/create", "params": ask::form(&question)});
-        let Ok(input) = serde_json::from_value::<InputRequest>(input) else {
-            let _ = reply.send(Reply::Reject(Why::CannotAsk));
-            return Box::pin(self.next_round(round, context)).await;
-        };
+        let key = ask::request_key(round.asked);
         round.pending = Some((key.clone(), question, reply));
         let wait = self.inner.config.ask_timeout;
         match self.inner.held.hold(owner(context), round, wait) {
