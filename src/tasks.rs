@@ -373,14 +373,10 @@ impl Tasks {
         });
     }
 
-    /// How many tasks are held (running and finished).
-    pub fn len(&self) -> usize {
-        self.lock().entries.len()
-    }
-
-    /// Whether no task is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// Whether nothing is held (the tests look).
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.lock().entries.is_empty()
     }
 
     /// The wire form of `e`: its TTL is the time from its creation until it may be forgotten,
