@@ -1,13 +1,18 @@
 //! A candidate's value, built in one pass over its text: numbers as JavaScript's `JSON.parse`
 //! holds them, and at most [`MAX_ANSWER_VALUES`] values, so a huge answer cannot build a huge tree.
+//! The same pass writes the value's canonical text, so a valid answer's tree is never walked a
+//! second time to print it (a walk of a tree larger than the caches costs about a third of the
+//! parse).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use super::canonical::format_number;
+use super::canonical::{
+    canonical_json_sized, format_number, write_number, write_string, write_value,
+};
 
 /// Most JSON values one candidate may hold to be validated: every scalar, array, object and object
 /// key counts one. A tree costs about 160 bytes a value (BENCHMARKS.md), so this keeps one
@@ -19,26 +24,48 @@ const EXACT_INTEGERS: u64 = 1 << 53;
 
 /// What became of one candidate's text.
 pub(crate) enum Built {
-    /// The value, numbers rounded to doubles as `JSON.parse` rounds them.
-    Value(Value),
+    /// The value, numbers rounded to doubles as `JSON.parse` rounds them, and its canonical text.
+    Value(Value, String),
     /// Not JSON: serde_json's own error, as `serde_json::from_str::<Value>` reports it.
     Invalid(serde_json::Error),
     /// JSON with more than [`MAX_ANSWER_VALUES`] values.
     TooLarge,
 }
 
-/// Parses `text` (one JSON value, whitespace around it allowed) into a capped tree.
+/// Candidates longer than this are checked by a pass that builds nothing before their tree is
+/// built: text that is not JSON after all, or JSON too large to validate, must not cost a tree on
+/// its way to its refusal.
+const CHECK_FIRST_BYTES: usize = 64 * 1024;
+
+/// Parses `text` (one JSON value, whitespace around it allowed) into a capped tree and its
+/// canonical text.
 pub(crate) fn build(text: &str) -> Built {
+    if text.len() > CHECK_FIRST_BYTES {
+        match check(text) {
+            Ok(false) => {}
+            Ok(true) => return Built::TooLarge,
+            Err(err) => return Built::Invalid(err),
+        }
+    }
     let budget = Budget {
         left: Cell::new(MAX_ANSWER_VALUES),
         exceeded: Cell::new(false),
+        // The canonical text is about as long as the compact source: one allocation.
+        out: RefCell::new(String::with_capacity(text.len())),
+        duplicate: Cell::new(false),
     };
     let mut de = serde_json::Deserializer::from_str(text);
     let built = Node { budget: &budget }
         .deserialize(&mut de)
         .and_then(|value| de.end().map(|()| value));
     match built {
-        Ok(value) => Built::Value(value),
+        // A duplicate key keeps its first position and takes its last value: the text written as
+        // the members came holds both, so it is printed again from the tree.
+        Ok(value) if budget.duplicate.get() => {
+            let canonical = canonical_json_sized(&value, text.len());
+            Built::Value(value, canonical)
+        }
+        Ok(value) => Built::Value(value, budget.out.into_inner()),
         // The cap was reached first: whether the rest is JSON decides between the two refusals.
         Err(_) if budget.exceeded.get() => match check(text) {
             Ok(_) => Built::TooLarge,
@@ -65,13 +92,49 @@ pub(crate) fn number_in_range(token: &str) -> bool {
     serde_json::from_str::<Value>(token).is_ok()
 }
 
-/// Values left to build in one candidate.
+/// Values left to build in one candidate, and the canonical text written so far.
 struct Budget {
     left: Cell<usize>,
     exceeded: Cell<bool>,
+    out: RefCell<String>,
+    /// An object repeated a key: `out` does not hold the value's text.
+    duplicate: Cell<bool>,
 }
 
 impl Budget {
+    /// Appends `null`, `true` or `false`.
+    fn word(&self, value: Value) -> Value {
+        write_value(&mut self.out.borrow_mut(), &value);
+        value
+    }
+
+    /// Appends an integer a double holds exactly, which prints as itself.
+    fn integer<I: itoa::Integer + Into<Number>>(&self, n: I) -> Value {
+        self.out
+            .borrow_mut()
+            .push_str(itoa::Buffer::new().format(n));
+        Value::Number(n.into())
+    }
+
+    /// Appends any other number as JavaScript prints the double it reads as.
+    fn double(&self, x: f64) -> Value {
+        write_number(&mut self.out.borrow_mut(), x);
+        js_double(x)
+    }
+
+    fn push(&self, c: char) {
+        self.out.borrow_mut().push(c);
+    }
+
+    /// Ends an array or object: the separator after its last item becomes the closing bracket.
+    fn close(&self, items: usize, bracket: char) {
+        let mut out = self.out.borrow_mut();
+        if items > 0 {
+            out.pop();
+        }
+        out.push(bracket);
+    }
+
     fn take<E: de::Error>(&self) -> Result<(), E> {
         match self.left.get() {
             0 => {
@@ -109,64 +172,122 @@ impl<'de> Visitor<'de> for Node<'_> {
 
     fn visit_bool<E: de::Error>(self, value: bool) -> Result<Value, E> {
         self.budget.take()?;
-        Ok(Value::Bool(value))
+        Ok(self.budget.word(Value::Bool(value)))
     }
 
     fn visit_i64<E: de::Error>(self, value: i64) -> Result<Value, E> {
         self.budget.take()?;
         if value.unsigned_abs() <= EXACT_INTEGERS {
-            return Ok(Value::Number(value.into()));
+            return Ok(self.budget.integer(value));
         }
-        Ok(js_double(value as f64))
+        Ok(self.budget.double(value as f64))
     }
 
     fn visit_u64<E: de::Error>(self, value: u64) -> Result<Value, E> {
         self.budget.take()?;
         if value <= EXACT_INTEGERS {
-            return Ok(Value::Number(value.into()));
+            return Ok(self.budget.integer(value));
         }
-        Ok(js_double(value as f64))
+        Ok(self.budget.double(value as f64))
     }
 
     fn visit_f64<E: de::Error>(self, value: f64) -> Result<Value, E> {
         self.budget.take()?;
-        Ok(js_double(value))
+        Ok(self.budget.double(value))
+    }
+
+    /// A string read straight from the text: serde_json found no escape in it (and refuses raw
+    /// control characters), so its canonical text is itself in quotes.
+    fn visit_borrowed_str<E: de::Error>(self, value: &'de str) -> Result<Value, E> {
+        self.budget.take()?;
+        let mut out = self.budget.out.borrow_mut();
+        out.push('"');
+        out.push_str(value);
+        out.push('"');
+        Ok(Value::String(value.to_owned()))
     }
 
     fn visit_str<E: de::Error>(self, value: &str) -> Result<Value, E> {
         self.budget.take()?;
+        write_string(&mut self.budget.out.borrow_mut(), value);
         Ok(Value::String(value.to_owned()))
     }
 
     fn visit_string<E: de::Error>(self, value: String) -> Result<Value, E> {
         self.budget.take()?;
+        write_string(&mut self.budget.out.borrow_mut(), &value);
         Ok(Value::String(value))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
         self.budget.take()?;
-        Ok(Value::Null)
+        Ok(self.budget.word(Value::Null))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         self.budget.take()?;
+        self.budget.push('[');
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(self)? {
+            self.budget.push(',');
             items.push(item);
         }
+        self.budget.close(items.len(), ']');
         Ok(Value::Array(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         self.budget.take()?;
+        self.budget.push('{');
         let mut members = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            self.budget.take()?;
+        while let Some(key) = map.next_key_seed(Key(self.budget))? {
             let value = map.next_value_seed(self)?;
+            self.budget.push(',');
             // A duplicate keeps its first position and takes the last value, as `JSON.parse` does.
-            members.insert(key, value);
+            if members.insert(key, value).is_some() {
+                self.budget.duplicate.set(true);
+            }
         }
+        self.budget.close(members.len(), '}');
         Ok(Value::Object(members))
+    }
+}
+
+/// An object's key, counted and printed with its colon as [`Node`] prints a string.
+#[derive(Clone, Copy)]
+struct Key<'b>(&'b Budget);
+
+impl<'de> DeserializeSeed<'de> for Key<'_> {
+    type Value = String;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key<'_> {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+
+    /// As [`Node::visit_borrowed_str`]: no escape, so the key prints as itself.
+    fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<String, E> {
+        self.0.take()?;
+        let mut out = self.0.out.borrow_mut();
+        out.push('"');
+        out.push_str(key);
+        out.push_str("\":");
+        Ok(key.to_owned())
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<String, E> {
+        self.0.take()?;
+        let mut out = self.0.out.borrow_mut();
+        write_string(&mut out, key);
+        out.push(':');
+        Ok(key.to_owned())
     }
 }
 
@@ -268,7 +389,7 @@ mod tests {
 
     fn value(text: &str) -> Value {
         match build(text) {
-            Built::Value(v) => v,
+            Built::Value(v, _) => v,
             Built::Invalid(e) => panic!("invalid: {e}"),
             Built::TooLarge => panic!("too large"),
         }
@@ -291,6 +412,22 @@ mod tests {
         let canonical = super::super::canonical_json(&value(text));
         let reread: Value = serde_json::from_str(&canonical).unwrap();
         assert_eq!(value(text), reread, "{text} -> {canonical}");
+    }
+
+    #[rstest]
+    #[case("[]")]
+    #[case("{}")]
+    #[case("[[],{},[[]],{\"a\":{}}]")]
+    #[case(" { \"a\" : [ 1 , 2.50 , -0 , 1e21 , true , null ] , \"b\" : \"x\\ny\\u0001\" } ")]
+    #[case(r#"{"a":1,"b":2,"a":3}"#)]
+    #[case(r#"[{"k":[1,{"k":2,"k":{"z":[]}}]}]"#)]
+    #[case(r#""\u00e9\"\\""#)]
+    #[case("9007199254740993")]
+    fn the_text_written_while_building_is_the_trees_canonical_text(#[case] text: &str) {
+        let Built::Value(value, canonical) = build(text) else {
+            panic!("{text} refused");
+        };
+        assert_eq!(canonical, super::super::canonical_json(&value), "{text}");
     }
 
     #[rstest]
@@ -322,7 +459,7 @@ mod tests {
     #[test]
     fn more_values_than_the_cap_are_too_large_unless_the_text_is_not_json() {
         let at_cap = serde_json::to_string(&vec![0; MAX_ANSWER_VALUES - 1]).unwrap();
-        assert!(matches!(build(&at_cap), Built::Value(_)));
+        assert!(matches!(build(&at_cap), Built::Value(..)));
         let over = serde_json::to_string(&vec![0; MAX_ANSWER_VALUES]).unwrap();
         assert!(matches!(build(&over), Built::TooLarge));
         let broken = format!("{}x", &over[..over.len() - 1]);

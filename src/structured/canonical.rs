@@ -26,7 +26,7 @@ pub(crate) fn canonical_json_sized(value: &Value, capacity: usize) -> String {
 
 // Recursion is bounded: every value reaching here came from serde_json's parser, whose nesting
 // limit is 128.
-fn write_value(out: &mut String, value: &Value) {
+pub(crate) fn write_value(out: &mut String, value: &Value) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -69,7 +69,7 @@ fn write_value(out: &mut String, value: &Value) {
 
 /// ECMAScript QuoteJSONString. Lone surrogates (which `JSON.stringify` writes as `\udxxx`) cannot
 /// occur: a Rust string holds none, and serde_json refuses them when parsing.
-fn write_string(out: &mut String, s: &str) {
+pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
     // Most strings need no escape: one pass the compiler vectorises, then one copy.
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
@@ -209,7 +209,7 @@ pub fn format_number(x: f64) -> String {
 }
 
 /// [`format_number`], appended to `out` without allocating in the common case.
-fn write_number(out: &mut String, x: f64) {
+pub(crate) fn write_number(out: &mut String, x: f64) {
     if !x.is_finite() {
         out.push_str("null");
         return;
@@ -219,6 +219,33 @@ fn write_number(out: &mut String, x: f64) {
         out.push('0');
         return;
     }
+    // An integer a double holds exactly prints as itself (the shortest digits are its own, and
+    // no tie between two of them can arise).
+    if x.fract() == 0.0 && x.abs() <= EXACT_INTEGERS as f64 {
+        out.push_str(itoa::Buffer::new().format(x as i64));
+        return;
+    }
+    // Ryū's plain layout (`8571.428571428572`, `0.001`, never an exponent) is also JavaScript's,
+    // whose plain range is wider; only its digits can differ, at an exact tie.
+    let mut ryu = ryu::Buffer::new();
+    let text = ryu.format_finite(x);
+    if !text.bytes().any(|b| b == b'e') && !text.ends_with(".0") {
+        let significant = text
+            .bytes()
+            .filter(u8::is_ascii_digit)
+            .skip_while(|b| *b == b'0')
+            .count();
+        let last = text.as_bytes()[text.len() - 1] - b'0';
+        if last.is_multiple_of(2) || expansion_longer_than(x.abs(), significant + 1) {
+            out.push_str(text);
+            return;
+        }
+    }
+    write_shortest(out, x);
+}
+
+/// ECMAScript's layout of the shortest digits of a finite, non-zero `x`, every case worked out.
+fn write_shortest(out: &mut String, x: f64) {
     if x < 0.0 {
         out.push('-');
     }
@@ -263,11 +290,20 @@ impl Shortest {
         // or `1.2345e-7`.
         let mut text = ryu::Buffer::new();
         let text = text.format_finite(x);
-        let (mantissa, e) = match text.split_once('e') {
-            Some((m, e)) => (m, e.parse::<i64>().expect("Ryū's exponent is an integer")),
+        // Byte searches: the text is at most 24 ASCII bytes, too short for `str`'s searchers.
+        let (mantissa, e) = match text.bytes().position(|b| b == b'e') {
+            Some(at) => (
+                &text[..at],
+                text[at + 1..]
+                    .parse::<i64>()
+                    .expect("Ryū's exponent is an integer"),
+            ),
             None => (text, 0),
         };
-        let int_len = mantissa.find('.').unwrap_or(mantissa.len()) as i64;
+        let int_len = mantissa
+            .bytes()
+            .position(|b| b == b'.')
+            .unwrap_or(mantissa.len()) as i64;
         let mut shortest = Shortest {
             buf: [0; 24],
             len: 0,
@@ -415,6 +451,33 @@ mod tests {
                 shortest_digits_checked(x, false),
                 "{x:e}"
             );
+        }
+    }
+
+    #[test]
+    fn the_quick_layouts_are_the_worked_out_ones() {
+        // Integers and Ryū's plain layout are printed as they come; the worked-out layout is
+        // the judge: random bit patterns, integers around 2^53, every eighth (exact ties among
+        // them), and values where Ryū's and ECMAScript's layouts switch.
+        let mut state: u64 = 0x5eed_0ffa_571a_7000;
+        let mut xs: Vec<f64> = (1..20_000).map(|i| f64::from(i) / 8.0).collect();
+        xs.extend((-2_000..2_000).map(|i| 9_007_199_254_740_992.0 + f64::from(i)));
+        xs.extend((1..2_000).map(|i| 1_059_438_285_926_254.0 + f64::from(i) / 4.0));
+        xs.extend(
+            (-30..30).flat_map(|p| [1.0, 1.5, 9.999_999, 123.456].map(|m| m * 10f64.powi(p))),
+        );
+        for _ in 0..40_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            xs.push(f64::from_bits(state));
+        }
+        for x in xs.into_iter().filter(|x| x.is_finite() && *x != 0.0) {
+            for x in [x, -x] {
+                let mut worked_out = String::new();
+                write_shortest(&mut worked_out, x);
+                assert_eq!(format_number(x), worked_out, "{x:e}");
+            }
         }
     }
 

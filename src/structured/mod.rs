@@ -130,11 +130,6 @@ struct Rejected {
     issues: Vec<ValidationIssue>,
 }
 
-/// Candidates longer than this are checked by a pass that builds nothing before their tree is
-/// built: text that is not JSON after all, or JSON too large to validate, must not cost a tree on
-/// its way to its refusal.
-const CHECK_FIRST_BYTES: usize = 64 * 1024;
-
 /// State of one search through one answer.
 struct Search<'a> {
     schema: &'a PreparedSchema,
@@ -151,18 +146,8 @@ struct Search<'a> {
 impl Search<'_> {
     fn attempt(&mut self, range: Range<usize>, stage: Stage) -> Attempt {
         let text = self.response[range].trim();
-        let checked = if text.len() > CHECK_FIRST_BYTES {
-            build::check(text)
-        } else {
-            Ok(false)
-        };
-        let built = match checked {
-            Ok(false) => build::build(text),
-            Ok(true) => Built::TooLarge,
-            Err(err) => Built::Invalid(err),
-        };
-        let value = match built {
-            Built::Value(value) => value,
+        let (value, canonical) = match build::build(text) {
+            Built::Value(value, canonical) => (value, canonical),
             Built::Invalid(err) => {
                 if stage != Stage::Scan {
                     self.first_parse_error
@@ -184,8 +169,6 @@ impl Search<'_> {
         };
         let issues = self.schema.issues(&value, MAX_ISSUES);
         if issues.is_empty() {
-            // The canonical text is about as long as the compact source: one allocation.
-            let canonical = canonical::canonical_json_sized(&value, text.len());
             return Attempt::Valid(StructuredOk { value, canonical });
         }
         let issues = issues
