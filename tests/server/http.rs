@@ -1,9 +1,10 @@
 //! The Streamable HTTP transport (`--http`): the bearer token refused and accepted, a foreign
 //! `Origin` refused, a repeated `Host` or `Origin` refused, the body limit, a tool call over
-//! HTTP against fake-gemini, and the connections' limits: the header-read and idle timeouts, the
-//! cap with its eviction, and a flood of idle connections under a known open-file limit. The
-//! client is a few lines of HTTP/1.1 over a `TcpStream` (`Connection: close` unless a test keeps
-//! a connection, [`Kept`]), so the wire is what gets tested.
+//! HTTP against fake-gemini, a task made, polled and cancelled over sessionless 2026-07-28
+//! requests, and the connections' limits: the header-read and idle timeouts, the cap with its
+//! eviction, and a flood of idle connections under a known open-file limit. The client is a few
+//! lines of HTTP/1.1 over a `TcpStream` (`Connection: close` unless a test keeps a connection,
+//! [`Kept`]), so the wire is what gets tested.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -335,6 +336,134 @@ fn a_tool_call_over_http_answers_and_the_token_stays_out_of_the_child() {
         .find(|m| m["id"] == 5)
         .unwrap_or_else(|| panic!("no response to the cut call: {body}"));
     assert_eq!(answer["result"]["content"][0]["text"], "cut", "{answer}");
+}
+
+/// A sessionless 2026-07-28 request: the routing headers the revision asks for (`Mcp-Name` is the
+/// tool's name for `tools/call`, the task id for `tasks/*`), and the client's context (version,
+/// info, capabilities with the tasks extension) in `_meta`.
+fn stateless_request(
+    id: u64,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+) -> (Vec<(&'static str, String)>, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "http-test", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let mut headers = vec![
+        ("Authorization", BEARER.to_owned()),
+        ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+        ("Mcp-Method", method.to_owned()),
+    ];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name", name.to_owned()));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    (headers, body)
+}
+
+/// [`HttpServer::post`] of a [`stateless_request`]; returns its response message.
+fn post_stateless(
+    server: &HttpServer,
+    id: u64,
+    method: &str,
+    name: Option<&str>,
+    params: Value,
+) -> Value {
+    let (headers, body) = stateless_request(id, method, name, params);
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _, text) = server.post(&headers, &body);
+    assert_eq!(status, 200, "{method}: {text}");
+    messages(&text)
+        .into_iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("no response to {method}: {text}"))
+}
+
+/// `tasks/get` of `task` every 100 ms until its status satisfies `done`; returns that response.
+fn poll_task(server: &HttpServer, task: &str, done: impl Fn(&str) -> bool) -> Value {
+    let end = deadline();
+    loop {
+        let got = post_stateless(server, 2, "tasks/get", Some(task), json!({"taskId": task}));
+        let status = got["result"]["status"]
+            .as_str()
+            .unwrap_or_else(|| panic!("tasks/get: {got}"));
+        if done(status) {
+            return got;
+        }
+        assert!(Instant::now() < end, "the task stayed {status}: {got}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_task_made_over_sessionless_http_is_polled_to_the_plain_calls_result_and_cancelled() {
+    let server = HttpServer::start();
+    let call = post_stateless(
+        &server,
+        1,
+        "tools/call",
+        Some("gemini_prompt"),
+        json!({"name": "gemini_prompt", "arguments": {"prompt": "[[fake-gemini:success text=\"a task over http\" delay-ms=800]]"}}),
+    );
+    assert_eq!(call["result"]["resultType"], "task", "{call}");
+    let task = call["result"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    let done = poll_task(&server, &task, |status| status != "working");
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "a task over http",
+        "{done}"
+    );
+    assert_eq!(done["result"]["result"]["isError"], false, "{done}");
+
+    // A second task, cancelled while it runs: its run is killed, and the task says so.
+    let call = post_stateless(
+        &server,
+        3,
+        "tools/call",
+        Some("gemini_prompt"),
+        json!({"name": "gemini_prompt", "arguments": {"prompt": "[[fake-gemini:hang]]"}}),
+    );
+    let task = call["result"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    let end = deadline();
+    let runs = loop {
+        let runs = read_log(&server.log);
+        if runs.len() == 2 {
+            break runs;
+        }
+        assert!(Instant::now() < end, "the second run never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let cancelled = post_stateless(
+        &server,
+        4,
+        "tasks/cancel",
+        Some(&task),
+        json!({"taskId": task}),
+    );
+    assert!(cancelled.get("error").is_none(), "{cancelled}");
+    poll_task(&server, &task, |status| status == "cancelled");
+    #[cfg(unix)]
+    {
+        let pid = runs[1]["pid"].as_i64().expect("pid logged");
+        assert!(super::gone(pid), "the cancelled task's run {pid} lives on");
+    }
+    let unknown = post_stateless(
+        &server,
+        6,
+        "tasks/get",
+        Some("no-such-task"),
+        json!({"taskId": "no-such-task"}),
+    );
+    assert!(unknown.get("error").is_some(), "{unknown}");
 }
 
 #[test]
