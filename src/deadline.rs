@@ -1,10 +1,9 @@
 //! A run's opt-in deadlines (first content, inactivity, total), which one passed, and the watch
 //! that finds it. None set means no timeout, as the reference.
 
-use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use crate::config::parse::parse_positive;
+use crate::config::parse::Vars;
 
 /// A run's opt-in deadlines.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -20,13 +19,8 @@ pub struct Deadlines {
 impl Deadlines {
     /// Reads `GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS`, `GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS` and
     /// `GEMINICLI_MCP_TOTAL_TIMEOUT_MS` (positive integers; anything else: unset).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Deadlines {
-        let ms = |name: &str| {
-            lookup(name)
-                .and_then(|v| v.into_string().ok())
-                .and_then(|v| parse_positive(&v))
-                .map(Duration::from_millis)
-        };
+    pub(crate) fn read(vars: &Vars) -> Deadlines {
+        let ms = |name: &str| vars.positive(name).map(Duration::from_millis);
         Deadlines {
             first_content: ms("GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS"),
             inactivity: ms("GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS"),
@@ -153,9 +147,10 @@ mod tests {
             (ms(1000), ms(300), ms(200))
         );
         assert!(!Deadlines::default().any());
-        let from = Deadlines::from_lookup(|n| {
-            (n == "GEMINICLI_MCP_TOTAL_TIMEOUT_MS").then(|| OsString::from("250"))
-        });
+        let lookup = |n: &str| {
+            (n == "GEMINICLI_MCP_TOTAL_TIMEOUT_MS").then(|| std::ffi::OsString::from("250"))
+        };
+        let from = Deadlines::read(&crate::config::parse::Vars::new(&lookup));
         assert_eq!(from.total, ms(250));
         assert_eq!(from.inactivity, None);
         assert_eq!(d.of(Limit::Inactivity), ms(300));

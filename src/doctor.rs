@@ -427,6 +427,7 @@ pub async fn run(inputs: Inputs) -> Report {
 
     let version = version_problems(&version_probe, &help_probe, &mut problems);
     let capabilities = capability_problems(help_probe.output(), &mut problems);
+    warnings.extend(config.unread.iter().cloned());
     let (auth_variables, oauth_credentials) = auth(&inputs, &mut warnings);
     problems.extend(inputs.extra_problems.iter().cloned());
     let mut config_rows = config_rows(config);

@@ -37,6 +37,9 @@ fn main() -> anyhow::Result<()> {
         .clone()
         .or_else(|| std::env::var("GEMINICLI_MCP_LOG").ok());
     logging::init(log_filter.as_deref(), config.debug);
+    for note in &config.unread {
+        tracing::warn!("{note} (docs/environment.md)");
+    }
     // Every HTTP connection and every run's pipes take a descriptor; soft limits of 256 (macOS)
     // or 1024 are too few for a busy server. The doctor reports what serving would get.
     fd_limit::raise();

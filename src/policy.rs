@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::approval::ApprovalMode;
-use crate::config::parse::{parse_flag, parse_positive};
+use crate::config::parse::{parse_flag, Vars};
 use crate::deadline::Deadlines;
 use crate::error::Failure;
 
@@ -55,16 +55,17 @@ impl Default for QuotaPolicy {
 
 impl QuotaPolicy {
     /// Reads the variables; model names that would be refused as `model` are left out.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> QuotaPolicy {
-        let text = |n: &str| lookup(n).and_then(|v| v.into_string().ok());
+    pub(crate) fn read(vars: &Vars) -> QuotaPolicy {
         let d = QuotaPolicy::default();
         QuotaPolicy {
-            rate_limit_retry: text("GEMINICLI_MCP_RATE_LIMIT_RETRY")
+            rate_limit_retry: vars
+                .text("GEMINICLI_MCP_RATE_LIMIT_RETRY")
                 .is_some_and(|v| parse_flag(&v)),
-            max_wait: text("GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS")
-                .and_then(|v| parse_positive(&v))
+            max_wait: vars
+                .positive("GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS")
                 .map_or(d.max_wait, std::time::Duration::from_millis),
-            fallback_models: text("GEMINICLI_MCP_FALLBACK_MODELS")
+            fallback_models: vars
+                .text("GEMINICLI_MCP_FALLBACK_MODELS")
                 .map(|v| {
                     v.split(',')
                         .map(str::trim)
@@ -110,16 +111,20 @@ impl Toolsets {
     }
 
     /// Reads the variable through `lookup`.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Toolsets {
-        let Some(value) = lookup("GEMINICLI_MCP_TOOLSETS").and_then(|v| v.into_string().ok())
-        else {
+    pub(crate) fn read(vars: &Vars) -> Toolsets {
+        let Some(value) = vars.text("GEMINICLI_MCP_TOOLSETS") else {
             return Toolsets::default();
         };
         let (t, unknown) = Toolsets::parse(&value);
         if !unknown.is_empty() {
-            tracing::warn!(
-                ?unknown,
-                "GEMINICLI_MCP_TOOLSETS: unknown tool sets ignored (known: sessions, models, all)"
+            // Tool set names are not secrets: the note says which were not known.
+            vars.note(
+                "GEMINICLI_MCP_TOOLSETS",
+                &format!(
+                    "names tool sets that do not exist, left out: {} (known: sessions, models, \
+                     acp, all)",
+                    unknown.join(", ")
+                ),
             );
         }
         t
@@ -143,7 +148,13 @@ impl Policy {
     /// Reads the variables through `lookup`. An invalid approval mode means the most restrictive
     /// one (`plan`): a typo must not widen what callers may do.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Self {
-        let allowed_roots = lookup("GEMINICLI_MCP_ALLOWED_ROOTS")
+        Self::read(&Vars::new(&lookup))
+    }
+
+    /// [`Policy::from_lookup`], noting what it does not understand in `vars`.
+    pub(crate) fn read(vars: &Vars) -> Self {
+        let allowed_roots = vars
+            .raw("GEMINICLI_MCP_ALLOWED_ROOTS")
             .filter(|v| !v.is_empty())
             .map(|v| {
                 std::env::split_paths(&v)
@@ -151,22 +162,25 @@ impl Policy {
                     .collect()
             })
             .unwrap_or_default();
-        let approval_ceiling = match lookup("GEMINICLI_MCP_APPROVAL_MODE")
-            .and_then(|v| v.into_string().ok())
-            .map(|v| v.trim().to_ascii_lowercase())
-        {
-            None => ApprovalMode::Yolo,
-            Some(v) if v.is_empty() => ApprovalMode::Yolo,
-            Some(v) => ApprovalMode::parse(&v).unwrap_or(ApprovalMode::Plan),
+        let approval_ceiling = match vars.text("GEMINICLI_MCP_APPROVAL_MODE") {
+            Some(v) if !v.trim().is_empty() => ApprovalMode::parse(&v.trim().to_ascii_lowercase())
+                .unwrap_or_else(|| {
+                    vars.note(
+                        "GEMINICLI_MCP_APPROVAL_MODE",
+                        "is not plan, default, auto_edit or yolo; plan, the narrowest, applies",
+                    );
+                    ApprovalMode::Plan
+                }),
+            _ => ApprovalMode::Yolo,
         };
         Policy {
             allowed_roots,
             approval_ceiling,
-            toolsets: Toolsets::from_lookup(&lookup),
-            deadlines: Deadlines::from_lookup(&lookup),
-            quota: QuotaPolicy::from_lookup(&lookup),
-            structured_repair: lookup("GEMINICLI_MCP_STRUCTURED_REPAIR")
-                .and_then(|v| v.into_string().ok())
+            toolsets: Toolsets::read(vars),
+            deadlines: Deadlines::read(vars),
+            quota: QuotaPolicy::read(vars),
+            structured_repair: vars
+                .text("GEMINICLI_MCP_STRUCTURED_REPAIR")
                 .is_some_and(|v| parse_flag(&v)),
         }
     }

@@ -1,9 +1,8 @@
 //! The warm backend's settings (`GEMINICLI_MCP_TOOLSETS` naming `acp`, `GEMINICLI_MCP_ACP_*`).
 
-use std::ffi::OsString;
 use std::time::Duration;
 
-use super::parse::{parse_positive, split_list};
+use super::parse::{split_list, Vars};
 
 /// Default time an agent may sit unused before it is shut down (10 minutes).
 pub const DEFAULT_IDLE_MS: u64 = 600_000;
@@ -91,10 +90,10 @@ impl Default for AcpConfig {
 }
 
 impl AcpConfig {
-    /// Reads the variables through `lookup`; invalid numbers mean the default.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Self {
-        let text = |name: &str| lookup(name).and_then(|v| v.into_string().ok());
-        let positive = |name: &str| text(name).and_then(|v| parse_positive(&v));
+    /// Reads the variables; invalid values mean the default (and are noted in `vars`).
+    pub(crate) fn read(vars: &Vars) -> Self {
+        let text = |name: &str| vars.text(name);
+        let positive = |name: &str| vars.positive(name);
         let d = AcpConfig::default();
         AcpConfig {
             enabled: text("GEMINICLI_MCP_TOOLSETS").is_some_and(|v| {
@@ -112,8 +111,8 @@ impl AcpConfig {
             request_timeout: positive("GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS")
                 .map(Duration::from_millis)
                 .unwrap_or(d.request_timeout),
-            backend: text("GEMINICLI_MCP_BACKEND")
-                .and_then(|v| Backend::parse(&v))
+            backend: vars
+                .choice("GEMINICLI_MCP_BACKEND", "oneshot or acp", Backend::parse)
                 .unwrap_or(d.backend),
             max_agents: positive("GEMINICLI_MCP_MAX_AGENTS")
                 .and_then(|v| usize::try_from(v).ok())
@@ -121,8 +120,10 @@ impl AcpConfig {
             max_prompts: positive("GEMINICLI_MCP_MAX_PROMPTS")
                 .and_then(|v| usize::try_from(v).ok())
                 .unwrap_or(d.max_prompts),
-            spare_sessions: text("GEMINICLI_MCP_ACP_SPARE_SESSIONS")
-                .and_then(|v| v.trim().parse().ok())
+            spare_sessions: vars
+                .choice("GEMINICLI_MCP_ACP_SPARE_SESSIONS", "a whole number", |v| {
+                    v.trim().parse().ok()
+                })
                 .unwrap_or(d.spare_sessions),
             max_sessions: positive("GEMINICLI_MCP_ACP_MAX_SESSIONS")
                 .and_then(|v| u32::try_from(v).ok())
@@ -135,13 +136,15 @@ impl AcpConfig {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::ffi::OsString;
 
     fn config(vars: &[(&str, &str)]) -> AcpConfig {
         let map: HashMap<String, OsString> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), OsString::from(v)))
             .collect();
-        AcpConfig::from_lookup(|name| map.get(name).cloned())
+        let lookup = |name: &str| map.get(name).cloned();
+        AcpConfig::read(&Vars::new(&lookup))
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Parser;
 
 pub use crate::gemini::command::SlashCommands;
-use parse::{parse_flag, parse_positive, split_list};
+use parse::{parse_flag, split_list, Vars};
 
 mod acp;
 pub mod parse;
@@ -297,6 +297,10 @@ pub struct Config {
     pub tasks: crate::tasks::TaskLimits,
     /// How long an `ask` question waits for the user (`GEMINICLI_MCP_ASK_TIMEOUT_MS`).
     pub ask_timeout: Duration,
+    /// The variables set to something the settings did not understand, and what was wrong
+    /// (`GEMINICLI_MCP_BACKEND is not oneshot or acp`): their defaults apply, and the server logs
+    /// each once at start.
+    pub unread: Vec<String>,
 }
 
 impl Default for Config {
@@ -317,6 +321,7 @@ impl Default for Config {
             acp: AcpConfig::default(),
             tasks: crate::tasks::TaskLimits::default(),
             ask_timeout: Duration::from_millis(crate::ask::DEFAULT_ASK_TIMEOUT_MS),
+            unread: Vec::new(),
         }
     }
 }
@@ -331,11 +336,18 @@ impl Config {
     /// back to the default rather than failing: a typo in a client's `env` block must not stop the
     /// server from starting, which is what the reference does for the output cap.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Self {
-        let text = |name: &str| lookup(name).and_then(|v| v.into_string().ok());
-        let positive = |name: &str| text(name).and_then(|v| parse_positive(&v));
+        let vars = Vars::new(&lookup);
+        let mut config = Self::read(&vars);
+        config.unread = vars.unread();
+        config
+    }
+
+    fn read(vars: &Vars) -> Self {
+        let text = |name: &str| vars.text(name);
+        let positive = |name: &str| vars.positive(name);
         let d = Config::default();
         Config {
-            gemini_bin: lookup("GEMINI_CLI_BIN").filter(|v| !v.is_empty()),
+            gemini_bin: vars.raw("GEMINI_CLI_BIN").filter(|v| !v.is_empty()),
             max_output_bytes: positive("GEMINICLI_MCP_MAX_OUTPUT_BYTES")
                 .and_then(|v| usize::try_from(v).ok())
                 .unwrap_or(d.max_output_bytes),
@@ -356,21 +368,25 @@ impl Config {
                 .and_then(|v| usize::try_from(v).ok())
                 .map(|v| v.max(crate::render::MIN_BUDGET_BYTES))
                 .unwrap_or(d.result_budget),
-            slash_commands: match text("GEMINICLI_MCP_SLASH_COMMANDS")
-                .map(|v| v.trim().to_ascii_lowercase())
-                .as_deref()
-            {
-                Some("passthrough" | "pass-through" | "pass") => SlashCommands::Passthrough,
-                _ => SlashCommands::Escape,
-            },
-            env_policy: text("GEMINICLI_MCP_ENV")
-                .and_then(|v| EnvPolicy::parse(&v))
+            slash_commands: vars
+                .choice(
+                    "GEMINICLI_MCP_SLASH_COMMANDS",
+                    "escape or passthrough",
+                    |v| match v.trim().to_ascii_lowercase().as_str() {
+                        "escape" => Some(SlashCommands::Escape),
+                        "passthrough" | "pass-through" | "pass" => Some(SlashCommands::Passthrough),
+                        _ => None,
+                    },
+                )
+                .unwrap_or(SlashCommands::Escape),
+            env_policy: vars
+                .choice("GEMINICLI_MCP_ENV", "inherit or minimal", EnvPolicy::parse)
                 .unwrap_or(d.env_policy),
             env_pass: text("GEMINICLI_MCP_ENV_PASS")
                 .map(|v| split_list(&v))
                 .unwrap_or_default(),
-            policy: crate::policy::Policy::from_lookup(&lookup),
-            acp: AcpConfig::from_lookup(&lookup),
+            policy: crate::policy::Policy::read(vars),
+            acp: AcpConfig::read(vars),
             tasks: crate::tasks::TaskLimits {
                 enabled: !text("GEMINICLI_MCP_TASKS").is_some_and(|v| parse::parse_off(&v)),
                 retention: positive("GEMINICLI_MCP_TASK_RETENTION_MS")
@@ -383,6 +399,7 @@ impl Config {
             ask_timeout: positive("GEMINICLI_MCP_ASK_TIMEOUT_MS")
                 .map(Duration::from_millis)
                 .unwrap_or(d.ask_timeout),
+            unread: Vec::new(),
         }
     }
 
@@ -446,6 +463,52 @@ mod tests {
             .map(|(k, v)| (k.to_string(), OsString::from(v)))
             .collect();
         Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn values_not_understood_are_noted_by_name_never_by_value() {
+        let c = config(&[
+            ("GEMINICLI_MCP_MAX_CONCURRENCY", "four"),
+            ("GEMINICLI_MCP_BACKEND", "acpp"),
+            ("GEMINICLI_MCP_APPROVAL_MODE", "yolo!"),
+            ("GEMINICLI_MCP_TOOLSETS", "sessions,sesions"),
+            ("GEMINICLI_MCP_TOTAL_TIMEOUT_MS", "-5"),
+            ("GEMINICLI_MCP_ENV", "secret-looking-value"),
+            // Blank is unset, and these are understood: nothing to say of them.
+            ("GEMINICLI_MCP_KILL_GRACE_MS", " "),
+            ("GEMINICLI_MCP_SLASH_COMMANDS", "Pass"),
+            ("GEMINICLI_MCP_ACP_SPARE_SESSIONS", "0"),
+        ]);
+        assert_eq!(c.max_concurrency, 4, "the default applies");
+        assert_eq!(c.acp.backend, Backend::Oneshot);
+        let named: Vec<&str> = c
+            .unread
+            .iter()
+            .map(|n| n.split(' ').next().unwrap())
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "GEMINICLI_MCP_MAX_CONCURRENCY",
+                "GEMINICLI_MCP_ENV",
+                "GEMINICLI_MCP_APPROVAL_MODE",
+                "GEMINICLI_MCP_TOOLSETS",
+                "GEMINICLI_MCP_TOTAL_TIMEOUT_MS",
+                "GEMINICLI_MCP_BACKEND",
+            ],
+            "{:?}",
+            c.unread
+        );
+        assert!(c.unread[0].ends_with("is not a positive whole number; the default applies"));
+        assert!(c.unread[2].contains("plan, the narrowest, applies"));
+        assert!(c.unread[3].contains("left out: sesions"), "{}", c.unread[3]);
+        assert!(c.unread[5].contains("oneshot or acp"));
+        assert!(
+            !c.unread.iter().any(|n| n.contains("secret-looking-value")),
+            "{:?}",
+            c.unread
+        );
+        assert!(config(&[]).unread.is_empty());
     }
 
     #[test]

@@ -34,3 +34,71 @@ pub fn parse_flag(value: &str) -> bool {
         "1" | "true" | "yes"
     )
 }
+
+/// The environment as the settings read it: lenient readings that also note every variable that
+/// is set to something they do not understand, so the server can say so once its log is up (a
+/// typo that silently means the default is a setting the user thinks they have).
+pub struct Vars<'l> {
+    lookup: &'l dyn Fn(&str) -> Option<std::ffi::OsString>,
+    unread: std::cell::RefCell<Vec<String>>,
+}
+
+impl<'l> Vars<'l> {
+    /// Reads through `lookup` (the process environment, or a test's map).
+    pub fn new(lookup: &'l dyn Fn(&str) -> Option<std::ffi::OsString>) -> Self {
+        Vars {
+            lookup,
+            unread: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The value as it is, text or not.
+    pub fn raw(&self, name: &str) -> Option<std::ffi::OsString> {
+        (self.lookup)(name)
+    }
+
+    /// The value as text; one that is not UTF-8 is noted and read as unset.
+    pub fn text(&self, name: &str) -> Option<String> {
+        match self.raw(name)?.into_string() {
+            Ok(text) => Some(text),
+            Err(_) => {
+                self.note(name, "is not UTF-8; the default applies");
+                None
+            }
+        }
+    }
+
+    /// A [`parse_positive`] value; a set, non-blank value that is not one is noted.
+    pub fn positive(&self, name: &str) -> Option<u64> {
+        self.choice(name, "a positive whole number", parse_positive)
+    }
+
+    /// `parse` of the value; a set, non-blank value it refuses is noted with what was `expected`.
+    pub fn choice<T>(
+        &self,
+        name: &str,
+        expected: &str,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Option<T> {
+        let text = self.text(name)?;
+        if text.trim().is_empty() {
+            return None;
+        }
+        let parsed = parse(&text);
+        if parsed.is_none() {
+            self.note(name, &format!("is not {expected}; the default applies"));
+        }
+        parsed
+    }
+
+    /// Notes that `name`'s value `is …`: what was wrong with it, never the value (it may be a
+    /// secret set under the wrong name).
+    pub fn note(&self, name: &str, what: &str) {
+        self.unread.borrow_mut().push(format!("{name} {what}"));
+    }
+
+    /// What was noted, in reading order.
+    pub fn unread(self) -> Vec<String> {
+        self.unread.into_inner()
+    }
+}

@@ -173,6 +173,29 @@ fn cancelling_a_hung_call_kills_its_tree_and_sends_no_response() {
 }
 
 #[test]
+fn settings_not_understood_are_named_on_stderr_at_start_and_their_defaults_serve() {
+    let mut h = Harness::start(&[
+        ("GEMINICLI_MCP_BACKEND", "acpp"),
+        ("GEMINICLI_MCP_MAX_CONCURRENCY", "four-ish"),
+    ]);
+    let answer = h.call("gemini_prompt", json!({"prompt": "still served"}));
+    assert_eq!(answer["isError"], json!(false), "{answer}");
+    let stderr = h.client.stderr();
+    assert!(
+        stderr.contains("GEMINICLI_MCP_BACKEND is not oneshot or acp; the default applies"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("GEMINICLI_MCP_MAX_CONCURRENCY is not a positive whole number"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("acpp") && !stderr.contains("four-ish"),
+        "a value reached the log: {stderr}"
+    );
+}
+
+#[test]
 fn piped_requests_get_answers_after_stdin_closes() {
     let mut h = Harness::start(&[]);
     let slow = h
