@@ -145,13 +145,8 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// Reads the variables through `lookup`. An invalid approval mode means the most restrictive
-    /// one (`plan`): a typo must not widen what callers may do.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Self {
-        Self::read(&Vars::new(&lookup))
-    }
-
-    /// [`Policy::from_lookup`], noting what it does not understand in `vars`.
+    /// Reads the variables, noting what it does not understand in `vars`. An invalid approval
+    /// mode means the most restrictive one (`plan`): a typo must not widen what callers may do.
     pub(crate) fn read(vars: &Vars) -> Self {
         let allowed_roots = vars
             .raw("GEMINICLI_MCP_ALLOWED_ROOTS")
@@ -478,14 +473,15 @@ mod tests {
     fn ceiling_from_env() {
         let p = |v: &str| {
             let v = OsString::from(v);
-            Policy::from_lookup(move |n| (n == "GEMINICLI_MCP_APPROVAL_MODE").then(|| v.clone()))
+            let lookup = move |n: &str| (n == "GEMINICLI_MCP_APPROVAL_MODE").then(|| v.clone());
+            Policy::read(&Vars::new(&lookup))
         };
         assert_eq!(p("plan").approval_ceiling, ApprovalMode::Plan);
         assert_eq!(p(" AUTO_EDIT ").approval_ceiling, ApprovalMode::AutoEdit);
         assert_eq!(p("").approval_ceiling, ApprovalMode::Yolo);
         assert_eq!(p("nonsense").approval_ceiling, ApprovalMode::Plan);
         assert_eq!(
-            Policy::from_lookup(|_| None).approval_ceiling,
+            Policy::read(&Vars::new(&|_| None)).approval_ceiling,
             ApprovalMode::Yolo
         );
     }

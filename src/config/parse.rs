@@ -92,13 +92,38 @@ impl<'l> Vars<'l> {
     }
 
     /// Notes that `name`'s value `is …`: what was wrong with it, never the value (it may be a
-    /// secret set under the wrong name).
+    /// secret set under the wrong name). Once a variable: two settings read `GEMINICLI_MCP_TOOLSETS`.
     pub fn note(&self, name: &str, what: &str) {
-        self.unread.borrow_mut().push(format!("{name} {what}"));
+        let mut unread = self.unread.borrow_mut();
+        let prefix = format!("{name} ");
+        if !unread.iter().any(|n| n.starts_with(&prefix)) {
+            unread.push(format!("{prefix}{what}"));
+        }
     }
 
     /// What was noted, in reading order.
     pub fn unread(self) -> Vec<String> {
         self.unread.into_inner()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_variable_read_by_two_settings_is_noted_once() {
+        use std::os::unix::ffi::OsStringExt;
+        let lookup = |name: &str| {
+            (name == "GEMINICLI_MCP_TOOLSETS").then(|| std::ffi::OsString::from_vec(vec![0xff]))
+        };
+        let vars = Vars::new(&lookup);
+        assert_eq!(vars.text("GEMINICLI_MCP_TOOLSETS"), None);
+        assert_eq!(vars.text("GEMINICLI_MCP_TOOLSETS"), None);
+        assert_eq!(
+            vars.unread(),
+            ["GEMINICLI_MCP_TOOLSETS is not UTF-8; the default applies"]
+        );
     }
 }
