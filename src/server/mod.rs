@@ -339,9 +339,7 @@ impl GeminiServer {
         let server = self.clone();
         let request = request.clone();
         let peer = context.peer.clone();
-        let elicits = context
-            .client_capabilities()
-            .is_some_and(|c| c.elicitation.is_some());
+        let elicits = elicits(context);
         let timeout = self.inner.config.ask_timeout;
         let task = self
             .inner
@@ -392,11 +390,7 @@ impl GeminiServer {
             .as_ref()
             .and_then(|a| a.get("approval_mode"))
             .is_some_and(|m| m == "ask");
-        let modern = modern(context);
-        let elicits = context
-            .client_capabilities()
-            .is_some_and(|c| c.elicitation.is_some());
-        long && asks && modern && elicits
+        long && asks && modern(context) && elicits(context)
     }
 
     /// Runs a held call: its questions come back as rounds of this request and its retries.
@@ -597,6 +591,13 @@ fn runs_long(route: Route, name: &str) -> bool {
         Route::Agent => name == tools::agent::GEMINI,
         Route::Extra(_) | Route::ReadAnswer => false,
     }
+}
+
+/// Whether the request's client capabilities (its `_meta` on 2026-07-28) declare elicitation.
+fn elicits(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.is_some())
 }
 
 /// Whether the request is on the 2026-07-28 protocol or later.
