@@ -78,12 +78,22 @@ impl Limit {
     }
 
     /// What went on for too long, as the middle of "the X deadline passed: … for N ms".
-    pub fn what(self) -> &'static str {
+    fn what(self) -> &'static str {
         match self {
             Limit::FirstContent => "no content (assistant text or a tool event) came",
             Limit::Inactivity => "the CLI printed nothing",
-            Limit::Total => "the run took",
+            Limit::Total => "the run went on",
         }
+    }
+
+    /// The sentence a failure opens with once this deadline of `ms` passed; the backend adds what
+    /// it did about the run.
+    pub fn passed(self, ms: u128) -> String {
+        format!(
+            "the {} deadline passed: {} for {ms} ms",
+            self.name(),
+            self.what()
+        )
     }
 }
 
@@ -127,6 +137,22 @@ pub async fn first_to_pass(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_deadline_is_told_as_a_sentence() {
+        assert_eq!(
+            Limit::Total.passed(8000),
+            "the total deadline passed: the run went on for 8000 ms"
+        );
+        assert_eq!(
+            Limit::Inactivity.passed(500),
+            "the inactivity deadline passed: the CLI printed nothing for 500 ms"
+        );
+        assert_eq!(
+            Limit::FirstContent.passed(20),
+            "the first_content deadline passed: no content (assistant text or a tool event) came for 20 ms"
+        );
+    }
 
     #[test]
     fn deadlines_take_the_shorter_limit() {

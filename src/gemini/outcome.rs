@@ -119,10 +119,8 @@ fn killed(
             ErrorKind::Timeout,
             ErrorKind::Timeout.exit_code(),
             format!(
-                "the {} deadline passed: {} for {} ms; the CLI's process tree was killed",
-                limit.name(),
-                limit.what(),
-                deadline_ms.map_or(0, |d| d.as_millis()),
+                "{}; the CLI's process tree was killed",
+                limit.passed(deadline_ms.map_or(0, |d| d.as_millis())),
             ),
         ),
         KillReason::Cancelled => {

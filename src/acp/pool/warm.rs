@@ -461,11 +461,7 @@ impl Pool {
             let ms = call.limits.of(limit).map_or(0, |d| d.as_millis());
             let f = Failure::new(
                 ErrorKind::Timeout,
-                format!(
-                    "the {} deadline passed: {} for {ms} ms; the agent's prompt was cancelled",
-                    limit.name(),
-                    limit.what()
-                ),
+                format!("{}; the agent's prompt was cancelled", limit.passed(ms)),
             );
             return (Err(f.with_run(facts)), events);
         }
