@@ -1261,6 +1261,9 @@ impl Drop for PromptGuard {
 pub struct Fold {
     answer: Answer,
     tools: Vec<(String, Value)>,
+    /// One entry per permission question decided, in order: a question is its own record, not
+    /// its tool call's (two questions may name one tool-call id).
+    approvals: Vec<Value>,
     events: Option<Vec<Value>>,
 }
 
@@ -1270,6 +1273,7 @@ impl Fold {
         Fold {
             answer,
             tools: Vec::new(),
+            approvals: Vec::new(),
             events: transcript.then(Vec::new),
         }
     }
@@ -1287,14 +1291,7 @@ impl Fold {
     /// The permissions put to the user (`approval_mode: "ask"`), in order: the tool's title and
     /// kind, `approved` or `rejected`, and who decided (`user`, `timeout`, `declined`, …).
     pub fn approvals(&self) -> Vec<Value> {
-        self.tools
-            .iter()
-            .filter(|(_, t)| t.get("decidedBy").is_some())
-            .map(|(_, t)| {
-                json!({"title": t["title"], "kind": t["kind"], "permission": t["permission"],
-                    "decidedBy": t["decidedBy"]})
-            })
-            .collect()
+        self.approvals.clone()
     }
 
     /// The answer, its tool calls in order, and the transcript ending with `end` (how the turn
@@ -1331,6 +1328,19 @@ impl Fold {
                     json!({"kind": "question", "title": question.title, "toolKind": question.kind})
                 }
             });
+        }
+        if let Inbound::Permission {
+            tool_call,
+            allowed,
+            decided_by: Some(by),
+            ..
+        } = &inbound
+        {
+            let permission = if *allowed { "approved" } else { "rejected" };
+            self.approvals.push(
+                json!({"title": tool_call["title"], "kind": tool_call["kind"],
+                "permission": permission, "decidedBy": by}),
+            );
         }
         absorb(&mut self.answer, &mut self.tools, inbound)
     }
@@ -1510,6 +1520,26 @@ mod tests {
         assert_eq!(calls[0]["title"], "ls");
         assert_eq!(calls[0]["output"], "a b");
         assert_eq!(calls[1]["status"], "rejected");
+    }
+
+    #[test]
+    fn every_question_decided_is_one_approval_even_under_a_shared_tool_call_id() {
+        let mut fold = Fold::new(Answer::default(), false);
+        for (n, allowed) in [(0, true), (1, false), (2, true)] {
+            fold.absorb(Inbound::Permission {
+                tool_call: json!({"toolCallId": "same-ms", "title": format!("cmd {n}"), "kind": "execute"}),
+                options: json!([]),
+                allowed,
+                outcome: json!({"outcome": "selected", "optionId": "x"}),
+                decided_by: Some("user"),
+            });
+        }
+        let approvals = fold.approvals();
+        assert_eq!(approvals.len(), 3, "{approvals:?}");
+        assert_eq!(approvals[1]["title"], "cmd 1");
+        assert_eq!(approvals[1]["permission"], "rejected");
+        assert_eq!(approvals[2]["permission"], "approved");
+        assert_eq!(approvals[0]["decidedBy"], "user");
     }
 
     #[test]
