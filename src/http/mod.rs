@@ -297,25 +297,21 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
 /// [`crate::transport::repair_tool_call`], or -32602. Every other request passes unchanged (the
 /// body is read here, bounded as rmcp bounds it, and handed on).
 async fn repair(request: Request<Incoming>) -> Result<Request<Body>, Response<Body>> {
-    use http_body_util::{BodyExt, Limited};
     let (mut parts, body) = request.into_parts();
-    let limit = crate::transport::MAX_LINE_BYTES;
-    let too_large = || {
-        let text = format!(
-            "the request body is larger than {} or was cut short",
-            size_text(limit)
-        );
-        plain(StatusCode::PAYLOAD_TOO_LARGE, &text)
+    let mut bytes = match read_body(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(BodyError::TooLarge) => {
+            let text = format!(
+                "the request body is larger than {}: send less",
+                size_text(MAX_BODY_BYTES)
+            );
+            return Err(plain(StatusCode::PAYLOAD_TOO_LARGE, &text));
+        }
+        Err(BodyError::Broken) => {
+            let text = "the request body was cut short or malformed";
+            return Err(plain(StatusCode::BAD_REQUEST, text));
+        }
     };
-    // A Content-Length over the limit is refused before a byte of the body is read.
-    if hyper::body::Body::size_hint(&body).lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
-        return Err(too_large());
-    }
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => return Err(too_large()),
-    };
-    let mut bytes = bytes;
     // A lone UTF-16 surrogate escape reads as U+FFFD, as over stdio: the decoder would refuse the
     // whole request. Only a body with a `\u` escape is scanned.
     if contains(&bytes, b"\\u") {
@@ -324,41 +320,105 @@ async fn repair(request: Request<Incoming>) -> Result<Request<Body>, Response<Bo
             parts.headers.remove(hyper::header::CONTENT_LENGTH);
         }
     }
-    // Only a body naming tools/call is parsed here; rmcp parses every body anyway.
-    if parts.method == hyper::Method::POST && contains(&bytes, b"tools/call") {
-        use rmcp::model::{ClientRequest, JsonRpcMessage};
-        if let Ok(JsonRpcMessage::Request(r)) = serde_json::from_slice::<
+    // The checks stdio makes of a request rmcp decoded (`transport::check_params`).
+    if parts.method == hyper::Method::POST {
+        use crate::transport::{check_params, Checked};
+        use rmcp::model::JsonRpcMessage;
+        if let Ok(message) = serde_json::from_slice::<
             rmcp::service::RxJsonRpcMessage<rmcp::service::RoleServer>,
         >(&bytes)
         {
-            if matches!(&r.request, ClientRequest::CustomRequest(c) if c.method == "tools/call") {
-                match crate::transport::repair_tool_call(&bytes)
-                    .and_then(|m| serde_json::to_vec(&m).ok())
-                {
-                    Some(repaired) => {
-                        bytes = Bytes::from(repaired);
+            let id = match &message {
+                JsonRpcMessage::Request(r) => serde_json::to_value(&r.id).unwrap_or_default(),
+                _ => serde_json::Value::Null,
+            };
+            match check_params(&bytes, message) {
+                Checked::Repaired(repaired) => {
+                    if let Ok(text) = serde_json::to_vec(&repaired) {
+                        bytes = Bytes::from(text);
                         parts.headers.remove(hyper::header::CONTENT_LENGTH);
                     }
-                    None => {
-                        let id = serde_json::to_value(&r.id).unwrap_or_default();
-                        let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
-                            "code": -32602,
-                            "message": "Invalid params: tools/call needs `name` (a string) and `arguments` (an object)"}});
-                        let mut response = plain(StatusCode::OK, &error.to_string());
-                        response.headers_mut().insert(
-                            hyper::header::CONTENT_TYPE,
-                            hyper::header::HeaderValue::from_static("application/json"),
-                        );
-                        return Err(response);
-                    }
+                }
+                Checked::Pass(_) => {}
+                Checked::InvalidParams(text) => {
+                    let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+                        "code": crate::transport::INVALID_PARAMS, "message": text}});
+                    let mut response = plain(StatusCode::OK, &error.to_string());
+                    response.headers_mut().insert(
+                        hyper::header::CONTENT_TYPE,
+                        hyper::header::HeaderValue::from_static("application/json"),
+                    );
+                    return Err(response);
                 }
             }
         }
     }
     Ok(Request::from_parts(
         parts,
-        http_body_util::Full::new(bytes).boxed(),
+        http_body_util::BodyExt::boxed(http_body_util::Full::new(bytes)),
     ))
+}
+
+/// Longest request body over HTTP. Every argument at its largest fits as UTF-8 (a prompt with its
+/// context of 4 Mi UTF-16 units is at most 12 MiB, an output schema 1 MiB); stdio's lines may be
+/// longer ([`crate::transport::MAX_LINE_BYTES`]) because a line is read by one client of the
+/// operator's, while a body is held in memory whole and any holder of the token may send several
+/// at once: a body that never ends costs at most this much before it is refused.
+pub const MAX_BODY_BYTES: usize = 24 * 1024 * 1024;
+
+/// Why a request body was not read.
+#[derive(Debug, PartialEq, Eq)]
+enum BodyError {
+    /// Longer than the limit (said by its `Content-Length`, or counted as its chunks came).
+    TooLarge,
+    /// The connection broke, or the chunked framing was malformed.
+    Broken,
+}
+
+/// The request body in one buffer, read frame by frame as it arrives and refused the moment it
+/// passes `limit`: a `Content-Length` over it before any byte is read, a chunked body (which
+/// declares no length) once its chunks add up past it. Nothing past the limit is buffered, and
+/// the body is copied once (a collection of frames joined at the end would hold it twice).
+async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, BodyError>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+{
+    use http_body_util::BodyExt;
+    let hint = hyper::body::Body::size_hint(&body);
+    let limit64 = u64::try_from(limit).unwrap_or(u64::MAX);
+    if hint.lower() > limit64 {
+        return Err(BodyError::TooLarge);
+    }
+    let mut body = body;
+    // A declared length is allocated once; a chunked body grows with what came.
+    let declared = hint
+        .exact()
+        .map_or(0, |n| usize::try_from(n).unwrap_or(limit));
+    let mut buffer: Vec<u8> = Vec::with_capacity(declared.min(limit));
+    let mut first: Option<Bytes> = None;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| BodyError::Broken)?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers carry no body
+        };
+        let held = first.as_ref().map_or(0, Bytes::len) + buffer.len();
+        if held + data.len() > limit {
+            return Err(BodyError::TooLarge);
+        }
+        // The usual body is one frame: kept as it came, with no copy.
+        if first.is_none() && buffer.is_empty() {
+            first = Some(data);
+            continue;
+        }
+        if let Some(head) = first.take() {
+            buffer.extend_from_slice(&head);
+        }
+        buffer.extend_from_slice(&data);
+    }
+    Ok(match first {
+        Some(head) => head,
+        None => Bytes::from(buffer),
+    })
 }
 
 /// A byte count as the docs state limits: in MiB when it is a whole number of them.
@@ -434,7 +494,7 @@ fn mcp_service(
         .with_allowed_origins(origins)
         .enforce_origin_validation()
         // rmcp's default (4 MiB) is below the prompt sizes stdio accepts.
-        .with_max_request_body_bytes(crate::transport::MAX_LINE_BYTES)
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(shutdown.child_token());
     StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -654,6 +714,84 @@ mod tests {
     use super::*;
     use clap::Parser;
     use std::collections::HashMap;
+
+    /// A body that yields `frames` chunks of `size` bytes (or without end), counting what was
+    /// taken from it.
+    struct Chunks {
+        size: usize,
+        frames: Option<usize>,
+        taken: Arc<std::sync::atomic::AtomicUsize>,
+        hint: Option<u64>,
+    }
+
+    impl hyper::body::Body for Chunks {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+            let this = self.get_mut();
+            let n = this.taken.load(std::sync::atomic::Ordering::Relaxed);
+            if this.frames.is_some_and(|f| n >= f) {
+                return std::task::Poll::Ready(None);
+            }
+            this.taken
+                .store(n + 1, std::sync::atomic::Ordering::Relaxed);
+            let data = Bytes::from(vec![b'a'; this.size]);
+            std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(data))))
+        }
+        fn size_hint(&self) -> hyper::body::SizeHint {
+            self.hint.map_or_else(
+                hyper::body::SizeHint::default,
+                hyper::body::SizeHint::with_exact,
+            )
+        }
+    }
+
+    fn chunks(size: usize, frames: Option<usize>) -> (Chunks, Arc<std::sync::atomic::AtomicUsize>) {
+        let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let body = Chunks {
+            size,
+            frames,
+            taken: taken.clone(),
+            hint: None,
+        };
+        (body, taken)
+    }
+
+    #[tokio::test]
+    async fn a_chunked_body_that_never_ends_is_refused_once_past_the_limit() {
+        let (body, taken) = chunks(1000, None);
+        assert_eq!(read_body(body, 10_000).await, Err(BodyError::TooLarge));
+        assert_eq!(
+            taken.load(std::sync::atomic::Ordering::Relaxed),
+            11,
+            "read one frame past the limit, no more"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_body_within_the_limit_is_read_whole_from_any_number_of_frames() {
+        let (body, _) = chunks(1000, Some(10));
+        let bytes = read_body(body, 10_000).await.unwrap();
+        assert_eq!(bytes.len(), 10_000);
+        let (one, _) = chunks(7, Some(1));
+        assert_eq!(
+            read_body(one, 10_000).await.unwrap(),
+            Bytes::from_static(b"aaaaaaa")
+        );
+        let (none, _) = chunks(7, Some(0));
+        assert!(read_body(none, 10).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_the_limit_is_refused_before_a_byte_is_read() {
+        let (mut body, taken) = chunks(1000, Some(20));
+        body.hint = Some(20_000);
+        assert_eq!(read_body(body, 10_000).await, Err(BodyError::TooLarge));
+        assert_eq!(taken.load(std::sync::atomic::Ordering::Relaxed), 0);
+    }
 
     fn options(
         args: &[&str],

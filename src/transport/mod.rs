@@ -219,24 +219,94 @@ where
             }
             return Some(message);
         };
-        // The SDK reads a `tools/call` it cannot decode as a custom request, which it would
-        // answer "method not found".
-        if matches!(&r.request, ClientRequest::CustomRequest(c) if c.method == "tools/call") {
-            if let Some(repaired) = repair_tool_call(text) {
-                self.opened |= opens_session(&r.request);
-                return Some(repaired);
+        let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
+        match check_params(text, message) {
+            Checked::Pass(message) | Checked::Repaired(message) => {
+                if let JsonRpcMessage::Request(r) = &message {
+                    self.opened |= opens_session(&r.request);
+                }
+                Some(message)
             }
-            let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
-            self.answer(
-                Found::Id(id),
-                -32602,
-                "Invalid params: tools/call needs `name` (a string) and `arguments` (an object)",
-            );
-            return None;
+            Checked::InvalidParams(text) => {
+                self.answer(Found::Id(id), INVALID_PARAMS, &text);
+                None
+            }
         }
-        self.opened |= opens_session(&r.request);
-        Some(message)
     }
+}
+
+/// JSON-RPC's code for params a method cannot take.
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// What becomes of a decoded message ([`check_params`]).
+pub enum Checked {
+    /// Passed on to rmcp as it came.
+    Pass(RxJsonRpcMessage<RoleServer>),
+    /// Passed on to rmcp repaired: not what the client sent.
+    Repaired(RxJsonRpcMessage<RoleServer>),
+    /// Answered [`INVALID_PARAMS`] under the request's id with this message.
+    InvalidParams(String),
+}
+
+/// The methods rmcp decodes into a request of their own. One of them that arrives as a custom
+/// request is one whose params did not decode.
+const TYPED_METHODS: &[&str] = {
+    use rmcp::model::*;
+    &[
+        PingRequestMethod::VALUE,
+        InitializeResultMethod::VALUE,
+        DiscoverRequestMethod::VALUE,
+        CompleteRequestMethod::VALUE,
+        SetLevelRequestMethod::VALUE,
+        GetPromptRequestMethod::VALUE,
+        ListPromptsRequestMethod::VALUE,
+        ListResourcesRequestMethod::VALUE,
+        ListResourceTemplatesRequestMethod::VALUE,
+        ReadResourceRequestMethod::VALUE,
+        SubscriptionsListenRequestMethod::VALUE,
+        SubscribeRequestMethod::VALUE,
+        UnsubscribeRequestMethod::VALUE,
+        CallToolRequestMethod::VALUE,
+        ListToolsRequestMethod::VALUE,
+        GetTaskMethod::VALUE,
+        UpdateTaskMethod::VALUE,
+        CancelTaskMethod::VALUE,
+        ListSkillsRequestMethod::VALUE,
+        GetSkillRequestMethod::VALUE,
+        ReadResourceDirectoryRequestMethod::VALUE,
+    ]
+};
+
+/// The one check both transports (stdio and HTTP) make of a message rmcp decoded. rmcp reads a
+/// request of a method it knows whose params do not decode (`tasks/get` with a numeric
+/// `taskId`, `resources/read` with `uri: 5`) as a custom request, which it answers "method not
+/// found" — and sessionless HTTP sends that as 404, which a client reads as "session gone". Such a
+/// request is invalid params instead, except a `tools/call` whose `arguments` is not an object:
+/// that one is repaired to an `input_validation` tool result ([`repair_tool_call`]), like any
+/// bad argument.
+pub fn check_params(text: &[u8], message: RxJsonRpcMessage<RoleServer>) -> Checked {
+    let JsonRpcMessage::Request(r) = &message else {
+        return Checked::Pass(message);
+    };
+    let ClientRequest::CustomRequest(custom) = &r.request else {
+        return Checked::Pass(message);
+    };
+    let method = custom.method.as_str();
+    if !TYPED_METHODS.contains(&method) {
+        return Checked::Pass(message);
+    }
+    if method == "tools/call" {
+        return match repair_tool_call(text) {
+            Some(repaired) => Checked::Repaired(repaired),
+            None => Checked::InvalidParams(
+                "Invalid params: tools/call needs `name` (a string) and `arguments` (an object)"
+                    .into(),
+            ),
+        };
+    }
+    Checked::InvalidParams(format!(
+        "Invalid params: the params of {method} do not match its schema in the MCP specification"
+    ))
 }
 
 /// Whether rmcp starts serving on this request: an `initialize`, or (in the 2026-07-28 revision,
@@ -391,6 +461,60 @@ mod tests {
             .iter()
             .find(|r| r["id"] == id)
             .unwrap_or_else(|| panic!("no answer for id {id}: {replies:?}"))
+    }
+
+    #[tokio::test]
+    async fn params_a_known_method_cannot_take_are_invalid_params_not_an_unknown_method() {
+        let requests = [
+            ("get-num", r#""method":"tasks/get","params":{"taskId":5}"#),
+            (
+                "get-null",
+                r#""method":"tasks/get","params":{"taskId":null}"#,
+            ),
+            ("get-none", r#""method":"tasks/get","params":{}"#),
+            (
+                "cancel-array",
+                r#""method":"tasks/cancel","params":{"taskId":[1]}"#,
+            ),
+            (
+                "update-string",
+                r#""method":"tasks/update","params":{"taskId":"t","inputResponses":"x"}"#,
+            ),
+            (
+                "read-num",
+                r#""method":"resources/read","params":{"uri":5}"#,
+            ),
+            (
+                "level-num",
+                r#""method":"logging/setLevel","params":{"level":5}"#,
+            ),
+            (
+                "call-noname",
+                r#""method":"tools/call","params":{"arguments":{}}"#,
+            ),
+        ];
+        let mut input = String::new();
+        for (id, rest) in requests {
+            input.push_str(&format!("{{\"jsonrpc\":\"2.0\",\"id\":\"{id}\",{rest}}}\n"));
+        }
+        // Methods the SDK does not know stay custom requests: the server answers those.
+        input.push_str(r#"{"jsonrpc":"2.0","id":"custom","method":"no/such","params":{"a":1}}"#);
+        input.push('\n');
+        let (passed, replies) = exchange(input.as_bytes(), MAX_LINE_BYTES).await;
+        assert_eq!(replies.len(), requests.len(), "{replies:?}");
+        for (id, _) in requests {
+            let reply = answer_for(&replies, json!(id));
+            assert_eq!(reply["error"]["code"], -32602, "{id}: {reply}");
+        }
+        assert!(
+            answer_for(&replies, json!("level-num"))["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("logging/setLevel"),
+            "{replies:?}"
+        );
+        assert_eq!(passed.len(), 1, "{passed:?}");
+        assert_eq!(passed[0]["method"], "no/such");
     }
 
     #[tokio::test]

@@ -480,6 +480,68 @@ fn garbage_over_http_is_refused_and_the_server_keeps_serving() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// A chunked body of 64 MiB that never ends (no last chunk) is refused with 413 once past the
+/// body limit, and what it cost the server is bounded by the limit, not by what was sent.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_chunked_body_that_never_ends_gets_413_in_bounded_memory() {
+    const TOKEN: &str = "adversarial-token-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr, stderr) = start_http(dir.path(), TOKEN);
+    let idle = peak_memory(child.id()).expect("VmHWM");
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Transfer-Encoding: chunked\r\n\r\n"
+    );
+    // Written while the answer is read: the server answers before the 64 MiB are through and
+    // then stops reading (write errors are expected from then on).
+    let sender = std::thread::spawn(move || -> std::io::Result<()> {
+        writer.write_all(head.as_bytes())?;
+        let chunk = vec![b' '; 1 << 20];
+        for _ in 0..64 {
+            writer.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())?;
+            writer.write_all(&chunk)?;
+            writer.write_all(b"\r\n")?;
+        }
+        // No last chunk: the body never ends.
+        std::thread::sleep(Duration::from_secs(2));
+        Ok(())
+    });
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !reply.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => reply.extend_from_slice(&buf[..n]),
+        }
+    }
+    let _ = sender.join();
+    let head = String::from_utf8_lossy(&reply).into_owned();
+    assert!(head.starts_with("HTTP/1.1 413"), "not refused: {head:?}");
+    let peak = peak_memory(child.id()).expect("VmHWM");
+    eprintln!(
+        "peak memory: idle {} MiB, after the endless body {} MiB",
+        idle >> 20,
+        peak >> 20
+    );
+    assert!(
+        peak - idle < 32 << 20,
+        "the endless body cost {} MiB",
+        (peak - idle) >> 20
+    );
+    assert!(child.try_wait().unwrap().is_none(), "the server exited");
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&stderr).unwrap_or_default();
+    assert!(!log.contains("panicked"), "{log}");
+}
+
 /// Lines of 64 MiB and more, and a gibibyte without a newline: slow in a debug build.
 mod slow {
     use super::*;

@@ -464,6 +464,16 @@ fn a_task_made_over_sessionless_http_is_polled_to_the_plain_calls_result_and_can
         json!({"taskId": "no-such-task"}),
     );
     assert!(unknown.get("error").is_some(), "{unknown}");
+    // Params that do not decode are invalid params under HTTP 200, not "method not found" (which
+    // sessionless HTTP would send as 404, a session gone).
+    for (id, params) in [
+        (7, json!({"taskId": 5})),
+        (8, json!({"taskId": null})),
+        (9, json!({})),
+    ] {
+        let bad = post_stateless(&server, id, "tasks/get", Some("5"), params);
+        assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    }
 }
 
 #[test]
@@ -501,9 +511,9 @@ fn a_second_origin_header_is_refused_with_400_before_the_token_check() {
     assert_eq!(status, 400, "the same value twice, with the token: {body}");
 }
 
-/// The body limit (the stdio line limit) as the 413 states it.
+/// The body limit as the 413 states it.
 fn body_limit_text() -> String {
-    let limit = geminicli_mcp::transport::MAX_LINE_BYTES;
+    let limit = geminicli_mcp::http::MAX_BODY_BYTES;
     assert_eq!(limit % (1024 * 1024), 0, "the limit is whole MiB");
     format!("larger than {} MiB", limit / (1024 * 1024))
 }
@@ -513,7 +523,7 @@ fn body_limit_text() -> String {
 #[case::streamed_in_chunks(true)]
 fn a_body_one_byte_over_the_limit_is_refused_with_413_naming_the_limit(#[case] chunked: bool) {
     let server = HttpServer::start();
-    let limit = geminicli_mcp::transport::MAX_LINE_BYTES;
+    let limit = geminicli_mcp::http::MAX_BODY_BYTES;
     let framing = if chunked {
         "Transfer-Encoding: chunked".to_owned()
     } else {
