@@ -80,6 +80,14 @@ Environment:
   GEMINICLI_MCP_ACP_MAX_TURNS     acp tool set: prompts per session before a fresh one (20).
   GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS  acp tool set: bound on start-up and requests other than
                                   prompts; past it the agent is killed (120000).
+  GEMINICLI_MCP_MAX_PROMPTS       warm backend: prompts running on agents at once, server-wide;
+                                  more calls wait (16).
+  GEMINICLI_MCP_MAX_AGENTS        Agent processes at once, both uses of ACP (default
+                                  GEMINICLI_MCP_MAX_CONCURRENCY); past it the least recently used
+                                  idle one is stopped.
+  GEMINICLI_MCP_ACP_SPARE_SESSIONS  warm backend: fresh sessions each agent keeps made ahead (2;
+                                  0: none).
+  GEMINICLI_MCP_ACP_MAX_SESSIONS  Sessions an agent makes or loads before it is replaced (32).
   GEMINICLI_MCP_ASK_TIMEOUT_MS    approval_mode ask: how long a question waits for the user's
                                   answer before the tool is rejected (default 120000).
   GEMINICLI_MCP_TASKS             0, false, no or off: never answer a call with a task (default on:
@@ -115,6 +123,19 @@ A flag wins over its variable; a variable wins over the default.
 
 The server speaks MCP over stdio (stdout carries only JSON-RPC; logs go to stderr), or over
 Streamable HTTP with --http.";
+
+/// Every variable under the server's prefix that it reads: the ones `--help` lists, and the run
+/// marker the server sets on its children (a server started by one of them inherits it).
+pub fn known_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = ENV_HELP
+        .split(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+        .filter(|w| w.starts_with(parse::PREFIX) && !w.ends_with('_'))
+        .collect();
+    names.push(crate::gemini::process::RUN_MARKER_VAR);
+    names.sort_unstable();
+    names.dedup();
+    names
+}
 
 /// Command line of the server binary. Every setting is also an environment variable (MCP clients
 /// set those in their `env` blocks); a flag given wins over its variable.
@@ -327,9 +348,15 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Reads the process environment.
+    /// Reads the process environment; a variable under the server's prefix that no setting reads
+    /// (a misspelt name, which would silently leave its setting at the default) is noted too.
     pub fn from_env() -> Self {
-        Self::from_lookup(|name| std::env::var_os(name))
+        let mut config = Self::from_lookup(|name| std::env::var_os(name));
+        config.unread.extend(parse::unknown_names(
+            std::env::vars_os().map(|(name, _)| name),
+            &known_names(),
+        ));
+        config
     }
 
     /// Builds the configuration from any variable lookup (tests pass a map). Invalid values fall
@@ -463,6 +490,51 @@ mod tests {
             .map(|(k, v)| (k.to_string(), OsString::from(v)))
             .collect();
         Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    /// Every `"GEMINICLI_MCP_…"` name written in a file under `dir`, as a string literal.
+    fn names_in_sources(dir: &std::path::Path, names: &mut std::collections::BTreeSet<String>) {
+        let quoted = regex::Regex::new(r#""(GEMINICLI_MCP_[A-Z0-9_]*[A-Z0-9])""#).unwrap();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                names_in_sources(&path, names);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                names.extend(quoted.captures_iter(&text).map(|c| c[1].to_owned()));
+            }
+        }
+    }
+
+    #[test]
+    fn every_variable_the_server_reads_or_documents_is_a_known_name() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut read = std::collections::BTreeSet::new();
+        names_in_sources(&root.join("src"), &mut read);
+        let known = known_names();
+        let unlisted: Vec<_> = read
+            .iter()
+            .filter(|n| !known.contains(&n.as_str()))
+            .collect();
+        assert!(
+            unlisted.is_empty(),
+            "read in src/ but missing from --help, so a set one would be called unknown: {unlisted:?}"
+        );
+        let docs = std::fs::read_to_string(root.join("docs/environment.md")).unwrap();
+        let documented = regex::Regex::new(r"GEMINICLI_MCP_[A-Z0-9_]*[A-Z0-9]").unwrap();
+        let undocumented: Vec<_> = known
+            .iter()
+            .filter(|n| **n != crate::gemini::process::RUN_MARKER_VAR)
+            .filter(|n| !documented.find_iter(&docs).any(|m| m.as_str() == **n))
+            .collect();
+        assert!(
+            undocumented.is_empty(),
+            "not in docs/environment.md: {undocumented:?}"
+        );
+        assert!(
+            known.contains(&"GEMINICLI_MCP_TOTAL_TIMEOUT_MS"),
+            "{known:?}"
+        );
     }
 
     #[test]

@@ -10,6 +10,8 @@ mod capture;
 mod status;
 #[cfg(target_os = "linux")]
 mod sweep;
+/// The variable that marks the processes of a run (the watchdog and the sweep find them by it).
+pub use sweep::MARKER_VAR as RUN_MARKER_VAR;
 mod tmp;
 mod tree;
 #[cfg(unix)]

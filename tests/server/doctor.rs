@@ -136,12 +136,22 @@ fn auth_variables_are_named_never_shown() {
 
 #[test]
 fn a_setting_not_understood_is_a_warning_naming_it_not_a_failure() {
-    let (out, _home) = doctor(&["--json"], &[("GEMINICLI_MCP_ENV", "minimall")]);
+    let (out, _home) = doctor(
+        &["--json"],
+        &[
+            ("GEMINICLI_MCP_ENV", "minimall"),
+            ("GEMINICLI_MCP_MAX_CONCURENCY", "2"),
+        ],
+    );
     let r = json_report(&out);
     assert_eq!(out.status.code(), Some(0), "{r:#}");
     let warnings = r["warnings"].to_string();
     assert!(
         warnings.contains("GEMINICLI_MCP_ENV is not inherit or minimal; the default applies"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("GEMINICLI_MCP_MAX_CONCURENCY is not a setting of this server (did you mean GEMINICLI_MCP_MAX_CONCURRENCY?)"),
         "{warnings}"
     );
     assert!(!warnings.contains("minimall"), "{warnings}");

@@ -177,6 +177,7 @@ fn settings_not_understood_are_named_on_stderr_at_start_and_their_defaults_serve
     let mut h = Harness::start(&[
         ("GEMINICLI_MCP_BACKEND", "acpp"),
         ("GEMINICLI_MCP_MAX_CONCURRENCY", "four-ish"),
+        ("GEMINICLI_MCP_TIMEOUT_TOTAL_MS", "5000"),
     ]);
     let answer = h.call("gemini_prompt", json!({"prompt": "still served"}));
     assert_eq!(answer["isError"], json!(false), "{answer}");
@@ -190,7 +191,11 @@ fn settings_not_understood_are_named_on_stderr_at_start_and_their_defaults_serve
         "{stderr}"
     );
     assert!(
-        !stderr.contains("acpp") && !stderr.contains("four-ish"),
+        stderr.contains("GEMINICLI_MCP_TIMEOUT_TOTAL_MS is not a setting of this server (did you mean GEMINICLI_MCP_TOTAL_TIMEOUT_MS?)"),
+        "a misspelt name went unnamed: {stderr}"
+    );
+    assert!(
+        !stderr.contains("acpp") && !stderr.contains("four-ish") && !stderr.contains("5000"),
         "a value reached the log: {stderr}"
     );
 }
