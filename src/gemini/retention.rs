@@ -154,7 +154,7 @@ fn write() -> Result<Written, String> {
     let machine = read_settings(&machine_defaults_path())
         .map_err(|e| format!("the machine's system-defaults file cannot be read ({e})"))?;
     let dir = tempfile::Builder::new()
-        .prefix("geminicli-mcp-settings-")
+        .prefix(&format!("{}settings-", super::process::tmp_prefix()))
         .tempdir()
         .map_err(|e| e.to_string())?;
     let file = dir.path().join("system-defaults.json");

@@ -313,6 +313,11 @@ fn a_server_killed_at_any_phase_of_a_call_leaves_no_process(
     #[case] calls: usize,
     #[case] cancel_first: bool,
 ) {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_path = tmp.path().to_str().unwrap().to_owned();
+    let mut env = env.to_vec();
+    env.push(("TMPDIR", &tmp_path));
+    let env = &env[..];
     let mut h = Harness::start(env);
     let acp = env
         .iter()
@@ -364,6 +369,23 @@ fn a_server_killed_at_any_phase_of_a_call_leaves_no_process(
     assert!(
         left.is_empty(),
         "alive 2 s after the server's SIGKILL: {left:?} (of {pids:?})"
+    );
+    // The runs' private temporary directories go too, once the watchdog's sweep is over.
+    let end = Instant::now() + Duration::from_secs(10);
+    let leftovers = loop {
+        let names: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("geminicli-mcp-"))
+            .collect();
+        if names.is_empty() || Instant::now() >= end {
+            break names;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        leftovers.is_empty(),
+        "left in TMPDIR after the server's SIGKILL: {leftovers:?}"
     );
 }
 

@@ -41,9 +41,7 @@ impl PrivateTmp {
     }
 
     fn create() -> io::Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix("geminicli-mcp-")
-            .tempdir()?;
+        let dir = tempfile::Builder::new().prefix(&own_prefix()).tempdir()?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -72,6 +70,57 @@ impl PrivateTmp {
     pub fn close(self) -> io::Result<()> {
         self.dir.close()
     }
+}
+
+/// The start of the name of every temporary directory of the server with pid `server`: the
+/// watchdog finds by it what a server killed outright left ([`remove_left_by`]).
+fn prefix_of(server: u32) -> String {
+    format!("geminicli-mcp-{server}-")
+}
+
+/// The start of the name every temporary directory of this server's takes, so that the watchdog
+/// removes it if the server is killed outright.
+pub fn own_prefix() -> String {
+    prefix_of(std::process::id())
+}
+
+/// Removes the run directories the server with pid `server` left under `root` (the temporary
+/// directory it used): the watchdog's part once that server died without its clean-up. Only
+/// directories of this user's named after that server are touched, never through a symlink.
+/// Returns how many were removed.
+pub fn remove_left_by(server: u32, root: &Path) -> usize {
+    let prefix = prefix_of(server);
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        if !meta.is_dir() || !owned_by_me(&meta) {
+            continue;
+        }
+        if std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(unix)]
+fn owned_by_me(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    meta.uid() == unsafe { libc::geteuid() }
+}
+
+#[cfg(not(unix))]
+fn owned_by_me(_: &std::fs::Metadata) -> bool {
+    true
 }
 
 /// Whether [`PrivateTmp::new`] keeps a spare directory made ahead (see [`keep_spares`]).
@@ -224,6 +273,46 @@ pub fn finish(timeout: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_dead_server_left_is_removed_and_nothing_else() {
+        let root = tempfile::tempdir().unwrap();
+        let dead = prefix_of(4242);
+        for name in ["a1", "b2"] {
+            std::fs::create_dir_all(root.path().join(format!("{dead}{name}/sub"))).unwrap();
+            std::fs::write(root.path().join(format!("{dead}{name}/sub/f")), "x").unwrap();
+        }
+        // Another server's (42420 starts with the same digits), a file, a foreign name.
+        std::fs::create_dir(root.path().join(format!("{}x", prefix_of(42420)))).unwrap();
+        std::fs::write(root.path().join(format!("{dead}file")), "x").unwrap();
+        std::fs::create_dir(root.path().join("geminicli-mcp-other")).unwrap();
+        #[cfg(unix)]
+        {
+            let outside = tempfile::tempdir().unwrap();
+            std::fs::write(outside.path().join("keep"), "x").unwrap();
+            std::os::unix::fs::symlink(outside.path(), root.path().join(format!("{dead}link")))
+                .unwrap();
+            assert_eq!(remove_left_by(4242, root.path()), 2);
+            assert!(outside.path().join("keep").exists(), "followed a symlink");
+        }
+        #[cfg(not(unix))]
+        assert_eq!(remove_left_by(4242, root.path()), 2);
+        let mut left: Vec<String> = std::fs::read_dir(root.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![
+            format!("{}x", prefix_of(42420)),
+            format!("{dead}file"),
+            "geminicli-mcp-other".to_owned(),
+        ];
+        if cfg!(unix) {
+            want.push(format!("{dead}link"));
+        }
+        want.sort();
+        assert_eq!(left, want);
+    }
 
     #[test]
     fn a_directory_handed_over_is_gone_once_the_keeper_is_idle() {

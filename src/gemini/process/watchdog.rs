@@ -11,7 +11,7 @@
 //! any way, the kernel closes the pipe, and the watchdog (in [`main`]) kills every group still
 //! live and, on Linux, every process that carries the server's run marker in its environment
 //! (`GEMINICLI_MCP_RUN=<server pid>:…`, which the sweep uses too) with the groups and sessions
-//! those lead; then it exits. A clean exit of the server closes the pipe as well, with nothing
+//! those lead; then it removes the runs' private temporary directories and exits. A clean exit of the server closes the pipe as well, with nothing
 //! left to kill.
 
 use std::collections::HashSet;
@@ -248,6 +248,11 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!(
             "geminicli-mcp watchdog: the server (pid {server}) ended with runs in flight; killed {killed} of their processes"
         );
+    }
+    // The runs' private temporary directories, once nothing of theirs is left to write in them
+    // (the temporary directory is the server's: the watchdog inherited its environment).
+    if let Ok(pid) = u32::try_from(server) {
+        super::tmp::remove_left_by(pid, &std::env::temp_dir());
     }
     0
 }
