@@ -479,13 +479,23 @@ fn next_number(at: Number, b: u8) -> Option<Number> {
     }
 }
 
-/// A stack of open brackets at about a byte each: each entry is its distance from the entry below
-/// and whether it is a brace, as a varint whose first byte is marked so it reads from the end.
+/// A stack of open brackets at about a byte each, or less: each entry is a run of `count` opens
+/// of one kind, each its distance from the one below, as varints whose first byte is marked so
+/// they read from the end (the value, whose lowest bit says a count comes before it). Runs are
+/// what a hostile answer is made of: 30 MiB of `{` is one entry, not 30 MiB of them.
 #[derive(Default)]
 struct Opens {
     bytes: Vec<u8>,
-    /// Start and kind of the top entry.
+    /// Start and kind of the top open.
     top: Option<(usize, bool)>,
+}
+
+/// One entry of [`Opens`].
+#[derive(Clone, Copy)]
+struct Run {
+    distance: u64,
+    brace: bool,
+    count: u64,
 }
 
 impl Opens {
@@ -498,54 +508,113 @@ impl Opens {
     }
 
     fn push(&mut self, start: usize, brace: bool) {
-        let below = self.top.map_or(0, |(s, _)| s);
-        let mut value = ((start - below) as u64) << 1 | u64::from(brace);
-        let mut groups = [0u8; 10];
-        let mut n = 0;
-        loop {
-            groups[n] = (value & 0x7f) as u8;
-            n += 1;
-            value >>= 7;
-            if value == 0 {
-                break;
+        if let Some((top, top_brace)) = self.top {
+            let (run, at) = self.last();
+            if top_brace == brace && run.distance == (start - top) as u64 {
+                self.bytes.truncate(at);
+                self.write(Run {
+                    count: run.count + 1,
+                    ..run
+                });
+                self.top = Some((start, brace));
+                return;
             }
         }
-        self.bytes.push(groups[n - 1] | 0x80);
-        self.bytes.extend(groups[..n - 1].iter().rev());
+        let below = self.top.map_or(0, |(s, _)| s);
+        self.write(Run {
+            distance: (start - below) as u64,
+            brace,
+            count: 1,
+        });
         self.top = Some((start, brace));
     }
 
-    /// Removes the top entry and returns its start.
+    /// Removes the top open and returns its start.
     fn pop(&mut self) -> usize {
         let (start, _) = self.top.expect("pop of an empty stack");
-        let (value, at) = self.last();
+        let (run, at) = self.last();
         self.bytes.truncate(at);
-        self.top = if self.bytes.is_empty() {
+        let below = start - run.distance as usize;
+        self.top = if run.count > 1 {
+            self.write(Run {
+                count: run.count - 1,
+                ..run
+            });
+            Some((below, run.brace))
+        } else if self.bytes.is_empty() {
             None
         } else {
-            let (below, _) = self.last();
-            Some((start - (value >> 1) as usize, below & 1 == 1))
+            Some((below, self.last().0.brace))
         };
         start
     }
 
-    /// The last entry's value and where its bytes begin.
-    fn last(&self) -> (u64, usize) {
-        let (mut value, mut shift) = (0u64, 0);
-        for (at, &b) in self.bytes.iter().enumerate().rev() {
-            value |= u64::from(b & 0x7f) << shift;
-            shift += 7;
-            if b & 0x80 != 0 {
-                return (value, at);
-            }
+    fn write(&mut self, run: Run) {
+        if run.count > 1 {
+            push_varint(&mut self.bytes, run.count - 2);
         }
-        unreachable!("every entry starts with a marked byte")
+        let value = run.distance << 2 | u64::from(run.brace) << 1 | u64::from(run.count > 1);
+        push_varint(&mut self.bytes, value);
+    }
+
+    /// The last entry and where its bytes begin.
+    fn last(&self) -> (Run, usize) {
+        let (value, at) = varint_before(&self.bytes, self.bytes.len());
+        let (distance, brace) = (value >> 2, value & 2 != 0);
+        if value & 1 == 0 {
+            return (
+                Run {
+                    distance,
+                    brace,
+                    count: 1,
+                },
+                at,
+            );
+        }
+        let (count, at) = varint_before(&self.bytes, at);
+        (
+            Run {
+                distance,
+                brace,
+                count: count + 2,
+            },
+            at,
+        )
     }
 
     fn clear(&mut self) {
         self.bytes.clear();
         self.top = None;
     }
+}
+
+/// Appends `value` as a varint whose first byte is marked.
+fn push_varint(bytes: &mut Vec<u8>, mut value: u64) {
+    let mut groups = [0u8; 10];
+    let mut n = 0;
+    loop {
+        groups[n] = (value & 0x7f) as u8;
+        n += 1;
+        value >>= 7;
+        if value == 0 {
+            break;
+        }
+    }
+    bytes.push(groups[n - 1] | 0x80);
+    bytes.extend(groups[..n - 1].iter().rev());
+}
+
+/// The varint that ends at `end`, and where it begins.
+fn varint_before(bytes: &[u8], end: usize) -> (u64, usize) {
+    let (mut value, mut shift) = (0u64, 0);
+    for (at, &b) in bytes[..end].iter().enumerate().rev() {
+        value |= u64::from(b & 0x7f) << shift;
+        shift += 7;
+        if b & 0x80 != 0 {
+            return (value, at);
+        }
+    }
+    unreachable!("every varint starts with a marked byte")
 }
 
 #[cfg(test)]
@@ -639,6 +708,41 @@ mod tests {
             assert_eq!(opens.top_is_brace(), Some(k % 2 == 0));
             assert_eq!(opens.pop(), s);
         }
+        assert!(opens.is_empty());
+    }
+
+    #[test]
+    fn runs_of_opens_read_back_and_take_a_few_bytes() {
+        let mut opens = Opens::default();
+        let mut pushed = Vec::new();
+        // A run of braces a byte apart, one of brackets two apart, then alternating kinds.
+        for s in 0..100_000 {
+            pushed.push((s, true));
+        }
+        for k in 0..1000 {
+            pushed.push((100_000 + 2 * k, false));
+        }
+        for k in 0..10 {
+            pushed.push((200_000 + 3 * k, k % 2 == 0));
+        }
+        for &(s, brace) in &pushed {
+            opens.push(s, brace);
+        }
+        assert!(opens.bytes.len() < 64, "{} bytes", opens.bytes.len());
+        for &(s, brace) in pushed.iter().rev() {
+            assert_eq!(opens.top_is_brace(), Some(brace));
+            assert_eq!(opens.pop(), s);
+        }
+        assert!(opens.is_empty());
+        // Pushes after pops continue a run that was cut short.
+        for s in [5, 6, 7] {
+            opens.push(s, true);
+        }
+        assert_eq!(opens.pop(), 7);
+        opens.push(8, true);
+        assert_eq!(opens.pop(), 8);
+        assert_eq!(opens.pop(), 6);
+        assert_eq!(opens.pop(), 5);
         assert!(opens.is_empty());
     }
 }
