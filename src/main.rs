@@ -25,6 +25,7 @@ const EXIT_SLACK: Duration = Duration::from_secs(2);
 const REMOVAL_WAIT: Duration = Duration::from_secs(5);
 
 fn main() -> anyhow::Result<()> {
+    large_allocations_go_back();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(code) = process::watchdog_main(&args) {
         std::process::exit(code);
@@ -224,3 +225,18 @@ async fn termination_signal() -> i32 {
     let _ = tokio::signal::ctrl_c().await;
     2
 }
+
+/// glibc serves an allocation from its heap instead of a mapping of its own once a freed mapping
+/// has raised its threshold (up to 32 MiB), and a heap keeps freed memory and copies on growth:
+/// a call that handles an answer as long as the output cap would then cost the server several
+/// times that answer in resident memory, and keep it. A fixed threshold of 1 MiB keeps every
+/// large buffer in a mapping of its own: grown in place (`mremap`) and handed back when freed.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn large_allocations_go_back() {
+    // SAFETY: mallopt before any thread exists; it only sets an allocator parameter.
+    unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) };
+}
+
+/// Other allocators (musl's, the systems') give large blocks back on their own.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn large_allocations_go_back() {}

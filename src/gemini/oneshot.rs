@@ -16,7 +16,7 @@ use crate::gemini::launch::spawn_failure;
 use crate::gemini::outcome::{self, CancelCause, Success};
 use crate::gemini::process::{self, Activity, KillReason, RunSpec, Stream, Watch};
 use crate::gemini::session;
-use crate::progress::{Progress, PREVIEW_CHARS};
+use crate::progress::{Hint, Progress, PREVIEW_CHARS};
 
 /// What one attempt is asked to do besides running `spec`.
 pub struct Attempt<'a> {
@@ -64,13 +64,14 @@ pub async fn run(
     let cwd = spec.cwd.clone();
     let argv = debug.then(|| (spec.program.clone(), spec.args.clone()));
     // Streamed lines only feed progress; the transcript is parsed once at the end from the
-    // kept stdout, which holds the same lines (the supervisor streams exactly what it keeps),
-    // so a flood is held once, not twice.
-    let (tx, rx) = mpsc::unbounded_channel::<(Stream, Vec<u8>)>();
+    // kept stdout, which holds the same lines (the supervisor hands over exactly what it keeps).
+    // Each line is read where it lies in the kept bytes and only what progress needs is sent on,
+    // so a line as long as the cap is held once, not twice.
+    let (tx, rx) = mpsc::unbounded_channel::<Observed>();
     let activity = Activity::new();
     let started = Instant::now();
     let watch = Watch {
-        lines: Some(tx),
+        lines: Some(observer(tx)),
         activity: Some(activity.clone()),
         deadline: limits.any().then(|| {
             let progress = progress.clone();
@@ -125,11 +126,12 @@ pub async fn run(
         Some(KillReason::Deadline(limit)) => limits.of(limit),
         _ => None,
     };
-    let result = outcome::classify(&out, &transcript, cause(), deadline_ms)
+    let tools_ran = !transcript.tools.is_empty();
+    let result = outcome::classify(&out, transcript, cause(), deadline_ms)
         .and_then(|success| same_session(success, resume));
     Ran {
         result,
-        tools_ran: !transcript.tools.is_empty(),
+        tools_ran,
         events,
         debug,
     }
@@ -158,28 +160,57 @@ fn debug_report(
     })
 }
 
-/// Feeds every streamed line to `progress`: text and tools from stdout, the CLI's retry notes
-/// from stderr (it retries failed API calls for minutes, saying so only there), and the session
-/// id of the `init` event.
-async fn observe(mut rx: mpsc::UnboundedReceiver<(Stream, Vec<u8>)>, progress: &Progress) {
+/// What one streamed line tells progress.
+enum Observed {
+    /// Text, a tool, a retry.
+    Hint(Hint),
+    /// The session id of an `init` event.
+    Session(String),
+}
+
+/// What `line` of `stream` tells progress: text and tools from stdout, the CLI's retry notes from
+/// stderr (it retries failed API calls for minutes, saying so only there), and the session id of
+/// the `init` event.
+fn observed(stream: Stream, line: &[u8]) -> Vec<Observed> {
+    let mut found = Vec::new();
+    if stream == Stream::Stdout && line.starts_with(b"{\"type\":\"init\"") {
+        if let Some(events::Event::Init {
+            session_id: Some(id),
+            ..
+        }) = events::parse_line(line)
+        {
+            found.push(Observed::Session(id));
+        }
+    }
+    let hint = match stream {
+        Stream::Stdout => events::progress_hint(line, PREVIEW_CHARS),
+        Stream::Stderr => events::retry_hint(line),
+    };
+    found.extend(hint.map(Observed::Hint));
+    found
+}
+
+/// What the run's lines are handed to: what each tells progress goes to `tx`.
+fn observer(tx: mpsc::UnboundedSender<Observed>) -> process::LineFn {
+    std::sync::Arc::new(move |stream, line| {
+        // A receiver that went away only means nobody wants progress any more.
+        for observed in observed(stream, line) {
+            let _ = tx.send(observed);
+        }
+    })
+}
+
+/// Feeds what the streamed lines told to `progress`; the first session id counts.
+async fn observe(mut rx: mpsc::UnboundedReceiver<Observed>, progress: &Progress) {
     let mut session_seen = false;
-    while let Some((stream, line)) = rx.recv().await {
-        let hint = match stream {
-            Stream::Stdout => events::progress_hint(&line, PREVIEW_CHARS),
-            Stream::Stderr => events::retry_hint(&line),
-        };
-        if !session_seen && stream == Stream::Stdout && line.starts_with(b"{\"type\":\"init\"") {
-            if let Some(events::Event::Init {
-                session_id: Some(id),
-                ..
-            }) = events::parse_line(&line)
-            {
+    while let Some(observed) = rx.recv().await {
+        match observed {
+            Observed::Session(id) if !session_seen => {
                 progress.set_session(id);
                 session_seen = true;
             }
-        }
-        if let Some(hint) = hint {
-            progress.observe(hint);
+            Observed::Session(_) => {}
+            Observed::Hint(hint) => progress.observe(hint),
         }
     }
 }

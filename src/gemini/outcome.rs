@@ -57,15 +57,18 @@ pub fn facts(run: &RunOutput, transcript: &Transcript) -> RunFacts {
 
 /// Classifies one finished run. `deadline_ms` is the length of the deadline that killed it, if
 /// one did (`KillReason::Deadline`).
+///
+/// The transcript is taken whole: a success's answer is moved out of it, not copied, so an
+/// answer as long as the output cap is held once.
 pub fn classify(
     run: &RunOutput,
-    transcript: &Transcript,
+    transcript: Transcript,
     cancel_cause: CancelCause,
     deadline_ms: Option<Duration>,
 ) -> Result<Success, Failure> {
     let stderr = String::from_utf8_lossy(&run.stderr);
     let failure = |kind: ErrorKind, code: i32, message: String| {
-        Failure::with_exit(kind, code, message).with_run(facts(run, transcript))
+        Failure::with_exit(kind, code, message).with_run(facts(run, &transcript))
     };
     // 1. A kill the server made outranks whatever the dying CLI printed.
     if let Some(reason) = run.killed {
@@ -80,9 +83,15 @@ pub fn classify(
     }
     // 2. The result event.
     if let Some(result) = &transcript.result {
-        return from_result(run, transcript, result, &stderr, exit).map_err(
-            |(kind, message, retry)| failure(kind, exit, message).with_retry_delay(retry),
-        );
+        return match from_result(run, &transcript, result, &stderr, exit) {
+            Ok(success) => Ok(Success {
+                answer: transcript.into_answer(),
+                ..success
+            }),
+            Err((kind, message, retry)) => {
+                Err(failure(kind, exit, message).with_retry_delay(retry))
+            }
+        };
     }
     // 3. The JSON error document or a known stderr signature.
     if let Some((kind, message, retry)) = stderr_signature(&stderr, exit) {
@@ -162,7 +171,8 @@ fn from_result(
             ));
         }
         return Ok(Success {
-            answer: transcript.answer().to_owned(),
+            // Moved out of the transcript by `classify`, which owns it.
+            answer: String::new(),
             session_id: transcript.session_id.clone(),
             model: transcript.model.clone(),
             stats: result.stats.clone(),
@@ -470,7 +480,7 @@ mod tests {
 
     fn kind(status: Option<Termination>, stdout: &str, stderr: &str) -> (ErrorKind, i32) {
         let (o, t) = run(status, stdout, stderr);
-        let f = classify(&o, &t, CancelCause::Client, None).expect_err("a failure");
+        let f = classify(&o, t.clone(), CancelCause::Client, None).expect_err("a failure");
         (f.kind, f.exit_code)
     }
 
@@ -484,7 +494,7 @@ mod tests {
             &stdout,
             "YOLO mode is enabled.",
         );
-        let s = classify(&o, &t, CancelCause::Client, None).unwrap();
+        let s = classify(&o, t.clone(), CancelCause::Client, None).unwrap();
         assert_eq!(s.answer, "hi");
         assert_eq!(s.session_id.as_deref(), Some("s"));
         assert_eq!(s.stats.unwrap()["total_tokens"], 3);
@@ -668,7 +678,7 @@ mod tests {
             "",
         );
         o.killed = Some(KillReason::OutputLimit(Stream::Stdout));
-        let f = classify(&o, &t, CancelCause::Client, None).unwrap_err();
+        let f = classify(&o, t.clone(), CancelCause::Client, None).unwrap_err();
         assert_eq!(
             (f.kind, f.exit_code, f.run.signal),
             (ErrorKind::OutputLimit, 137, Some(9))
@@ -676,7 +686,7 @@ mod tests {
         assert_eq!(f.run.partial_response.as_deref(), Some("part"));
         o.killed = Some(KillReason::Cancelled);
         o.status = Some(Termination::Exited(0));
-        let f = classify(&o, &t, CancelCause::Shutdown, None).unwrap_err();
+        let f = classify(&o, t.clone(), CancelCause::Shutdown, None).unwrap_err();
         assert_eq!((f.kind, f.exit_code), (ErrorKind::Cancelled, 130));
         assert!(f.message.contains("shutting down"));
     }

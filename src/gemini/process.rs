@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::deadline::Limit;
 
 pub use capture::Activity;
+pub use capture::LineFn;
 use capture::{pump, Head, Tail};
 pub use status::{KillReason, SpawnError, Stream, Termination};
 pub use tmp::{
@@ -165,10 +166,10 @@ pub fn watchdog_main(args: &[OsString]) -> Option<i32> {
 /// open delays the result by a fraction of a second, not forever. Dropping the future kills the
 /// tree too.
 ///
-/// Every line (without its `\n`, bytes as printed, `\r` included) is also sent to `lines`, when
+/// Every line (without its `\n`, bytes as printed, `\r` included) is also handed to `lines`, when
 /// given, as it arrives, tagged with its [`Stream`], so the caller can parse stream-json events and
 /// the CLI's retry messages and report progress. The unterminated rest of the kept stdout, if
-/// any, is sent last, so the stdout lines joined by `\n` are exactly `RunOutput::stdout` (a line
+/// any, is handed over last, so the stdout lines joined by `\n` are exactly `RunOutput::stdout` (a line
 /// longer than the cap arrives cut at the cap). stderr lines come from the first `max_output_bytes`
 /// of stderr, each cut at 4 KiB: they serve progress, not the result.
 ///
@@ -177,7 +178,7 @@ pub fn watchdog_main(args: &[OsString]) -> Option<i32> {
 pub async fn run(
     spec: RunSpec,
     cancel: CancellationToken,
-    lines: Option<mpsc::UnboundedSender<(Stream, Vec<u8>)>>,
+    lines: Option<LineFn>,
 ) -> Result<RunOutput, SpawnError> {
     let watch = Watch {
         lines,
@@ -190,7 +191,7 @@ pub async fn run(
 #[derive(Default)]
 pub struct Watch {
     /// Every line of either stream as it arrives (see [`run`]).
-    pub lines: Option<mpsc::UnboundedSender<(Stream, Vec<u8>)>>,
+    pub lines: Option<LineFn>,
     /// Stamped each time either pipe delivers bytes (a line need not be complete): what an
     /// inactivity deadline watches.
     pub activity: Option<Activity>,
@@ -345,7 +346,7 @@ fn pumps(
     tree: &mut Tree,
     stdin_bytes: Vec<u8>,
     max: usize,
-    lines: Option<mpsc::UnboundedSender<(Stream, Vec<u8>)>>,
+    lines: Option<LineFn>,
     activity: Option<Activity>,
 ) -> Result<Pumps, SpawnError> {
     let (stdin, stdout, stderr) = tree.take_pipes();

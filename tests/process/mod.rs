@@ -47,7 +47,11 @@ impl Background {
     fn start(spec: RunSpec) -> Self {
         let (tx, lines) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
-        let task = tokio::spawn(run(spec, cancel.clone(), Some(tx)));
+        let forward: geminicli_mcp::gemini::process::LineFn =
+            std::sync::Arc::new(move |stream, line| {
+                let _ = tx.send((stream, line.to_vec()));
+            });
+        let task = tokio::spawn(run(spec, cancel.clone(), Some(forward)));
         Background {
             task,
             lines,

@@ -2,6 +2,8 @@
 //! lines such as `/memory show` output are counted and skipped), folded into a [`Transcript`].
 
 pub use crate::progress::Hint;
+
+mod rawtext;
 use serde_json::Value;
 
 /// One stream-json event, reduced to what the server uses.
@@ -75,44 +77,145 @@ impl ResultEvent {
     }
 }
 
+/// The fields of a stream-json event that [`parse_line`] reads; the rest are skipped.
+#[derive(serde::Deserialize)]
+struct RawEvent<'a> {
+    #[serde(rename = "type", default)]
+    kind: Text,
+    #[serde(default)]
+    session_id: Text,
+    #[serde(default)]
+    model: Text,
+    #[serde(default)]
+    role: Text,
+    /// Left where it lies until it is known to be the answer's: then decoded once.
+    #[serde(default, borrow)]
+    content: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    tool_name: Text,
+    #[serde(default)]
+    status: Text,
+    #[serde(default)]
+    severity: Text,
+    #[serde(default)]
+    message: Text,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    stats: Option<Value>,
+}
+
+/// A field that counts when it is a string; any other JSON value reads as absent.
+#[derive(Default)]
+struct Text(Option<String>);
+
+impl<'de> serde::Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess};
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text, E> {
+                Ok(Text(Some(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Text, E> {
+                Ok(Text(Some(v)))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Text, E> {
+                Ok(Text(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Text, E> {
+                Ok(Text(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Text, E> {
+                Ok(Text(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Text, E> {
+                Ok(Text(None))
+            }
+            fn visit_unit<E>(self) -> Result<Text, E> {
+                Ok(Text(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Text, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Text(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Text, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Text(None))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
 /// Parses one stdout line. `None` for a line that is not a JSON object (noise).
 pub fn parse_line(line: &[u8]) -> Option<Event> {
+    let (mut event, raw) = parse_line_raw(line)?;
+    if let (Event::AssistantText(text), Some(raw)) = (&mut event, raw) {
+        let raw = std::str::from_utf8(&line[raw]).expect("a range of a valid UTF-8 line");
+        *text = rawtext::decode(raw);
+    }
+    Some(event)
+}
+
+/// [`parse_line`], with an assistant text left where it lies in `line` when it can be: the event
+/// then carries no text, and the range is that of its JSON string literal in `line` (quotes
+/// included), for the caller to decode where it wants it.
+fn parse_line_raw(line: &[u8]) -> Option<(Event, Option<std::ops::Range<usize>>)> {
     // Only a whole object can be an event; this also skips a line the output cap cut, without
     // copying it.
     let bytes = line.trim_ascii();
     if !(bytes.starts_with(b"{") && bytes.ends_with(b"}")) {
         return None;
     }
-    let text = String::from_utf8_lossy(bytes);
-    let text = text.trim();
+    let lossy = String::from_utf8_lossy(bytes);
+    let text = lossy.trim();
     if !text.starts_with('{') {
         return None;
     }
-    let value: Value = serde_json::from_str(text).ok()?;
-    let obj = value.as_object()?;
-    let s = |key: &str| obj.get(key).and_then(Value::as_str).map(str::to_owned);
-    let event = match obj.get("type").and_then(Value::as_str)? {
+    // Read into fields, not a `Value`: an answer's text, as long as the output cap, is decoded
+    // once, never copied out of a tree.
+    let raw: RawEvent = serde_json::from_str(text).ok()?;
+    let content = raw.content.map(|c| c.get()).filter(|c| c.starts_with('"'));
+    // Where the text lies in `line`; nowhere when invalid UTF-8 made the text a copy.
+    let range = match (&lossy, content) {
+        (std::borrow::Cow::Borrowed(_), Some(c)) => {
+            let start = c.as_ptr() as usize - line.as_ptr() as usize;
+            Some(start..start + c.len())
+        }
+        _ => None,
+    };
+    let event = match raw.kind.0.as_deref()? {
         "init" => Event::Init {
-            session_id: s("session_id"),
-            model: s("model"),
+            session_id: raw.session_id.0,
+            model: raw.model.0,
         },
-        "message" => match obj.get("role").and_then(Value::as_str) {
-            Some("assistant") => Event::AssistantText(s("content").unwrap_or_default()),
+        "message" => match raw.role.0.as_deref() {
+            Some("assistant") if range.is_some() => {
+                return Some((Event::AssistantText(String::new()), range));
+            }
+            Some("assistant") => {
+                Event::AssistantText(content.map(rawtext::decode).unwrap_or_default())
+            }
             Some("user") => Event::UserMessage,
             _ => Event::Other,
         },
         "tool_use" => Event::ToolUse {
-            name: s("tool_name").unwrap_or_default(),
+            name: raw.tool_name.0.unwrap_or_default(),
         },
         "tool_result" => Event::ToolResult {
-            status: s("status").unwrap_or_default(),
+            status: raw.status.0.unwrap_or_default(),
         },
         "error" => Event::Error {
-            severity: s("severity").unwrap_or_else(|| "error".into()),
-            message: s("message").unwrap_or_default(),
+            severity: raw.severity.0.unwrap_or_else(|| "error".into()),
+            message: raw.message.0.unwrap_or_default(),
         },
         "result" => {
-            let error = obj.get("error").and_then(Value::as_object);
+            let error = raw.error.as_ref().and_then(Value::as_object);
             let es = |key: &str| {
                 error
                     .and_then(|e| e.get(key))
@@ -120,15 +223,15 @@ pub fn parse_line(line: &[u8]) -> Option<Event> {
                     .map(str::to_owned)
             };
             Event::Result(ResultEvent {
-                status: s("status").unwrap_or_default(),
+                status: raw.status.0.unwrap_or_default(),
                 error_type: es("type"),
                 error_message: es("message"),
-                stats: obj.get("stats").cloned(),
+                stats: raw.stats,
             })
         }
         _ => Event::Other,
     };
-    Some(event)
+    Some((event, None))
 }
 
 /// Reads the CLI's retry message from one stderr line: `Attempt 3 failed with status 429.
@@ -164,7 +267,7 @@ pub fn progress_hint(line: &[u8], tail: usize) -> Option<Hint> {
         #[serde(default, borrow)]
         role: Option<std::borrow::Cow<'a, str>>,
         #[serde(default, borrow)]
-        content: Option<std::borrow::Cow<'a, str>>,
+        content: Option<&'a serde_json::value::RawValue>,
         #[serde(default, borrow)]
         tool_name: Option<std::borrow::Cow<'a, str>>,
     }
@@ -175,16 +278,13 @@ pub fn progress_hint(line: &[u8], tail: usize) -> Option<Hint> {
     let raw: Raw<'_> = serde_json::from_slice(bytes).ok()?;
     match (raw.kind.as_ref(), raw.role.as_deref()) {
         ("message", Some("assistant")) => {
-            let content = raw.content.unwrap_or_default();
-            let chars = content.chars().count();
-            let start = content
-                .char_indices()
-                .nth(chars.saturating_sub(tail))
-                .map_or(content.len(), |(i, _)| i);
-            Some(Hint::Text {
-                chars,
-                tail: content[start..].to_owned(),
-            })
+            // Counted and previewed where it lies: the text is never decoded into a buffer here.
+            let content = raw.content.map_or("", |c| c.get());
+            let (chars, tail) = match content.starts_with('"') {
+                true => rawtext::count_and_tail(content, tail),
+                false => (0, String::new()),
+            };
+            Some(Hint::Text { chars, tail })
         }
         ("tool_use", _) => Some(Hint::Tool(raw.tool_name.unwrap_or_default().into_owned())),
         _ => None,
@@ -309,18 +409,32 @@ impl Transcript {
                 .position(|&b| b == b'\n')
                 .map_or(stdout.len(), |i| pos + i);
             let line = &stdout[pos..end];
-            let event = match line.is_empty() {
+            let parsed = match line.is_empty() {
                 true => None,
-                false => parse_line(line),
+                false => parse_line_raw(line),
             };
-            if event.is_none() && !line.iter().all(u8::is_ascii_whitespace) {
+            if parsed.is_none() && !line.iter().all(u8::is_ascii_whitespace) {
                 t.noise_lines += 1;
             }
+            let line_start = pos;
             // From here on this line is read: its bytes may take text.
             pos = (end + 1).min(stdout.len());
             text.free_until = pos;
-            if let Some(event) = event {
-                t.fold(event, &mut (&mut text, &mut stdout));
+            match parsed {
+                // An answer's text is decoded where it lies, into the front of the buffer.
+                Some((_, Some(raw))) if text.spill.is_none() => {
+                    let raw = line_start + raw.start..line_start + raw.end;
+                    text.len += rawtext::decode_in_place(&mut stdout, raw, text.len);
+                    t.events += 1;
+                }
+                Some((_, Some(raw))) => {
+                    let raw = line_start + raw.start..line_start + raw.end;
+                    let literal = std::str::from_utf8(&stdout[raw]).expect("a valid UTF-8 range");
+                    let event = Event::AssistantText(rawtext::decode(literal));
+                    t.fold(event, &mut (&mut text, &mut stdout));
+                }
+                Some((event, None)) => t.fold(event, &mut (&mut text, &mut stdout)),
+                None => {}
             }
         }
         t.all_text = match text.spill {
@@ -337,6 +451,13 @@ impl Transcript {
     /// The answer: the text of the last model turn, as `-o json` would put in `response`.
     pub fn answer(&self) -> &str {
         &self.all_text[self.last_turn_start..]
+    }
+
+    /// [`Transcript::answer`], taken out of the text in place: no copy of it is made.
+    pub fn into_answer(self) -> String {
+        let mut text = self.all_text;
+        text.drain(..self.last_turn_start);
+        text
     }
 
     /// All text seen, when there is any: the partial answer reported with a failure (which
@@ -474,6 +595,8 @@ mod tests {
             r#"{"type":"message","role":"assistant","content":"b\n"}"#,
             r#"{"type":"tool_use","tool_name":"t3"}"#,
             r#"{"type":"message","role":"assistant","content":"\u00e9\n\tc"}"#,
+            r#"{"type":"message","role":"assistant","content":"\"q\" \ud83d\ude00 \\ \ud800 end"}"#,
+            r#"{"type":"message","role":"assistant","content":5}"#,
         ]
         .join("\n");
         assert_in_place_matches(turns.as_bytes());

@@ -19,8 +19,10 @@ const READ_CHUNK: usize = 64 * 1024;
 /// progress (the CLI's `Attempt N failed …` blocks), and a stack or a flood must not be held twice.
 pub(crate) const MAX_STDERR_LINE: usize = 4096;
 
-/// Where forwarded lines go: each tagged with the stream it came from.
-pub(crate) type LineSender = mpsc::UnboundedSender<(Stream, Vec<u8>)>;
+/// What is handed every line as it completes, with the stream it came from: a view of the kept
+/// bytes, not a copy, so a line as long as the cap is held once while it is looked at. Each
+/// stream's reader calls it on its own task: it must be quick and must not block.
+pub type LineFn = std::sync::Arc<dyn Fn(Stream, &[u8]) + Send + Sync>;
 
 /// When either pipe of a run last delivered bytes, shared between the readers and whoever
 /// watches the run. Cheap to update: one clock read and one relaxed store per read (a read takes
@@ -71,7 +73,6 @@ pub(crate) trait Sink {
 }
 
 /// The first `cap` bytes of stdout, with every line of them forwarded as it completes.
-#[derive(Debug)]
 pub(crate) struct Head {
     kept: Vec<u8>,
     cap: usize,
@@ -79,11 +80,11 @@ pub(crate) struct Head {
     /// Start of the line not yet forwarded, an index into `kept`: lines are sliced out of the
     /// kept bytes rather than buffered twice, so a flood costs one cap of memory, not two.
     line_start: usize,
-    lines: Option<LineSender>,
+    lines: Option<LineFn>,
 }
 
 impl Head {
-    pub(crate) fn new(cap: usize, lines: Option<LineSender>) -> Self {
+    pub(crate) fn new(cap: usize, lines: Option<LineFn>) -> Self {
         Head {
             kept: Vec::new(),
             cap,
@@ -94,9 +95,8 @@ impl Head {
     }
 
     fn forward(&self, line: &[u8]) {
-        if let Some(tx) = &self.lines {
-            // A receiver that went away only means nobody wants progress any more.
-            let _ = tx.send((Stream::Stdout, line.to_vec()));
+        if let Some(lines) = &self.lines {
+            lines(Stream::Stdout, line);
         }
     }
 
@@ -141,18 +141,17 @@ impl Sink for Head {
 /// The last `cap` bytes of stderr: the CLI prints its real error at the end, after any noise.
 /// Lines of the first `cap` bytes are forwarded (each cut at [`MAX_STDERR_LINE`]), so what waits
 /// in the channel is bounded by the cap as on stdout.
-#[derive(Debug)]
 pub(crate) struct Tail {
     kept: VecDeque<u8>,
     cap: usize,
     total: u64,
     /// The line being assembled for forwarding (at most `MAX_STDERR_LINE` bytes of it).
     line: Vec<u8>,
-    lines: Option<LineSender>,
+    lines: Option<LineFn>,
 }
 
 impl Tail {
-    pub(crate) fn new(cap: usize, lines: Option<LineSender>) -> Self {
+    pub(crate) fn new(cap: usize, lines: Option<LineFn>) -> Self {
         Tail {
             kept: VecDeque::new(),
             cap,
@@ -172,8 +171,8 @@ impl Tail {
             let room = MAX_STDERR_LINE.saturating_sub(self.line.len());
             self.line.extend_from_slice(&body[..room.min(body.len())]);
             if ends {
-                // A receiver that went away only means nobody wants progress any more.
-                let _ = tx.send((Stream::Stderr, std::mem::take(&mut self.line)));
+                tx(Stream::Stderr, &self.line);
+                self.line.clear();
             }
         }
     }
@@ -205,9 +204,9 @@ impl Sink for Tail {
     }
 
     fn finish(&mut self) {
-        if let Some(tx) = self.lines.take() {
+        if let Some(lines) = self.lines.take() {
             if !self.line.is_empty() {
-                let _ = tx.send((Stream::Stderr, std::mem::take(&mut self.line)));
+                lines(Stream::Stderr, &std::mem::take(&mut self.line));
             }
         }
     }
@@ -281,9 +280,32 @@ where
 mod tests {
     use super::*;
 
-    fn drain_lines(rx: &mut mpsc::UnboundedReceiver<(Stream, Vec<u8>)>) -> Vec<String> {
+    /// Lines handed over since the last call, as the tests read them.
+    type Lines = std::collections::VecDeque<(Stream, Vec<u8>)>;
+
+    #[derive(Clone, Default)]
+    struct Seen(std::sync::Arc<std::sync::Mutex<Lines>>);
+
+    impl Seen {
+        fn lines(&self) -> LineFn {
+            let seen = self.0.clone();
+            std::sync::Arc::new(move |stream, line| {
+                seen.lock().unwrap().push_back((stream, line.to_vec()));
+            })
+        }
+        fn try_recv(&self) -> Option<(Stream, Vec<u8>)> {
+            self.0.lock().unwrap().pop_front()
+        }
+    }
+
+    fn channel() -> (Seen, Seen) {
+        let seen = Seen::default();
+        (seen.clone(), seen)
+    }
+
+    fn drain_lines(rx: &mut Seen) -> Vec<String> {
         let mut out = Vec::new();
-        while let Ok((_, l)) = rx.try_recv() {
+        while let Some((_, l)) = rx.try_recv() {
             out.push(String::from_utf8(l).unwrap());
         }
         out
@@ -291,8 +313,8 @@ mod tests {
 
     #[test]
     fn tail_forwards_stderr_lines_tagged_and_bounded() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut tail = Tail::new(30, Some(tx));
+        let (tx, mut rx) = channel();
+        let mut tail = Tail::new(30, Some(tx.lines()));
         tail.push(b"Attempt 1 fa");
         tail.push(b"iled\nnext\n");
         assert_eq!(
@@ -305,8 +327,8 @@ mod tests {
         tail.finish();
         assert_eq!(drain_lines(&mut rx), ["abcdefgh"]);
 
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut tail = Tail::new(1 << 20, Some(tx));
+        let (tx, rx) = channel();
+        let mut tail = Tail::new(1 << 20, Some(tx.lines()));
         tail.push(&vec![b'x'; MAX_STDERR_LINE + 10]);
         tail.push(b"\n");
         assert_eq!(rx.try_recv().unwrap().1.len(), MAX_STDERR_LINE);
@@ -314,8 +336,8 @@ mod tests {
 
     #[test]
     fn head_forwards_lines_split_across_chunks() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut head = Head::new(100, Some(tx));
+        let (tx, mut rx) = channel();
+        let mut head = Head::new(100, Some(tx.lines()));
         assert!(!head.push(b"ab"));
         assert!(!head.push(b"c\nde\n\nf"));
         assert_eq!(drain_lines(&mut rx), ["abc", "de", ""]);
@@ -326,8 +348,8 @@ mod tests {
 
     #[test]
     fn head_keeps_the_first_cap_bytes_and_trips_once() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut head = Head::new(5, Some(tx));
+        let (tx, mut rx) = channel();
+        let mut head = Head::new(5, Some(tx.lines()));
         assert!(!head.push(b"12\n45"));
         assert!(head.push(b"6\n78"));
         assert!(!head.push(b"more"));
@@ -338,8 +360,8 @@ mod tests {
 
     #[test]
     fn a_line_longer_than_the_cap_is_cut_at_the_cap() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut head = Head::new(4, Some(tx));
+        let (tx, mut rx) = channel();
+        let mut head = Head::new(4, Some(tx.lines()));
         assert!(head.push(b"abcdefgh\n"));
         head.finish();
         assert_eq!(drain_lines(&mut rx), ["abcd"]);
@@ -387,11 +409,11 @@ mod tests {
         let activity = Activity::new();
         assert_eq!(activity.last(), None);
         let (trip_tx, _trip_rx) = mpsc::unbounded_channel();
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, rx) = channel();
         let before = Instant::now();
         pump(
             &b"half a line, no newline"[..],
-            Head::new(1000, Some(tx)),
+            Head::new(1000, Some(tx.lines())),
             Stream::Stdout,
             trip_tx,
             CancellationToken::new(),
