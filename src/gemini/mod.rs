@@ -13,3 +13,4 @@ pub mod process;
 pub mod resolve;
 pub mod retention;
 pub mod session;
+pub mod settings;
