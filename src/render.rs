@@ -353,7 +353,7 @@ impl Render<'_> {
         sc.insert("error".into(), json!(text));
         sc.insert("errorKind".into(), json!(f.kind.as_str()));
         sc.insert("exitCode".into(), json!(f.exit_code));
-        let fix = f.kind.fix();
+        let fix = f.fix();
         sc.insert("fix".into(), json!(fix));
         let _ = write!(text, "\nfix: {fix}");
         if let Some(ms) = f.retry_delay_ms {
