@@ -438,26 +438,30 @@ fn strip_ansi(line: &str) -> String {
     ANSI.replace_all(line, "").into_owned()
 }
 
-/// Lines the CLI 0.61 prints before or beside any outcome, which are never a failure's reason: the
-/// terminal warnings, start-up timing, a skipped system settings file (its `sudo chmod` advice
-/// is about that file, not the failure), the untrusted folder's overrides, and the choice between
-/// two keys. Texts from the CLI's bundle and runs (docs/troubleshooting.md).
-fn is_noise(line: &str) -> bool {
-    const NOISE: [&str; 12] = [
+/// Lines the CLI 0.61 prints before or beside any outcome, which are never a failure's reason
+/// (`line` trimmed, ANSI stripped): the terminal warnings, start-up timing, a skipped system
+/// settings file (its `sudo chmod` advice is about that file, not the failure), the untrusted
+/// folder's overrides, the choice between two keys, a deprecated flag. Texts from the CLI's bundle
+/// and runs. The one list: a failure's message and the stderr tail it shows both skip these.
+pub fn is_notice(line: &str) -> bool {
+    const NOTICES: [&str; 15] = [
         "Warning: Basic terminal detected",
         "Warning: 256-color support not detected",
         "Warning: True color (24-bit) support not detected",
+        "Warning: Limited color support detected",
+        "Warning: GNU screen detected",
         "Ripgrep is not available",
         "YOLO mode is enabled",
         "[STARTUP]",
         "Loaded cached credentials",
+        "Warning: --allowed-tools cli argument",
         "Security Warning: Skipping ",
         "Approval mode overridden to \"default\" because the current folder is not trusted",
         "Both GOOGLE_API_KEY and GEMINI_API_KEY are set",
         "Skipping project agents due to untrusted folder",
         "Project hooks disabled because the folder is not trusted",
     ];
-    NOISE.iter().any(|n| line.contains(n))
+    NOTICES.iter().any(|n| line.starts_with(n))
 }
 
 /// The first stderr line that can say why a run failed: not noise, not a JavaScript stack frame
@@ -468,7 +472,7 @@ fn first_meaningful_line(stderr: &str) -> Option<String> {
         .map(|l| strip_ansi(l).trim().to_owned())
         .find(|l| {
             !l.is_empty()
-                && !is_noise(l)
+                && !is_notice(l)
                 && !l.starts_with("at ")
                 && !matches!(l.as_str(), "{" | "}")
         })
