@@ -29,6 +29,8 @@ pub struct Seen {
     pub compute_adc: bool,
     /// The cached Google login, `~/.gemini/oauth_creds.json`, when it exists.
     pub cached_login: Option<PathBuf>,
+    /// The user's settings file, where a type can be selected when no file selects one.
+    pub user_settings: Option<PathBuf>,
 }
 
 /// What a call will do about its credentials.
@@ -60,7 +62,9 @@ impl Seen {
             let s = l.content.as_ref().ok()?.as_ref()?;
             Some((settings::selected_type(s)?.to_owned(), l.path.clone()))
         });
-        let cached_login = settings::user_settings_path(&var)
+        let user_settings = settings::user_settings_path(&var);
+        let cached_login = user_settings
+            .as_ref()
             .and_then(|p| p.parent().map(|d| d.join("oauth_creds.json")))
             .filter(|p| p.is_file());
         Seen {
@@ -73,6 +77,7 @@ impl Seen {
             vertex_project: set("GOOGLE_CLOUD_PROJECT") && set("GOOGLE_CLOUD_LOCATION"),
             compute_adc: is_true("CLOUD_SHELL") || is_true("GEMINI_CLI_USE_COMPUTE_ADC"),
             cached_login,
+            user_settings,
         }
     }
 
@@ -174,6 +179,13 @@ impl Seen {
                 "set `security.auth.selectedType` to \"gemini-api-key\" in {}, or remove it{key}",
                 path.display()
             ),
+            // A gateway URL is usually wanted: keep it and select the key where the CLI reads it.
+            None if self.base_url && origin == "GOOGLE_GEMINI_BASE_URL" => format!(
+                "set `security.auth.selectedType` to \"gemini-api-key\" in {}{key} (GOOGLE_GEMINI_BASE_URL alone implies the `gateway` type, which a headless run refuses), or unset GOOGLE_GEMINI_BASE_URL",
+                self.user_settings
+                    .as_ref()
+                    .map_or("~/.gemini/settings.json".into(), |p| p.display().to_string())
+            ),
             None => format!("unset {origin} in the MCP server's environment{key}"),
         }
     }
@@ -232,7 +244,11 @@ mod tests {
             reason.starts_with("Invalid auth method selected."),
             "{reason}"
         );
-        assert!(fix.starts_with("unset GOOGLE_GEMINI_BASE_URL"), "{fix}");
+        assert!(
+            fix.starts_with("set `security.auth.selectedType` to \"gemini-api-key\" in ~/.gemini/settings.json (")
+                && fix.ends_with("or unset GOOGLE_GEMINI_BASE_URL"),
+            "{fix}"
+        );
         seen.selected = Some(("gemini-api-key".into(), PathBuf::from("/s")));
         assert!(matches!(seen.verdict(), Verdict::Uses(_)));
     }
