@@ -17,6 +17,7 @@ use crate::gemini::command::BASE_ARGS;
 use crate::gemini::launch::Launch;
 use crate::gemini::process;
 use crate::gemini::resolve::{self, Platform};
+use crate::gemini::retention;
 use crate::gemini::settings::{self, Layer, SystemFile};
 
 /// The oldest CLI the server works with: 0.40.0 brought `--skip-trust`.
@@ -163,6 +164,9 @@ pub struct Report {
     pub settings: Vec<SettingsRow>,
     /// What a call will do about its credentials.
     pub verdict: Verdict,
+    /// Whether a call's CLI start may run the start-up clean-up that deletes message-less
+    /// sessions, so that calls in one workspace pass its start gate one at a time.
+    pub session_cleanup: bool,
     /// The effective configuration, by setting name.
     pub config: Vec<(&'static str, Value)>,
     /// What stops the server from working.
@@ -203,6 +207,7 @@ impl Report {
                     Verdict::Fails { reason, fix } => json!({"works": false, "errorKind": "auth_required", "reason": reason, "fix": fix}),
                 },
             },
+            "sessions": {"startupCleanup": self.session_cleanup},
             "config": self.config.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect::<serde_json::Map<_, _>>(),
             "problems": self.problems.iter().map(|p| json!({"message": p.message, "fix": p.fix})).collect::<Vec<_>>(),
             "warnings": self.warnings,
@@ -286,6 +291,11 @@ impl Report {
                 Verdict::Fails { reason, .. } => format!("FAILS auth_required: {reason}"),
             }
         ));
+        t.push_str(if self.session_cleanup {
+            "\nSessions\n  start-up clean-up on: calls in one workspace start one at a time (docs/sessions.md)\n"
+        } else {
+            "\nSessions\n  start-up clean-up off: calls in one workspace start together\n"
+        });
         t.push_str("\nConfiguration (flags over environment over defaults)\n");
         // The HTTP limits' names are the longest; the values stay in one column past them.
         let width = self.config.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
@@ -452,6 +462,7 @@ pub async fn run(inputs: Inputs) -> Report {
     warnings.extend(config.unread.iter().cloned());
     let (auth_variables, oauth_credentials) = auth_variables(&inputs);
     let (settings, verdict) = auth(&inputs, &mut problems, &mut warnings);
+    let session_cleanup = session_cleanup(&inputs);
     problems.extend(inputs.extra_problems.iter().cloned());
     let mut config_rows = config_rows(config);
     config_rows.extend(inputs.extra_config.iter().cloned());
@@ -466,6 +477,7 @@ pub async fn run(inputs: Inputs) -> Report {
         oauth_credentials,
         settings,
         verdict,
+        session_cleanup,
         config: config_rows,
         problems,
         warnings,
@@ -673,6 +685,17 @@ fn auth(
         Verdict::Uses(_) => {}
     }
     (rows, verdict)
+}
+
+/// Whether the CLI a call starts runs its start-up clean-up, read from the layers it will read
+/// (with the server's own system-defaults file, where the server has one the CLI reads).
+fn session_cleanup(inputs: &Inputs) -> bool {
+    let ours = retention::child_env().map(|(_, v)| v);
+    let var = |k: &str| match k {
+        settings::DEFAULTS_ENV if ours.is_some() => ours.clone(),
+        _ => inputs.var(k).cloned(),
+    };
+    retention::retention_on(&settings::layers(&inputs.cwd, var))
 }
 
 /// The effective configuration under the names operators set it by.

@@ -265,6 +265,23 @@ fn a_base_url_without_a_selected_type_is_the_invalid_auth_method() {
 }
 
 #[test]
+fn the_doctor_says_whether_calls_in_one_workspace_start_one_at_a_time() {
+    // HOME is under the world-writable /tmp: no system-defaults file the CLI would read.
+    let (out, _home) = doctor(&["--json"], &[]);
+    assert_eq!(json_report(&out)["sessions"]["startupCleanup"], true);
+    let home = home_with(
+        Some(r#"{"general": {"sessionRetention": {"enabled": false}}}"#),
+        false,
+    );
+    let (out, _dir) = doctor(&[], &[("HOME", home.path().to_str().unwrap())]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("start-up clean-up off: calls in one workspace start together"),
+        "{text}"
+    );
+}
+
+#[test]
 fn the_doctor_leaves_nothing_in_tmpdir() {
     let (out, home) = doctor(&[], &[]);
     assert_eq!(out.status.code(), Some(0));
