@@ -1,6 +1,7 @@
 //! `geminicli-mcp doctor`: checks an installation without calling a model — which Gemini CLI
 //! resolves and how, its version and flags (from `--version` and `--help`, each probe bounded),
-//! which auth variables are set (names only, never values), and the effective configuration.
+//! which auth variables are set (names only, never values), which settings files the CLI reads and
+//! what a call will do with its credentials, and the effective configuration.
 //! Every problem comes with its fix; `main` exits non-zero when there is one.
 
 use std::ffi::OsString;
@@ -11,10 +12,13 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, SlashCommands};
+use crate::gemini::auth::{Seen, Verdict};
 use crate::gemini::command::BASE_ARGS;
 use crate::gemini::launch::Launch;
 use crate::gemini::process;
 use crate::gemini::resolve::{self, Platform};
+use crate::gemini::retention;
+use crate::gemini::settings::{self, Layer, SystemFile};
 
 /// The oldest CLI the server works with: 0.40.0 brought `--skip-trust`.
 pub const MIN_VERSION: (u64, u64, u64) = (0, 40, 0);
@@ -156,6 +160,13 @@ pub struct Report {
     pub auth_variables: Vec<&'static str>,
     /// Whether the CLI's cached OAuth login (`~/.gemini/oauth_creds.json`) exists.
     pub oauth_credentials: Option<PathBuf>,
+    /// The settings files the CLI would consult, highest layer first, with their `selectedType`.
+    pub settings: Vec<SettingsRow>,
+    /// What a call will do about its credentials.
+    pub verdict: Verdict,
+    /// Whether a call's CLI start may run the start-up clean-up that deletes message-less
+    /// sessions, so that calls in one workspace pass its start gate one at a time.
+    pub session_cleanup: bool,
     /// The effective configuration, by setting name.
     pub config: Vec<(&'static str, Value)>,
     /// What stops the server from working.
@@ -190,7 +201,13 @@ impl Report {
             "auth": {
                 "variables": self.auth_variables,
                 "oauthCredentialsFile": self.oauth_credentials.as_ref().map(|p| p.display().to_string()),
+                "settings": self.settings.iter().map(SettingsRow::json).collect::<Vec<_>>(),
+                "prediction": match &self.verdict {
+                    Verdict::Uses(how) => json!({"works": true, "uses": how}),
+                    Verdict::Fails { reason, fix } => json!({"works": false, "errorKind": "auth_required", "reason": reason, "fix": fix}),
+                },
             },
+            "sessions": {"startupCleanup": self.session_cleanup},
             "config": self.config.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect::<serde_json::Map<_, _>>(),
             "problems": self.problems.iter().map(|p| json!({"message": p.message, "fix": p.fix})).collect::<Vec<_>>(),
             "warnings": self.warnings,
@@ -264,6 +281,21 @@ impl Report {
                 .as_ref()
                 .map_or("none".to_owned(), |p| p.display().to_string())
         ));
+        for row in &self.settings {
+            t.push_str(&format!("  {:<16} {}\n", row.label(), row.text()));
+        }
+        t.push_str(&format!(
+            "  a call           {}\n",
+            match &self.verdict {
+                Verdict::Uses(how) => format!("uses {how}"),
+                Verdict::Fails { reason, .. } => format!("FAILS auth_required: {reason}"),
+            }
+        ));
+        t.push_str(if self.session_cleanup {
+            "\nSessions\n  start-up clean-up on: calls in one workspace start one at a time (docs/sessions.md)\n"
+        } else {
+            "\nSessions\n  start-up clean-up off: calls in one workspace start together\n"
+        });
         t.push_str("\nConfiguration (flags over environment over defaults)\n");
         // The HTTP limits' names are the longest; the values stay in one column past them.
         let width = self.config.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
@@ -428,7 +460,9 @@ pub async fn run(inputs: Inputs) -> Report {
     let version = version_problems(&version_probe, &help_probe, &mut problems);
     let capabilities = capability_problems(help_probe.output(), &mut problems);
     warnings.extend(config.unread.iter().cloned());
-    let (auth_variables, oauth_credentials) = auth(&inputs, &mut warnings);
+    let (auth_variables, oauth_credentials) = auth_variables(&inputs);
+    let (settings, verdict) = auth(&inputs, &mut problems, &mut warnings);
+    let session_cleanup = session_cleanup(&inputs);
     problems.extend(inputs.extra_problems.iter().cloned());
     let mut config_rows = config_rows(config);
     config_rows.extend(inputs.extra_config.iter().cloned());
@@ -441,6 +475,9 @@ pub async fn run(inputs: Inputs) -> Report {
         capabilities,
         auth_variables,
         oauth_credentials,
+        settings,
+        verdict,
+        session_cleanup,
         config: config_rows,
         problems,
         warnings,
@@ -545,38 +582,120 @@ fn capability_problems(
     capabilities
 }
 
-/// The auth variables set (names only) and the cached login, with a warning when neither exists.
-fn auth(inputs: &Inputs, warnings: &mut Vec<String>) -> (Vec<&'static str>, Option<PathBuf>) {
+/// The auth variables set (names only) and the cached login.
+fn auth_variables(inputs: &Inputs) -> (Vec<&'static str>, Option<PathBuf>) {
     let auth_variables: Vec<&'static str> = AUTH_VARIABLES
         .iter()
         .copied()
         .filter(|n| inputs.var(n).is_some_and(|v| !v.is_empty()))
         .collect();
-    let oauth_credentials = inputs
-        .var("HOME")
-        .or_else(|| inputs.var("USERPROFILE"))
-        .map(|home| Path::new(home).join(".gemini").join("oauth_creds.json"))
+    let oauth_credentials = settings::user_settings_path(|k| inputs.var(k).cloned())
+        .and_then(|p| p.parent().map(|d| d.join("oauth_creds.json")))
         .filter(|p| p.is_file());
-    if auth_variables.is_empty() && oauth_credentials.is_none() {
-        warnings.push(
-            "no auth variable is set and no cached login was found: unless the CLI's settings.json \
-             selects another method, calls fail with auth_required. Set GEMINI_API_KEY (or \
-             configure Vertex AI) in the server's environment"
-                .into(),
-        );
-    }
-    if auth_variables.is_empty() && oauth_credentials.is_some() {
-        warnings.push(
-            "the only credential is a cached Google login (~/.gemini/oauth_creds.json): since \
-             2026-06-18 Google refuses the Gemini CLI's login for individual accounts (free, Google \
-             One, AI Pro/Ultra), and calls then fail with auth_unsupported. Unless the account has \
-             a Standard or Enterprise licence, set GEMINI_API_KEY or configure Vertex AI in the \
-             server's environment"
-                .into(),
-        );
+    (auth_variables, oauth_credentials)
+}
+
+/// One settings file the CLI would consult, as the doctor reports it.
+#[derive(Debug, Clone)]
+pub struct SettingsRow {
+    /// Which layer.
+    pub layer: Layer,
+    /// Where.
+    pub path: PathBuf,
+    /// Whether the CLI reads it (system files pass a security check first).
+    pub check: SystemFile,
+    /// Its `security.auth.selectedType`; `Err` when it cannot be read.
+    pub selected_type: Result<Option<String>, String>,
+}
+
+impl SettingsRow {
+    fn label(&self) -> &'static str {
+        match self.layer {
+            Layer::System => "system settings",
+            Layer::Workspace => "workspace",
+            Layer::User => "user settings",
+            Layer::SystemDefaults => "system defaults",
+        }
     }
 
-    (auth_variables, oauth_credentials)
+    fn state(&self) -> &'static str {
+        match (&self.check, &self.selected_type) {
+            (SystemFile::Missing, _) => "missing",
+            (_, Ok(None)) if !self.path.exists() => "missing",
+            (SystemFile::Skipped(_), _) => "skipped by the CLI",
+            (_, Err(_)) => "unreadable",
+            (SystemFile::Unknown, _) => "read (its security check is not made here)",
+            (SystemFile::Read, _) => "read",
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut t = format!("{}: {}", self.path.display(), self.state());
+        match (&self.check, &self.selected_type) {
+            (SystemFile::Skipped(why), _) => t.push_str(&format!(" ({why})")),
+            (_, Ok(Some(sel))) => t.push_str(&format!(", selectedType {sel}")),
+            (_, Err(e)) => t.push_str(&format!(" ({e})")),
+            _ => {}
+        }
+        t
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "layer": self.label(),
+            "path": self.path.display().to_string(),
+            "state": self.state(),
+            "skippedBecause": match &self.check { SystemFile::Skipped(why) => Some(why), _ => None },
+            "selectedType": self.selected_type.as_ref().ok().cloned().flatten(),
+        })
+    }
+}
+
+/// The settings layers (each one's `selectedType`) and what a call will do with its credentials:
+/// a call that cannot authenticate is a problem, a cached Google login a warning.
+fn auth(
+    inputs: &Inputs,
+    problems: &mut Vec<Problem>,
+    warnings: &mut Vec<String>,
+) -> (Vec<SettingsRow>, Verdict) {
+    let var = |k: &str| inputs.var(k).cloned();
+    let layers = settings::layers(&inputs.cwd, var);
+    let verdict = Seen::read(&layers, var).verdict();
+    let rows: Vec<SettingsRow> = layers
+        .iter()
+        .map(|l| SettingsRow {
+            layer: l.layer,
+            path: l.path.clone(),
+            check: l.check.clone(),
+            selected_type: l.content.clone().map(|c| {
+                c.as_ref()
+                    .and_then(|c| settings::selected_type(c))
+                    .map(str::to_owned)
+            }),
+        })
+        .collect();
+    match &verdict {
+        Verdict::Fails { reason, fix } => problems.push(Problem {
+            message: format!("calls will fail auth_required: {reason}"),
+            fix: fix.clone(),
+        }),
+        Verdict::Uses(how) if how.contains("cached Google login") => warnings.push(format!(
+            "calls will use {how}. Unless the account has such a licence, set GEMINI_API_KEY or configure Vertex AI in the server's environment and set `security.auth.selectedType` to match"
+        )),
+        Verdict::Uses(_) => {}
+    }
+    (rows, verdict)
+}
+
+/// Whether the CLI a call starts runs its start-up clean-up, read from the layers it will read
+/// (with the server's own system-defaults file, where the server has one the CLI reads).
+fn session_cleanup(inputs: &Inputs) -> bool {
+    let ours = retention::child_env().map(|(_, v)| v);
+    let var = |k: &str| match k {
+        settings::DEFAULTS_ENV if ours.is_some() => ours.clone(),
+        _ => inputs.var(k).cloned(),
+    };
+    retention::retention_on(&settings::layers(&inputs.cwd, var))
 }
 
 /// The effective configuration under the names operators set it by.

@@ -341,6 +341,8 @@ pub struct Failure {
     pub retry_delay_ms: Option<u64>,
     /// `schema_mismatch`: the validation errors and the raw answer.
     pub invalid: Option<Invalid>,
+    /// What to do, when the situation says more than the kind's own fix ([`ErrorKind::fix`]).
+    pub fix: Option<String>,
 }
 
 impl Failure {
@@ -358,6 +360,7 @@ impl Failure {
             run: RunFacts::default(),
             retry_delay_ms: None,
             invalid: None,
+            fix: None,
         }
     }
 
@@ -392,6 +395,17 @@ impl Failure {
     pub fn with_invalid(mut self, errors: Vec<ValidationIssue>, raw: String) -> Self {
         self.invalid = Some(Invalid { errors, raw });
         self
+    }
+
+    /// A fix for this situation in place of the kind's own.
+    pub fn with_fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    /// What to do: this failure's own fix, else its kind's.
+    pub fn fix(&self) -> &str {
+        self.fix.as_deref().unwrap_or(self.kind.fix())
     }
 
     /// Appends a note in parentheses to the message (what a retry policy did).

@@ -70,7 +70,6 @@ fn main() -> anyhow::Result<()> {
     // A blocking stdin read cannot be cancelled; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
     finish_removals();
-    geminicli_mcp::gemini::retention::remove();
     process::stop_watchdog();
     std::process::exit(code);
 }

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::answers::Answers;
 use crate::error::{Failure, PARTIAL_TEXT_CHARS};
+use crate::gemini::outcome;
 
 /// The default budget of one serialised tool result, in bytes of UTF-8 (a bound on characters
 /// too, and on Codex's 4 bytes a token): under Codex's 47,964 and Claude Code's 50,000.
@@ -353,7 +354,7 @@ impl Render<'_> {
         sc.insert("error".into(), json!(text));
         sc.insert("errorKind".into(), json!(f.kind.as_str()));
         sc.insert("exitCode".into(), json!(f.exit_code));
-        let fix = f.kind.fix();
+        let fix = f.fix();
         sc.insert("fix".into(), json!(fix));
         let _ = write!(text, "\nfix: {fix}");
         if let Some(ms) = f.retry_delay_ms {
@@ -457,21 +458,10 @@ pub fn stderr_shown(tail: &str) -> String {
     crate::error::tail_lossy(text.as_bytes(), STDERR_SHOWN_BYTES)
 }
 
-/// Lines the CLI prints on every run, or that say nothing about a failure.
+/// Lines the CLI prints on every run, or that say nothing about a failure: its notices
+/// ([`outcome::is_notice`]) and JavaScript stack frames.
 fn is_noise(line: &str) -> bool {
-    const PREFIXES: [&str; 10] = [
-        "Warning: Basic terminal detected",
-        "Warning: 256-color support not detected",
-        "Warning: True color (24-bit) support not detected",
-        "Warning: Limited color support detected",
-        "Warning: GNU screen detected",
-        "Ripgrep is not available",
-        "YOLO mode is enabled",
-        "[STARTUP]",
-        "Loaded cached credentials",
-        "Warning: --allowed-tools cli argument",
-    ];
-    PREFIXES.iter().any(|p| line.starts_with(p))
+    outcome::is_notice(line)
         || (line.starts_with("at ") && (line.contains("file://") || line.contains("node:")))
         || line.starts_with("at async ")
         || line.starts_with("at process.")

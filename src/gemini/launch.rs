@@ -77,7 +77,7 @@ impl Launch {
         let mut all = self.prefix.clone();
         all.extend(args);
         let mut env = env;
-        // The CLI's start-up clean-up off for every start of the server's (`retention`).
+        // The CLI's start-up clean-up off, where the server has a defaults file the CLI reads.
         env.extend(retention::child_env());
         RunSpec {
             program: self.program.clone(),
@@ -167,14 +167,21 @@ mod tests {
         let spec = launch().spec(&config, Path::new("/w"), ["--acp".into()], b"hi".to_vec());
         assert_eq!(spec.args, ["entry.js", "--acp"]);
         assert!(!spec.env_clear, "inherit: the server's environment");
-        assert_eq!(spec.env.len(), CHILD_ENV.len() + 1);
-        let defaults = spec
-            .env
-            .iter()
-            .find(|(k, _)| k == retention::DEFAULTS_ENV)
-            .expect("the clean-up switched off");
-        let text = std::fs::read_to_string(&defaults.1).unwrap();
-        assert!(text.contains("\"sessionRetention\""), "{text}");
+        let defaults = spec.env.iter().find(|(k, _)| k == retention::DEFAULTS_ENV);
+        // Only a file the CLI would read is handed over (as root, in a directory of root's).
+        assert_eq!(defaults.is_some(), retention::child_env().is_some());
+        assert_eq!(
+            spec.env.len(),
+            CHILD_ENV.len() + usize::from(defaults.is_some())
+        );
+        if let Some((_, file)) = defaults {
+            let text = std::fs::read_to_string(file).unwrap();
+            assert!(text.contains("\"sessionRetention\""), "{text}");
+            assert_eq!(
+                crate::gemini::settings::system_file(Path::new(file)),
+                crate::gemini::settings::SystemFile::Read
+            );
+        }
         assert!(spec.private_tmp);
         assert_eq!(spec.stdin, b"hi");
     }

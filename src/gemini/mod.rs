@@ -3,6 +3,7 @@
 //! tree (`process`), reading what it printed (`events`, `outcome`), one attempt of a prompt
 //! (`oneshot`), and its sessions on disk (`session`).
 
+pub mod auth;
 pub mod command;
 pub mod environment;
 pub mod events;
@@ -13,3 +14,4 @@ pub mod process;
 pub mod resolve;
 pub mod retention;
 pub mod session;
+pub mod settings;

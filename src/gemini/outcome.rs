@@ -361,8 +361,11 @@ fn stderr_signature(stderr: &str, exit: i32) -> Option<(ErrorKind, String, Optio
             .find(|l| l.contains(needle))
             .map(|l| strip_ansi(l).trim().to_owned())
     };
-    let checks: [(&str, ErrorKind); 11] = [
+    let checks: [(&str, ErrorKind); 12] = [
         ("Please set an Auth method", ErrorKind::AuthRequired),
+        // A selected Google login without a cached one (exit 41): `Error authenticating:
+        // FatalAuthenticationError: Manual authorization is required …`, a stack, the text again.
+        ("Manual authorization is required", ErrorKind::AuthRequired),
         ("Invalid auth method selected", ErrorKind::AuthRequired),
         ("API key is missing", ErrorKind::AuthRequired),
         (
@@ -390,6 +393,9 @@ fn stderr_signature(stderr: &str, exit: i32) -> Option<(ErrorKind, String, Optio
                     .map(|l| l.trim().to_owned())
                     .unwrap_or(line),
                 (ErrorKind::CliTooOld, _) => format!("{line} — {CLI_TOO_OLD_HINT}"),
+                (ErrorKind::AuthRequired, _) => line
+                    .split_once("FatalAuthenticationError: ")
+                    .map_or(line.clone(), |(_, m)| m.to_owned()),
                 _ => line,
             };
             return Some((kind, message, None));
@@ -440,24 +446,44 @@ fn strip_ansi(line: &str) -> String {
     ANSI.replace_all(line, "").into_owned()
 }
 
-/// Lines the CLI prints on every run, which say nothing about a failure.
-fn is_noise(line: &str) -> bool {
-    const NOISE: [&str; 6] = [
+/// Lines the CLI 0.61 prints before or beside any outcome, which are never a failure's reason
+/// (`line` trimmed, ANSI stripped): the terminal warnings, start-up timing, a skipped system
+/// settings file (its `sudo chmod` advice is about that file, not the failure), the untrusted
+/// folder's overrides, the choice between two keys, a deprecated flag. Texts from the CLI's bundle
+/// and runs. The one list: a failure's message and the stderr tail it shows both skip these.
+pub fn is_notice(line: &str) -> bool {
+    const NOTICES: [&str; 15] = [
         "Warning: Basic terminal detected",
         "Warning: 256-color support not detected",
+        "Warning: True color (24-bit) support not detected",
+        "Warning: Limited color support detected",
+        "Warning: GNU screen detected",
         "Ripgrep is not available",
         "YOLO mode is enabled",
         "[STARTUP]",
         "Loaded cached credentials",
+        "Warning: --allowed-tools cli argument",
+        "Security Warning: Skipping ",
+        "Approval mode overridden to \"default\" because the current folder is not trusted",
+        "Both GOOGLE_API_KEY and GEMINI_API_KEY are set",
+        "Skipping project agents due to untrusted folder",
+        "Project hooks disabled because the folder is not trusted",
     ];
-    NOISE.iter().any(|n| line.contains(n))
+    NOTICES.iter().any(|n| line.starts_with(n))
 }
 
+/// The first stderr line that can say why a run failed: not noise, not a JavaScript stack frame
+/// or the braces of an error object dump.
 fn first_meaningful_line(stderr: &str) -> Option<String> {
     stderr
         .lines()
         .map(|l| strip_ansi(l).trim().to_owned())
-        .find(|l| !l.is_empty() && !is_noise(l))
+        .find(|l| {
+            !l.is_empty()
+                && !is_notice(l)
+                && !l.starts_with("at ")
+                && !matches!(l.as_str(), "{" | "}")
+        })
 }
 
 #[cfg(test)]
@@ -632,6 +658,36 @@ mod tests {
             ),
             (ErrorKind::CliTooOld, 1)
         );
+    }
+
+    #[test]
+    fn a_skipped_settings_file_is_never_the_reason_of_a_failed_login() {
+        // The real CLI 0.61's stderr: a leftover `oauth-personal` with GEMINI_API_KEY set and a
+        // system-defaults file under /tmp.
+        let stderr = include_str!("../../tests/fixtures/real-cli/oauth_leftover_with_key.err");
+        let (o, t) = run(Some(Termination::Exited(41)), "", stderr);
+        let f = classify(&o, t.clone(), CancelCause::Client, None).expect_err("a failure");
+        assert_eq!((f.kind, f.exit_code), (ErrorKind::AuthRequired, 41));
+        assert!(
+            f.message.starts_with(
+                "Manual authorization is required but the current session is non-interactive."
+            ),
+            "{}",
+            f.message
+        );
+        assert!(!f.message.contains("sudo") && !f.message.contains("Security Warning"));
+    }
+
+    #[test]
+    fn warnings_before_an_unknown_failure_are_skipped() {
+        let stderr = "Warning: True color (24-bit) support not detected. Using a terminal with true color enabled will result in a better visual experience.\n\
+            Both GOOGLE_API_KEY and GEMINI_API_KEY are set. Using GOOGLE_API_KEY.\n\
+            Approval mode overridden to \"default\" because the current folder is not trusted.\n\
+            Security Warning: Skipping system settings file '/etc/gemini-cli/settings.json': File is insecure: File '/etc/gemini-cli/settings.json' is writable by group or others (mode: 100666). To fix this, run: sudo chmod g-w,o-w \"/etc/gemini-cli/settings.json\"\n\
+            Error: the disk caught fire\n    at main (file:///x.js:1:1)\n";
+        let (o, t) = run(Some(Termination::Exited(1)), "", stderr);
+        let f = classify(&o, t.clone(), CancelCause::Client, None).expect_err("a failure");
+        assert_eq!(f.message, "Error: the disk caught fire");
     }
 
     #[test]

@@ -36,10 +36,7 @@ pub use capture::Activity;
 pub use capture::LineFn;
 use capture::{pump, Head, Tail};
 pub use status::{KillReason, SpawnError, Stream, Termination};
-pub use tmp::{
-    finish as finish_tmp, keep_spares as keep_spare_tmp, own_prefix as tmp_prefix, wait_removed,
-    PrivateTmp,
-};
+pub use tmp::{finish as finish_tmp, keep_spares as keep_spare_tmp, wait_removed, PrivateTmp};
 use tree::Tree;
 
 /// Everything needed to start one run. Built by the pure command builder; no I/O here.

@@ -1,128 +1,27 @@
-//! The CLI's start-up clean-up, switched off for the processes the server starts. Every Gemini CLI
+//! The CLI's start-up clean-up, and whether a start of the server's may run it. Every Gemini CLI
 //! start (one-shot, `--acp`, `--list-sessions`) scans its project's chat files and deletes those
 //! that hold no message yet — another run's new session, an ACP session made a moment ago, the
-//! stub a resume leaves — unless `general.sessionRetention.enabled` is false. The server gives its
-//! children a system-defaults file (`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`, the lowest settings layer,
-//! so the user's own settings still win) that says so, keeping the rest of the machine's own
-//! defaults file. Then no start of the server's deletes anything, and its runs need not wait for
-//! each other's start-up in a workspace ([`cleanup_may_run`]); the CLI's retention by age still
-//! runs in the user's own interactive sessions.
+//! stub a resume leaves — unless `general.sessionRetention.enabled` is false in a settings layer
+//! the CLI reads. No flag or variable of the CLI 0.61 turns it off for one run, and the server
+//! writes into no file of the user's; the one layer it may add is a system-defaults file
+//! (`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`), which the CLI reads only when the file and every directory
+//! above it are root's and not writable by group or others ([`settings::system_file`]). So only a
+//! server running as root (its `$HOME` root's, mode 0755 or stricter, up to `/`) switches the
+//! clean-up off; everywhere else its runs pass the workspace's start gate ([`cleanup_may_run`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
+use crate::gemini::settings::{self, Layer, LayerFile, SystemFile};
+
 /// The variable that names the system-defaults file.
-pub const DEFAULTS_ENV: &str = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH";
-/// The variable that names the system settings file (the highest layer).
-const SYSTEM_SETTINGS_ENV: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
+pub const DEFAULTS_ENV: &str = settings::DEFAULTS_ENV;
 
-/// The file the children get, in a directory of the server's own; `None` when it could not be
-/// written (then the CLI reads the machine's defaults and its clean-up runs).
-struct Written {
-    dir: tempfile::TempDir,
-    file: PathBuf,
-}
-
-static WRITTEN: Mutex<Option<Written>> = Mutex::new(None);
+/// The file the children get, when the server has one the CLI reads.
+static WRITTEN: Mutex<Option<PathBuf>> = Mutex::new(None);
 static TRIED: std::sync::Once = std::sync::Once::new();
-
-/// The machine's system settings file, where the CLI looks for it.
-fn system_settings_path() -> PathBuf {
-    if let Some(p) = std::env::var_os(SYSTEM_SETTINGS_ENV).filter(|p| !p.is_empty()) {
-        return p.into();
-    }
-    if cfg!(target_os = "macos") {
-        "/Library/Application Support/GeminiCli/settings.json".into()
-    } else if cfg!(windows) {
-        r"C:\ProgramData\gemini-cli\settings.json".into()
-    } else {
-        "/etc/gemini-cli/settings.json".into()
-    }
-}
-
-/// The machine's system-defaults file, where the CLI looks for it (the server's own environment).
-fn machine_defaults_path() -> PathBuf {
-    if let Some(p) = std::env::var_os(DEFAULTS_ENV).filter(|p| !p.is_empty()) {
-        return p.into();
-    }
-    system_settings_path()
-        .parent()
-        .map_or_else(PathBuf::new, Path::to_path_buf)
-        .join("system-defaults.json")
-}
-
-/// `text` without `//` and `/* */` comments outside strings (the CLI reads its settings through
-/// strip-json-comments).
-pub fn strip_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let (mut in_string, mut escaped) = (false, false);
-    while let Some(c) = chars.next() {
-        if in_string {
-            out.push(c);
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match (c, chars.peek()) {
-            ('"', _) => {
-                in_string = true;
-                out.push(c);
-            }
-            ('/', Some('/')) => {
-                for d in chars.by_ref() {
-                    if d == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
-            }
-            ('/', Some('*')) => {
-                chars.next();
-                let mut last = ' ';
-                for d in chars.by_ref() {
-                    if last == '*' && d == '/' {
-                        break;
-                    }
-                    last = d;
-                }
-                out.push(' ');
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// A settings file as the CLI reads it: `Ok(None)` when it does not exist, `Err` when it cannot
-/// be read as a JSON object.
-fn read_settings(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
-    match serde_json::from_str::<Value>(&strip_comments(&text)) {
-        Ok(Value::Object(map)) => Ok(Some(map)),
-        Ok(_) => Err("not a JSON object".into()),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// `general.sessionRetention.enabled` of a settings file, when it sets it.
-fn retention_setting(settings: &Map<String, Value>) -> Option<bool> {
-    settings
-        .get("general")?
-        .get("sessionRetention")?
-        .get("enabled")?
-        .as_bool()
-}
 
 /// The machine's defaults with the clean-up switched off.
 pub fn defaults_with_retention_off(machine: Option<Map<String, Value>>) -> Value {
@@ -150,78 +49,107 @@ pub fn defaults_with_retention_off(machine: Option<Map<String, Value>>) -> Value
     settings
 }
 
-fn write() -> Result<Written, String> {
-    let machine = read_settings(&machine_defaults_path())
+/// Writes the file where the CLI would read it: `$HOME/.cache/geminicli-mcp/`, named after its
+/// text, so every server of the user shares one file per content and a killed server leaves no
+/// litter behind. `Ok(None)` when the CLI would not read it there: anyone but root stops at their
+/// own `$HOME`, before anything is created.
+fn write() -> Result<Option<PathBuf>, String> {
+    let machine = settings::read(&settings::system_defaults_path(|k| std::env::var_os(k)))
         .map_err(|e| format!("the machine's system-defaults file cannot be read ({e})"))?;
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("{}settings-", super::process::tmp_prefix()))
-        .tempdir()
-        .map_err(|e| e.to_string())?;
-    let file = dir.path().join("system-defaults.json");
     let text = serde_json::to_string_pretty(&defaults_with_retention_off(machine))
         .map_err(|e| e.to_string())?;
-    std::fs::write(&file, text).map_err(|e| e.to_string())?;
-    Ok(Written { dir, file })
+    let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) else {
+        return Ok(None);
+    };
+    let home = PathBuf::from(home);
+    if !settings::directory_passes(&home) {
+        return Ok(None);
+    }
+    let dir = home.join(".cache").join("geminicli-mcp");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    if !settings::directory_passes(&dir) {
+        return Ok(None);
+    }
+    let file = dir.join(format!("system-defaults-{:016x}.json", content_hash(&text)));
+    if std::fs::read_to_string(&file).ok().as_deref() != Some(text.as_str()) {
+        // Written aside and renamed: a concurrent server never reads half a file.
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| e.to_string())?;
+        std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| e.to_string())?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+                .map_err(|e| e.to_string())?;
+        }
+        tmp.persist(&file).map_err(|e| e.to_string())?;
+    }
+    // The check itself decides, not what the server meant to write.
+    Ok((settings::system_file(&file) == SystemFile::Read).then_some(file))
 }
 
-/// The variable every child gets, when the file could be written (once per server; written again
-/// if something removed it).
+/// A name for a text that stays the same across runs and builds (FNV-1a).
+fn content_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The variable every child gets, when the server has a system-defaults file the CLI reads
+/// (written once per server; again if something removed it).
 pub fn child_env() -> Option<(std::ffi::OsString, std::ffi::OsString)> {
     TRIED.call_once(|| match write() {
-        Ok(w) => *WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(w),
-        Err(e) => tracing::warn!(error = %e, "the CLI's start-up clean-up stays on: runs in one workspace start one at a time"),
+        Ok(Some(file)) => *WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(file),
+        Ok(None) => tracing::debug!("no place the CLI trusts for a system-defaults file: runs in one workspace pass its start gate"),
+        Err(e) => tracing::warn!(error = %e, "the CLI's start-up clean-up stays on: runs in one workspace pass its start gate"),
     });
     let mut written = WRITTEN.lock().unwrap_or_else(|e| e.into_inner());
-    let w = written.as_mut()?;
-    if !w.file.exists() {
-        // A temp cleaner took it: write it again rather than let the clean-up come back.
-        match write() {
-            Ok(fresh) => *w = fresh,
-            Err(_) => return None,
+    let file = written.as_ref()?;
+    if !file.exists() {
+        // A cleaner took it: write it again rather than let the clean-up come back.
+        *written = write().ok().flatten();
+    }
+    written
+        .as_ref()
+        .map(|f| (DEFAULTS_ENV.into(), f.clone().into_os_string()))
+}
+
+/// Whether the clean-up runs, given the layers the CLI reads (highest first): the highest layer
+/// that sets `general.sessionRetention.enabled` decides, and it is on by default. A workspace's
+/// `false` is not trusted (the CLI reads that file only in a trusted folder); an unreadable file
+/// counts as on. Either caution costs only waiting at the gate.
+pub fn retention_on(layers: &[LayerFile]) -> bool {
+    for l in layers {
+        let settings = match &l.content {
+            Err(_) => return true,
+            Ok(None) => continue,
+            Ok(Some(s)) => s,
+        };
+        match (settings::retention_enabled(settings), l.layer) {
+            (Some(true), _) => return true,
+            (Some(false), Layer::Workspace) | (None, _) => {}
+            (Some(false), _) => return false,
         }
     }
-    Some((DEFAULTS_ENV.into(), w.file.clone().into_os_string()))
+    true
 }
 
-/// Removes the file at the server's exit.
-pub fn remove() {
-    if let Some(w) = WRITTEN.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        let _ = w.dir.close();
-    }
-}
-
-/// Whether a CLI start in `workspace` may still run the clean-up: the server's defaults file is not
-/// in effect, or a higher settings layer turns retention on again (the user's settings, the
-/// workspace's `.gemini/settings.json`, the machine's system settings). `home` is the `HOME` the
-/// children see. An unreadable file counts as turning it on: the caution costs only waiting.
+/// Whether a CLI start in `workspace` may run the clean-up, read from the settings layers the CLI
+/// will read: the system settings and system-defaults files only where they pass its check (the
+/// server's own defaults file when it has one), the user's and the workspace's. `home` is the
+/// `HOME` the children see.
 pub fn cleanup_may_run(workspace: &Path, home: Option<&Path>) -> bool {
-    if child_env().is_none() {
-        return true;
-    }
-    let mut layers = vec![
-        system_settings_path(),
-        workspace.join(".gemini/settings.json"),
-    ];
-    if let Some(home) = home {
-        layers.push(home.join(".gemini/settings.json"));
-    }
-    layers.iter().any(|path| match read_settings(path) {
-        Ok(Some(s)) => retention_setting(&s) == Some(true),
-        Ok(None) => false,
-        Err(_) => true,
-    })
+    let ours = child_env().map(|(_, v)| v);
+    let var = |k: &str| match k {
+        "HOME" => home.map(|h| h.as_os_str().to_owned()),
+        DEFAULTS_ENV if ours.is_some() => ours.clone(),
+        _ => std::env::var_os(k),
+    };
+    retention_on(&settings::layers(workspace, var))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn comments_go_and_strings_stay() {
-        let text = "{ // a note\n \"a\": \"http://x/*y*/\", /* gone */ \"b\": 1 }";
-        let v: Value = serde_json::from_str(&strip_comments(text)).unwrap();
-        assert_eq!(v, json!({"a": "http://x/*y*/", "b": 1}));
-    }
 
     #[test]
     fn the_machines_defaults_are_kept_and_retention_switched_off() {
@@ -241,27 +169,86 @@ mod tests {
     }
 
     #[test]
-    fn a_higher_layer_that_turns_retention_on_brings_the_clean_up_back() {
+    fn the_children_get_a_defaults_file_only_where_the_cli_reads_it() {
         let home = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
+        match child_env() {
+            // Only as root, in a directory chain of root's that nobody else may write.
+            Some((_, file)) => {
+                assert_eq!(settings::system_file(Path::new(&file)), SystemFile::Read);
+                assert!(!cleanup_may_run(ws.path(), Some(home.path())));
+            }
+            // The CLI would skip any file the server could write: the gate must engage.
+            None => assert!(cleanup_may_run(ws.path(), Some(home.path()))),
+        }
+    }
+
+    #[test]
+    fn the_users_own_setting_is_read_and_a_workspace_cannot_open_the_gate() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let write = |dir: &Path, text: &str| {
+            std::fs::create_dir_all(dir.join(".gemini")).unwrap();
+            std::fs::write(dir.join(".gemini/settings.json"), text).unwrap();
+        };
+        write(
+            home.path(),
+            r#"{ /* the user's */ "general": {"sessionRetention": {"enabled": false}}}"#,
+        );
         assert!(!cleanup_may_run(ws.path(), Some(home.path())));
-        std::fs::create_dir_all(ws.path().join(".gemini")).unwrap();
-        std::fs::write(
-            ws.path().join(".gemini/settings.json"),
-            r#"{ /* the user's */ "general": {"sessionRetention": {"enabled": true}}}"#,
-        )
-        .unwrap();
+        write(
+            ws.path(),
+            r#"{"general": {"sessionRetention": {"enabled": true}}}"#,
+        );
         assert!(cleanup_may_run(ws.path(), Some(home.path())));
-        std::fs::write(ws.path().join(".gemini/settings.json"), "{not json").unwrap();
+        write(ws.path(), "{not json");
         assert!(
             cleanup_may_run(ws.path(), Some(home.path())),
             "unreadable: cautious"
         );
-        std::fs::write(
-            ws.path().join(".gemini/settings.json"),
-            r#"{"general": {"sessionRetention": {"maxAge": "1d"}}}"#,
-        )
-        .unwrap();
-        assert!(!cleanup_may_run(ws.path(), Some(home.path())));
+        std::fs::remove_file(home.path().join(".gemini/settings.json")).unwrap();
+        write(
+            ws.path(),
+            r#"{"general": {"sessionRetention": {"enabled": false}}}"#,
+        );
+        assert_eq!(
+            cleanup_may_run(ws.path(), Some(home.path())),
+            child_env().is_none(),
+            "a workspace's false counts only in a trusted folder"
+        );
+    }
+
+    fn layer(layer: Layer, text: &str) -> LayerFile {
+        LayerFile {
+            layer,
+            path: PathBuf::new(),
+            content: serde_json::from_str::<Value>(text)
+                .map(|v| v.as_object().cloned())
+                .map_err(|e| e.to_string()),
+            check: SystemFile::Read,
+        }
+    }
+
+    #[test]
+    fn the_highest_layer_that_says_decides_and_the_default_is_on() {
+        let off = r#"{"general": {"sessionRetention": {"enabled": false}}}"#;
+        let on = r#"{"general": {"sessionRetention": {"enabled": true}}}"#;
+        let silent = r#"{"general": {"sessionRetention": {"maxAge": "1d"}}}"#;
+        assert!(retention_on(&[]));
+        assert!(retention_on(&[layer(Layer::User, silent)]));
+        assert!(!retention_on(&[layer(Layer::SystemDefaults, off)]));
+        assert!(retention_on(&[
+            layer(Layer::User, on),
+            layer(Layer::SystemDefaults, off)
+        ]));
+        assert!(!retention_on(&[
+            layer(Layer::System, off),
+            layer(Layer::User, on)
+        ]));
+        assert!(retention_on(&[layer(Layer::Workspace, off)]));
+        assert!(retention_on(&[
+            layer(Layer::User, "{oops"),
+            layer(Layer::SystemDefaults, off)
+        ]));
     }
 }

@@ -261,9 +261,8 @@ pub fn file_minutes(chats: &Path, session_id: &str) -> Vec<String> {
 /// One start gate per workspace, shared by the one-shot runs and the ACP agents: every CLI start
 /// (`gemini --acp` included) deletes each session file of its project that holds no message yet,
 /// so nothing may start in a workspace while a new session there is in that state (observed on
-/// 0.61, `fake-gemini/differential/concurrent-sessions.py`). The server's children run with that
-/// clean-up switched off ([`retention`]); the gate then opens at once, and closes only where a
-/// settings file turns the clean-up back on.
+/// 0.61, `fake-gemini/differential/concurrent-sessions.py`). The gate opens at once only where
+/// the settings the CLI will read turn that clean-up off ([`retention::cleanup_may_run`]).
 #[derive(Debug, Default)]
 pub struct StartGates {
     gates: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,

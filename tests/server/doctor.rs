@@ -6,10 +6,12 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use tempfile::TempDir;
 
-/// Runs `geminicli-mcp doctor ARGS` in a clean environment (a temp HOME, the test's PATH) plus
-/// `env`, with GEMINI_CLI_BIN at fake-gemini unless `env` sets it.
+/// Runs `geminicli-mcp doctor ARGS` in a clean environment (a temp HOME and TMPDIR, the test's
+/// PATH, a made-up GEMINI_API_KEY) plus `env`, with GEMINI_CLI_BIN at fake-gemini unless `env`
+/// sets it. `("GEMINI_API_KEY", "")` leaves the key unset, as the CLI sees an empty one.
 fn doctor(args: &[&str], env: &[(&str, &str)]) -> (Output, TempDir) {
     let home = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(home.path().join("tmp")).unwrap();
     let mut cmd = Command::new(gemini_mcp_conformance::bins::locate("geminicli-mcp"));
     cmd.arg("doctor")
         .args(args)
@@ -17,6 +19,8 @@ fn doctor(args: &[&str], env: &[(&str, &str)]) -> (Output, TempDir) {
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home.path())
+        .env("TMPDIR", home.path().join("tmp"))
+        .env("GEMINI_API_KEY", "doctor-test-key")
         .env("FAKE_GEMINI_STATE", home.path().join("state"))
         .env(
             "GEMINI_CLI_BIN",
@@ -158,47 +162,144 @@ fn a_setting_not_understood_is_a_warning_naming_it_not_a_failure() {
 }
 
 #[test]
-fn no_credentials_is_a_warning_not_a_failure() {
-    let (out, _home) = doctor(&["--json"], &[]);
+fn no_credentials_is_a_failure_not_an_ok() {
+    let (out, _home) = doctor(&[], &[("GEMINI_API_KEY", "")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(!text.contains("OK:"), "{text}");
+    assert!(
+        text.contains("x calls will fail auth_required: no auth method is selected or implied"),
+        "{text}"
+    );
+    let (out, _home) = doctor(&["--json"], &[("GEMINI_API_KEY", "")]);
     let r = json_report(&out);
-    assert_eq!(out.status.code(), Some(0), "{r:#}");
+    assert_eq!(r["ok"], false);
     assert_eq!(r["auth"]["variables"], serde_json::json!([]));
-    assert!(r["warnings"][0].as_str().unwrap().contains("auth_required"));
+    assert_eq!(r["auth"]["prediction"]["works"], false);
+    assert!(r["problems"][0]["fix"]
+        .as_str()
+        .unwrap()
+        .contains("GEMINI_API_KEY"));
+}
+
+/// A HOME whose `.gemini/` holds `settings` (when given) and a cached Google login (when `creds`).
+fn home_with(settings: Option<&str>, creds: bool) -> TempDir {
+    let home = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    if let Some(s) = settings {
+        std::fs::write(home.path().join(".gemini/settings.json"), s).unwrap();
+    }
+    if creds {
+        std::fs::write(home.path().join(".gemini/oauth_creds.json"), "{}").unwrap();
+    }
+    home
 }
 
 #[test]
-fn a_cached_google_login_as_the_only_credential_warns_of_the_individual_sunset() {
-    let home = tempfile::tempdir().expect("temp dir");
-    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
-    std::fs::write(home.path().join(".gemini/oauth_creds.json"), "{}").unwrap();
-    let (out, _dir) = doctor(&["--json"], &[("HOME", home.path().to_str().unwrap())]);
-    let r = json_report(&out);
-    assert_eq!(out.status.code(), Some(0), "{r:#}");
-    let warnings: Vec<&str> = r["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|w| w.as_str())
-        .collect();
-    assert!(
-        warnings
-            .iter()
-            .any(|w| w.contains("auth_unsupported") && w.contains("GEMINI_API_KEY")),
-        "{warnings:?}"
-    );
-    // With an API key set there is nothing to warn about.
+fn a_cached_google_login_alone_is_not_used_so_calls_fail_auth_required() {
+    // The real CLI 0.61 with only ~/.gemini/oauth_creds.json: exit 41, `Please set an Auth method`.
+    let home = home_with(None, true);
     let (out, _dir) = doctor(
         &["--json"],
         &[
             ("HOME", home.path().to_str().unwrap()),
-            ("GEMINI_API_KEY", "k"),
+            ("GEMINI_API_KEY", ""),
         ],
     );
     let r = json_report(&out);
+    assert_eq!(out.status.code(), Some(1), "{r:#}");
+    assert_eq!(r["auth"]["prediction"]["errorKind"], "auth_required");
+    assert!(!r.to_string().contains("auth_unsupported"), "{r:#}");
+}
+
+#[test]
+fn a_selected_google_login_with_its_cache_warns_of_the_individual_sunset() {
+    let home = home_with(
+        Some(r#"{"security": {"auth": {"selectedType": "oauth-personal"}}}"#),
+        true,
+    );
+    let (out, _dir) = doctor(
+        &["--json"],
+        &[
+            ("HOME", home.path().to_str().unwrap()),
+            ("GEMINI_API_KEY", ""),
+        ],
+    );
+    let r = json_report(&out);
+    assert_eq!(out.status.code(), Some(0), "{r:#}");
     assert!(
-        !r["warnings"].to_string().contains("auth_unsupported"),
+        r["warnings"].to_string().contains("auth_unsupported"),
         "{r:#}"
     );
+}
+
+#[test]
+fn a_leftover_google_login_beside_a_key_is_a_problem_naming_its_file() {
+    // The real CLI 0.61 exits 41 (`Manual authorization is required …`): the key does not win.
+    let home = home_with(
+        Some(r#"{"security": {"auth": {"selectedType": "oauth-personal"}}}"#),
+        false,
+    );
+    let (out, _dir) = doctor(&[], &[("HOME", home.path().to_str().unwrap())]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let settings = home.path().join(".gemini/settings.json");
+    assert!(
+        text.contains(&format!(
+            "fix: set `security.auth.selectedType` to \"gemini-api-key\" in {}, or remove it",
+            settings.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("selectedType oauth-personal"),
+        "each layer's selectedType is shown: {text}"
+    );
+    for word in ["sudo", "chmod", "chown"] {
+        assert!(!text.contains(word), "{word}: {text}");
+    }
+}
+
+#[test]
+fn a_base_url_without_a_selected_type_is_the_invalid_auth_method() {
+    let (out, _home) = doctor(
+        &["--json"],
+        &[("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9")],
+    );
+    let r = json_report(&out);
+    assert_eq!(out.status.code(), Some(1), "{r:#}");
+    assert!(r["auth"]["prediction"]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("Invalid auth method selected."));
+}
+
+#[test]
+fn the_doctor_says_whether_calls_in_one_workspace_start_one_at_a_time() {
+    // HOME is under the world-writable /tmp: no system-defaults file the CLI would read.
+    let (out, _home) = doctor(&["--json"], &[]);
+    assert_eq!(json_report(&out)["sessions"]["startupCleanup"], true);
+    let home = home_with(
+        Some(r#"{"general": {"sessionRetention": {"enabled": false}}}"#),
+        false,
+    );
+    let (out, _dir) = doctor(&[], &[("HOME", home.path().to_str().unwrap())]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("start-up clean-up off: calls in one workspace start together"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_doctor_leaves_nothing_in_tmpdir() {
+    let (out, home) = doctor(&[], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let left: Vec<_> = std::fs::read_dir(home.path().join("tmp"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 #[test]

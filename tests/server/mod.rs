@@ -3,6 +3,7 @@
 //! split, cancellation leaving no process, piped stdin EOF, truncation into a resource, older
 //! protocol versions, and every result validating against its tool's `outputSchema`.
 
+mod auth;
 mod doctor;
 mod http;
 mod smoke;

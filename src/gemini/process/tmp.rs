@@ -80,7 +80,7 @@ fn prefix_of(server: u32) -> String {
 
 /// The start of the name every temporary directory of this server's takes, so that the watchdog
 /// removes it if the server is killed outright.
-pub fn own_prefix() -> String {
+fn own_prefix() -> String {
     prefix_of(std::process::id())
 }
 
