@@ -21,6 +21,7 @@ pub mod output;
 pub mod proc;
 pub mod run;
 pub mod scenario;
+pub mod security;
 pub mod session;
 pub mod settings;
 pub mod sys;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::answer::Runner;
 use crate::checks::{
-    include_dirs_check, pre_input_checks, terminal_warnings, trust_check, yolo_warnings,
+    include_dirs_check, pre_input_checks, terminal_warnings, trust_check, two_api_keys, Approval,
 };
 use crate::cli::{self, Args};
 use crate::invocation::{check_expect, resolve, Ctx};
@@ -44,8 +44,8 @@ fn run(argv: Vec<String>) -> Phase<i32> {
     } else {
         Format::from_flag(args.str("output-format"))
     };
-    let yolo = args.flag("yolo") || args.str("approval-mode") == Some("yolo");
-    if let Some(c) = pre_input_checks(&ctx, &args, format, yolo, true) {
+    let approval = Approval::of(&ctx, &args);
+    if let Some(c) = pre_input_checks(&ctx, &args, format, &approval, true) {
         return Err(ctx.exit(c));
     }
     let cwd = std::env::current_dir()
@@ -56,12 +56,12 @@ fn run(argv: Vec<String>) -> Phase<i32> {
     if args.flag("list-extensions") {
         return Err(ctx.fake_error("--list-extensions is not emulated"));
     }
-    if let Some(c) = trust_check(&ctx, &args, yolo) {
+    if let Some(c) = trust_check(&ctx, &approval) {
         return Err(ctx.exit(c));
     }
     let fresh_notice = sessions.resolve(&ctx, &args)?;
-    startup_noise(&ctx, &args, yolo, fresh_notice)?;
-    read_input(&mut ctx, &args, format, yolo, marker_from_args)?;
+    startup_noise(&ctx, &args, &approval, fresh_notice)?;
+    read_input(&mut ctx, &args, format, marker_from_args)?;
     if let Err(e) = check_expect(&ctx, &cwd) {
         return Err(ctx.fake_error(&format!("expectation failed: {e}")));
     }
@@ -73,7 +73,7 @@ fn run(argv: Vec<String>) -> Phase<i32> {
         return Ok(code);
     }
     proc::worker_signals(ctx.scenario.process.ignore_sigterm);
-    Ok(model_run(&ctx, &args, format, yolo, sessions))
+    Ok(model_run(&ctx, &args, format, approval.yolo(), sessions))
 }
 
 /// The scenario (from `FAKE_GEMINI_SCENARIO`, then a marker in the arguments), the emulated
@@ -281,10 +281,14 @@ impl Sessions {
     }
 }
 
-/// The start-up noise, in the order the real CLI prints it (terminal warnings, the fresh-session
-/// notice, deprecation warnings, yolo), with the include-directory check among it.
-fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phase<()> {
+/// The start-up noise, in the order the real CLI prints it (terminal warnings, skipped system
+/// settings files, the fresh-session notice, deprecation warnings, the configuration loads' lines,
+/// the ripgrep notice), with the include-directory check among it.
+fn startup_noise(ctx: &Ctx, args: &Args, approval: &Approval, fresh_notice: bool) -> Phase<()> {
     terminal_warnings();
+    for l in crate::settings::skipped_system_files() {
+        err_line(&l);
+    }
     if fresh_notice {
         err_line("No previous sessions found for this project.");
     }
@@ -298,7 +302,7 @@ fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phas
     for w in deprecated {
         err_line(w);
     }
-    yolo_warnings(yolo);
+    approval.config_loads();
     let refused = ctx.scenario.environment.auth == Auth::Unsupported;
     if refused {
         err(texts::sunset_report().as_bytes());
@@ -307,6 +311,11 @@ fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phas
         return Err(ctx.exit(c));
     }
     err_line(texts::RIPGREP);
+    if two_api_keys() {
+        // The run's own auth and its client warn once each.
+        err_line(texts::TWO_API_KEYS);
+        err_line(texts::TWO_API_KEYS);
+    }
     if refused {
         // The second `refreshAuth`, just before the prompt runs: an uncaught error, exit 1,
         // nothing on stdout whatever the output format.
@@ -323,13 +332,7 @@ fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phas
 
 /// Reads stdin as the CLI does and assembles the prompt; a marker found there selects the
 /// scenario, whose pre-input checks then run as the real CLI would have run them.
-fn read_input(
-    ctx: &mut Ctx,
-    args: &Args,
-    format: Format,
-    yolo: bool,
-    marker_from_args: bool,
-) -> Phase<()> {
+fn read_input(ctx: &mut Ctx, args: &Args, format: Format, marker_from_args: bool) -> Phase<()> {
     // The real CLI reaches readStdin ≈2.2 s after spawn and then waits 500 ms for a first chunk;
     // bytes written before it starts reading sit in the pipe. FAKE_GEMINI_STDIN_START_MS models
     // that start (default 0: the fake reads at once).
@@ -360,10 +363,11 @@ fn read_input(
     ctx.scenario = s;
     ctx.params = m.params;
     // The stdin marker decides the checks the real CLI makes before reading stdin.
-    if let Some(c) = pre_input_checks(ctx, args, format, yolo, false) {
+    let approval = Approval::of(ctx, args);
+    if let Some(c) = pre_input_checks(ctx, args, format, &approval, false) {
         return Err(ctx.exit(c));
     }
-    if let Some(c) = trust_check(ctx, args, yolo) {
+    if let Some(c) = trust_check(ctx, &approval) {
         return Err(ctx.exit(c));
     }
     if ctx.scenario.environment.auth == Auth::Unsupported {

@@ -528,7 +528,7 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
     // The invocation record: ACP has no prompt or stdin of its own, and the exit is decided by EOF.
     ctx.log(None);
     // Unlike a headless run, --yolo does not trust the folder: it is downgraded (observed).
-    let trusted = crate::checks::folder_trusted(ctx, args, false);
+    let trusted = crate::checks::folder_trusted(ctx, args);
     let initial_mode = match (args.flag("yolo"), args.str("approval-mode")) {
         (true, _) | (_, Some("yolo")) => "yolo",
         (_, Some("auto_edit")) => "autoEdit",
