@@ -408,7 +408,7 @@ impl<'a> Runner<'a> {
             }
             if !turn.tool_calls.is_empty() {
                 self.ensure_newline();
-                let ms = clock::now_ms();
+                let ms = clock::call_stamp_ms();
                 for (n, call) in turn.tool_calls.iter().enumerate() {
                     if let Some(code) = self.tool(call, ms, n) {
                         return Some(code);

@@ -920,3 +920,34 @@ fn terminal_and_api_key_warnings_are_the_clis() {
         format!("{yolo}{keys}{yolo}{keys}Ripgrep is not available. Falling back to GrepTool.\n{keys}{keys}")
     );
 }
+
+/// Tool-call ids have the real CLI's shape (`<name>__<name>_<ms>_<n>`) and never repeat within a
+/// run, even when turns share a millisecond (here: a frozen clock), since wrappers key by id.
+#[test]
+fn tool_call_ids_are_unique_per_call_in_the_clis_format() {
+    let mut sb = sb();
+    sb.set("FAKE_GEMINI_NOW", Some("2030-01-01T00:00:00Z"));
+    let o = sb.run(
+        &[
+            "-p",
+            "[[fake-gemini:loop-detected]]",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let ids: Vec<String> = lines(&o.stdout)
+        .iter()
+        .filter(|e| e["type"] == "tool_use")
+        .map(|e| e["tool_id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(ids.len() >= 2, "{ids:?}");
+    let shape = regex::Regex::new(r"^list_directory__list_directory_\d{13}_\d+$").unwrap();
+    assert!(ids.iter().all(|i| shape.is_match(i)), "{ids:?}");
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+}
