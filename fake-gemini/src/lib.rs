@@ -26,6 +26,7 @@ pub mod session;
 pub mod settings;
 pub mod sys;
 pub mod texts;
+pub mod timing;
 
 /// The binary's entry point: descendant role, launcher, or worker.
 pub fn main_entry() -> ! {

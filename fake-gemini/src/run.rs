@@ -16,7 +16,7 @@ use crate::output::Format;
 use crate::scenario::{self, Auth, Scenario, StdinTiming};
 use crate::session::{self, Store};
 use crate::sys::{env_is, env_ms, err, err_line, out, sleep_ms};
-use crate::{clock, ids, input, proc, texts};
+use crate::{clock, ids, input, proc, texts, timing};
 
 /// An invocation's phase result: go on with `T`, or end with this exit code.
 type Phase<T> = Result<T, i32>;
@@ -38,6 +38,11 @@ fn run(argv: Vec<String>) -> Phase<i32> {
         return Ok(crate::acp::serve(&ctx, &args));
     }
     headless(&ctx, &args)?;
+    if timing::real(&ctx.scenario.environment) {
+        // Nothing appears before the real CLI's start-up is done, whatever the run's outcome.
+        let first = Duration::from_millis(timing::FIRST_OUTPUT_MS);
+        std::thread::sleep(first.saturating_sub(ctx.start.elapsed()));
+    }
     // A repeated `-o` is an array, which the CLI's format check lets through as text.
     let format = if args.repeated.contains("output-format") {
         Format::Text
@@ -111,6 +116,7 @@ fn start(argv: Vec<String>) -> Phase<(Ctx, bool)> {
     if let Some(v) = &ctx.scenario.environment.cli_version {
         ctx.version = v.clone();
     }
+    timing::check_env().map_err(|e| ctx.fake_error(&e))?;
     if ctx.scenario.environment.startup_delay_ms > 0 {
         sleep_ms(ctx.scenario.environment.startup_delay_ms);
     }
@@ -335,8 +341,14 @@ fn startup_noise(ctx: &Ctx, args: &Args, approval: &Approval, fresh_notice: bool
 fn read_input(ctx: &mut Ctx, args: &Args, format: Format, marker_from_args: bool) -> Phase<()> {
     // The real CLI reaches readStdin ≈2.2 s after spawn and then waits 500 ms for a first chunk;
     // bytes written before it starts reading sit in the pipe. FAKE_GEMINI_STDIN_START_MS models
-    // that start (default 0: the fake reads at once).
-    let start = Duration::from_millis(env_ms("FAKE_GEMINI_STDIN_START_MS").unwrap_or(0));
+    // that start (default 0: the fake reads at once; the real-timing preset: 2300 ms).
+    let env = &ctx.scenario.environment;
+    let start = Duration::from_millis(timing::knob(
+        "FAKE_GEMINI_STDIN_START_MS",
+        env,
+        timing::STDIN_START_MS,
+        0,
+    ));
     let wait = start.saturating_sub(ctx.start.elapsed())
         + Duration::from_millis(env_ms("FAKE_GEMINI_STDIN_WAIT_MS").unwrap_or(500));
     let stdin = input::read(wait, ctx.scenario.environment.stdin != StdinTiming::Real);
@@ -435,6 +447,9 @@ fn model_run(ctx: &Ctx, args: &Args, format: Format, yolo: bool, mut s: Sessions
         let _l = st.lock();
         let n = st.next_reply_index() as usize;
         runner.reply = Some(replies[n % replies.len()].clone());
+    }
+    if timing::real(&ctx.scenario.environment) {
+        sleep_ms(timing::ANSWER_AFTER_MS);
     }
     let code = runner.run();
     if s.store.is_none() && code == Some(0) && !runner.never_sent {

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::cli::Args;
 use crate::invocation::Ctx;
 use crate::scenario::Auth;
-use crate::sys::{env_is, env_ms};
+use crate::sys::env_is;
 use crate::{clock, ids, log, proc, session};
 
 use agent::{freeze, AcpSession, Agent, Pending, FROZEN};
@@ -443,7 +443,8 @@ impl Agent {
                     "session/new" => {
                         // The real 0.61 agent takes 60-170 ms (a new Config per session), while
                         // it keeps reading and answering other requests.
-                        if let Some(ms) = crate::sys::env_ms("FAKE_GEMINI_ACP_SESSION_NEW_MS") {
+                        let ms = crate::timing::acp_session_new_ms(&self.scenario.environment);
+                        if ms > 0 {
                             let (agent, msg) = (self.clone(), msg.clone());
                             let (id, params) = (id.clone(), params.clone());
                             std::thread::spawn(move || {
@@ -527,7 +528,8 @@ fn selected_auth_type() -> Option<String> {
 pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
     // The invocation record: ACP has no prompt or stdin of its own, and the exit is decided by EOF.
     ctx.log(None);
-    // Unlike a headless run, --yolo does not trust the folder: it is downgraded (observed).
+    // As in a headless run, no approval mode trusts the folder; in an untrusted one the mode is
+    // downgraded (observed).
     let trusted = crate::checks::folder_trusted(ctx, args);
     let initial_mode = match (args.flag("yolo"), args.str("approval-mode")) {
         (true, _) | (_, Some("yolo")) => "yolo",
@@ -571,7 +573,8 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         }
     }
     // Start-up: the real agent reads nothing for 2.5–6 s; input sent meanwhile waits in the pipe.
-    if let Some(ms) = env_ms("FAKE_GEMINI_ACP_START_DELAY_MS") {
+    let ms = crate::timing::acp_start_ms(&ctx.scenario.environment);
+    if ms > 0 {
         crate::sys::sleep_ms(ms);
     }
     let stdin = std::io::stdin();

@@ -951,3 +951,64 @@ fn tool_call_ids_are_unique_per_call_in_the_clis_format() {
     unique.dedup();
     assert_eq!(unique.len(), ids.len(), "{ids:?}");
 }
+
+/// Runs `args` with stdin written `after` the spawn; returns the exit code and the user message
+/// the stream-json output reports (`None`: none).
+fn stdin_written_after(
+    sb: &Sandbox,
+    args: &[&str],
+    after: std::time::Duration,
+) -> (Option<i32>, Option<String>) {
+    use std::io::Write as _;
+    let mut child = sb
+        .cmd(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let mut stdin = child.stdin.take().unwrap();
+    // The fake may have exited already (42): a broken pipe is part of the answer.
+    let _ = stdin.write_all(b"late hello");
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    let user = lines(&o.stdout)
+        .into_iter()
+        .find(|e| e["type"] == "message" && e["role"] == "user")
+        .map(|e| e["content"].as_str().unwrap_or_default().to_string());
+    (o.status.code(), user)
+}
+
+/// The real-timing preset opens the stdin window when the real CLI does (≈2.3 s after spawn, for
+/// 500 ms), so stdin written 1.2 s late is still read, as by the real CLI; the fast default has
+/// given up by then. The preset is chosen by `FAKE_GEMINI_TIMING=real` or a marker's `timing=real`.
+#[test]
+fn real_timing_reads_stdin_that_arrives_as_late_as_the_real_cli_allows() {
+    let late = std::time::Duration::from_millis(1200);
+    let args = ["-o", "stream-json", "--skip-trust"];
+    let mut sb = sb();
+    assert_eq!(
+        stdin_written_after(&sb, &args, late),
+        (Some(42), None),
+        "fast: too late"
+    );
+    sb.set("FAKE_GEMINI_TIMING", Some("real"));
+    assert_eq!(
+        stdin_written_after(&sb, &args, late),
+        (Some(0), Some("late hello".into()))
+    );
+    sb.set("FAKE_GEMINI_TIMING", Some("slow"));
+    let o = sb.run(&["-p", "x", "--skip-trust"], None);
+    assert_eq!(
+        o.status.code(),
+        Some(99),
+        "an unknown timing is the fake's own failure"
+    );
+    sb.set("FAKE_GEMINI_TIMING", None);
+    let o = sb.run(
+        &["-p", "[[fake-gemini:success timing=slow]]", "--skip-trust"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(99));
+}
