@@ -78,7 +78,7 @@ fn run(argv: Vec<String>) -> Phase<i32> {
         return Ok(code);
     }
     proc::worker_signals(ctx.scenario.process.ignore_sigterm);
-    Ok(model_run(&ctx, &args, format, approval.yolo(), sessions))
+    Ok(model_run(&ctx, &args, format, &approval, sessions))
 }
 
 /// The scenario (from `FAKE_GEMINI_SCENARIO`, then a marker in the arguments), the emulated
@@ -410,13 +410,16 @@ fn scripted_process(ctx: &Ctx) -> Option<i32> {
 }
 
 /// The model run, with the session it belongs to recorded as the CLI records it.
-fn model_run(ctx: &Ctx, args: &Args, format: Format, yolo: bool, mut s: Sessions) -> i32 {
+fn model_run(ctx: &Ctx, args: &Args, format: Format, approval: &Approval, mut s: Sessions) -> i32 {
     let session_id = match (&s.resumed, args.str("session-id")) {
         (Some(r), _) => r.id.clone(),
         (None, Some(id)) => id.to_string(),
         _ => ids::uuid_v4(),
     };
-    let mut runner = Runner::new(ctx, args, format, yolo, session_id);
+    let mut runner = Runner::new(ctx, args, format, approval.yolo(), session_id);
+    if approval.mode == "plan" {
+        runner.plan_mode();
+    }
     // The loss bug's other half: a new session's file holds only its header until the prompt is
     // sent, and another run starting meanwhile deletes it (its start-up clean-up).
     let begun = match (&s.store, &s.resumed) {

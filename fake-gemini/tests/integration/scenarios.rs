@@ -1012,3 +1012,26 @@ fn real_timing_reads_stdin_that_arrives_as_late_as_the_real_cli_allows() {
     );
     assert_eq!(o.status.code(), Some(99));
 }
+
+/// Plan mode in a trusted folder under `auto`: no router call, the pro model with custom tools
+/// answers (observed on 0.61.0 by the differential suite).
+#[test]
+fn plan_mode_skips_the_router() {
+    let sb = sb();
+    let o = sb.run(
+        &[
+            "-p",
+            "x",
+            "-o",
+            "json",
+            "--skip-trust",
+            "--approval-mode",
+            "plan",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let models: Vec<&String> = doc["stats"]["models"].as_object().unwrap().keys().collect();
+    assert_eq!(models, ["gemini-3.1-pro-preview-customtools"]);
+}
