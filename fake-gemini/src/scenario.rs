@@ -58,7 +58,8 @@ pub enum Auth {
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum Trust {
-    /// The real rules: `--skip-trust`, `GEMINI_CLI_TRUST_WORKSPACE=true`, yolo, trustedFolders.json, else untrusted.
+    /// The real rules: `GEMINI_RESTRICTED_MODE`, `--skip-trust`, `GEMINI_CLI_TRUST_WORKSPACE`,
+    /// `security.folderTrust.enabled`, trustedFolders.json, else untrusted (never an approval mode).
     #[default]
     Rules,
     /// Always trusted.
