@@ -44,15 +44,19 @@ impl Agent {
         }
     }
 
-    /// The config's noise: the YOLO notice and the trust downgrade, then the untrusted-folder lines.
+    /// The config's noise: the YOLO notice, the trust downgrade of any mode but `default` (the
+    /// headless rule, observed there for plan too), and the two-keys warning of its auth (observed
+    /// in ACP on 0.61.0; where the real agent's asynchronous start-up lines fall among these
+    /// varies).
     fn config_noise(&self, requested_mode: &str) {
         if requested_mode == "yolo" {
             self.stderr_line(crate::texts::YOLO);
         }
-        if !self.trusted && matches!(requested_mode, "yolo" | "autoEdit") {
-            self.stderr_line(
-                "Approval mode overridden to \"default\" because the current folder is not trusted.",
-            );
+        if !self.trusted && requested_mode != "default" {
+            self.stderr_line(crate::texts::APPROVAL_OVERRIDDEN);
+        }
+        if crate::checks::two_api_keys() {
+            self.stderr_line(crate::texts::TWO_API_KEYS);
         }
     }
 
@@ -164,7 +168,7 @@ impl Agent {
     }
 
     fn add_session(&self, id: String, cwd: &str) -> Arc<AcpSession> {
-        let mode = if !self.trusted && matches!(self.initial_mode.as_str(), "yolo" | "autoEdit") {
+        let mode = if !self.trusted && self.initial_mode != "default" {
             "default".to_string()
         } else {
             self.initial_mode.clone()
@@ -557,6 +561,10 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         awaiting_client: AtomicUsize::new(0),
     });
     // The CLI loads its config twice before serving (observed: the notices appear twice).
+    // The settings loader's skipped system files come first (observed).
+    for l in crate::settings::skipped_system_files() {
+        agent.stderr_line(&l);
+    }
     agent.config_noise(initial_mode);
     agent.config_noise(initial_mode);
     agent.untrusted_noise();
