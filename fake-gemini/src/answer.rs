@@ -102,6 +102,21 @@ pub(crate) struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
+    /// Plan mode: under `auto` the CLI skips the classifier and asks the pro model with the
+    /// custom tools (observed on 0.61.0, headless and in ACP).
+    pub(crate) fn plan_mode(&mut self) {
+        if self.requested == "auto" {
+            self.router_model = None;
+            self.main_model = self
+                .ctx
+                .scenario
+                .model
+                .version
+                .clone()
+                .unwrap_or_else(|| "gemini-3.1-pro-preview-customtools".into());
+        }
+    }
+
     pub(crate) fn new(
         ctx: &'a Ctx,
         args: &Args,
@@ -408,7 +423,7 @@ impl<'a> Runner<'a> {
             }
             if !turn.tool_calls.is_empty() {
                 self.ensure_newline();
-                let ms = clock::now_ms();
+                let ms = clock::call_stamp_ms();
                 for (n, call) in turn.tool_calls.iter().enumerate() {
                     if let Some(code) = self.tool(call, ms, n) {
                         return Some(code);

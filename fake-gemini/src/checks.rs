@@ -27,13 +27,13 @@ fn load_settings() -> Result<Value, String> {
     }
 }
 
-/// Settings (52), the sandbox command (44), auth (41), the sandbox image (1). `first` = printing
-/// the YOLO notice is allowed.
+/// Settings (52), the sandbox command (44), auth (41), the sandbox image (1). `first` = the
+/// first configuration load's lines may be printed (not again for a stdin marker).
 pub(crate) fn pre_input_checks(
     ctx: &Ctx,
     args: &Args,
     format: Format,
-    yolo: bool,
+    approval: &Approval,
     first: bool,
 ) -> Option<i32> {
     let env = &ctx.scenario.environment;
@@ -79,8 +79,11 @@ pub(crate) fn pre_input_checks(
         }
     };
     if let Some(msg) = failure {
-        if yolo && first {
-            err_line(texts::YOLO);
+        if first {
+            for l in crate::settings::skipped_system_files() {
+                err_line(&l);
+            }
+            approval.config_load(false);
         }
         if format == Format::Json {
             let doc = output::error_doc(&ids::uuid_v4(), "Error", &msg, Some(41));
@@ -246,79 +249,178 @@ fn fatal_red(msg: &str) {
     }
 }
 
-/// Whether the folder is trusted, as the scenario says or by the CLI's rules: `--skip-trust`,
-/// `GEMINI_CLI_TRUST_WORKSPACE=true`, `yolo` when it counts (headless runs; not in ACP mode, where
-/// yolo is downgraded instead), or the settings and trustedFolders.json.
-pub(crate) fn folder_trusted(ctx: &Ctx, args: &Args, yolo: bool) -> bool {
+/// Whether the folder is trusted, as the scenario says or by the CLI's rules (`checkPathTrust`
+/// of 0.61): `GEMINI_RESTRICTED_MODE=true` distrusts it whatever else is set; `--skip-trust`
+/// (which sets `GEMINI_CLI_TRUST_WORKSPACE=true` over any value) or that variable trusts it, its
+/// value `false` distrusts it; then `security.folderTrust.enabled=false` trusts every folder; then
+/// the longest matching rule of trustedFolders.json. No approval mode trusts a folder (observed:
+/// `-y`, `--approval-mode yolo|auto_edit|plan` in an untrusted folder exit 55).
+pub(crate) fn folder_trusted(ctx: &Ctx, args: &Args) -> bool {
     match ctx.scenario.environment.trust {
         Trust::Trusted => true,
         Trust::Untrusted => false,
         Trust::Rules => {
-            args.flag("skip-trust")
-                || env_is("GEMINI_CLI_TRUST_WORKSPACE", "true")
-                || yolo
-                || folder_trusted_by_files()
+            if env_is("GEMINI_RESTRICTED_MODE", "true") {
+                false
+            } else if args.flag("skip-trust") || env_is("GEMINI_CLI_TRUST_WORKSPACE", "true") {
+                true
+            } else if env_is("GEMINI_CLI_TRUST_WORKSPACE", "false") {
+                false
+            } else if !crate::settings::folder_trust_enabled() {
+                true
+            } else {
+                folder_rule().unwrap_or(false)
+            }
         }
     }
 }
 
-/// The trust check (55).
-pub(crate) fn trust_check(ctx: &Ctx, args: &Args, yolo: bool) -> Option<i32> {
-    if folder_trusted(ctx, args, yolo) {
+/// The trust check (55), after the lines of the two configuration loads that precede it.
+pub(crate) fn trust_check(ctx: &Ctx, approval: &Approval) -> Option<i32> {
+    if approval.trusted {
         None
     } else {
         // The refused login's first report comes before the trust check's exit.
         if ctx.scenario.environment.auth == Auth::Unsupported {
             err(texts::sunset_report().as_bytes());
         }
+        for l in crate::settings::skipped_system_files() {
+            err_line(&l);
+        }
+        approval.config_loads();
         fatal_red(texts::UNTRUSTED);
         Some(55)
     }
 }
 
-/// `security.folderTrust.enabled = false`, or the cwd (or its parent) in trustedFolders.json.
-fn folder_trusted_by_files() -> bool {
-    let settings = load_settings().unwrap_or_default();
-    if settings["security"]["folderTrust"]["enabled"] == json!(false) {
-        return true;
-    }
-    let Ok(text) = std::fs::read_to_string(home_dir().join(".gemini").join("trustedFolders.json"))
+/// trustedFolders.json (`GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else `~/.gemini/trustedFolders.json`):
+/// the verdict of the longest rule whose folder holds the cwd (`TRUST_PARENT` names a folder
+/// whose parent is trusted; `DO_NOT_TRUST` distrusts), `None` when no rule matches.
+fn folder_rule() -> Option<bool> {
+    let path = std::env::var_os("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home_dir().join(".gemini").join("trustedFolders.json"));
+    let text = std::fs::read_to_string(path).ok()?;
+    let Ok(Value::Object(map)) =
+        serde_json::from_str::<Value>(&crate::settings::strip_comments(&text))
     else {
-        return false;
+        return None;
     };
-    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&text) else {
-        return false;
-    };
-    let Ok(cwd) = std::env::current_dir() else {
-        return false;
-    };
-    map.iter().any(|(path, level)| {
-        let p = std::path::Path::new(path);
-        match level.as_str() {
-            Some("TRUST_FOLDER") => cwd.starts_with(p),
-            Some("TRUST_PARENT") => p.parent().is_some_and(|pp| cwd.starts_with(pp)),
-            _ => false,
+    let cwd = std::env::current_dir().ok()?;
+    let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
+    let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut best: Option<(usize, &str)> = None;
+    for (rule, level) in &map {
+        let Some(level) = level.as_str() else {
+            continue;
+        };
+        let p = std::path::Path::new(rule);
+        let folder = match level {
+            "TRUST_PARENT" => p.parent().unwrap_or(p),
+            "TRUST_FOLDER" | "DO_NOT_TRUST" => p,
+            _ => continue,
+        };
+        if cwd.starts_with(real(folder)) && best.is_none_or(|(len, _)| rule.len() > len) {
+            best = Some((rule.len(), level));
         }
-    })
+    }
+    best.map(|(_, level)| level != "DO_NOT_TRUST")
 }
 
-/// The terminal warnings every run starts its stderr with.
+/// The approval mode a headless run asks for and whether its folder is trusted: what the CLI's
+/// configuration load prints on stderr each time it runs (twice before the trust check).
+pub(crate) struct Approval {
+    /// `default`, `yolo`, `auto_edit` or `plan`, as requested (`--approval-mode`, `-y`, else
+    /// settings' `general.defaultApprovalMode`).
+    pub(crate) mode: String,
+    /// The folder trust decided by [`folder_trusted`].
+    pub(crate) trusted: bool,
+    /// `plan` requested while settings' `general.plan.enabled` is `false`.
+    plan_disabled: bool,
+}
+
+impl Approval {
+    /// The run's approval request and trust.
+    pub(crate) fn of(ctx: &Ctx, args: &Args) -> Approval {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let mut mode = args
+            .str("approval-mode")
+            .map(String::from)
+            .or_else(|| args.flag("yolo").then(|| "yolo".to_string()))
+            .or_else(|| crate::settings::default_approval_mode(&cwd))
+            .unwrap_or_else(|| "default".into());
+        let plan_disabled = mode == "plan" && !crate::settings::plan_enabled(&cwd);
+        if plan_disabled {
+            mode = "default".into();
+        }
+        Approval {
+            mode,
+            trusted: folder_trusted(ctx, args),
+            plan_disabled,
+        }
+    }
+
+    /// Whether tools run unasked (yolo in a trusted folder; elsewhere the run never gets that far).
+    pub(crate) fn yolo(&self) -> bool {
+        self.mode == "yolo"
+    }
+
+    /// What one configuration load prints: the plan fallback, the YOLO notice, the override of
+    /// an untrusted folder's mode (observed on 0.61.0 for yolo, auto_edit and plan), and — when
+    /// the load reaches auth — the warning of two API keys.
+    pub(crate) fn config_load(&self, auth: bool) {
+        if self.plan_disabled {
+            err_line(texts::PLAN_DISABLED);
+        }
+        if self.mode == "yolo" {
+            err_line(texts::YOLO);
+        }
+        if !self.trusted && self.mode != "default" {
+            err_line(texts::APPROVAL_OVERRIDDEN);
+        }
+        if auth && two_api_keys() {
+            err_line(texts::TWO_API_KEYS);
+        }
+    }
+
+    /// The two configuration loads before the run (or its trust check).
+    pub(crate) fn config_loads(&self) {
+        self.config_load(true);
+        self.config_load(true);
+    }
+}
+
+/// `GOOGLE_API_KEY` and `GEMINI_API_KEY` both set (non-empty): the CLI warns at each
+/// configuration load and each client it creates, and uses `GOOGLE_API_KEY`.
+pub(crate) fn two_api_keys() -> bool {
+    let set = |n: &str| std::env::var(n).is_ok_and(|v| !v.is_empty());
+    set("GOOGLE_API_KEY") && set("GEMINI_API_KEY")
+}
+
+/// The terminal warnings every headless run prints among its start-up warnings, in the CLI's
+/// order (`getCompatibilityWarnings` of 0.61; stdout is never a terminal here, so Node reports no
+/// colour depth and only the variables decide).
 pub(crate) fn terminal_warnings() {
-    let term = std::env::var("TERM").unwrap_or_default();
-    let colorterm = std::env::var("COLORTERM").unwrap_or_default();
-    if term == "dumb" {
-        err_line(texts::TERM_DUMB);
+    let var = |n: &str| std::env::var(n).unwrap_or_default();
+    let (term, colorterm) = (var("TERM"), var("COLORTERM"));
+    if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty())
+        && term.starts_with("screen")
+        && colorterm.is_empty()
+    {
+        err_line(texts::LOW_COLOR_TMUX);
     }
-    if !(term.contains("256color") || colorterm == "truecolor" || colorterm == "24bit") {
+    if std::env::var_os("STY").is_some_and(|v| !v.is_empty()) {
+        err_line(texts::GNU_SCREEN);
+    }
+    if term == "dumb" || term == "vt100" {
+        err_line(&texts::TERM_DUMB.replace("TERM=dumb", &format!("TERM={term}")));
+    }
+    let true_color = matches!(colorterm.as_str(), "truecolor" | "24bit" | "kmscon");
+    if !(term.contains("256color") || true_color) {
         err_line(texts::NO_256);
-    }
-}
-
-/// The yolo notice, printed twice.
-pub(crate) fn yolo_warnings(yolo: bool) {
-    if yolo {
-        err_line(texts::YOLO);
-        err_line(texts::YOLO);
+    } else if !true_color && var("TERM_PROGRAM") != "Apple_Terminal" {
+        err_line(texts::NO_TRUE_COLOR);
     }
 }
 

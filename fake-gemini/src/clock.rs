@@ -30,6 +30,25 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// The last stamp [`call_stamp_ms`] gave out.
+static LAST_CALL_STAMP: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(i64::MIN);
+
+/// The millisecond part of a tool-call id (`<name>__<name>_<ms>_<n>`, the real CLI's
+/// `Date.now()` when a turn's calls arrive): [`now_ms`], but never the same twice in one process,
+/// so two turns within a millisecond (or under a frozen clock) get distinct ids — the real CLI's
+/// turns are milliseconds apart, a wrapper may key tool calls by id.
+pub fn call_stamp_ms() -> i64 {
+    let now = now_ms();
+    let prev = LAST_CALL_STAMP
+        .fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |last| Some(now.max(last.saturating_add(1))),
+        )
+        .unwrap_or(now);
+    now.max(prev.saturating_add(1))
+}
+
 /// `2026-11-29T23:08:11.015Z`
 pub fn iso(ms: i64) -> String {
     let (y, mo, d, h, mi, s, milli) = parts(ms);
@@ -117,6 +136,14 @@ pub fn parse_time(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn call_stamps_never_repeat_even_under_a_frozen_clock() {
+        set_now(1_700_000_000_000);
+        let stamps: Vec<i64> = (0..1000).map(|_| call_stamp_ms()).collect();
+        assert_eq!(stamps[0], 1_700_000_000_000);
+        assert!(stamps.windows(2).all(|w| w[1] > w[0]), "{stamps:?}");
+    }
 
     #[test]
     fn iso_round_trips() {

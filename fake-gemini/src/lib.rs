@@ -21,10 +21,12 @@ pub mod output;
 pub mod proc;
 pub mod run;
 pub mod scenario;
+pub mod security;
 pub mod session;
 pub mod settings;
 pub mod sys;
 pub mod texts;
+pub mod timing;
 
 /// The binary's entry point: descendant role, launcher, or worker.
 pub fn main_entry() -> ! {

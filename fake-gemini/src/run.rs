@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::answer::Runner;
 use crate::checks::{
-    include_dirs_check, pre_input_checks, terminal_warnings, trust_check, yolo_warnings,
+    include_dirs_check, pre_input_checks, terminal_warnings, trust_check, two_api_keys, Approval,
 };
 use crate::cli::{self, Args};
 use crate::invocation::{check_expect, resolve, Ctx};
@@ -16,7 +16,7 @@ use crate::output::Format;
 use crate::scenario::{self, Auth, Scenario, StdinTiming};
 use crate::session::{self, Store};
 use crate::sys::{env_is, env_ms, err, err_line, out, sleep_ms};
-use crate::{clock, ids, input, proc, texts};
+use crate::{clock, ids, input, proc, texts, timing};
 
 /// An invocation's phase result: go on with `T`, or end with this exit code.
 type Phase<T> = Result<T, i32>;
@@ -38,14 +38,19 @@ fn run(argv: Vec<String>) -> Phase<i32> {
         return Ok(crate::acp::serve(&ctx, &args));
     }
     headless(&ctx, &args)?;
+    if timing::real(&ctx.scenario.environment) {
+        // Nothing appears before the real CLI's start-up is done, whatever the run's outcome.
+        let first = Duration::from_millis(timing::FIRST_OUTPUT_MS);
+        std::thread::sleep(first.saturating_sub(ctx.start.elapsed()));
+    }
     // A repeated `-o` is an array, which the CLI's format check lets through as text.
     let format = if args.repeated.contains("output-format") {
         Format::Text
     } else {
         Format::from_flag(args.str("output-format"))
     };
-    let yolo = args.flag("yolo") || args.str("approval-mode") == Some("yolo");
-    if let Some(c) = pre_input_checks(&ctx, &args, format, yolo, true) {
+    let approval = Approval::of(&ctx, &args);
+    if let Some(c) = pre_input_checks(&ctx, &args, format, &approval, true) {
         return Err(ctx.exit(c));
     }
     let cwd = std::env::current_dir()
@@ -56,12 +61,12 @@ fn run(argv: Vec<String>) -> Phase<i32> {
     if args.flag("list-extensions") {
         return Err(ctx.fake_error("--list-extensions is not emulated"));
     }
-    if let Some(c) = trust_check(&ctx, &args, yolo) {
+    if let Some(c) = trust_check(&ctx, &approval) {
         return Err(ctx.exit(c));
     }
     let fresh_notice = sessions.resolve(&ctx, &args)?;
-    startup_noise(&ctx, &args, yolo, fresh_notice)?;
-    read_input(&mut ctx, &args, format, yolo, marker_from_args)?;
+    startup_noise(&ctx, &args, &approval, fresh_notice)?;
+    read_input(&mut ctx, &args, format, marker_from_args)?;
     if let Err(e) = check_expect(&ctx, &cwd) {
         return Err(ctx.fake_error(&format!("expectation failed: {e}")));
     }
@@ -73,7 +78,7 @@ fn run(argv: Vec<String>) -> Phase<i32> {
         return Ok(code);
     }
     proc::worker_signals(ctx.scenario.process.ignore_sigterm);
-    Ok(model_run(&ctx, &args, format, yolo, sessions))
+    Ok(model_run(&ctx, &args, format, &approval, sessions))
 }
 
 /// The scenario (from `FAKE_GEMINI_SCENARIO`, then a marker in the arguments), the emulated
@@ -111,6 +116,7 @@ fn start(argv: Vec<String>) -> Phase<(Ctx, bool)> {
     if let Some(v) = &ctx.scenario.environment.cli_version {
         ctx.version = v.clone();
     }
+    timing::check_env().map_err(|e| ctx.fake_error(&e))?;
     if ctx.scenario.environment.startup_delay_ms > 0 {
         sleep_ms(ctx.scenario.environment.startup_delay_ms);
     }
@@ -281,10 +287,14 @@ impl Sessions {
     }
 }
 
-/// The start-up noise, in the order the real CLI prints it (terminal warnings, the fresh-session
-/// notice, deprecation warnings, yolo), with the include-directory check among it.
-fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phase<()> {
+/// The start-up noise, in the order the real CLI prints it (terminal warnings, skipped system
+/// settings files, the fresh-session notice, deprecation warnings, the configuration loads' lines,
+/// the ripgrep notice), with the include-directory check among it.
+fn startup_noise(ctx: &Ctx, args: &Args, approval: &Approval, fresh_notice: bool) -> Phase<()> {
     terminal_warnings();
+    for l in crate::settings::skipped_system_files() {
+        err_line(&l);
+    }
     if fresh_notice {
         err_line("No previous sessions found for this project.");
     }
@@ -298,7 +308,7 @@ fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phas
     for w in deprecated {
         err_line(w);
     }
-    yolo_warnings(yolo);
+    approval.config_loads();
     let refused = ctx.scenario.environment.auth == Auth::Unsupported;
     if refused {
         err(texts::sunset_report().as_bytes());
@@ -307,6 +317,11 @@ fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phas
         return Err(ctx.exit(c));
     }
     err_line(texts::RIPGREP);
+    if two_api_keys() {
+        // The run's own auth and its client warn once each.
+        err_line(texts::TWO_API_KEYS);
+        err_line(texts::TWO_API_KEYS);
+    }
     if refused {
         // The second `refreshAuth`, just before the prompt runs: an uncaught error, exit 1,
         // nothing on stdout whatever the output format.
@@ -323,17 +338,17 @@ fn startup_noise(ctx: &Ctx, args: &Args, yolo: bool, fresh_notice: bool) -> Phas
 
 /// Reads stdin as the CLI does and assembles the prompt; a marker found there selects the
 /// scenario, whose pre-input checks then run as the real CLI would have run them.
-fn read_input(
-    ctx: &mut Ctx,
-    args: &Args,
-    format: Format,
-    yolo: bool,
-    marker_from_args: bool,
-) -> Phase<()> {
+fn read_input(ctx: &mut Ctx, args: &Args, format: Format, marker_from_args: bool) -> Phase<()> {
     // The real CLI reaches readStdin ≈2.2 s after spawn and then waits 500 ms for a first chunk;
     // bytes written before it starts reading sit in the pipe. FAKE_GEMINI_STDIN_START_MS models
-    // that start (default 0: the fake reads at once).
-    let start = Duration::from_millis(env_ms("FAKE_GEMINI_STDIN_START_MS").unwrap_or(0));
+    // that start (default 0: the fake reads at once; the real-timing preset: 2300 ms).
+    let env = &ctx.scenario.environment;
+    let start = Duration::from_millis(timing::knob(
+        "FAKE_GEMINI_STDIN_START_MS",
+        env,
+        timing::STDIN_START_MS,
+        0,
+    ));
     let wait = start.saturating_sub(ctx.start.elapsed())
         + Duration::from_millis(env_ms("FAKE_GEMINI_STDIN_WAIT_MS").unwrap_or(500));
     let stdin = input::read(wait, ctx.scenario.environment.stdin != StdinTiming::Real);
@@ -360,10 +375,11 @@ fn read_input(
     ctx.scenario = s;
     ctx.params = m.params;
     // The stdin marker decides the checks the real CLI makes before reading stdin.
-    if let Some(c) = pre_input_checks(ctx, args, format, yolo, false) {
+    let approval = Approval::of(ctx, args);
+    if let Some(c) = pre_input_checks(ctx, args, format, &approval, false) {
         return Err(ctx.exit(c));
     }
-    if let Some(c) = trust_check(ctx, args, yolo) {
+    if let Some(c) = trust_check(ctx, &approval) {
         return Err(ctx.exit(c));
     }
     if ctx.scenario.environment.auth == Auth::Unsupported {
@@ -394,13 +410,16 @@ fn scripted_process(ctx: &Ctx) -> Option<i32> {
 }
 
 /// The model run, with the session it belongs to recorded as the CLI records it.
-fn model_run(ctx: &Ctx, args: &Args, format: Format, yolo: bool, mut s: Sessions) -> i32 {
+fn model_run(ctx: &Ctx, args: &Args, format: Format, approval: &Approval, mut s: Sessions) -> i32 {
     let session_id = match (&s.resumed, args.str("session-id")) {
         (Some(r), _) => r.id.clone(),
         (None, Some(id)) => id.to_string(),
         _ => ids::uuid_v4(),
     };
-    let mut runner = Runner::new(ctx, args, format, yolo, session_id);
+    let mut runner = Runner::new(ctx, args, format, approval.yolo(), session_id);
+    if approval.mode == "plan" {
+        runner.plan_mode();
+    }
     // The loss bug's other half: a new session's file holds only its header until the prompt is
     // sent, and another run starting meanwhile deletes it (its start-up clean-up).
     let begun = match (&s.store, &s.resumed) {
@@ -431,6 +450,9 @@ fn model_run(ctx: &Ctx, args: &Args, format: Format, yolo: bool, mut s: Sessions
         let _l = st.lock();
         let n = st.next_reply_index() as usize;
         runner.reply = Some(replies[n % replies.len()].clone());
+    }
+    if timing::real(&ctx.scenario.environment) {
+        sleep_ms(timing::ANSWER_AFTER_MS);
     }
     let code = runner.run();
     if s.store.is_none() && code == Some(0) && !runner.never_sent {

@@ -58,7 +58,8 @@ pub enum Auth {
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum Trust {
-    /// The real rules: `--skip-trust`, `GEMINI_CLI_TRUST_WORKSPACE=true`, yolo, trustedFolders.json, else untrusted.
+    /// The real rules: `GEMINI_RESTRICTED_MODE`, `--skip-trust`, `GEMINI_CLI_TRUST_WORKSPACE`,
+    /// `security.folderTrust.enabled`, trustedFolders.json, else untrusted (never an approval mode).
     #[default]
     Rules,
     /// Always trusted.
@@ -96,6 +97,17 @@ pub enum StdinTiming {
     NoInput,
 }
 
+/// How long the fake takes where the real CLI takes seconds (see [`crate::timing`]).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Timing {
+    /// No start-up latency; the stdin window opens at once (tests stay fast).
+    #[default]
+    Fast,
+    /// The real CLI's measured start-up, stdin window and first-answer latency.
+    Real,
+}
+
 /// Environment facts.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -130,6 +142,9 @@ pub struct Environment {
     /// Stdin timing.
     #[serde(default)]
     pub stdin: StdinTiming,
+    /// `real`: the real CLI's start-up and waits (also `FAKE_GEMINI_TIMING=real`).
+    #[serde(default)]
+    pub timing: Timing,
     /// Context window in tokens; a larger prompt is never sent (exit 0, empty answer). Default 1048576.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window_tokens: Option<u64>,
@@ -711,6 +726,18 @@ pub fn apply_params(
             }
             "model" => s.model.version = Some(v.clone()),
             "router-model" => s.model.router_version = Some(v.clone()),
+            "timing" => {
+                s.environment.timing = match v.as_str() {
+                    "real" => Timing::Real,
+                    "fast" => Timing::Fast,
+                    _ => {
+                        return Err(ScenarioError::Param(
+                            name.into(),
+                            format!("`timing` is real or fast, not {v:?}"),
+                        ))
+                    }
+                }
+            }
             "delay-ms" if name == "slow-start" => s.environment.startup_delay_ms = num(name, k, v)?,
             "delay-ms" => s.model.delay_ms = num(name, k, v)?,
             "interval-ms" => s.model.chunk_interval_ms = num(name, k, v)?,

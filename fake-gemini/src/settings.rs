@@ -457,27 +457,84 @@ fn system_defaults_path() -> std::path::PathBuf {
         .unwrap_or_default()
 }
 
+/// The system settings file, then the system defaults file, each with its label in the CLI's
+/// `Security Warning` and whether it is read (it passes [`crate::security`]'s check).
+fn system_files() -> [(std::path::PathBuf, &'static str); 2] {
+    [
+        (system_settings_path(), "system settings"),
+        (system_defaults_path(), "system defaults"),
+    ]
+}
+
+/// The `Security Warning: Skipping …` lines the CLI prints for the system files it skips, system
+/// settings first (observed on 0.61.0, as root and as an unprivileged user).
+pub fn skipped_system_files() -> Vec<String> {
+    system_files()
+        .iter()
+        .filter_map(|(path, label)| crate::security::skip_warning(path, label))
+        .collect()
+}
+
+/// A settings file's value, `None` when it is missing, unreadable or does not parse; a system
+/// file is read only when it passes the CLI's ownership and mode check.
+fn read_layer(path: &std::path::Path, system: bool) -> Option<Value> {
+    if system && crate::security::skip_warning(path, "").is_some() {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    parse(&String::from_utf8_lossy(&bytes)).ok()
+}
+
 /// The value of the highest settings layer (the system's, the workspace's, the user's, the system
 /// defaults) that `pick` finds a value in: how the CLI merges a setting without a merge strategy.
-/// An unreadable file counts as empty, as it does for the CLI's merge.
-fn highest_layer<T>(cwd: &std::path::Path, pick: impl Fn(&Value) -> Option<T>) -> Option<T> {
+/// An unreadable file counts as empty, as it does for the CLI's merge; so does a system file the
+/// CLI skips as insecure. `cwd: None` leaves the workspace layer out (what decides trust cannot
+/// come from the workspace it decides on).
+fn highest_layer<T>(
+    cwd: Option<&std::path::Path>,
+    pick: impl Fn(&Value) -> Option<T>,
+) -> Option<T> {
+    let [(system, _), (defaults, _)] = system_files();
+    let user = crate::sys::home_dir().join(".gemini").join("settings.json");
+    let workspace = cwd.map(|c| c.join(".gemini").join("settings.json"));
     let layers = [
-        system_settings_path(),
-        cwd.join(".gemini").join("settings.json"),
-        crate::sys::home_dir().join(".gemini").join("settings.json"),
-        system_defaults_path(),
+        (Some(system), true),
+        (workspace, false),
+        (Some(user), false),
+        (Some(defaults), true),
     ];
-    layers.iter().find_map(|path| {
-        let bytes = std::fs::read(path).ok()?;
-        let v = parse(&String::from_utf8_lossy(&bytes)).ok()?;
+    layers.iter().find_map(|(path, system)| {
+        let v = read_layer(path.as_ref()?, *system)?;
         pick(&v)
     })
+}
+
+/// `security.folderTrust.enabled` as the CLI merges it (system, user, system defaults), `true`
+/// when none sets it: with `false` every folder is trusted.
+pub fn folder_trust_enabled() -> bool {
+    highest_layer(None, |v| v["security"]["folderTrust"]["enabled"].as_bool()).unwrap_or(true)
+}
+
+/// `general.defaultApprovalMode` as the CLI merges it, the mode a run without `--approval-mode`
+/// or `--yolo` starts in (`yolo` there is ignored by the CLI).
+pub fn default_approval_mode(cwd: &std::path::Path) -> Option<String> {
+    highest_layer(Some(cwd), |v| {
+        v["general"]["defaultApprovalMode"]
+            .as_str()
+            .map(String::from)
+    })
+    .filter(|m| m != "yolo")
+}
+
+/// `general.plan.enabled` as the CLI merges it, `true` when none sets it.
+pub fn plan_enabled(cwd: &std::path::Path) -> bool {
+    highest_layer(Some(cwd), |v| v["general"]["plan"]["enabled"].as_bool()).unwrap_or(true)
 }
 
 /// `general.sessionRetention.enabled` as the CLI merges its settings layers, `true` when none
 /// sets it: whether a start runs the session clean-up.
 pub fn session_retention_enabled(cwd: &std::path::Path) -> bool {
-    highest_layer(cwd, |v| {
+    highest_layer(Some(cwd), |v| {
         v["general"]["sessionRetention"]["enabled"].as_bool()
     })
     .unwrap_or(true)
@@ -486,7 +543,7 @@ pub fn session_retention_enabled(cwd: &std::path::Path) -> bool {
 /// Whether the merged `tools.allowed` is a non-empty list (it has no merge strategy: the highest
 /// layer that sets it wins), which makes the CLI print the `--allowed-tools` deprecation warning.
 pub fn tools_allowed_nonempty(cwd: &std::path::Path) -> bool {
-    highest_layer(cwd, |v| {
+    highest_layer(Some(cwd), |v| {
         v["tools"]["allowed"].as_array().map(|a| !a.is_empty())
     })
     .unwrap_or(false)
@@ -714,10 +771,20 @@ mod retention_tests {
         )
         .unwrap();
         assert!(
-            !session_retention_enabled(ws.path()),
-            "off in the system defaults"
+            session_retention_enabled(ws.path()),
+            "a system defaults file in a temp directory fails the CLI's ownership and mode check \
+             and is skipped"
         );
         std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+        std::fs::write(
+            home.path().join(".gemini/settings.json"),
+            r#"{"general": {"sessionRetention": {"enabled": false}}}"#,
+        )
+        .unwrap();
+        assert!(
+            !session_retention_enabled(ws.path()),
+            "off in the user's settings"
+        );
         std::fs::write(
             home.path().join(".gemini/settings.json"),
             r#"// the user's
@@ -726,7 +793,7 @@ mod retention_tests {
         .unwrap();
         assert!(
             session_retention_enabled(ws.path()),
-            "the user's settings win over the defaults"
+            "on in the user's settings"
         );
         std::fs::create_dir_all(ws.path().join(".gemini")).unwrap();
         std::fs::write(

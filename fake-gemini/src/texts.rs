@@ -13,6 +13,24 @@ pub const CLI_ROOT: &str = "/usr/local/lib";
 pub const TERM_DUMB: &str = "Warning: Basic terminal detected (TERM=dumb). Visual rendering will be limited. For the best experience, use a terminal emulator with truecolor support.";
 /// Printed whenever 256 colours are not detected.
 pub const NO_256: &str = "Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience.";
+/// Printed instead of [`NO_256`] when 256 colours are detected (`TERM=xterm-256color`) but true
+/// colour is not (`COLORTERM` unset); observed on 0.61.0.
+pub const NO_TRUE_COLOR: &str = "Warning: True color (24-bit) support not detected. Using a terminal with true color enabled will result in a better visual experience.";
+/// `TMUX` set, `TERM=screen*`, no `COLORTERM` (from source).
+pub const LOW_COLOR_TMUX: &str = "Warning: Limited color support detected (TERM=screen). Some visual elements may not render correctly. For better color support in tmux, add to ~/.tmux.conf:\n      set -g default-terminal \"tmux-256color\"\n      set -ga terminal-overrides \",*256col*:Tc\"";
+/// `STY` set (from source).
+pub const GNU_SCREEN: &str = "Warning: GNU screen detected. Some keyboard shortcuts and visual features may behave unexpectedly. For the best experience, consider using tmux or running Gemini CLI directly in your terminal.";
+/// Each configuration load in an untrusted folder whose approval mode is not `default`
+/// (observed on 0.61.0 for yolo, auto_edit and plan: twice before exit 55).
+pub const APPROVAL_OVERRIDDEN: &str =
+    "Approval mode overridden to \"default\" because the current folder is not trusted.";
+/// `GOOGLE_API_KEY` and `GEMINI_API_KEY` both set: once per configuration load and per client
+/// (observed on 0.61.0: twice before the ripgrep notice, twice after it).
+pub const TWO_API_KEYS: &str =
+    "Both GOOGLE_API_KEY and GEMINI_API_KEY are set. Using GOOGLE_API_KEY.";
+/// `--approval-mode plan` with settings' `general.plan.enabled: false` (from source).
+pub const PLAN_DISABLED: &str =
+    "Approval mode \"plan\" is disabled in your settings. Falling back to \"default\".";
 /// Printed twice under yolo.
 pub const YOLO: &str = "YOLO mode is enabled. All tool calls will be automatically approved.";
 /// Printed on stderr when `--allowed-tools` or settings' `tools.allowed` is not empty (from

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::cli::Args;
 use crate::invocation::Ctx;
 use crate::scenario::Auth;
-use crate::sys::{env_is, env_ms};
+use crate::sys::env_is;
 use crate::{clock, ids, log, proc, session};
 
 use agent::{freeze, AcpSession, Agent, Pending, FROZEN};
@@ -44,15 +44,19 @@ impl Agent {
         }
     }
 
-    /// The config's noise: the YOLO notice and the trust downgrade, then the untrusted-folder lines.
+    /// The config's noise: the YOLO notice, the trust downgrade of any mode but `default` (the
+    /// headless rule, observed there for plan too), and the two-keys warning of its auth (observed
+    /// in ACP on 0.61.0; where the real agent's asynchronous start-up lines fall among these
+    /// varies).
     fn config_noise(&self, requested_mode: &str) {
         if requested_mode == "yolo" {
             self.stderr_line(crate::texts::YOLO);
         }
-        if !self.trusted && matches!(requested_mode, "yolo" | "autoEdit") {
-            self.stderr_line(
-                "Approval mode overridden to \"default\" because the current folder is not trusted.",
-            );
+        if !self.trusted && requested_mode != "default" {
+            self.stderr_line(crate::texts::APPROVAL_OVERRIDDEN);
+        }
+        if crate::checks::two_api_keys() {
+            self.stderr_line(crate::texts::TWO_API_KEYS);
         }
     }
 
@@ -164,7 +168,7 @@ impl Agent {
     }
 
     fn add_session(&self, id: String, cwd: &str) -> Arc<AcpSession> {
-        let mode = if !self.trusted && matches!(self.initial_mode.as_str(), "yolo" | "autoEdit") {
+        let mode = if !self.trusted && self.initial_mode != "default" {
             "default".to_string()
         } else {
             self.initial_mode.clone()
@@ -443,7 +447,8 @@ impl Agent {
                     "session/new" => {
                         // The real 0.61 agent takes 60-170 ms (a new Config per session), while
                         // it keeps reading and answering other requests.
-                        if let Some(ms) = crate::sys::env_ms("FAKE_GEMINI_ACP_SESSION_NEW_MS") {
+                        let ms = crate::timing::acp_session_new_ms(&self.scenario.environment);
+                        if ms > 0 {
                             let (agent, msg) = (self.clone(), msg.clone());
                             let (id, params) = (id.clone(), params.clone());
                             std::thread::spawn(move || {
@@ -527,8 +532,9 @@ fn selected_auth_type() -> Option<String> {
 pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
     // The invocation record: ACP has no prompt or stdin of its own, and the exit is decided by EOF.
     ctx.log(None);
-    // Unlike a headless run, --yolo does not trust the folder: it is downgraded (observed).
-    let trusted = crate::checks::folder_trusted(ctx, args, false);
+    // As in a headless run, no approval mode trusts the folder; in an untrusted one the mode is
+    // downgraded (observed).
+    let trusted = crate::checks::folder_trusted(ctx, args);
     let initial_mode = match (args.flag("yolo"), args.str("approval-mode")) {
         (true, _) | (_, Some("yolo")) => "yolo",
         (_, Some("auto_edit")) => "autoEdit",
@@ -555,6 +561,10 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         awaiting_client: AtomicUsize::new(0),
     });
     // The CLI loads its config twice before serving (observed: the notices appear twice).
+    // The settings loader's skipped system files come first (observed).
+    for l in crate::settings::skipped_system_files() {
+        agent.stderr_line(&l);
+    }
     agent.config_noise(initial_mode);
     agent.config_noise(initial_mode);
     agent.untrusted_noise();
@@ -571,7 +581,8 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         }
     }
     // Start-up: the real agent reads nothing for 2.5–6 s; input sent meanwhile waits in the pipe.
-    if let Some(ms) = env_ms("FAKE_GEMINI_ACP_START_DELAY_MS") {
+    let ms = crate::timing::acp_start_ms(&ctx.scenario.environment);
+    if ms > 0 {
         crate::sys::sleep_ms(ms);
     }
     let stdin = std::io::stdin();

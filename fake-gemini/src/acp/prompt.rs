@@ -449,8 +449,9 @@ fn model_run(
         }
         usage.add(&model, sc.model.usage.prompt, sc.model.usage.candidates);
         let mut calls = Vec::new();
+        let ms = clock::call_stamp_ms();
         for (n, call) in turn.tool_calls.iter().enumerate() {
-            calls.push(tool(agent, s, call, n, p));
+            calls.push(tool(agent, s, call, (ms, n), p));
         }
         let thoughts: Vec<Value> = turn.thought.iter().map(|t| thought_record(t)).collect();
         let mut msg = json!({"type": "gemini", "content": chunks.concat(), "thoughts": thoughts, "model": model});
@@ -651,9 +652,10 @@ fn api_error_noise(agent: &Agent, routed: bool, error: &str, message: &str, trai
     clippy::too_many_lines,
     reason = "one arm per tool the real agent runs, each with its observed permission and output"
 )]
-fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, n: usize, p: &Pending) -> Value {
+fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, id: (i64, usize), p: &Pending) -> Value {
     let name = call.name.as_str();
-    let call_id = format!("{name}__{name}_{}_{n}", clock::now_ms());
+    // The turn's stamp and the call's place in it (`<name>__<name>_<ms>_<n>`).
+    let call_id = format!("{name}__{name}_{}_{}", id.0, id.1);
     let k = kind(name);
     let command = arg(call, "command").unwrap_or_default();
     let file = arg(call, "file_path").unwrap_or_default();

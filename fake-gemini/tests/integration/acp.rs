@@ -1207,3 +1207,43 @@ fn allow_for_this_session_on_an_edit_switches_a_trusted_session_to_auto_edit() {
         .iter()
         .any(|m| m["method"] == "session/request_permission"));
 }
+
+/// In an untrusted folder every mode but `default` is downgraded when the config loads, plan
+/// included (the headless rule, observed there); a system file the CLI skips and both API keys
+/// are reported on stderr as in a headless run (observed in ACP on 0.61.0).
+#[test]
+fn untrusted_plan_is_downgraded_and_startup_warnings_are_reported() {
+    let mut sb = Sandbox::new("acp");
+    let defaults = sb.dir.path().join("system-defaults.json");
+    std::fs::write(&defaults, "{}").unwrap();
+    sb.set(
+        "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+        Some(defaults.to_str().unwrap()),
+    )
+    .set("GOOGLE_API_KEY", Some("g"));
+    let mut d = Driver::start(&sb, &["--approval-mode", "plan"]);
+    d.call(0, "initialize", json!({"protocolVersion": 1}));
+    let (_, r) = d.call(
+        1,
+        "session/new",
+        json!({"cwd": sb.cwd.to_str().unwrap(), "mcpServers": []}),
+    );
+    assert_eq!(r["result"]["modes"]["currentModeId"], "default");
+    let (code, stderr) = d.finish();
+    assert_eq!(code, Some(0));
+    assert!(
+        stderr.starts_with("Security Warning: Skipping system defaults file"),
+        "{stderr}"
+    );
+    let count = |l: &str| stderr.lines().filter(|x| *x == l).count();
+    assert_eq!(
+        count("Approval mode overridden to \"default\" because the current folder is not trusted."),
+        3,
+        "{stderr}"
+    );
+    assert_eq!(
+        count("Both GOOGLE_API_KEY and GEMINI_API_KEY are set. Using GOOGLE_API_KEY."),
+        3,
+        "{stderr}"
+    );
+}

@@ -130,6 +130,46 @@ pub struct Case {
     pub cli: Option<&'static str>,
     /// The prompt as the positional query after `args` instead of `-p PROMPT`.
     pub positional: bool,
+    /// A system settings or defaults file both sides are pointed at.
+    pub system_file: Option<SystemFile>,
+    /// Rules of `~/.gemini/trustedFolders.json` (`CWD` stands for the run's cwd, `PARENT` for
+    /// its parent directory).
+    pub trusted_folders: &'static [(&'static str, &'static str)],
+}
+
+/// Where a case's system file lives: which ownership and mode check it meets.
+#[derive(Debug, Clone, Copy)]
+pub enum Place {
+    /// A directory of its own (mode 755) in the system temp directory: /tmp (1777) fails the
+    /// check, and so does the directory itself for a user other than root.
+    Temp,
+    /// A directory of its own (mode 755) under the build's target directory: secure when the
+    /// suite runs as root in a tree root owns (the file is then read), else not owned by root.
+    Target,
+}
+
+/// A system settings or defaults file: the variable naming it, where it is, its mode and text.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemFile {
+    /// `GEMINI_CLI_SYSTEM_SETTINGS_PATH` or `GEMINI_CLI_SYSTEM_DEFAULTS_PATH`.
+    pub var: &'static str,
+    /// Its directory.
+    pub place: Place,
+    /// The file's mode.
+    pub mode: u32,
+    /// Its text.
+    pub text: &'static str,
+}
+
+/// A system defaults file whose `tools.allowed` shows on stderr when it is read (the deprecation
+/// warning), in `place`.
+const fn defaults_file(place: Place, mode: u32) -> SystemFile {
+    SystemFile {
+        var: "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+        place,
+        mode,
+        text: r#"{"tools": {"allowed": ["read_file"]}}"#,
+    }
 }
 
 const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
@@ -148,6 +188,8 @@ const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
         stdin_chars: 0,
         cli: None,
         positional: false,
+        system_file: None,
+        trusted_folders: &[],
     }
 }
 
@@ -460,6 +502,120 @@ pub const CASES: &[Case] = &[
         args: &["-y", "--resume", "--allowed-tools=read_file"],
         ..case("the order of the start-up notices", "text", false)
     },
+    // Folder trust as 0.61 decides it: no approval mode trusts a folder; each asks for an
+    // override line per configuration load, then exit 55 (or 41 first without auth).
+    Case {
+        skip_trust: false,
+        args: &["-y"],
+        ..case("yolo does not trust the folder", "json", true)
+    },
+    Case {
+        skip_trust: false,
+        args: &["--approval-mode", "plan"],
+        ..case("plan in an untrusted folder", "text", false)
+    },
+    Case {
+        skip_trust: false,
+        args: &["--approval-mode", "auto_edit"],
+        ..case("auto_edit in an untrusted folder", "stream-json", false)
+    },
+    Case {
+        skip_trust: false,
+        selected_type: false,
+        remove_env: &["GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+        args: &["--approval-mode", "plan"],
+        ..case("plan in an untrusted folder without auth", "json", false)
+    },
+    Case {
+        set_env: &[("GEMINI_CLI_TRUST_WORKSPACE", "false")],
+        ..case(
+            "--skip-trust wins over GEMINI_CLI_TRUST_WORKSPACE=false",
+            "json",
+            false,
+        )
+    },
+    Case {
+        set_env: &[("GEMINI_RESTRICTED_MODE", "true")],
+        ..case("restricted mode wins over --skip-trust", "json", false)
+    },
+    Case {
+        skip_trust: false,
+        settings_raw: Some(
+            r#"{"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}}}"#,
+        ),
+        ..case("folder trust turned off in settings", "json", false)
+    },
+    Case {
+        skip_trust: false,
+        trusted_folders: &[("CWD", "TRUST_FOLDER")],
+        args: &["--approval-mode", "plan"],
+        ..case("a trusted folder keeps plan", "json", false)
+    },
+    Case {
+        skip_trust: false,
+        trusted_folders: &[("PARENT", "TRUST_FOLDER"), ("CWD", "DO_NOT_TRUST")],
+        ..case("the longest trusted-folders rule wins", "json", false)
+    },
+    // System settings files: read only when root owns them and every directory above, and no
+    // one else may write there; else skipped with one warning line.
+    Case {
+        system_file: Some(defaults_file(Place::Temp, 0o644)),
+        ..case("system defaults in a temp directory", "text", true)
+    },
+    Case {
+        system_file: Some(defaults_file(Place::Target, 0o644)),
+        ..case("system defaults in the target directory", "text", false)
+    },
+    Case {
+        system_file: Some(defaults_file(Place::Target, 0o664)),
+        ..case("group-writable system defaults", "json", false)
+    },
+    Case {
+        system_file: Some(SystemFile {
+            var: "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+            ..defaults_file(Place::Temp, 0o644)
+        }),
+        ..case("system settings in a temp directory", "stream-json", false)
+    },
+    Case {
+        skip_trust: false,
+        args: &["-y"],
+        system_file: Some(defaults_file(Place::Temp, 0o644)),
+        ..case(
+            "a skipped system file before the trust failure",
+            "text",
+            false,
+        )
+    },
+    Case {
+        set_env: &[(
+            "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+            "/nonexistent/system-defaults.json",
+        )],
+        ..case("a missing system defaults file", "text", false)
+    },
+    // Warnings of the environment.
+    Case {
+        set_env: &[("GOOGLE_API_KEY", "fake-too")],
+        ..case("[[fake-gemini:tool-call]]", "json", false)
+    },
+    Case {
+        set_env: &[("GOOGLE_API_KEY", "fake-too")],
+        args: &["-y"],
+        ..case("both API keys under yolo", "text", false)
+    },
+    Case {
+        set_env: &[("TERM", "xterm-256color")],
+        ..case("a 256-colour terminal", "text", false)
+    },
+    Case {
+        set_env: &[("TERM", "vt100")],
+        ..case("a vt100 terminal", "json", false)
+    },
+    Case {
+        set_env: &[("TERM", "xterm-256color"), ("COLORTERM", "truecolor")],
+        ..case("a true-colour terminal", "text", false)
+    },
     // Start-up latency (2 s; the scripted API delays the run's first response as long).
     case("[[fake-gemini:slow-start]]", "text", false),
     case("[[fake-gemini:slow-start]]", "stream-json", false),
@@ -543,6 +699,26 @@ fn sandbox(base_url: &str, c: &Case) -> Sandbox {
         stub_path(&bin, stubs);
         sb.set("PATH", Some(bin.to_str().unwrap()));
     }
+    if let Some(f) = c.system_file {
+        let path = system_file(c, f);
+        sb.set(f.var, Some(path.to_str().unwrap()));
+    }
+    if !c.trusted_folders.is_empty() {
+        let rules: serde_json::Map<String, serde_json::Value> = c
+            .trusted_folders
+            .iter()
+            .map(|(p, level)| {
+                let path = match *p {
+                    "CWD" => sb.cwd.clone(),
+                    "PARENT" => sb.cwd.parent().unwrap().to_path_buf(),
+                    other => PathBuf::from(other),
+                };
+                (path.display().to_string(), serde_json::json!(level))
+            })
+            .collect();
+        let text = serde_json::Value::Object(rules).to_string();
+        std::fs::write(sb.home.join(".gemini/trustedFolders.json"), text).unwrap();
+    }
     if let Some(raw) = c.settings_raw {
         std::fs::write(sb.home.join(".gemini/settings.json"), raw).unwrap();
         return sb;
@@ -560,6 +736,43 @@ fn sandbox(base_url: &str, c: &Case) -> Sandbox {
     }
     std::fs::write(sb.home.join(".gemini/settings.json"), settings.to_string()).unwrap();
     sb
+}
+
+/// Writes a case's system file where its `place` says, in a directory of the case's own whose
+/// path is the same for both sides (the CLI prints it), and returns the file's path.
+#[cfg(unix)]
+fn system_file(c: &Case, f: SystemFile) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let root = match f.place {
+        Place::Temp => std::env::temp_dir(),
+        Place::Target => PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+    };
+    let tag = ids_of(&label(c));
+    let dir = root.join(format!(
+        "fake-gemini-differential-{}-{tag}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let name = if f.var.ends_with("DEFAULTS_PATH") {
+        "system-defaults.json"
+    } else {
+        "settings.json"
+    };
+    let file = dir.join(name);
+    std::fs::write(&file, f.text).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(f.mode)).unwrap();
+    file
+}
+
+#[cfg(not(unix))]
+fn system_file(_: &Case, _: SystemFile) -> PathBuf {
+    panic!("the system files of the differential suite rely on Unix modes");
+}
+
+/// A short stable digest of a case's label (a directory name).
+fn ids_of(label: &str) -> String {
+    fake_gemini::ids::sha256_hex(label.as_bytes())[..12].to_string()
 }
 
 /// The `node` on the host's `PATH` (the real CLI's script runs under `env node`).
@@ -748,6 +961,12 @@ fn label(c: &Case) -> String {
             "PATH=node{} ",
             stubs.iter().map(|s| format!("+{s}")).collect::<String>()
         );
+    }
+    if let Some(f) = c.system_file {
+        let _ = write!(l, "{}=<{:?} {:o}> ", f.var, f.place, f.mode);
+    }
+    for (p, level) in c.trusted_folders {
+        let _ = write!(l, "trust[{p}]={level} ");
     }
     let _ = write!(
         l,

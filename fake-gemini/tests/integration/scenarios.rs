@@ -505,13 +505,47 @@ fn auth_env_mode_applies_the_real_check() {
     );
 }
 
+/// Trust as 0.61 decides it: `--skip-trust`, `GEMINI_CLI_TRUST_WORKSPACE`, trustedFolders.json
+/// (the longest rule wins), settings' `security.folderTrust.enabled: false`; never an approval
+/// mode, whose request is overridden in an untrusted folder (observed: -y, plan, auto_edit).
 #[test]
-fn trust_comes_from_the_flag_the_env_var_yolo_or_trusted_folders() {
+fn trust_comes_from_the_flag_the_env_var_settings_or_trusted_folders_never_yolo() {
+    const OVERRIDE: &str =
+        "Approval mode overridden to \"default\" because the current folder is not trusted.\n";
     let mut sb = sb();
     assert_eq!(sb.run(&["-p", "x"], None).status.code(), Some(55));
-    assert_eq!(sb.run(&["-p", "x", "-y"], None).status.code(), Some(0));
+    for mode in [
+        &["-y"][..],
+        &["--approval-mode", "plan"],
+        &["--approval-mode", "auto_edit"],
+    ] {
+        let o = sb.run(&[&["-p", "x"][..], mode].concat(), None);
+        assert_eq!(
+            o.status.code(),
+            Some(55),
+            "{mode:?} does not trust the folder"
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.matches(OVERRIDE).count(), 2, "{mode:?}: {err}");
+    }
+    let o = sb.run(&["-p", "x", "--approval-mode", "default"], None);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains(OVERRIDE));
     sb.set("GEMINI_CLI_TRUST_WORKSPACE", Some("true"));
     assert_eq!(sb.run(&["-p", "x"], None).status.code(), Some(0));
+    sb.set("GEMINI_RESTRICTED_MODE", Some("true"));
+    assert_eq!(
+        sb.run(&["-p", "x", "--skip-trust"], None).status.code(),
+        Some(55),
+        "restricted mode wins over --skip-trust (observed)"
+    );
+    sb.set("GEMINI_RESTRICTED_MODE", None)
+        .set("GEMINI_CLI_TRUST_WORKSPACE", Some("false"));
+    assert_eq!(sb.run(&["-p", "x"], None).status.code(), Some(55));
+    assert_eq!(
+        sb.run(&["-p", "x", "--skip-trust"], None).status.code(),
+        Some(0),
+        "--skip-trust sets the variable over its value (observed)"
+    );
     sb.set("GEMINI_CLI_TRUST_WORKSPACE", None)
         .set("NO_COLOR", None);
     let o = sb.run(&["-p", "x"], None);
@@ -521,9 +555,27 @@ fn trust_comes_from_the_flag_the_env_var_yolo_or_trusted_folders() {
     );
     let gem = sb.home.join(".gemini");
     std::fs::create_dir_all(&gem).unwrap();
+    let cwd = sb.cwd.display().to_string();
     std::fs::write(
         gem.join("trustedFolders.json"),
-        format!("{{{:?}: \"TRUST_FOLDER\"}}", sb.cwd.display().to_string()),
+        format!("{{{cwd:?}: \"TRUST_FOLDER\"}}"),
+    )
+    .unwrap();
+    assert_eq!(sb.run(&["-p", "x"], None).status.code(), Some(0));
+    std::fs::write(
+        gem.join("trustedFolders.json"),
+        format!("{{{cwd:?}: \"DO_NOT_TRUST\", {:?}: \"TRUST_FOLDER\"}}", "/"),
+    )
+    .unwrap();
+    assert_eq!(
+        sb.run(&["-p", "x"], None).status.code(),
+        Some(55),
+        "the longest rule wins"
+    );
+    std::fs::remove_file(gem.join("trustedFolders.json")).unwrap();
+    std::fs::write(
+        gem.join("settings.json"),
+        r#"{"security": {"folderTrust": {"enabled": false}}}"#,
     )
     .unwrap();
     assert_eq!(sb.run(&["-p", "x"], None).status.code(), Some(0));
@@ -789,4 +841,197 @@ fn the_attempt_delay_param_wins_over_the_env_var() {
         e.contains("Attempt 2 failed with status 500") && e.contains("Attempt 3 failed: "),
         "{e}"
     );
+}
+
+/// A system defaults (or settings) file under a directory others may write to — every temp
+/// directory — is skipped with the CLI's `Security Warning` line and its settings are not applied;
+/// a missing one is skipped silently (all observed on 0.61.0).
+#[test]
+fn system_files_in_an_insecure_directory_are_skipped_with_a_warning() {
+    let mut sb = sb();
+    let defaults = sb.dir.path().join("system-defaults.json");
+    std::fs::write(&defaults, r#"{"tools": {"allowed": ["read_file"]}}"#).unwrap();
+    let settings = sb.dir.path().join("missing-settings.json");
+    sb.set(
+        "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+        Some(&defaults.display().to_string()),
+    )
+    .set(
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+        Some(&settings.display().to_string()),
+    );
+    let o = sb.run(&["-p", "x", "--skip-trust"], None);
+    assert_eq!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The nearest ancestor that fails: the temp directory itself for an unprivileged user (not
+    // root's), else /tmp (mode 1777).
+    let want = format!(
+        "Security Warning: Skipping system defaults file '{}': Parent directory '",
+        defaults.display()
+    );
+    assert_eq!(err.matches("Security Warning").count(), 1, "{err}");
+    assert!(err.contains(&want), "{err}");
+    assert!(
+        !err.contains("--allowed-tools"),
+        "the skipped file's tools.allowed is not applied"
+    );
+    let warning_line = err
+        .lines()
+        .position(|l| l.starts_with("Security Warning"))
+        .unwrap();
+    assert_eq!(warning_line, 2, "after the two terminal warnings: {err}");
+    // An untrusted run prints it before the trust failure.
+    let o = sb.run(&["-p", "x"], None);
+    assert_eq!(o.status.code(), Some(55));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .starts_with("Security Warning: Skipping system defaults"));
+}
+
+/// The warnings 0.61.0 adds to stderr (observed): the true-colour warning for a 256-colour TERM,
+/// `TERM=vt100` counted as basic, and both API keys set (twice before the ripgrep notice, twice
+/// after it; with yolo each follows a YOLO notice).
+#[test]
+fn terminal_and_api_key_warnings_are_the_clis() {
+    let mut sb = sb();
+    sb.set("TERM", Some("xterm-256color"));
+    let o = sb.run(&["-p", "x", "--skip-trust"], None);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "Warning: True color (24-bit) support not detected. Using a terminal with true color enabled will result in a better visual experience.\nRipgrep is not available. Falling back to GrepTool.\n"
+    );
+    sb.set("COLORTERM", Some("truecolor"));
+    let o = sb.run(&["-p", "x", "--skip-trust"], None);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "Ripgrep is not available. Falling back to GrepTool.\n"
+    );
+    sb.set("COLORTERM", None).set("TERM", Some("vt100"));
+    let o = sb.run(&["-p", "x", "--skip-trust"], None);
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .starts_with("Warning: Basic terminal detected (TERM=vt100)."));
+    sb.set("TERM", Some("xterm-256color"))
+        .set("COLORTERM", Some("24bit"))
+        .set("GOOGLE_API_KEY", Some("g"));
+    let o = sb.run(&["-p", "x", "--skip-trust", "-y"], None);
+    let keys = "Both GOOGLE_API_KEY and GEMINI_API_KEY are set. Using GOOGLE_API_KEY.\n";
+    let yolo = "YOLO mode is enabled. All tool calls will be automatically approved.\n";
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("{yolo}{keys}{yolo}{keys}Ripgrep is not available. Falling back to GrepTool.\n{keys}{keys}")
+    );
+}
+
+/// Tool-call ids have the real CLI's shape (`<name>__<name>_<ms>_<n>`) and never repeat within a
+/// run, even when turns share a millisecond (here: a frozen clock), since wrappers key by id.
+#[test]
+fn tool_call_ids_are_unique_per_call_in_the_clis_format() {
+    let mut sb = sb();
+    sb.set("FAKE_GEMINI_NOW", Some("2030-01-01T00:00:00Z"));
+    let o = sb.run(
+        &[
+            "-p",
+            "[[fake-gemini:loop-detected]]",
+            "-o",
+            "stream-json",
+            "--skip-trust",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let ids: Vec<String> = lines(&o.stdout)
+        .iter()
+        .filter(|e| e["type"] == "tool_use")
+        .map(|e| e["tool_id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(ids.len() >= 2, "{ids:?}");
+    let shape = regex::Regex::new(r"^list_directory__list_directory_\d{13}_\d+$").unwrap();
+    assert!(ids.iter().all(|i| shape.is_match(i)), "{ids:?}");
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+}
+
+/// Runs `args` with stdin written `after` the spawn; returns the exit code and the user message
+/// the stream-json output reports (`None`: none).
+fn stdin_written_after(
+    sb: &Sandbox,
+    args: &[&str],
+    after: std::time::Duration,
+) -> (Option<i32>, Option<String>) {
+    use std::io::Write as _;
+    let mut child = sb
+        .cmd(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let mut stdin = child.stdin.take().unwrap();
+    // The fake may have exited already (42): a broken pipe is part of the answer.
+    let _ = stdin.write_all(b"late hello");
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    let user = lines(&o.stdout)
+        .into_iter()
+        .find(|e| e["type"] == "message" && e["role"] == "user")
+        .map(|e| e["content"].as_str().unwrap_or_default().to_string());
+    (o.status.code(), user)
+}
+
+/// The real-timing preset opens the stdin window when the real CLI does (≈2.3 s after spawn, for
+/// 500 ms), so stdin written 1.2 s late is still read, as by the real CLI; the fast default has
+/// given up by then. The preset is chosen by `FAKE_GEMINI_TIMING=real` or a marker's `timing=real`.
+#[test]
+fn real_timing_reads_stdin_that_arrives_as_late_as_the_real_cli_allows() {
+    let late = std::time::Duration::from_millis(1200);
+    let args = ["-o", "stream-json", "--skip-trust"];
+    let mut sb = sb();
+    assert_eq!(
+        stdin_written_after(&sb, &args, late),
+        (Some(42), None),
+        "fast: too late"
+    );
+    sb.set("FAKE_GEMINI_TIMING", Some("real"));
+    assert_eq!(
+        stdin_written_after(&sb, &args, late),
+        (Some(0), Some("late hello".into()))
+    );
+    sb.set("FAKE_GEMINI_TIMING", Some("slow"));
+    let o = sb.run(&["-p", "x", "--skip-trust"], None);
+    assert_eq!(
+        o.status.code(),
+        Some(99),
+        "an unknown timing is the fake's own failure"
+    );
+    sb.set("FAKE_GEMINI_TIMING", None);
+    let o = sb.run(
+        &["-p", "[[fake-gemini:success timing=slow]]", "--skip-trust"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(99));
+}
+
+/// Plan mode in a trusted folder under `auto`: no router call, the pro model with custom tools
+/// answers (observed on 0.61.0 by the differential suite).
+#[test]
+fn plan_mode_skips_the_router() {
+    let sb = sb();
+    let o = sb.run(
+        &[
+            "-p",
+            "x",
+            "-o",
+            "json",
+            "--skip-trust",
+            "--approval-mode",
+            "plan",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let models: Vec<&String> = doc["stats"]["models"].as_object().unwrap().keys().collect();
+    assert_eq!(models, ["gemini-3.1-pro-preview-customtools"]);
 }
