@@ -30,10 +30,15 @@ impl Answers {
     /// Keeps `text` and returns its id and its resource (URI, size, description). The id is 128
     /// random bits: knowing one answer's id tells nothing of another's.
     pub fn keep(&self, text: String, total_chars: usize) -> (String, Resource) {
+        self.keep_shared(Arc::new(text), total_chars)
+    }
+
+    /// [`Answers::keep`] of a text others hold too: kept without a copy.
+    pub fn keep_shared(&self, text: Arc<String>, total_chars: usize) -> (String, Resource) {
         let id = new_id();
         let uri = format!("{ANSWER_URI_PREFIX}{id}");
         let size = text.len() as u64;
-        self.insert(id.clone(), Arc::new(text));
+        self.insert(id.clone(), text);
         let mut resource = Resource::new(uri, "full Gemini answer");
         resource.mime_type = Some("text/plain".into());
         resource.size = Some(size);

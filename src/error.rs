@@ -321,8 +321,9 @@ pub struct RunFacts {
 pub struct Invalid {
     /// Each validation error.
     pub errors: Vec<ValidationIssue>,
-    /// The model's raw answer.
-    pub raw: String,
+    /// The model's raw answer, shared with the store of answers read on (it may be as long as the
+    /// output cap: rendered, it is kept there, not copied).
+    pub raw: std::sync::Arc<String>,
 }
 
 /// A failed call, with everything the error result reports.
@@ -393,7 +394,10 @@ impl Failure {
 
     /// A structured answer's validation errors and raw text.
     pub fn with_invalid(mut self, errors: Vec<ValidationIssue>, raw: String) -> Self {
-        self.invalid = Some(Invalid { errors, raw });
+        self.invalid = Some(Invalid {
+            errors,
+            raw: std::sync::Arc::new(raw),
+        });
         self
     }
 

@@ -374,7 +374,7 @@ impl Render<'_> {
                 errors.push(json!({"instancePath": e.instance_path, "message": e.message}));
             }
             sc.insert("validationErrors".into(), Value::Array(errors));
-            let raw = self.clip(&invalid.raw);
+            let raw = self.clip_shared(&invalid.raw);
             let _ = write!(text, "\n--- raw response ---\n{raw}");
             sc.insert("rawResponse".into(), json!(raw));
         }
@@ -410,7 +410,20 @@ impl Render<'_> {
         if total <= PARTIAL_TEXT_CHARS {
             return text.to_string();
         }
-        let (id, _) = self.answers.keep(text.to_string(), total);
+        Self::clipped(text, self.answers.keep(text.to_string(), total).0, total)
+    }
+
+    /// [`Render::clip`] of a text the store can share instead of copying.
+    fn clip_shared(&self, text: &std::sync::Arc<String>) -> String {
+        let total = text.chars().count();
+        if total <= PARTIAL_TEXT_CHARS {
+            return text.to_string();
+        }
+        Self::clipped(text, self.answers.keep_shared(text.clone(), total).0, total)
+    }
+
+    /// The first [`PARTIAL_TEXT_CHARS`] of `text`, and how to read on in the answer kept as `id`.
+    fn clipped(text: &str, id: String, total: usize) -> String {
         let cut = byte_at(text, PARTIAL_TEXT_CHARS);
         format!(
             "{}\n[… {} more characters: {READ_ANSWER} answer_id={id} offset={PARTIAL_TEXT_CHARS}]",

@@ -107,7 +107,6 @@ fuzz_target!(|data: &[u8]| {
         Err(failure) => {
             assert!(!failure.errors.is_empty());
             assert!(failure.errors.len() <= MAX_ISSUES);
-            assert_eq!(failure.raw, answer);
         }
     }
     if answer.len() <= REFERENCE_MAX_BYTES {

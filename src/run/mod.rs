@@ -576,7 +576,8 @@ impl Runner {
                 duration_ms: success.duration.as_millis() as u64,
                 ..RunFacts::default()
             })
-            .with_invalid(err.errors, err.raw)),
+            // The answer moves into the failure as its raw response: never held twice.
+            .with_invalid(err.errors, success.answer)),
         }
     }
 

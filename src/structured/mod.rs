@@ -66,9 +66,9 @@ pub struct StructuredFailure {
     /// What went wrong.
     pub reason: FailureReason,
     /// At least one issue; for [`FailureReason::DoesNotValidate`] at most [`MAX_ISSUES`].
+    /// (The answer itself is the caller's: a copy here would hold an answer as long as the output
+    /// cap twice.)
     pub errors: Vec<ValidationIssue>,
-    /// The model's answer as received.
-    pub raw: String,
 }
 
 /// The ways an answer can fail.
@@ -283,11 +283,7 @@ impl Search<'_> {
                 }],
             ),
         };
-        StructuredFailure {
-            reason,
-            errors,
-            raw: self.response.to_owned(),
-        }
+        StructuredFailure { reason, errors }
     }
 }
 

@@ -98,11 +98,7 @@ impl Search<'_> {
                 }],
             ),
         };
-        StructuredFailure {
-            reason,
-            errors,
-            raw: self.response.to_owned(),
-        }
+        StructuredFailure { reason, errors }
     }
 }
 

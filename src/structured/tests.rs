@@ -282,7 +282,6 @@ fn failures_say_which_way_they_failed(#[case] response: &str, #[case] reason: Fa
     let failure = extract_and_validate(&title_tags(), response).unwrap_err();
     assert_eq!(failure.reason, reason, "{failure:?}");
     assert!(!failure.errors.is_empty());
-    assert_eq!(failure.raw, response);
 }
 
 #[test]
