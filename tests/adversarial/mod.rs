@@ -502,6 +502,65 @@ fn garbage_over_http_is_refused_and_the_server_keeps_serving() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// Requests of methods the server knows whose params are of the wrong type.
+fn undecodable_params() -> Vec<(&'static str, Value)> {
+    vec![
+        ("tasks/get", json!({"taskId": 5})),
+        ("tasks/get", json!({"taskId": null})),
+        ("tasks/get", json!({"taskId": [1]})),
+        ("tasks/get", json!({})),
+        ("tasks/cancel", json!({"taskId": 5})),
+        (
+            "tasks/update",
+            json!({"taskId": "t", "inputResponses": "yes"}),
+        ),
+        ("tasks/update", json!({"taskId": "t"})),
+        ("resources/read", json!({"uri": 5})),
+        ("logging/setLevel", json!({"level": 5})),
+    ]
+}
+
+#[test]
+fn params_of_the_wrong_type_are_invalid_params_over_stdio_and_http_never_an_unknown_method() {
+    let mut h = Harness::start(&[]);
+    for (method, params) in undecodable_params() {
+        let answer = h.rpc(method, Some(params.clone()));
+        assert_eq!(
+            answer["error"]["code"], -32602,
+            "{method} {params}: {answer}"
+        );
+    }
+    ping_through(&mut h.client, "after-bad-params");
+
+    const TOKEN: &str = "adversarial-token-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr, _) = start_http(dir.path(), TOKEN);
+    for (n, (method, params)) in undecodable_params().into_iter().enumerate() {
+        // Sessionless 2026-07-28 requests: the answer a client reads as "session gone" is a 404.
+        let mut params = params;
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "adversarial", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        });
+        let body =
+            json!({"jsonrpc": "2.0", "id": n, "method": method, "params": params}).to_string();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\nMcp-Name: t\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let reply = String::from_utf8_lossy(&raw_http(&addr, request.as_bytes())).into_owned();
+        assert!(reply.starts_with("HTTP/1.1 200"), "{method}: {reply}");
+        assert!(reply.contains("-32602"), "{method}: {reply}");
+    }
+    assert!(child.try_wait().unwrap().is_none(), "the server exited");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// A chunked body of 64 MiB that never ends (no last chunk) is refused with 413 once past the
 /// body limit, and what it cost the server is bounded by the limit, not by what was sent.
 #[cfg(target_os = "linux")]
