@@ -82,9 +82,21 @@ impl Continuation {
     }
 }
 
-/// The serialised size of a result, what a client receives.
+/// The serialised size of a result, what a client receives: counted as it is written, never
+/// held (an answer as long as the output cap would be, twice over, while the buffer doubles).
 pub fn size(result: &CallToolResult) -> usize {
-    serde_json::to_vec(result).map_or(usize::MAX, |v| v.len())
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, result).map_or(usize::MAX, |()| count.0)
 }
 
 /// The byte offset of character `chars` in `text` (its length when past the end).
@@ -110,7 +122,9 @@ impl Render<'_> {
         let rest = &text[start..];
         let rest_chars = rest.chars().count();
         let whole = max_chars.is_none_or(|m| m >= rest_chars);
-        if whole {
+        // A result holds its text at least once: a text longer than the budget never fits whole,
+        // and is not built whole to find that out.
+        if whole && rest.len() <= self.budget {
             let result = build(rest, None);
             if size(&result) <= self.budget {
                 return result;
@@ -177,9 +191,11 @@ impl Render<'_> {
             let mut sc = Map::new();
             sc.insert("json".into(), value);
             sc.extend(facts.clone());
-            let result = self.result(text.to_string(), Value::Object(sc), false);
-            if size(&result) <= self.budget {
-                return result;
+            if text.len() <= self.budget {
+                let result = self.result(text.to_string(), Value::Object(sc), false);
+                if size(&result) <= self.budget {
+                    return result;
+                }
             }
             let total_chars = text.chars().count();
             let (id, _) = self.answers.keep(text.to_string(), total_chars);
