@@ -292,10 +292,11 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
     response
 }
 
-/// A `tools/call` the SDK cannot decode (arguments that are not an object, no name) gets the
-/// answers stdio gives it (`transport::LineTransport`): an `input_validation` result through
-/// [`crate::transport::repair_tool_call`], or -32602. Every other request passes unchanged (the
-/// body is read here, bounded as rmcp bounds it, and handed on).
+/// The body read within [`MAX_BODY_BYTES`] ([`read_body`]), then the answers stdio gives
+/// (`transport::LineTransport`) to what the SDK cannot decode, through the same
+/// [`crate::transport::check_params`]: a `tools/call` whose arguments are not an object repaired to
+/// an `input_validation` result, any other request of a known method whose params do not decode
+/// answered -32602. Every other request is handed on unchanged.
 async fn repair(request: Request<Incoming>) -> Result<Request<Body>, Response<Body>> {
     let (mut parts, body) = request.into_parts();
     let mut bytes = match read_body(body, MAX_BODY_BYTES).await {
