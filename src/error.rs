@@ -302,8 +302,9 @@ pub use crate::structured::ValidationIssue;
 pub struct RunFacts {
     /// The end of the child's stderr, lossily decoded.
     pub stderr_tail: String,
-    /// Assistant text seen before the failure.
-    pub partial_response: Option<String>,
+    /// Assistant text seen before the failure, shared with the store of answers read on when it
+    /// is rendered (it may be as long as the output cap: kept there, not copied).
+    pub partial_response: Option<std::sync::Arc<String>>,
     /// The session the run used.
     pub session_id: Option<String>,
     /// The model the run used.

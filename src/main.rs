@@ -233,7 +233,9 @@ async fn termination_signal() -> i32 {
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn large_allocations_go_back() {
     // SAFETY: mallopt before any thread exists; it only sets an allocator parameter.
-    unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) };
+    if std::env::var_os("XX_NO_MALLOPT").is_none() {
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) };
+    }
 }
 
 /// Other allocators (musl's, the systems') give large blocks back on their own.

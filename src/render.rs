@@ -390,7 +390,7 @@ impl Render<'_> {
                 errors.push(json!({"instancePath": e.instance_path, "message": e.message}));
             }
             sc.insert("validationErrors".into(), Value::Array(errors));
-            let raw = self.clip_shared(&invalid.raw);
+            let raw = self.clip(&invalid.raw);
             let _ = write!(text, "\n--- raw response ---\n{raw}");
             sc.insert("rawResponse".into(), json!(raw));
         }
@@ -420,17 +420,9 @@ impl Render<'_> {
     }
 
     /// A partial answer or raw response as a failure shows it: whole up to
-    /// [`PARTIAL_TEXT_CHARS`] characters, else its head and where to read the rest.
-    fn clip(&self, text: &str) -> String {
-        let total = text.chars().count();
-        if total <= PARTIAL_TEXT_CHARS {
-            return text.to_string();
-        }
-        Self::clipped(text, self.answers.keep(text.to_string(), total).0, total)
-    }
-
-    /// [`Render::clip`] of a text the store can share instead of copying.
-    fn clip_shared(&self, text: &std::sync::Arc<String>) -> String {
+    /// [`PARTIAL_TEXT_CHARS`] characters, else its head and where to read the rest (the whole is
+    /// kept in the store of answers, which shares it: no copy).
+    fn clip(&self, text: &std::sync::Arc<String>) -> String {
         let total = text.chars().count();
         if total <= PARTIAL_TEXT_CHARS {
             return text.to_string();
@@ -683,7 +675,7 @@ mod tests {
         let answers = Answers::default();
         let partial = "p".repeat(PARTIAL_TEXT_CHARS + 10);
         let f = Failure::new(ErrorKind::Timeout, "the total deadline passed").with_run(RunFacts {
-            partial_response: Some(partial.clone()),
+            partial_response: Some(std::sync::Arc::new(partial.clone())),
             ..RunFacts::default()
         });
         let r = render(&answers, DEFAULT_BUDGET_BYTES).failure(&f);

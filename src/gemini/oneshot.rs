@@ -278,7 +278,7 @@ fn same_session(success: Success, asked: Option<&str>) -> Result<Success, Failur
     Err(
         Failure::with_exit(ErrorKind::SessionNotFound, success.exit_code, message).with_run(
             crate::error::RunFacts {
-                partial_response: Some(success.answer),
+                partial_response: Some(std::sync::Arc::new(success.answer)),
                 session_id: success.session_id,
                 model: success.model,
                 stats: success.stats,

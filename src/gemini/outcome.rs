@@ -38,12 +38,12 @@ pub enum CancelCause {
     Shutdown,
 }
 
-/// What a finished run leaves for its failure: stderr tail, partial answer, session, model,
-/// stats, duration and the signal that ended it.
-pub fn facts(run: &RunOutput, transcript: &Transcript) -> RunFacts {
+/// What a finished run leaves for its failure: stderr tail, session, model, stats, duration and
+/// the signal that ended it (the partial answer is moved in by [`classify`]).
+fn facts(run: &RunOutput, transcript: &Transcript) -> RunFacts {
     RunFacts {
         stderr_tail: tail_lossy(&run.stderr, STDERR_TAIL_BYTES),
-        partial_response: transcript.partial(),
+        partial_response: None,
         session_id: transcript.session_id.clone(),
         model: transcript.model.clone(),
         stats: transcript.result.as_ref().and_then(|r| r.stats.clone()),
@@ -58,17 +58,37 @@ pub fn facts(run: &RunOutput, transcript: &Transcript) -> RunFacts {
 /// Classifies one finished run. `deadline_ms` is the length of the deadline that killed it, if
 /// one did (`KillReason::Deadline`).
 ///
-/// The transcript is taken whole: a success's answer is moved out of it, not copied, so an
-/// answer as long as the output cap is held once.
+/// The transcript is taken whole: a success's answer, or a failure's partial answer, is moved out
+/// of it, not copied, so a text as long as the output cap is held once.
 pub fn classify(
     run: &RunOutput,
     transcript: Transcript,
     cancel_cause: CancelCause,
     deadline_ms: Option<Duration>,
 ) -> Result<Success, Failure> {
+    match judge(run, &transcript, cancel_cause, deadline_ms) {
+        Ok(success) => Ok(Success {
+            answer: transcript.into_answer(),
+            ..success
+        }),
+        Err(mut failure) => {
+            failure.run.partial_response = transcript.into_partial().map(std::sync::Arc::new);
+            Err(failure)
+        }
+    }
+}
+
+/// [`classify`] with the transcript borrowed: the text is left for `classify` to move (a
+/// success's `answer` is empty, a failure has no `partial_response` yet).
+fn judge(
+    run: &RunOutput,
+    transcript: &Transcript,
+    cancel_cause: CancelCause,
+    deadline_ms: Option<Duration>,
+) -> Result<Success, Failure> {
     let stderr = String::from_utf8_lossy(&run.stderr);
     let failure = |kind: ErrorKind, code: i32, message: String| {
-        Failure::with_exit(kind, code, message).with_run(facts(run, &transcript))
+        Failure::with_exit(kind, code, message).with_run(facts(run, transcript))
     };
     // 1. A kill the server made outranks whatever the dying CLI printed.
     if let Some(reason) = run.killed {
@@ -83,15 +103,9 @@ pub fn classify(
     }
     // 2. The result event.
     if let Some(result) = &transcript.result {
-        return match from_result(run, &transcript, result, &stderr, exit) {
-            Ok(success) => Ok(Success {
-                answer: transcript.into_answer(),
-                ..success
-            }),
-            Err((kind, message, retry)) => {
-                Err(failure(kind, exit, message).with_retry_delay(retry))
-            }
-        };
+        return from_result(run, transcript, result, &stderr, exit).map_err(
+            |(kind, message, retry)| failure(kind, exit, message).with_retry_delay(retry),
+        );
     }
     // 3. The JSON error document or a known stderr signature.
     if let Some((kind, message, retry)) = stderr_signature(&stderr, exit) {
@@ -739,7 +753,10 @@ mod tests {
             (f.kind, f.exit_code, f.run.signal),
             (ErrorKind::OutputLimit, 137, Some(9))
         );
-        assert_eq!(f.run.partial_response.as_deref(), Some("part"));
+        assert_eq!(
+            f.run.partial_response.as_deref().map(String::as_str),
+            Some("part")
+        );
         o.killed = Some(KillReason::Cancelled);
         o.status = Some(Termination::Exited(0));
         let f = classify(&o, t.clone(), CancelCause::Shutdown, None).unwrap_err();

@@ -696,7 +696,9 @@ impl Pool {
         let facts = |answer: Answer| RunFacts {
             session_id: Some(sid.clone()),
             model: Some(answer.model),
-            partial_response: Some(answer.messages).filter(|m| !m.is_empty()),
+            partial_response: Some(answer.messages)
+                .filter(|m| !m.is_empty())
+                .map(std::sync::Arc::new),
             ..RunFacts::default()
         };
         if turn.cancelled {

@@ -450,7 +450,9 @@ impl Pool {
         let facts = RunFacts {
             session_id: Some(session.id.clone()),
             model: Some(session.model.clone()).filter(|m| !m.is_empty()),
-            partial_response: Some(answer.messages.clone()).filter(|m| !m.is_empty()),
+            partial_response: Some(answer.messages.clone())
+                .filter(|m| !m.is_empty())
+                .map(std::sync::Arc::new),
             duration_ms: duration.as_millis() as u64,
             ..RunFacts::default()
         };

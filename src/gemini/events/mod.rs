@@ -453,17 +453,17 @@ impl Transcript {
         &self.all_text[self.last_turn_start..]
     }
 
+    /// All text seen, when there is any: the partial answer reported with a failure (which cuts
+    /// it, once, when it renders the failure: `error::clip`). Taken out: no copy is made.
+    pub fn into_partial(self) -> Option<String> {
+        (!self.all_text.is_empty()).then_some(self.all_text)
+    }
+
     /// [`Transcript::answer`], taken out of the text in place: no copy of it is made.
     pub fn into_answer(self) -> String {
         let mut text = self.all_text;
         text.drain(..self.last_turn_start);
         text
-    }
-
-    /// All text seen, when there is any: the partial answer reported with a failure (which
-    /// cuts it, once, when it renders the failure: `error::clip`).
-    pub fn partial(&self) -> Option<String> {
-        (!self.all_text.is_empty()).then(|| self.all_text.clone())
     }
 }
 
@@ -624,7 +624,7 @@ mod tests {
         let t = Transcript::from_stdout(TOOL_STREAM.as_bytes());
         assert_eq!(t.answer(), "Hello there! How can I help?");
         assert_eq!(
-            t.partial().unwrap(),
+            t.clone().into_partial().unwrap(),
             "Let me list files.\nHello there! How can I help?"
         );
         assert_eq!(t.session_id.as_deref(), Some("s-1"));
@@ -679,9 +679,9 @@ mod tests {
     #[test]
     fn the_partial_answer_is_all_text_seen() {
         let mut t = Transcript::default();
-        assert_eq!(t.partial(), None);
+        assert_eq!(t.clone().into_partial(), None);
         t.push(Event::AssistantText("a".repeat(300_000)));
-        assert_eq!(t.partial().map(|p| p.len()), Some(300_000));
+        assert_eq!(t.clone().into_partial().map(|p| p.len()), Some(300_000));
     }
 
     #[test]
