@@ -86,9 +86,8 @@ fn lock() -> std::sync::MutexGuard<'static, Vec<Listener>> {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Adds a client (after its `initialized`); closed connections are dropped as they are seen.
-/// rmcp handles notifications and requests concurrently, so a `logging/setLevel` sent right after
-/// `initialized` may have registered the client first: its level is kept.
+/// Adds a client (at its `initialize`); closed connections are dropped as they are seen. A
+/// client registered already (a `logging/setLevel` came first) keeps its level.
 pub fn register(peer: Peer<RoleServer>) {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let mut all = lock();

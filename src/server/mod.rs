@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
-    ElicitRequestParams, GetTaskParams, GetTaskResult, Implementation, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig,
-    UpdateTaskParams,
+    ElicitRequestParams, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourceContents, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -258,8 +258,18 @@ impl ServerHandler for GeminiServer {
             .cancel(owner(&context).as_deref(), &request.task_id)
     }
 
-    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+    /// The client gets log notifications from its `initialize` on, not from its `initialized`:
+    /// rmcp handles that notification and the requests sent right after it concurrently, so a
+    /// warning raised by the first call could otherwise come before the client was listening and
+    /// be lost. The protocol lets a server send log messages before `initialized`.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
         crate::logging::register(context.peer);
+        self.negotiate_initialize(&request)
     }
 
     #[allow(deprecated)]

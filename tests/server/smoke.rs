@@ -105,6 +105,55 @@ fn auth_failure_is_a_typed_tool_error() {
     assert_eq!(result["structuredContent"]["exitCode"], 41);
 }
 
+/// rmcp handles `notifications/initialized` and the requests after it concurrently, so the
+/// client is registered for log messages at `initialize`. With no `initialized` at all, the
+/// warning of the first call must still reach it: the order the race can produce, made certain.
+#[test]
+fn a_warning_of_the_first_call_reaches_a_client_whose_initialized_was_not_yet_handled() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cmd = super::server_command(dir.path());
+    cmd.current_dir(dir.path())
+        .env("FAKE_GEMINI_SCENARIO", "old-version")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut client = gemini_mcp_conformance::client::Client::new(cmd.spawn().expect("spawn"));
+    let id = client
+        .request(
+            "initialize",
+            Some(json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "server-tests", "version": "0"}})),
+        )
+        .expect("send initialize");
+    assert!(
+        client.response(&id, deadline()).is_some(),
+        "initialize answered"
+    );
+    let id = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "gemini_prompt", "arguments": {"prompt": "hi"}})),
+        )
+        .expect("send tools/call");
+    let response = client
+        .response(&id, deadline())
+        .expect("tools/call answered");
+    assert_eq!(response["result"]["isError"], json!(true), "{response}");
+    let warning = client.wait_for(deadline(), |m| {
+        m["method"] == "notifications/message"
+            && m["params"]["level"] == "warning"
+            && m["params"]["data"]["message"]
+                .as_str()
+                .is_some_and(|t| t.contains("too old"))
+    });
+    assert!(
+        warning.is_some(),
+        "no warning notification; stderr: {}",
+        client.stderr()
+    );
+    client.kill();
+}
+
 #[test]
 fn refused_arguments_never_spawn() {
     let mut h = Harness::start(&[]);
