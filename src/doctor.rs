@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Config, SlashCommands};
 use crate::gemini::auth::{Seen, Verdict};
 use crate::gemini::command::BASE_ARGS;
+use crate::gemini::inputs::flag;
 use crate::gemini::launch::Launch;
 use crate::gemini::process;
 use crate::gemini::resolve::{self, Platform};
@@ -53,7 +54,7 @@ pub struct Capability {
 /// The capabilities the doctor reports, required ones first.
 pub const CAPABILITIES: [Capability; 5] = [
     Capability {
-        name: "--skip-trust",
+        name: flag::SKIP_TRUST,
         required: true,
         purpose: "headless runs in any folder (0.40.0)",
     },
@@ -63,12 +64,12 @@ pub const CAPABILITIES: [Capability; 5] = [
         purpose: "-o stream-json: answers, session ids and stats that survive failures",
     },
     Capability {
-        name: "--approval-mode",
+        name: flag::APPROVAL_MODE,
         required: true,
-        purpose: "--approval-mode=yolo: no confirmation prompt nobody could answer",
+        purpose: "approval mode yolo (--approval-mode=yolo): no confirmation prompt nobody could answer",
     },
     Capability {
-        name: "--acp",
+        name: flag::ACP,
         required: false,
         purpose: "Agent Client Protocol mode: the warm agents of the `acp` tool set",
     },
@@ -450,8 +451,8 @@ pub async fn run(inputs: Inputs) -> Report {
         }
         Ok(r) => {
             let (version, help) = tokio::join!(
-                probe(&inputs, &r.program, &r.prefix_args, "--version"),
-                probe(&inputs, &r.program, &r.prefix_args, "--help"),
+                probe(&inputs, &r.program, &r.prefix_args, flag::VERSION),
+                probe(&inputs, &r.program, &r.prefix_args, flag::HELP),
             );
             (Some((r.program, r.prefix_args)), Some(r.via), version, help)
         }
@@ -493,7 +494,7 @@ fn version_problems(
     let version = version_probe
         .output()
         .and_then(|out| parse_version(out).map(|v| (out.trim().to_owned(), v)));
-    for (what, p) in [("--version", version_probe), ("--help", help_probe)] {
+    for (what, p) in [(flag::VERSION, version_probe), (flag::HELP, help_probe)] {
         match p {
             Probe::TimedOut(bound) => problems.push(Problem {
                 message: format!(

@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 
 use crate::error::Failure;
+use crate::gemini::inputs::flag;
 use crate::structured::{self, PreparedSchema};
 
 /// The CLI reads at most this many bytes of stdin (it truncates the rest and then drops the
@@ -20,24 +21,7 @@ pub const MAX_PROMPT_UTF16_UNITS: usize = 4 * 1_048_576 - 65_536;
 /// Longest accepted model name.
 pub const MAX_MODEL_CHARS: usize = 256;
 
-/// Flags every run gets, in this order, each a single `--flag=value` argument.
-pub const BASE_ARGS: [&str; 3] = [
-    "--output-format=stream-json",
-    "--approval-mode=yolo",
-    "--skip-trust",
-];
-
-/// Variables set for every child, on top of the server's own environment.
-pub const CHILD_ENV: [(&str, &str); 4] = [
-    ("NO_COLOR", "1"),
-    ("TERM", "dumb"),
-    // Headless auth must fail fast instead of waiting for a browser nobody will see.
-    ("NO_BROWSER", "true"),
-    // One process instead of launcher + worker: the launcher ignores SIGTERM, and a single
-    // process is what the parent-death signal and the tree kill can reliably reach. The cost:
-    // the worker runs with Node's default heap limit instead of the relaunch's 50 % of RAM.
-    ("GEMINI_CLI_NO_RELAUNCH", "1"),
-];
+pub use crate::gemini::inputs::{BASE_ARGS, CHILD_ENV};
 
 /// What the caller asked for, already decoded from the tool arguments.
 #[derive(Debug, Clone, Default)]
@@ -195,15 +179,15 @@ pub fn build(
     }
     let mut args: Vec<OsString> = BASE_ARGS.iter().map(OsString::from).collect();
     if request.sandbox {
-        args.push("--sandbox=true".into());
+        args.push(format!("{}=true", flag::SANDBOX).into());
     }
     for name in &request.allowed_mcp_server_names {
         validate_server_name(name)?;
-        args.push(format!("--allowed-mcp-server-names={name}").into());
+        args.push(format!("{}={name}", flag::ALLOWED_MCP_SERVER_NAMES).into());
     }
     if let Some(mode) = request.approval_mode {
         // BASE_ARGS[1] is the approval mode.
-        args[1] = format!("--approval-mode={}", mode.as_str()).into();
+        args[1] = format!("{}={}", flag::APPROVAL_MODE, mode.as_str()).into();
     }
     for dir in &request.include_directories {
         // The CLI splits array values on commas: a path holding one would become two.
@@ -213,16 +197,16 @@ pub fn build(
                 dir.display()
             )));
         }
-        let mut arg = OsString::from("--include-directories=");
+        let mut arg = OsString::from(format!("{}=", flag::INCLUDE_DIRECTORIES));
         arg.push(dir.as_os_str());
         args.push(arg);
     }
     if let Some(model) = model {
-        args.push(format!("--model={model}").into());
+        args.push(format!("{}={model}", flag::MODEL).into());
     }
     if let Some(id) = request.resume.as_deref() {
         crate::gemini::session::validate_session_id(id)?;
-        args.push(format!("--resume={id}").into());
+        args.push(format!("{}={id}", flag::RESUME).into());
     }
     Ok(Invocation {
         args,

@@ -186,6 +186,73 @@ mod tests {
         assert_eq!(spec.stdin, b"hi");
     }
 
+    /// Every flag and variable a one-shot run, a session tool's run and a doctor's probe can be
+    /// handed, with every option of a call set, is in the inventory (`gemini::inputs`); so is
+    /// what the process layer adds (the private temporary directory, the run's mark).
+    #[test]
+    fn every_input_a_launch_hands_the_cli_is_in_the_inventory() {
+        use crate::approval::ApprovalMode;
+        use crate::gemini::command::{self, PromptRequest, SlashCommands};
+        use crate::gemini::inputs::{self, By};
+        let dir = std::env::temp_dir();
+        let mut seen = std::collections::BTreeSet::new();
+        for mode in [
+            None,
+            Some(ApprovalMode::Yolo),
+            Some(ApprovalMode::AutoEdit),
+            Some(ApprovalMode::Default),
+            Some(ApprovalMode::Plan),
+        ] {
+            let request = PromptRequest {
+                prompt: "hi".into(),
+                model: Some("gemini-2.5-pro".into()),
+                resume: Some("0b6c1a6e-0000-4000-8000-000000000000".into()),
+                approval_mode: mode,
+                include_directories: vec![dir.clone()],
+                sandbox: true,
+                allowed_mcp_server_names: vec!["github".into()],
+                ..PromptRequest::default()
+            };
+            let inv = command::build(&request, None, SlashCommands::Escape).unwrap();
+            for arg in &inv.args {
+                let arg = arg.to_string_lossy();
+                inputs::check_arg(&arg, By::OneShot).unwrap();
+                seen.insert(inputs::flag_name(&arg).to_owned());
+            }
+        }
+        for arg in [
+            crate::tools::sessions::cli_arg(None),
+            crate::tools::sessions::cli_arg(Some("0b6c1a6e-0000-4000-8000-000000000000")),
+        ] {
+            inputs::check_arg(&arg, By::Sessions).unwrap();
+        }
+        for arg in [inputs::flag::VERSION, inputs::flag::HELP] {
+            inputs::check_arg(arg, By::Doctor).unwrap();
+        }
+        // Every one-shot flag of the inventory is one a call can get.
+        for i in inputs::INVENTORY {
+            if i.kind == inputs::Kind::Flag && i.by.contains(&By::OneShot) {
+                assert!(seen.contains(i.name), "{} is never handed", i.name);
+            }
+        }
+        let config = Config::default();
+        let spec = launch().spec_from_vars(&config, &dir, [], Vec::new());
+        let mut names: Vec<String> = spec
+            .env
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        names.push(retention::DEFAULTS_ENV.to_owned());
+        let tmp = crate::gemini::process::PrivateTmp::new().unwrap();
+        names.extend(tmp.env().map(|(k, _)| k.to_string_lossy().into_owned()));
+        names.push(crate::gemini::process::RUN_MARKER_VAR.to_owned());
+        for name in names {
+            for by in [By::OneShot, By::Sessions, By::Doctor] {
+                inputs::check_env(&name, by).unwrap();
+            }
+        }
+    }
+
     #[test]
     fn given_variables_are_all_the_child_sees() {
         let mut config = Config::default();

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod command;
 pub mod environment;
 pub mod events;
+pub mod inputs;
 pub mod launch;
 pub mod oneshot;
 pub mod outcome;

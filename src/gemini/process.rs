@@ -10,8 +10,9 @@ mod capture;
 mod status;
 #[cfg(target_os = "linux")]
 mod sweep;
-/// The variable that marks the processes of a run (the watchdog and the sweep find them by it).
-pub use sweep::MARKER_VAR as RUN_MARKER_VAR;
+/// The variable that marks the processes of a run (the watchdog and the sweep find them by it;
+/// named on every platform, set on Linux).
+pub use crate::gemini::inputs::env::RUN_MARK as RUN_MARKER_VAR;
 mod tmp;
 mod tree;
 #[cfg(unix)]

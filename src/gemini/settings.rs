@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 /// The variable that names the system-defaults file (the lowest layer).
-pub const DEFAULTS_ENV: &str = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH";
+pub const DEFAULTS_ENV: &str = crate::gemini::inputs::env::SYSTEM_DEFAULTS_PATH;
 /// The variable that names the system settings file (the highest layer).
 pub const SYSTEM_SETTINGS_ENV: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
 

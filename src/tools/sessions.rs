@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::args::{self, given};
 use crate::error::{tail_lossy, ErrorKind, Failure, STDERR_TAIL_BYTES};
+use crate::gemini::inputs::flag;
 use crate::gemini::session::{self, ListedSession};
 use crate::policy::Toolsets;
 use crate::roots::Roots;
@@ -83,11 +84,9 @@ pub async fn call(
         }
     };
     let cwd = roots.workspace("workspace", workspace.as_deref()).await?;
-    let arg = match &id {
-        Some(id) => format!("--delete-session={id}"),
-        None => "--list-sessions".to_string(),
-    };
-    let out = runner.cli(&cwd, vec![arg.into()], ct).await?;
+    let out = runner
+        .cli(&cwd, vec![cli_arg(id.as_deref()).into()], ct)
+        .await?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let exit = out.status.map_or(1, |t| t.code());
@@ -245,6 +244,14 @@ pub fn list_models() -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = Some(structured);
     result
+}
+
+/// The one argument of a session tool's run: `--delete-session=<id>`, else `--list-sessions`.
+pub fn cli_arg(delete: Option<&str>) -> String {
+    match delete {
+        Some(id) => format!("{}={id}", flag::DELETE_SESSION),
+        None => flag::LIST_SESSIONS.to_string(),
+    }
 }
 
 /// The result of `--list-sessions` (exit 0, stdout only).

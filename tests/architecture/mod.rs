@@ -8,6 +8,8 @@
 //! is left out: unit tests may reach across the layers. A circle (a strongly connected set of
 //! two or more files) fails the test, which prints each circle with the names behind each arrow.
 
+mod cli_inputs;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -25,11 +25,11 @@ use crate::approval::ApprovalMode;
 use crate::config::Config;
 use crate::deadline::{Deadlines, Limit};
 use crate::error::{ErrorKind, Failure, RunFacts};
-use crate::gemini::command;
 use crate::gemini::launch::{spawn_failure, Launch};
 use crate::gemini::outcome::unsupported_login;
 use crate::gemini::process::RunSpec;
 use crate::gemini::session::{self as cli_session, StartGates};
+use crate::gemini::{command, inputs};
 use crate::progress::{preview, Progress};
 
 /// Which agent a call goes to: the workspace, the MCP servers it may load and the directories
@@ -541,27 +541,10 @@ impl Pool {
         Ok(agent)
     }
 
-    /// The command line and environment of an agent: a call's environment, trust given, no
-    /// browser.
+    /// The command line and environment of an agent ([`agent_spec`]).
     fn spec(&self, key: &Key) -> Result<RunSpec, Failure> {
         crate::policy::unchanged("workspace", &key.cwd)?;
-        let launch = Launch::resolve(&self.config)?;
-        // Without trust an untrusted folder silently downgrades yolo and auto_edit to default.
-        let mut args: Vec<std::ffi::OsString> = vec!["--acp".into(), "--skip-trust".into()];
-        for name in &key.servers {
-            command::validate_server_name(name)?;
-            args.push(format!("--allowed-mcp-server-names={name}").into());
-        }
-        for dir in &key.dirs {
-            crate::policy::unchanged("include_directories", dir)?;
-            let mut arg = std::ffi::OsString::from("--include-directories=");
-            arg.push(dir.as_os_str());
-            args.push(arg);
-        }
-        let mut spec = launch.spec(&self.config, &key.cwd, args, Vec::new());
-        spec.env
-            .push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
-        Ok(spec)
+        agent_spec(&Launch::resolve(&self.config)?, &self.config, key)
     }
 
     /// `session/new`, authenticating first when the agent asks for it and the environment
@@ -1434,6 +1417,26 @@ fn absorb(
     }
 }
 
+/// The command line and environment of an agent of `launch` for `key`: a call's environment,
+/// trust given, no browser.
+fn agent_spec(launch: &Launch, config: &Config, key: &Key) -> Result<RunSpec, Failure> {
+    let mut args: Vec<std::ffi::OsString> = inputs::ACP_ARGS.iter().map(Into::into).collect();
+    for name in &key.servers {
+        command::validate_server_name(name)?;
+        args.push(format!("{}={name}", inputs::flag::ALLOWED_MCP_SERVER_NAMES).into());
+    }
+    for dir in &key.dirs {
+        crate::policy::unchanged("include_directories", dir)?;
+        let mut arg = std::ffi::OsString::from(format!("{}=", inputs::flag::INCLUDE_DIRECTORIES));
+        arg.push(dir.as_os_str());
+        args.push(arg);
+    }
+    let mut spec = launch.spec(config, &key.cwd, args, Vec::new());
+    spec.env
+        .extend(inputs::ACP_ENV.iter().map(|(k, v)| (k.into(), v.into())));
+    Ok(spec)
+}
+
 /// The browser-free method to authenticate with, from the environment the agent inherits.
 fn auth_method() -> Option<&'static str> {
     let set = |n: &str| std::env::var_os(n).is_some_and(|v| !v.is_empty());
@@ -1486,6 +1489,38 @@ fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every flag and variable of an agent with every option set is in the inventory.
+    #[test]
+    fn an_agents_inputs_are_all_in_the_inventory() {
+        let launch = Launch {
+            program: PathBuf::from("/bin/gemini"),
+            prefix: Vec::new(),
+            via: "test".into(),
+        };
+        let dir = std::env::temp_dir();
+        let key = Key {
+            cwd: dir.clone(),
+            servers: vec!["github".into()],
+            dirs: vec![dir],
+        };
+        let config = Config {
+            env_policy: crate::config::EnvPolicy::Minimal,
+            ..Config::default()
+        };
+        let spec = agent_spec(&launch, &config, &key).unwrap();
+        assert_eq!(spec.args.len(), inputs::ACP_ARGS.len() + 2);
+        for arg in &spec.args {
+            inputs::check_arg(&arg.to_string_lossy(), inputs::By::Warm).unwrap();
+        }
+        let base = launch.spec(&config, &key.cwd, [], Vec::new());
+        let mut with_acp = agent_spec(&launch, &config, &key).unwrap().env;
+        with_acp.retain(|(k, _)| !base.env.iter().any(|(b, _)| b == k));
+        assert!(!with_acp.is_empty(), "the agent's own variables");
+        for (name, _) in with_acp {
+            inputs::check_env(&name.to_string_lossy(), inputs::By::Warm).unwrap();
+        }
+    }
 
     #[test]
     fn updates_fold_into_the_answer() {

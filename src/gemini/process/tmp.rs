@@ -59,11 +59,7 @@ impl PrivateTmp {
     /// `TEMP` and `TMP` (Windows).
     pub fn env(&self) -> [(OsString, OsString); 3] {
         let p = OsString::from(self.dir.path());
-        [
-            ("TMPDIR".into(), p.clone()),
-            ("TEMP".into(), p.clone()),
-            ("TMP".into(), p),
-        ]
+        crate::gemini::inputs::env::TMP.map(|name| (name.into(), p.clone()))
     }
 
     /// Removes the directory now, reporting a failure (dropping removes it silently).
