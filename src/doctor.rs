@@ -66,7 +66,8 @@ pub const CAPABILITIES: [Capability; 5] = [
     Capability {
         name: flag::APPROVAL_MODE,
         required: true,
-        purpose: "approval mode yolo (--approval-mode=yolo): no confirmation prompt nobody could answer",
+        purpose:
+            "approval mode yolo (--approval-mode=yolo): no confirmation prompt nobody could answer",
     },
     Capability {
         name: flag::ACP,

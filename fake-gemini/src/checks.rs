@@ -52,6 +52,13 @@ pub(crate) fn pre_input_checks(
     let sandbox = match sandbox_command(args, &settings, env.sandbox) {
         Ok(c) => c,
         Err(msg) => {
+            // The configuration load has printed its notices by then (observed: the YOLO line).
+            if first {
+                for l in crate::settings::skipped_system_files() {
+                    err_line(&l);
+                }
+                approval.config_load(false);
+            }
             fatal_red(&msg);
             return Some(44);
         }
@@ -99,7 +106,7 @@ pub(crate) fn pre_input_checks(
         }
         return Some(41);
     }
-    if sandbox.is_some() && env.sandbox == Sandbox::ImageMissing {
+    if sandbox.is_some() && matches!(env.sandbox, Sandbox::ImageMissing | Sandbox::FromPath) {
         err(texts::fill(texts::SANDBOX_FAILED, &ctx.version).as_bytes());
         return Some(1);
     }
@@ -109,10 +116,10 @@ pub(crate) fn pre_input_checks(
 /// The sandbox command as the CLI's `getSandboxCommand` picks it (`None`: no sandbox), or its
 /// FatalSandboxError. `--sandbox` (else `tools.sandbox` of settings.json: a boolean, a command or
 /// `{enabled, command}`), overridden by `GEMINI_SANDBOX`; `SANDBOX` set means "already inside".
-/// A named command must be a known one and on `PATH`; `true` takes docker or podman from `PATH` —
-/// unless the scenario scripts the machine: `command-missing` finds neither, `invalid-command`
-/// fails as a bad `GEMINI_SANDBOX` does, and the default (`image-missing`) and `available` find
-/// docker.
+/// A named command must be a known one and on `PATH`; `true` takes docker or podman from `PATH`
+/// (the default, `from-path`) unless the scenario scripts the machine: `command-missing` finds
+/// neither, `invalid-command` fails as a bad `GEMINI_SANDBOX` does, and `image-missing` and
+/// `available` find docker.
 fn sandbox_command(
     args: &Args,
     settings: &Value,
@@ -175,11 +182,19 @@ fn sandbox_command(
         return Ok(None);
     }
     match scripted {
-        Sandbox::CommandMissing => Err("GEMINI_SANDBOX is true but failed to determine command for sandbox; install docker or podman or specify command in GEMINI_SANDBOX".into()),
-        Sandbox::InvalidCommand => Err(format!("Invalid sandbox command 'docker'. Must be one of {VALID}")),
-        Sandbox::ImageMissing | Sandbox::Available => Ok(Some("docker".into())),
+        Sandbox::CommandMissing => Err(COMMAND_MISSING.into()),
+        Sandbox::InvalidCommand => Err(format!(
+            "Invalid sandbox command 'docker'. Must be one of {VALID}"
+        )),
+        Sandbox::FromPath if !on_path("docker") && !on_path("podman") => {
+            Err(COMMAND_MISSING.into())
+        }
+        Sandbox::FromPath | Sandbox::ImageMissing | Sandbox::Available => Ok(Some("docker".into())),
     }
 }
+
+/// The CLI's FatalSandboxError when `--sandbox` finds neither docker nor podman.
+const COMMAND_MISSING: &str = "GEMINI_SANDBOX is true but failed to determine command for sandbox; install docker or podman or specify command in GEMINI_SANDBOX";
 
 /// JavaScript truthiness of a JSON value.
 fn truthy(v: &Value) -> bool {

@@ -72,8 +72,11 @@ pub enum Trust {
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum Sandbox {
-    /// No docker image (observed: exit 1, "Failed to relaunch the CLI process").
+    /// As the machine is: docker or podman on `PATH` (the CLI's own test), then as
+    /// `image-missing` (no image can be pulled offline), else as `command-missing`.
     #[default]
+    FromPath,
+    /// No docker image (observed: exit 1, "Failed to relaunch the CLI process").
     ImageMissing,
     /// Neither docker nor podman on the machine (observed: exit 44, "GEMINI_SANDBOX is true but
     /// failed to determine command for sandbox; …").

@@ -13,6 +13,10 @@ mod cli_surface;
 mod differential;
 #[path = "integration/differential_acp.rs"]
 mod differential_acp;
+/// The inventory of what geminicli-mcp hands the CLI, compiled from the server's own file.
+#[path = "../../src/gemini/inputs.rs"]
+#[allow(dead_code)]
+mod inputs;
 #[path = "integration/launcher.rs"]
 mod launcher;
 #[path = "integration/log_format.rs"]

@@ -366,7 +366,7 @@ pub const INVENTORY: &[Input] = &[
             &[OneShot, Warm, Sessions, Doctor],
             "names the server's system-defaults file, only where the CLI reads it",
             &[
-                "server/system-defaults-in-home-cache",
+                "server/system-defaults-where-root-owned",
                 "server/system-defaults-in-temp",
             ],
         )
@@ -380,7 +380,7 @@ pub const INVENTORY: &[Input] = &[
             &[OneShot, Warm, Sessions, Doctor],
             "the machine's system defaults with the start-up clean-up of sessions switched off",
             &[
-                "server/system-defaults-in-home-cache",
+                "server/system-defaults-where-root-owned",
                 "server/system-defaults-in-temp",
             ],
         )
@@ -393,7 +393,7 @@ pub const INVENTORY: &[Input] = &[
             &["false"],
             &[OneShot, Warm, Sessions, Doctor],
             "the CLI's start-up clean-up would delete concurrent runs' new sessions",
-            &["server/system-defaults-in-home-cache"],
+            &["server/system-defaults-where-root-owned"],
         )
     },
     input(

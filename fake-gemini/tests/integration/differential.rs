@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use fake_gemini::api::{ApiServer, Config};
 
+use crate::inputs;
 use crate::support::Sandbox;
 
 /// The pinned real CLI version (one place: `fake-gemini/differential/CLI_VERSION`).
@@ -135,6 +136,23 @@ pub struct Case {
     /// Rules of `~/.gemini/trustedFolders.json` (`CWD` stands for the run's cwd, `PARENT` for
     /// its parent directory).
     pub trusted_folders: &'static [(&'static str, &'static str)],
+    /// How the command line is made: as a user types it, or as geminicli-mcp hands it.
+    pub shape: Shape,
+    /// A name the server's inventory of CLI inputs refers to (`server/…`).
+    pub name: Option<&'static str>,
+}
+
+/// How a case's command line, stdin and environment are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// `-p PROMPT -o FORMAT [--skip-trust] ARGS` (or the prompt positional), as a user types it.
+    Cli,
+    /// What geminicli-mcp's one-shot backend hands the CLI: its base flags (the approval mode
+    /// replaced by an `--approval-mode=` of `args`), then `args`; the prompt on stdin; its child
+    /// variables, a private `TMPDIR`/`TEMP`/`TMP` and the run's mark in the environment.
+    Server,
+    /// `ARGS` alone with the same environment: the server's session tools and doctor probes.
+    ServerBare,
 }
 
 /// Where a case's system file lives: which ownership and mode check it meets.
@@ -190,6 +208,28 @@ const fn case(prompt: &'static str, format: &'static str, smoke: bool) -> Case {
         positional: false,
         system_file: None,
         trusted_folders: &[],
+        shape: Shape::Cli,
+        name: None,
+    }
+}
+
+/// A case named `name` in `shape`, with the prompt `prompt` (stdin for [`Shape::Server`]).
+const fn server(name: &'static str, shape: Shape, prompt: &'static str) -> Case {
+    Case {
+        shape,
+        name: Some(name),
+        ..case(prompt, "stream-json", false)
+    }
+}
+
+/// The system-defaults file geminicli-mcp writes (the start-up clean-up of sessions off), in
+/// `place`.
+const fn server_defaults(place: Place) -> SystemFile {
+    SystemFile {
+        var: inputs::env::SYSTEM_DEFAULTS_PATH,
+        place,
+        mode: 0o644,
+        text: "{\n  \"general\": {\n    \"sessionRetention\": {\n      \"enabled\": false\n    }\n  }\n}",
     }
 }
 
@@ -619,6 +659,137 @@ pub const CASES: &[Case] = &[
     // Start-up latency (2 s; the scripted API delays the run's first response as long).
     case("[[fake-gemini:slow-start]]", "text", false),
     case("[[fake-gemini:slow-start]]", "stream-json", false),
+    Case {
+        skip_trust: false,
+        args: &["-y", "--sandbox"],
+        path_stubs: Some(&[]),
+        system_file: Some(defaults_file(Place::Temp, 0o644)),
+        ..case(
+            "the configuration notices before a missing sandbox command",
+            "text",
+            false,
+        )
+    },
+    // Every input geminicli-mcp hands the CLI, handed as it hands it (`src/gemini/inputs.rs`
+    // names these cases; `every_input_of_the_server_has_its_cases` checks that they hand it).
+    server("server/one-shot", Shape::Server, "[[fake-gemini:success]]"),
+    server(
+        "server/one-shot-tool-call",
+        Shape::Server,
+        "[[fake-gemini:tool-call]]",
+    ),
+    Case {
+        args: &["--approval-mode=auto_edit"],
+        ..server(
+            "server/approval-auto-edit",
+            Shape::Server,
+            "[[fake-gemini:tool-call]]",
+        )
+    },
+    Case {
+        args: &["--approval-mode=default"],
+        ..server(
+            "server/approval-default",
+            Shape::Server,
+            "[[fake-gemini:tool-call]]",
+        )
+    },
+    Case {
+        args: &["--approval-mode=plan"],
+        ..server(
+            "server/approval-plan",
+            Shape::Server,
+            "[[fake-gemini:tool-call]]",
+        )
+    },
+    Case {
+        args: &["--sandbox=true"],
+        path_stubs: Some(&[]),
+        ..server(
+            "server/sandbox-command-missing",
+            Shape::Server,
+            "[[fake-gemini:sandbox-command-missing]]",
+        )
+    },
+    Case {
+        args: &["--allowed-mcp-server-names=github"],
+        ..server(
+            "server/allowed-mcp-server-names",
+            Shape::Server,
+            "[[fake-gemini:success]]",
+        )
+    },
+    Case {
+        args: &["--include-directories=/tmp"],
+        ..server(
+            "server/include-directories",
+            Shape::Server,
+            "[[fake-gemini:success]]",
+        )
+    },
+    Case {
+        args: &["--model=gemini-2.5-flash"],
+        ..server("server/model", Shape::Server, "[[fake-gemini:success]]")
+    },
+    Case {
+        args: &["--resume=0b6c1a6e-0000-4000-8000-000000000000"],
+        ..server(
+            "server/resume-unknown-session",
+            Shape::Server,
+            "[[fake-gemini:session-not-found]]",
+        )
+    },
+    Case {
+        selected_type: false,
+        remove_env: &["GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+        ..server(
+            "server/no-browser-without-auth",
+            Shape::Server,
+            "[[fake-gemini:auth-missing]]",
+        )
+    },
+    Case {
+        args: &["--list-sessions"],
+        ..server("server/list-sessions", Shape::ServerBare, "")
+    },
+    Case {
+        args: &["--delete-session=0b6c1a6e-0000-4000-8000-000000000000"],
+        ..server("server/delete-unknown-session", Shape::ServerBare, "")
+    },
+    Case {
+        args: &["--version"],
+        ..server("server/version", Shape::ServerBare, "")
+    },
+    Case {
+        args: &["--help"],
+        ..server("server/help", Shape::ServerBare, "")
+    },
+    Case {
+        skip_trust: false,
+        args: &["-y"],
+        set_env: &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
+        ..server(
+            "server/trust-workspace-variable",
+            Shape::Cli,
+            "[[fake-gemini:success]]",
+        )
+    },
+    Case {
+        system_file: Some(server_defaults(Place::Target)),
+        ..server(
+            "server/system-defaults-where-root-owned",
+            Shape::Server,
+            "[[fake-gemini:success]]",
+        )
+    },
+    Case {
+        system_file: Some(server_defaults(Place::Temp)),
+        ..server(
+            "server/system-defaults-in-temp",
+            Shape::Server,
+            "[[fake-gemini:success]]",
+        )
+    },
 ];
 
 /// Built-in scenarios the real CLI cannot be driven into through the API, by reason (the README's
@@ -688,6 +859,22 @@ fn sandbox(base_url: &str, c: &Case) -> Sandbox {
         // The fake applies the same auth check the real CLI does to this environment.
         .set("FAKE_GEMINI_AUTH", Some("env"));
     std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
+    if c.shape != Shape::Cli {
+        for (k, v) in inputs::CHILD_ENV {
+            sb.set(k, Some(v));
+        }
+        let tmp = sb.dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        for k in inputs::env::TMP {
+            sb.set(k, Some(tmp.to_str().unwrap()));
+        }
+        sb.set(inputs::env::RUN_MARK, Some("4242:1"));
+    }
     for k in c.remove_env {
         sb.set(k, None);
     }
@@ -803,12 +990,30 @@ fn stub_path(_: &Path, _: &[&str]) {
     panic!("the PATH stubs of the differential suite are shell scripts (Unix only)");
 }
 
-/// The stdin of a case: `stdin_chars` `a`s.
+/// The stdin of a case: the prompt when the server's shape, else `stdin_chars` `a`s.
 fn stdin_bytes(c: &Case) -> Option<Vec<u8>> {
+    if c.shape == Shape::Server {
+        return Some(c.prompt.as_bytes().to_vec());
+    }
     (c.stdin_chars > 0).then(|| vec![b'a'; c.stdin_chars])
 }
 
 fn argv(c: &Case) -> Vec<&str> {
+    match c.shape {
+        Shape::Cli => {}
+        Shape::ServerBare => return c.args.to_vec(),
+        Shape::Server => {
+            let mut a = inputs::BASE_ARGS.to_vec();
+            for arg in c.args {
+                if inputs::flag_name(arg) == inputs::flag::APPROVAL_MODE {
+                    a[1] = arg;
+                } else {
+                    a.push(arg);
+                }
+            }
+            return a;
+        }
+    }
     let mut a = if c.positional {
         vec!["-o", c.format]
     } else {
@@ -952,6 +1157,9 @@ pub fn compare(label: &str, real: &Outcome, fake: &Outcome) -> Result<(), String
 
 fn label(c: &Case) -> String {
     let mut l = String::new();
+    if let Some(name) = c.name {
+        let _ = write!(l, "[{name}] ");
+    }
     for (k, v) in c.set_env {
         let _ = write!(l, "{k}={v} ");
     }
@@ -1043,6 +1251,66 @@ fn full() {
         .collect();
     assert!(!cases.is_empty(), "no case matches `{filter}`");
     differential(&cases);
+}
+
+/// The cases the server's inventory of CLI inputs names (`server/…`), each input handed as the
+/// server hands it (`.ci/run`, as root and as an unprivileged user with `TMPDIR=/tmp`).
+#[test]
+#[ignore = "runs the real Gemini CLI (node, npm); see the module docs"]
+fn inputs() {
+    let cases: Vec<Case> = CASES
+        .iter()
+        .filter(|c| {
+            c.name
+                .is_some_and(|n| inputs::INVENTORY.iter().any(|i| i.cases.contains(&n)))
+        })
+        .copied()
+        .collect();
+    assert!(cases.len() >= 15, "{} cases", cases.len());
+    differential(&cases);
+}
+
+/// Every entry of the server's inventory names cases that exist (here or among the ACP cases),
+/// and one of its `server/…` cases hands the input: the flag on the command line, the variable
+/// in the environment, the file (and so its key) through its variable.
+#[test]
+fn every_input_of_the_server_has_its_cases() {
+    let acp: Vec<String> = crate::differential_acp::cases()
+        .iter()
+        .map(|c| format!("acp/{}", c.name))
+        .collect();
+    for input in inputs::INVENTORY {
+        let mut handed = false;
+        for name in input.cases {
+            if name.starts_with("acp/") {
+                assert!(
+                    acp.iter().any(|a| a == name),
+                    "{}: no ACP case {name}",
+                    input.name
+                );
+                handed |= matches!(input.kind, inputs::Kind::AcpRequest | inputs::Kind::Flag);
+                continue;
+            }
+            let c = CASES
+                .iter()
+                .find(|c| c.name == Some(*name))
+                .unwrap_or_else(|| panic!("{}: no differential case {name}", input.name));
+            let sb = sandbox("http://127.0.0.1:9", c);
+            handed |= match input.kind {
+                inputs::Kind::Flag => argv(c).iter().any(|a| inputs::flag_name(a) == input.name),
+                inputs::Kind::Env => sb.env.iter().any(|(k, _)| k == input.name),
+                inputs::Kind::SettingsFile | inputs::Kind::SettingsKey => c
+                    .system_file
+                    .is_some_and(|f| f.var == inputs::env::SYSTEM_DEFAULTS_PATH),
+                inputs::Kind::AcpRequest => false,
+            };
+        }
+        assert!(
+            handed,
+            "no case of {} hands it: {:?}",
+            input.name, input.cases
+        );
+    }
 }
 
 /// The comparison is not vacuous: a deliberately altered fake output fails with a diff that

@@ -812,6 +812,23 @@ fn smoke() {
     differential(&cases);
 }
 
+/// The ACP cases the server's inventory of CLI inputs names (`acp/…`).
+#[test]
+#[ignore = "runs the real Gemini CLI (node, npm); see the module docs"]
+fn inputs() {
+    let named: Vec<&str> = crate::inputs::INVENTORY
+        .iter()
+        .flat_map(|i| i.cases.iter())
+        .filter_map(|c| c.strip_prefix("acp/"))
+        .collect();
+    let cases: Vec<AcpCase> = cases()
+        .into_iter()
+        .filter(|c| named.contains(&c.name))
+        .collect();
+    assert!(!cases.is_empty());
+    differential(&cases);
+}
+
 /// Every ACP case (or those whose name contains one of the comma-separated
 /// `FAKE_GEMINI_DIFF_FILTER` words).
 #[test]

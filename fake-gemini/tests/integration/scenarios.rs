@@ -683,10 +683,19 @@ fn sandbox_command_is_resolved_before_auth() {
     assert_eq!(rc, Some(44), "44 before auth's 41: {err}");
     assert_eq!(err, "GEMINI_SANDBOX is true but failed to determine command for sandbox; install docker or podman or specify command in GEMINI_SANDBOX\n");
     assert_eq!(
+        run(&sb, &["-p", "x", "--skip-trust", "--sandbox"]),
+        (Some(44), err),
+        "without a scenario, as the machine is: neither docker nor podman on PATH"
+    );
+    let docker = bin.join("docker");
+    std::fs::write(&docker, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(
         run(&sb, &["-p", "x", "--skip-trust", "--sandbox"]).0,
         Some(41),
-        "docker assumed: auth first"
+        "docker on PATH: auth first"
     );
+    std::fs::remove_file(&docker).unwrap();
 
     sb.set("GEMINI_SANDBOX", Some("vm"));
     let (rc, err) = run(&sb, &["-p", "x", "--skip-trust"]);
