@@ -352,10 +352,19 @@ async fn a_stray_zombie_is_reaped_by_a_later_sweep() {
     assert!(!exists, "zombie {daemon} was not reaped");
 }
 
+/// A path that does not exist: in a fresh directory of the test's own, not a fixed name in the
+/// shared temporary directory, where any user could make it a program or a directory.
+fn missing(dir: &tempfile::TempDir, name: &str) -> std::path::PathBuf {
+    let path = dir.path().join(name);
+    assert!(!path.exists(), "{}", path.display());
+    path
+}
+
 #[tokio::test]
 async fn a_missing_program_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
     let mut spec = child::spec("sleep");
-    spec.program = std::env::temp_dir().join("geminicli-mcp-no-such-program");
+    spec.program = missing(&dir, "no-such-program");
     let err = run(spec, CancellationToken::new(), None).await.unwrap_err();
     assert!(matches!(err, SpawnError::NotFound(_)), "{err:?}");
 }
@@ -375,8 +384,9 @@ async fn an_argument_list_too_long_is_refused_before_the_spawn() {
 /// missing CLI (127).
 #[tokio::test]
 async fn a_missing_working_directory_is_not_a_missing_program() {
+    let dir = tempfile::tempdir().unwrap();
     let mut spec = child::spec("sleep");
-    spec.cwd = std::env::temp_dir().join("geminicli-mcp-no-such-directory");
+    spec.cwd = missing(&dir, "no-such-directory");
     let err = run(spec, CancellationToken::new(), None).await.unwrap_err();
     assert!(matches!(err, SpawnError::Other(_)), "{err:?}");
 }
@@ -385,8 +395,9 @@ async fn a_missing_working_directory_is_not_a_missing_program() {
 /// fail the spawn).
 #[tokio::test]
 async fn a_run_cancelled_before_it_starts_spawns_nothing() {
+    let dir = tempfile::tempdir().unwrap();
     let mut spec = child::spec("sleep");
-    spec.program = std::env::temp_dir().join("geminicli-mcp-no-such-program");
+    spec.program = missing(&dir, "no-such-program");
     let cancel = CancellationToken::new();
     cancel.cancel();
     let out = run(spec, cancel, None).await.expect("nothing spawned");

@@ -35,6 +35,14 @@ pub fn server_command(dir: &Path) -> Command {
     cmd
 }
 
+/// The root package's directory, where the tests' fixtures are: `CARGO_MANIFEST_DIR` as cargo and
+/// nextest set it for the running test (nextest points it at the copy of the workspace that an
+/// archive of the tests runs against, `--workspace-remap`), else where the package was compiled.
+pub fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 /// How long any single step may take before the test fails.
 pub const STEP: Duration = Duration::from_secs(30);
 

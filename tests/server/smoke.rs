@@ -333,7 +333,7 @@ fn every_example_request_file_is_answered_when_piped() {
     use std::io::Write;
     use std::process::Stdio;
 
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/requests");
+    let dir = super::manifest_dir().join("examples/requests");
     let state = tempfile::tempdir().unwrap();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
