@@ -418,7 +418,15 @@ fn model_run(
             requested.clone()
         };
         if let Some(t) = &turn.thought {
-            agent.update(&s.id, json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": t}}));
+            // The CLI splits a thought into its bold subject and the rest, and sends both
+            // (observed on 0.61: "Planning." arrives as "****\nPlanning.").
+            let r = thought_record(t);
+            let text = format!(
+                "**{}**\n{}",
+                r["subject"].as_str().unwrap_or_default(),
+                r["description"].as_str().unwrap_or_default()
+            );
+            agent.update(&s.id, json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text}}));
         }
         let chunks: Vec<String> = if turn.chunks.is_empty() {
             turn.text

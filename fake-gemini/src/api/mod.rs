@@ -1,7 +1,7 @@
 //! The scripted Gemini API: a loopback HTTP server that answers the real CLI's REST calls
 //! (`models/<m>:generateContent`, `:streamGenerateContent?alt=sse`, `:countTokens`) from the same
 //! scenarios that drive fake-gemini, selected per request by the `[[fake-gemini:NAME …]]` marker
-//! in the conversation. It is the API side of the differential suite: the real CLI run against
+//! in the run's prompt. It is the API side of the differential suite: the real CLI run against
 //! it must print what fake-gemini prints for the same scenario.
 //!
 //! What a scenario's model half means on the wire:
@@ -25,7 +25,7 @@ pub mod http;
 use std::io::{self, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -95,6 +95,7 @@ pub struct ApiServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     seen: Arc<Mutex<Vec<Seen>>>,
+    conversations: Arc<AtomicUsize>,
     accept: Option<JoinHandle<()>>,
 }
 
@@ -109,10 +110,12 @@ impl ApiServer {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let conversations = Arc::new(AtomicUsize::new(0));
         let shared = Arc::new(Shared {
             config,
             stop: stop.clone(),
             seen: seen.clone(),
+            conversations: conversations.clone(),
         });
         let accept = std::thread::Builder::new()
             .name("fake-gemini-api".into())
@@ -132,6 +135,7 @@ impl ApiServer {
             addr,
             stop,
             seen,
+            conversations,
             accept: Some(accept),
         })
     }
@@ -150,6 +154,13 @@ impl ApiServer {
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().map(|s| s.clone()).unwrap_or_default()
     }
+
+    /// How many conversation requests (`:streamGenerateContent`) have arrived, answered or not
+    /// yet (a scripted delay or stall holds the answer; [`ApiServer::seen`] lists a request once
+    /// it is answered).
+    pub fn conversation_requests(&self) -> usize {
+        self.conversations.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for ApiServer {
@@ -167,6 +178,7 @@ struct Shared {
     config: Config,
     stop: Arc<AtomicBool>,
     seen: Arc<Mutex<Vec<Seen>>>,
+    conversations: Arc<AtomicUsize>,
 }
 
 impl Shared {
@@ -267,8 +279,15 @@ fn handle(req: &http::Request, w: &mut TcpStream, shared: &Shared) -> io::Result
         http::write_response(w, 404, "application/json", &b, false)?;
         return Ok(Keep::Open);
     }
-    let (name, sc) = match select(&body, &shared.config) {
-        Ok(x) => x,
+    let (name, sc) = match select_with(&body, &shared.config) {
+        Ok((name, mut sc, failing_model)) => {
+            // `failing-model=`: the failure is the failing model's only, as in the fake, so a
+            // wrapper's fallback to another model can be seen to succeed.
+            if failing_model.is_some_and(|m| m != model) {
+                sc.model.failure = None;
+            }
+            (name, sc)
+        }
         Err(e) => {
             // The fixture's own failure: a 400 whose message names it, so it never looks like a
             // scripted outcome.
@@ -304,25 +323,42 @@ fn handle(req: &http::Request, w: &mut TcpStream, shared: &Shared) -> io::Result
             http::write_response(w, 200, "application/json", &b, false)?;
             Ok(Keep::Open)
         }
-        Call::StreamGenerateContent => stream(&body, &model, &sc, seen, w, shared),
+        Call::StreamGenerateContent => {
+            shared.conversations.fetch_add(1, Ordering::SeqCst);
+            stream(&body, &model, &sc, seen, w, shared)
+        }
         Call::Other => unreachable!("answered above"),
     }
 }
 
-/// Every text part of the conversation, newest content first.
-fn texts_newest_first(body: &Value) -> impl Iterator<Item = &str> {
+/// The text parts of the run's prompt: the newest user content that has text (a tool's result
+/// has none, so the answer after it keeps its prompt's scenario), newest part first. Earlier
+/// prompts of a resumed session do not count: a new prompt without a marker gets the default
+/// scenario, as fake-gemini, which reads only its own prompt, gives it.
+fn prompt_texts(body: &Value) -> impl Iterator<Item = &str> {
+    let has_text = |c: &&Value| {
+        c["parts"]
+            .as_array()
+            .is_some_and(|ps| ps.iter().any(|p| p["text"].is_string()))
+    };
     body["contents"]
         .as_array()
         .into_iter()
         .flatten()
         .rev()
-        .flat_map(|c| c["parts"].as_array().into_iter().flatten())
+        .find(|c| c["role"] == "user" && has_text(c))
+        .into_iter()
+        .flat_map(|c| c["parts"].as_array().into_iter().flatten().rev())
         .filter_map(|p| p["text"].as_str())
 }
 
-/// The scenario of a request: the newest marker in the conversation, else the default.
-fn select(body: &Value, config: &Config) -> Result<(String, Scenario), scenario::ScenarioError> {
-    let marker = texts_newest_first(body).find_map(scenario::find_marker);
+/// The scenario of a request (the newest marker of its prompt, else the default), and the model a
+/// marker's `failing-model=` limits the scripted failure to.
+fn select_with(
+    body: &Value,
+    config: &Config,
+) -> Result<(String, Scenario, Option<String>), scenario::ScenarioError> {
+    let marker = prompt_texts(body).find_map(scenario::find_marker);
     let (reference, params) = match marker {
         Some(m) => {
             let m = m?;
@@ -332,7 +368,11 @@ fn select(body: &Value, config: &Config) -> Result<(String, Scenario), scenario:
     };
     let (name, mut sc) = scenario::load(&reference, config.scenario_dir.as_deref())?;
     scenario::apply_params(&name, &mut sc, &params)?;
-    Ok((name, sc))
+    let failing_model = params
+        .iter()
+        .find(|(k, _)| k == "failing-model")
+        .map(|(_, v)| crate::answer::resolve_model(v).1);
+    Ok((name, sc, failing_model))
 }
 
 /// Which turn a request asks for: the model contents after the user's last text part.
@@ -646,15 +686,43 @@ mod tests {
             {"role": "model", "parts": [{"text": "a"}]},
             {"role": "user", "parts": [{"text": "[[fake-gemini:success text=\"x y\"]]"}]}
         ]});
-        let (name, sc) = select(&body, &Config::default()).unwrap();
+        let (name, sc, _) = select_with(&body, &Config::default()).unwrap();
         assert_eq!(name, "success");
         assert_eq!(sc.model.turns[0].text.as_deref(), Some("x y"));
-        let (name, _) = select(&json!({}), &Config::default()).unwrap();
+        let (name, _, _) = select_with(&json!({}), &Config::default()).unwrap();
         assert_eq!(name, "success");
-        assert!(select(
+        // A resumed session's new prompt without a marker: the default, not the old marker; the
+        // answer after a tool's result keeps its prompt's.
+        let resumed = json!({"contents": [
+            {"role": "user", "parts": [{"text": "[[fake-gemini:thinking]]"}]},
+            {"role": "model", "parts": [{"text": "a"}]},
+            {"role": "user", "parts": [{"text": "fix it"}]}
+        ]});
+        assert_eq!(
+            select_with(&resumed, &Config::default()).unwrap().0,
+            "success"
+        );
+        let after_tool = json!({"contents": [
+            {"role": "user", "parts": [{"text": "[[fake-gemini:thinking]]"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "x"}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "x"}}]}
+        ]});
+        assert_eq!(
+            select_with(&after_tool, &Config::default()).unwrap().0,
+            "thinking"
+        );
+        assert!(select_with(
             &json!({"contents": [{"role": "user", "parts": [{"text": "[[fake-gemini:nope]]"}]}]}),
             &Config::default()
         )
         .is_err());
+        let failing = json!({"contents": [{"role": "user", "parts": [{"text": "[[fake-gemini:quota-daily failing-model=pro]]"}]}]});
+        let (_, sc, model) = select_with(&failing, &Config::default()).unwrap();
+        assert!(sc.model.failure.is_some());
+        assert_eq!(
+            model.as_deref(),
+            Some("gemini-3.1-pro-preview"),
+            "the alias resolved"
+        );
     }
 }
