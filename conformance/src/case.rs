@@ -423,6 +423,9 @@ pub struct ProcessChecks {
 pub struct CaseSpec {
     /// What the case does, in a sentence.
     pub description: String,
+    /// Why the case needs fake-gemini (a fault or fact only the fake can make: a crash, an old
+    /// version, a login state): the real-CLI lane (`--real-cli`) skips it, saying so.
+    pub fake_only: Option<String>,
     /// The requirement it checks ("The server MUST …"), ideally quoting the spec.
     pub requirement: String,
     /// `must` or `should`.

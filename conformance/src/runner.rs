@@ -95,6 +95,11 @@ pub struct RunConfig {
     /// The protocol version of every case that pins none of its own, instead of the profile's
     /// default (`2026-07-28`: every such case runs without the handshake).
     pub era_override: Option<String>,
+    /// The real Gemini CLI to run instead of fake-gemini (the real-CLI lane): each case gets a
+    /// scripted API of its own (`fake_gemini::api`) playing the case's scenario and prompt
+    /// markers, and the CLI is pointed at it with a fake key. Cases marked `fake-only` are
+    /// skipped, and the checks of the fake's invocation log are not made.
+    pub real_cli: Option<PathBuf>,
 }
 
 impl RunConfig {
@@ -125,6 +130,11 @@ impl RunConfig {
 pub fn skip_reason(cfg: &RunConfig, case: &Case) -> Option<String> {
     let spec = &case.spec;
     let profile = &cfg.target.profile;
+    if cfg.real_cli.is_some() {
+        if let Some(why) = &spec.fake_only {
+            return Some(format!("fake-only (the real-CLI lane skips it): {why}"));
+        }
+    }
     if !spec.platforms.is_empty() && !spec.platforms.iter().any(|p| p.is_current()) {
         return Some(format!("only on {:?}", spec.platforms));
     }
@@ -417,6 +427,63 @@ fn gemini_path(cfg: &RunConfig, case: &Case, dirs: &Dirs) -> Result<PathBuf, Str
     }
 }
 
+/// The scripted API of a case in the real-CLI lane: the case's scenario (else `success`) for
+/// requests without a marker, its scenario files beside the built-in ones; and the settings that
+/// keep the CLI offline and quiet (no update check, no telemetry), unless the case brings its own.
+fn real_api(
+    cfg: &RunConfig,
+    case: &Case,
+    dirs: &Dirs,
+) -> Result<Option<fake_gemini::api::ApiServer>, String> {
+    if cfg.real_cli.is_none() || case.spec.fake.binary != GeminiBinary::Fake {
+        return Ok(None);
+    }
+    let scenarios = dirs.root.join("scenarios");
+    let default_scenario = match &case.spec.fake.scenario {
+        Some(s) if case.spec.fake.files.contains_key(s) => {
+            scenarios.join(s).to_string_lossy().into_owned()
+        }
+        Some(s) => s.clone(),
+        None => "success".into(),
+    };
+    let config = fake_gemini::api::Config {
+        default_scenario,
+        scenario_dir: Some(scenarios),
+        max_stall: Duration::from_secs(120),
+    };
+    let api = fake_gemini::api::ApiServer::start(0, config)
+        .map_err(|e| format!("cannot start the scripted API: {e}"))?;
+    let settings = dirs.home.join(".gemini").join("settings.json");
+    if !settings.exists() {
+        std::fs::create_dir_all(dirs.home.join(".gemini")).map_err(|e| e.to_string())?;
+        std::fs::write(&settings, lane_settings().to_string())
+            .map_err(|e| format!("cannot write {}: {e}", settings.display()))?;
+    }
+    Ok(Some(api))
+}
+
+/// The settings of the real-CLI lane's CLI: its auth (an API key, for the scripted API's base
+/// URL) and no update check or telemetry.
+fn lane_settings() -> Value {
+    json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+    })
+}
+
+/// A case's own `~/.gemini/settings.json` with the lane's auth added: without it the real CLI
+/// refuses the scripted API's base URL.
+fn with_lane_auth(text: &str) -> Result<String, String> {
+    let mut settings: Value = serde_json::from_str(text)
+        .map_err(|e| format!("not JSON the lane can add its auth to: {e}"))?;
+    let object = settings.as_object_mut().ok_or("not a JSON object")?;
+    let security = object.entry("security").or_insert_with(|| json!({}));
+    security["auth"]["selectedType"] = json!("gemini-api-key");
+    Ok(settings.to_string())
+}
+
 fn place_executable(from: &Path, to: &Path) -> Result<(), String> {
     #[cfg(unix)]
     {
@@ -440,6 +507,7 @@ fn build_command(
     case: &Case,
     dirs: &Dirs,
     gemini: &Path,
+    api: Option<&fake_gemini::api::ApiServer>,
 ) -> Result<Command, String> {
     let profile = &cfg.target.profile;
     let (program, args) = cfg
@@ -500,7 +568,15 @@ fn build_command(
     // where the real CLI keeps it and a target looks for it.
     let dir_vars = Vars::new(profile, &dirs.work, &dirs.home);
     env.extend(fake.env.iter().map(|(k, v)| (k.clone(), dir_vars.str(v))));
-    let gemini = launcher::prepare(&cfg.fake_gemini, fake.binary, &dirs.root, &env, gemini)?;
+    let gemini = match (&cfg.real_cli, api) {
+        (Some(real), Some(api)) if fake.binary == GeminiBinary::Fake => {
+            // The real CLI, offline: a fake key and the case's own scripted API.
+            env.insert("GEMINI_API_KEY".into(), "conformance-fake-key".into());
+            env.insert("GOOGLE_GEMINI_BASE_URL".into(), api.base_url());
+            real.clone()
+        }
+        _ => launcher::prepare(&cfg.fake_gemini, fake.binary, &dirs.root, &env, gemini)?,
+    };
     match &profile.gemini {
         GeminiLocation::Env(var) => {
             env.insert(var.clone(), gemini.to_string_lossy().into_owned());
@@ -608,6 +684,8 @@ struct Run<'a> {
     /// The client's capabilities: in `initialize`, or in every request's `_meta` on the era
     /// without a handshake.
     capabilities: Value,
+    /// The case's scripted API, in the real-CLI lane.
+    api: Option<&'a fake_gemini::api::ApiServer>,
 }
 
 /// Sets up, runs and tears down a case; returns the target's stderr, or a bug.
@@ -623,7 +701,8 @@ fn prepare_and_run(
             .map_err(|e| format!("cannot write scenario {}: {e}", p.display()))?;
     }
     let gemini = gemini_path(cfg, case, &dirs)?;
-    let mut cmd = match build_command(cfg, case, &dirs, &gemini) {
+    let api = real_api(cfg, case, &dirs)?;
+    let mut cmd = match build_command(cfg, case, &dirs, &gemini, api.as_ref()) {
         Ok(c) => c,
         Err(e) if e.starts_with("SKIP: ") => {
             findings
@@ -651,6 +730,7 @@ fn prepare_and_run(
         tracker: Some(tracker),
         version: cfg.protocol_version(case),
         capabilities: client_capabilities(case),
+        api: api.as_ref(),
     };
     run.client.elicitation_answers = case
         .spec
@@ -943,7 +1023,7 @@ impl Run<'_> {
     }
 
     fn expect_invocations(&self, n: usize, want: usize) -> Result<(), StepError> {
-        let have = FakeLog::read(&self.dirs.log).invocations.len();
+        let have = self.invocations();
         if have == want {
             return Ok(());
         }
@@ -982,10 +1062,17 @@ impl Run<'_> {
     ) -> Result<(), StepError> {
         for (path, text) in files {
             let path = self.vars.str(path);
+            let mut text = self.vars.str(text);
+            if self.api.is_some()
+                && Path::new(&path) == self.dirs.home.join(".gemini/settings.json")
+            {
+                text = with_lane_auth(&text)
+                    .map_err(|e| StepError::Bug(format!("step {n} (write-files): {path}: {e}")))?;
+            }
             let written = Path::new(&path)
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::write(&path, self.vars.str(text)));
+                .and_then(|()| std::fs::write(&path, text));
             written.map_err(|e| StepError::Bug(format!("step {n} (write-files): {path}: {e}")))?;
         }
         Ok(())
@@ -1190,9 +1277,20 @@ impl Run<'_> {
         }
     }
 
+    /// The runs of the CLI so far: those the fake logged, or, in the real-CLI lane, the
+    /// conversation requests (`:streamGenerateContent`) that reached the scripted API, answered
+    /// or held (one per run of a turn without tools).
+    fn invocations(&self) -> usize {
+        match self.api {
+            Some(api) => api.conversation_requests(),
+            None => FakeLog::read(&self.dirs.log).invocations.len(),
+        }
+    }
+
+    /// Waits until [`Run::invocations`] reaches `want`.
     fn wait_invocations(&mut self, at: At, want: usize) -> Result<(), StepError> {
         loop {
-            let have = FakeLog::read(&self.dirs.log).invocations.len();
+            let have = self.invocations();
             if have >= want {
                 return Ok(());
             }
@@ -1451,7 +1549,9 @@ impl Run<'_> {
                 }
             }
         }
-        self.check_log(&log, findings, late);
+        if self.cfg.real_cli.is_none() {
+            self.check_log(&log, findings, late);
+        }
         self.check_leaks(findings, &reported, how);
         procs::kill_all(&pids);
         self.check_era(findings);
@@ -1600,5 +1700,60 @@ impl Run<'_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(real_cli: Option<PathBuf>) -> RunConfig {
+        RunConfig {
+            target: Target {
+                command: vec!["geminicli-mcp".into()],
+                profile: Profile::geminicli_mcp(),
+            },
+            fake_gemini: PathBuf::from("fake-gemini"),
+            timeout_scale: 1.0,
+            keep_dirs: false,
+            era_override: None,
+            real_cli,
+        }
+    }
+
+    #[test]
+    fn a_fake_only_case_is_skipped_in_the_real_cli_lane_only_saying_why() {
+        let text = r#"
+description = "d"
+requirement = "r"
+level = "must"
+fake-only = "scripts a crash"
+"#;
+        let case = &crate::case::parse_case(text, Path::new("x.toml"), "area/x").unwrap()[0];
+        assert_eq!(skip_reason(&config(None), case), None);
+        let lane = config(Some(PathBuf::from("/opt/gemini")));
+        let why = skip_reason(&lane, case).expect("skipped in the lane");
+        assert!(
+            why.contains("fake-only") && why.contains("scripts a crash"),
+            "{why}"
+        );
+        let plain = &crate::case::parse_case(
+            &text.replace("fake-only", "#"),
+            Path::new("x.toml"),
+            "area/x",
+        )
+        .unwrap()[0];
+        assert_eq!(skip_reason(&lane, plain), None, "other cases run");
+    }
+
+    #[test]
+    fn the_lane_adds_its_auth_to_settings_a_case_writes() {
+        let text =
+            with_lane_auth(r#"{"general": {"sessionRetention": {"enabled": true}}}"#).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["general"]["sessionRetention"]["enabled"], true, "kept");
+        assert_eq!(v["security"]["auth"]["selectedType"], "gemini-api-key");
+        assert!(with_lane_auth("[1]").is_err());
+        assert!(with_lane_auth("{oops").is_err());
     }
 }

@@ -96,6 +96,7 @@ fn server_config(backend: Backend) -> Result<&'static RunConfig, String> {
             keep_dirs: std::env::var_os("GEMINI_MCP_CONFORMANCE_KEEP_DIRS").is_some(),
             era_override: (backend == Backend::Era2026)
                 .then(|| gemini_mcp_conformance::profile::NO_INITIALIZE_ERA.to_string()),
+            real_cli: None,
         })
     })
     .as_ref()
@@ -117,6 +118,7 @@ fn broken_config(mode: &str) -> RunConfig {
         timeout_scale: timeout_scale(),
         keep_dirs: false,
         era_override: None,
+        real_cli: None,
     }
 }
 

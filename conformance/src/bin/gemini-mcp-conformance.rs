@@ -79,6 +79,12 @@ struct Args {
     /// Prints the message of passing cases' notes and of warnings too.
     #[arg(long, short)]
     verbose: bool,
+    /// Runs the cases against the real Gemini CLI at this path instead of fake-gemini, offline:
+    /// each case gets a scripted API of its own (fake-gemini-api, in process) that plays its
+    /// scenario and prompt markers, and the CLI a fake key pointed at it. Cases marked
+    /// `fake-only` are skipped; the checks of fake-gemini's invocation log are not made.
+    #[arg(long, value_name = "GEMINI")]
+    real_cli: Option<PathBuf>,
 }
 
 const AFTER_HELP: &str = "Outcomes: pass, fail (a MUST failed), warn (a SHOULD failed), skip (not applicable), \
@@ -166,6 +172,13 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         timeout_scale: args.timeout_scale,
         keep_dirs: args.keep_dirs,
         era_override: args.era.clone(),
+        real_cli: match &args.real_cli {
+            Some(p) => Some(
+                std::fs::canonicalize(p)
+                    .map_err(|e| anyhow::anyhow!("--real-cli {}: {e}", p.display()))?,
+            ),
+            None => None,
+        },
     };
     let jobs = args
         .jobs
