@@ -932,7 +932,7 @@ fn system_file(c: &Case, f: SystemFile) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let root = match f.place {
         Place::Temp => std::env::temp_dir(),
-        Place::Target => PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+        Place::Target => target_place(),
     };
     let tag = ids_of(&label(c));
     let dir = root.join(format!(
@@ -955,6 +955,21 @@ fn system_file(c: &Case, f: SystemFile) -> PathBuf {
 #[cfg(not(unix))]
 fn system_file(_: &Case, _: SystemFile) -> PathBuf {
     panic!("the system files of the differential suite rely on Unix modes");
+}
+
+/// Where [`Place::Target`] files go: the build's target directory, or, where this run cannot
+/// write there (an archive of the tests run by another user), a directory in `$HOME`: both fail
+/// the CLI's ownership check for anyone but root, as the place means.
+#[cfg(unix)]
+fn target_place() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    if std::fs::create_dir_all(&built).is_ok() && tempfile::tempdir_in(&built).is_ok() {
+        return built;
+    }
+    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
+    let dir = home.join(".cache/fake-gemini/differential-files");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// A short stable digest of a case's label (a directory name).
