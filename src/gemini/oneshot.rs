@@ -168,6 +168,11 @@ impl ChildEnv {
     }
 }
 
+/// [`with_auth_fix`] for a CLI started from `spec` (the warm backend's agent).
+pub(crate) fn with_auth_fix_for(f: Failure, cwd: &Path, spec: &RunSpec) -> Failure {
+    with_auth_fix(f, cwd, &ChildEnv::of(spec))
+}
+
 /// An `auth_required` failure with the fix its situation needs (the kind's own fix cannot name
 /// the settings file whose leftover `selectedType` stops the key from being used). The message
 /// stays the CLI's own.

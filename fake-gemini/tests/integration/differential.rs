@@ -27,7 +27,7 @@ use crate::support::Sandbox;
 
 /// The pinned real CLI version (one place: `fake-gemini/differential/CLI_VERSION`).
 pub(crate) fn pinned_version() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("differential/CLI_VERSION");
+    let path = crate::support::manifest_dir().join("differential/CLI_VERSION");
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .trim()
@@ -1442,8 +1442,7 @@ fn the_old_cli_is_the_one_old_version_emulates() {
 /// each one in its fidelity section: a new scenario cannot slip past the suite unnoticed.
 #[test]
 fn every_builtin_is_compared_or_excluded() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(crate::support::manifest_dir().join("README.md")).unwrap();
     let fidelity = readme
         .split("## Fidelity")
         .nth(1)

@@ -150,11 +150,16 @@ pub fn mask_common(s: &str) -> String {
     s
 }
 
+/// This package's directory: the run's `CARGO_MANIFEST_DIR` (nextest points it at the copy of the
+/// workspace an archive of the tests runs against), else the one the tests were built in.
+pub fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 /// A capture file's text, masked.
 pub fn capture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/captures")
-        .join(name);
+    let path = manifest_dir().join("tests/captures").join(name);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     mask_common(&String::from_utf8_lossy(&bytes))
 }

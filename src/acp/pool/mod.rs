@@ -563,10 +563,15 @@ impl Pool {
                 return Err(Failure::new(ErrorKind::AuthUnsupported, refused));
             }
             let Some(method) = auth_method() else {
-                return Err(Failure::new(
+                let f = Failure::new(
                     ErrorKind::AuthRequired,
                     format!("the Gemini CLI has no usable authentication ({message}); the server never opens a browser"),
-                ));
+                );
+                // The fix for what the agent's settings and environment hold, as on one-shot.
+                return Err(match self.spec(&slot.key) {
+                    Ok(spec) => crate::gemini::oneshot::with_auth_fix_for(f, &slot.key.cwd, &spec),
+                    Err(_) => f,
+                });
             };
             agent
                 .request("authenticate", json!({"methodId": method}), t)
