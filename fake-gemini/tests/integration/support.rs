@@ -9,9 +9,16 @@ use std::sync::LazyLock;
 use fake_gemini::scenario::{self, Scenario, UnknownModel};
 use regex::Regex;
 
-/// The binary under test.
+/// The binary under test: where nextest says it is (an archive of the tests extracts it
+/// elsewhere than the build put it), else where the build put it.
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_fake-gemini")
+    static BIN: LazyLock<String> = LazyLock::new(|| {
+        ["NEXTEST_BIN_EXE_fake-gemini", "NEXTEST_BIN_EXE_fake_gemini"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok())
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_fake-gemini").to_owned())
+    });
+    &BIN
 }
 
 /// A throw-away HOME and project directory.
