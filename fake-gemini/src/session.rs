@@ -362,11 +362,20 @@ impl Store {
     }
 
     /// `gemini --acp`'s `session/new`: the file [`Store::begin`] writes, then a second header and
-    /// session context appended to it (observed on 0.61.0: both are in the file by the time the
-    /// response is sent). Returns the file.
-    pub fn begin_acp(&self, id: &str, now: i64) -> std::io::Result<PathBuf> {
-        let path = self.begin(id, now)?;
-        append(&path, &self.header(id, now))?;
+    /// session context `gap_ms` later, in the file of that moment's minute (observed on 0.61.0:
+    /// `config.initialize()` and then `startChat()` each open the recording, 6–8 ms apart, both
+    /// before the response is sent). Within one minute the second header is appended to the first
+    /// file; across a minute's end the first file keeps a header only and the session goes on in
+    /// the second. Returns the file the session goes on in.
+    pub fn begin_acp(&self, id: &str, now: i64, gap_ms: i64) -> std::io::Result<PathBuf> {
+        let first = self.begin(id, now)?;
+        let later = now.saturating_add(gap_ms);
+        let path = self.chat_file(id, later);
+        if path != first {
+            write_atomic(&path, self.header(id, later).as_bytes())?;
+        } else {
+            append(&path, &self.header(id, later))?;
+        }
         Ok(path)
     }
 

@@ -172,21 +172,45 @@ pub fn exposed(workspace: &Path, session_id: &str) -> bool {
 /// How often a held start gate looks at the new session's file.
 const GATE_POLL: Duration = Duration::from_millis(20);
 
-/// Holds a new session's start gate until no other start can delete that session: content
-/// arrives (the CLI records the prompt before it sends it), or the run's session has a file that
-/// has recorded the prompt, or has no file (a CLI that writes it later has nothing to lose: 0.61
-/// writes the header before its `init` event and before answering `session/new`). The session id
-/// and the content come from the call's `progress`, fed by either backend. Dropping the future
-/// (the run ended) releases the gate too.
-pub async fn hold_start_gate(
+/// Holds a new session's start gate, in a task of its own, until no other start can delete that
+/// session: content arrives (the CLI records the prompt before it sends it), or the run's session
+/// has a file that has recorded the prompt, or has no file (a CLI that writes it later has
+/// nothing to lose: 0.61 writes the header before its `init` event and before answering
+/// `session/new`), or the run ends (the returned [`HeldGate`] is dropped). Before the gate
+/// opens, a stub the session left in another minute's file goes ([`remove_stubs_once_recorded`]).
+/// The session id and the content come from the call's `progress`, fed by either backend.
+pub fn hold_start_gate(
     gate: tokio::sync::OwnedMutexGuard<()>,
     workspace: PathBuf,
     progress: Progress,
+) -> HeldGate {
+    let ended = CancellationToken::new();
+    tokio::spawn(hold_until_safe(gate, workspace, progress, ended.clone()));
+    HeldGate(ended)
+}
+
+/// A new session's start gate, held by [`hold_start_gate`]'s task; dropping it tells the task
+/// the run is over, and the task tidies the session's files and opens the gate.
+#[derive(Debug)]
+pub struct HeldGate(CancellationToken);
+
+impl Drop for HeldGate {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+async fn hold_until_safe(
+    gate: tokio::sync::OwnedMutexGuard<()>,
+    workspace: PathBuf,
+    progress: Progress,
+    ended: CancellationToken,
 ) {
     let mut tick = tokio::time::interval(GATE_POLL);
     loop {
         tokio::select! {
             _ = progress.content() => break,
+            _ = ended.cancelled() => break,
             _ = tick.tick() => {}
         }
         let Some(id) = progress.session_id() else {
@@ -197,8 +221,41 @@ pub async fn hold_start_gate(
             break;
         }
     }
+    if let Some(id) = progress.session_id() {
+        let removed = tokio::task::spawn_blocking({
+            let workspace = workspace.clone();
+            move || {
+                gemini_dir()
+                    .and_then(|g| chats_dir(&g, &workspace))
+                    .map(|chats| remove_stubs_once_recorded(&chats, &id))
+                    .unwrap_or_default()
+            }
+        })
+        .await
+        .unwrap_or_default();
+        if !removed.is_empty() {
+            tracing::debug!(
+                stubs = removed.len(),
+                "removed the stub a new session left in an earlier minute's file"
+            );
+        }
+    }
     tracing::debug!(workspace = %workspace.display(), "start gate released");
     drop(gate);
+}
+
+/// Removes the stubs of the new session `session_id` in `chats` once one of its files has recorded the
+/// prompt, and returns them. Gemini CLI 0.61's `session/new` opens the session's recording twice,
+/// a few milliseconds apart (`config.initialize()`, then `startChat()`), each time in the file
+/// named after the current clock minute; when a minute ends between the two, the first file is
+/// left with a header only while the conversation goes to the second, and the next CLI start in
+/// the project deletes every file of the session, the conversation included. Nothing is removed
+/// while no file holds the prompt: then the header-only file may be the session's own.
+pub fn remove_stubs_once_recorded(chats: &Path, session_id: &str) -> Vec<PathBuf> {
+    if prompt_recorded(chats, session_id) != Some(true) {
+        return Vec::new();
+    }
+    remove_stubs(chats, session_id)
 }
 
 /// `YYYY-MM-DDTHH-MM` (UTC) of `t`: the minute the CLI names a session's file after
@@ -279,7 +336,7 @@ impl StartGates {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         if !retention::cleanup_may_run(workspace, home.as_deref()) {
             // Nothing a start of the server's does can lose a session: a gate of its own.
-            return Arc::new(tokio::sync::Mutex::new(())).try_lock_owned().ok();
+            return Some(unshared_gate());
         }
         let key = fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
         let gate = workspace_entry(
@@ -291,6 +348,14 @@ impl StartGates {
             _ = cancel.cancelled() => None,
         }
     }
+}
+
+/// A gate nobody else takes: what a new session holds (for [`hold_start_gate`]'s tidying) where
+/// no CLI start of the server's can delete it.
+pub fn unshared_gate() -> tokio::sync::OwnedMutexGuard<()> {
+    Arc::new(tokio::sync::Mutex::new(()))
+        .try_lock_owned()
+        .expect("a new mutex is free")
 }
 
 /// Past this many entries, a per-workspace lock map drops the locks nobody holds or waits for.
@@ -512,6 +577,31 @@ mod tests {
         fs::write(&foreign, format!("{}\n{ctx}\n", header(other))).unwrap();
         assert_eq!(remove_stubs(dir.path(), id), vec![stub.clone()]);
         assert!(real.exists() && !stub.exists() && foreign.exists());
+    }
+
+    #[test]
+    fn a_new_sessions_stub_goes_only_once_another_file_holds_the_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = "c0ffee00-0000-4000-8000-000000000001";
+        let header = format!(
+            r#"{{"sessionId":"{id}","projectHash":"h","startTime":"t","lastUpdated":"t","kind":"main"}}"#
+        );
+        let ctx =
+            r#"{"$set":{"messages":[{"type":"user","content":[{"text":"<session_context>"}]}]}}"#;
+        // `session/new` opened the recording at 00:00:59.99 and again at 00:01:00.00.
+        let first = dir.path().join("session-2030-01-01T00-00-c0ffee00.jsonl");
+        let second = dir.path().join("session-2030-01-01T00-01-c0ffee00.jsonl");
+        fs::write(&first, format!("{header}\n{ctx}\n")).unwrap();
+        fs::write(&second, format!("{header}\n{ctx}\n")).unwrap();
+        assert!(remove_stubs_once_recorded(dir.path(), id).is_empty());
+        assert!(first.exists() && second.exists());
+        let msg = r#"{"id":"1","timestamp":"t","type":"user","content":[{"text":"hi"}]}"#;
+        fs::write(&second, format!("{header}\n{ctx}\n{msg}\n")).unwrap();
+        assert_eq!(
+            remove_stubs_once_recorded(dir.path(), id),
+            vec![first.clone()]
+        );
+        assert!(!first.exists() && second.exists());
     }
 
     #[test]

@@ -366,11 +366,11 @@ impl Runner {
             Some(_) => (Some(gate), None),
             None => (
                 None,
-                Some(AbortOnDrop(tokio::spawn(session::hold_start_gate(
+                Some(session::hold_start_gate(
                     gate,
                     job.cwd.clone(),
                     progress.clone(),
-                )))),
+                )),
             ),
         };
         let spec = launch.spec(&self.config, &job.cwd, invocation.args, invocation.stdin);

@@ -159,7 +159,9 @@ impl Agent {
         if env_is("FAKE_GEMINI_SESSION_LOSS", "1") {
             if let Ok(store) = session::Store::open(&session::state_dir(), cwd) {
                 let _l = store.lock();
-                *s.file.lock().expect("lock") = store.begin_acp(&s.id, clock::now_ms()).ok();
+                *s.file.lock().expect("lock") = store
+                    .begin_acp(&s.id, clock::now_ms(), recording_gap_ms())
+                    .ok();
             }
         }
         let mode = s.mode.lock().expect("lock").clone();
@@ -621,4 +623,11 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
     }
     agent.flush_stderr();
     0
+}
+
+/// How long after its first header `session/new` writes the second
+/// (`FAKE_GEMINI_ACP_RECORDING_GAP_MS`, default 8: the 6–8 ms seen on 0.61.0); with a clock set
+/// just before a minute's end (`FAKE_GEMINI_NOW`) the two land in two files.
+fn recording_gap_ms() -> i64 {
+    crate::sys::env_ms("FAKE_GEMINI_ACP_RECORDING_GAP_MS").map_or(8, |ms| ms as i64)
 }

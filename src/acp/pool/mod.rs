@@ -1087,15 +1087,10 @@ fn start_turn(
     gate: Option<OwnedMutexGuard<()>>,
     progress: &Progress,
     transcript: bool,
-) -> (Option<AbortOnDrop<()>>, Fold) {
+) -> (Option<cli_session::HeldGate>, Fold) {
     progress.set_session(session.id.clone());
-    let held = gate.map(|gate| {
-        AbortOnDrop(tokio::spawn(cli_session::hold_start_gate(
-            gate,
-            slot.key.cwd.clone(),
-            progress.clone(),
-        )))
-    });
+    let held =
+        gate.map(|gate| cli_session::hold_start_gate(gate, slot.key.cwd.clone(), progress.clone()));
     let fold = Fold::new(
         Answer {
             session_id: session.id.clone(),

@@ -22,6 +22,7 @@ use crate::deadline::Deadlines;
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::outcome::Success;
 use crate::gemini::retention;
+use crate::gemini::session as cli_session;
 use crate::progress::Progress;
 
 /// A prompt-tool call for the warm backend, built and checked as for a one-shot run.
@@ -105,7 +106,9 @@ struct Ready {
     session: Session,
     origin: Origin,
     _lock: OwnedMutexGuard<()>,
-    /// The workspace's start gate, when a CLI start's clean-up could delete the fresh session.
+    /// For a session never prompted: the workspace's start gate when a CLI start's clean-up
+    /// could delete it, else a gate of its own; held until its prompt is recorded (see
+    /// `cli_session::hold_start_gate`).
     gate: Option<OwnedMutexGuard<()>>,
 }
 
@@ -311,20 +314,20 @@ impl Pool {
             None => {
                 let spare = self.spare(slot, ct).await?;
                 let (session, origin, gate) = match spare {
-                    Some(s) => (s, Origin::Spare, None),
+                    Some(s) => (s, Origin::Spare, cli_session::unshared_gate()),
                     None => {
                         // A new session's file holds no message until its prompt is recorded,
                         // and a CLI start's clean-up meanwhile would delete it.
                         let gate = if cleanup_may_run(&slot.key.cwd) {
-                            Some(self.start_gate(slot, ct).await?)
+                            self.start_gate(slot, ct).await?
                         } else {
-                            None
+                            cli_session::unshared_gate()
                         };
                         (self.new_session(slot, agent).await?, Origin::New, gate)
                     }
                 };
                 let guard = self.session_lock(&session.id).lock_owned().await;
-                (session, origin, guard, gate)
+                (session, origin, guard, Some(gate))
             }
         };
         let barrier = matches!(origin, Origin::Loaded);
