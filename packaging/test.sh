@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the npm packages and the wheel for this machine from the workspace's debug binaries and
-# installs each from the built file (tests/packaging): npm pack → npm install into a scratch
-# project, the wheel → pip install into a fresh virtualenv. A test whose tools (node and npm,
+# Builds the npm packages (the server's and fake-gemini's) and fake-gemini's wheel for this
+# machine from the workspace's debug binaries and installs each from the built file
+# (tests/packaging): npm pack → npm install into a scratch project, the wheel → pip install into
+# a fresh virtualenv. A test whose tools (node and npm,
 # python3 with venv) are missing is skipped with a message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --quiet -p fake-gemini -p gemini-mcp-conformance \
-  --bin fake-gemini --bin fake-gemini-api --bin gemini-mcp-conformance
+cargo build --quiet -p geminicli-mcp -p fake-gemini -p gemini-mcp-conformance \
+  --bin geminicli-mcp --bin fake-gemini --bin fake-gemini-api --bin gemini-mcp-conformance
 cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^packaging::/)' "$@"

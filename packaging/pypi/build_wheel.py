@@ -5,8 +5,8 @@ binary itself as a command (no Python launcher in front of it).
 
     python3 packaging/pypi/build_wheel.py --out DIR PLATFORM=BINDIR
 
-PLATFORM is one of linux-x64, linux-arm64, darwin-x64, darwin-arm64, win32-x64 (the npm
-packages' names); BINDIR holds the three binaries (.exe on Windows). The wheel takes the version
+PLATFORM is one of linux-x64, linux-arm64, linux-x64-musl, linux-arm64-musl, darwin-x64,
+darwin-arm64, win32-x64 (the npm packages' names); BINDIR holds the three binaries (.exe on Windows). The wheel takes the version
 of the fake-gemini crate. A Linux wheel is tagged manylinux_2_N, N the newest glibc symbol
 version the binaries need. Only the standard library is used; the wheel's path is printed.
 """
@@ -26,6 +26,9 @@ BINARIES = ["fake-gemini", "fake-gemini-api", "gemini-mcp-conformance"]
 PLATFORMS = {
     "linux-x64": ("linux", "x86_64"),
     "linux-arm64": ("linux", "aarch64"),
+    # Static musl builds: no libc symbol to version; musllinux_1_2 is what pip on musl accepts.
+    "linux-x64-musl": ("musllinux_1_2", "x86_64"),
+    "linux-arm64-musl": ("musllinux_1_2", "aarch64"),
     "darwin-x64": ("macosx_10_12", "x86_64"),
     "darwin-arm64": ("macosx_11_0", "arm64"),
     "win32-x64": ("win", "amd64"),

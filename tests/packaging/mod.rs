@@ -1,7 +1,8 @@
-//! The npm packages and the PyPI wheel, built from this workspace's binaries by
-//! `packaging/npm/build.mjs` and `packaging/pypi/build_wheel.py` and installed from the built
-//! files into a scratch project and a fresh virtualenv, as a wrapper author installs them: the
-//! installed commands run the binaries (the emulated CLI's version, the runner's embedded cases, a
+//! The npm packages (the server's and fake-gemini's) and fake-gemini's PyPI wheel, built from
+//! this workspace's binaries by `packaging/npm/build.mjs` and `packaging/pypi/build_wheel.py` and
+//! installed from the built files into a scratch project and a fresh virtualenv, as a user or a
+//! wrapper author installs them: the installed commands run the binaries (the server answering
+//! `initialize` through its launcher, the emulated CLI's version, the runner's embedded cases, a
 //! case run with the fake-gemini installed beside the runner, exit codes and, for npm's launcher,
 //! signals). Only this machine's platform is packed.
 //!
@@ -29,11 +30,12 @@ fn workspace() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The directory holding this workspace's built fake-gemini, fake-gemini-api and
-/// gemini-mcp-conformance (built when missing).
+/// The directory holding this workspace's built fake-gemini, fake-gemini-api,
+/// gemini-mcp-conformance and geminicli-mcp (built when missing).
 fn binaries_dir() -> PathBuf {
     let dirs: Vec<PathBuf> = BINARIES
         .iter()
+        .chain(&["geminicli-mcp"])
         .map(|b| {
             gemini_mcp_conformance::bins::locate(b)
                 .parent()

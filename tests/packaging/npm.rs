@@ -1,6 +1,6 @@
-//! The npm packages: the main package `fake-gemini` and this platform's
-//! `@geminicli-mcp/fake-gemini-<platform>`, packed with `npm pack` and installed from the two
-//! tarballs into a scratch project, offline.
+//! The npm packages, per product: the main package (`fake-gemini`, `geminicli-mcp`) and this
+//! platform's `@geminicli-mcp/<product>-<platform>`, packed with `npm pack` and installed from the
+//! two tarballs into a scratch project, offline.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,9 +21,9 @@ fn npm(dir: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// Builds and packs the main package and this platform's into `dist`, then installs both tarballs
-/// into a new project under `root`; returns the project.
-fn install(root: &Path, platform: &str) -> PathBuf {
+/// Builds and packs `product`'s main package and this platform's into `dist`, then installs both
+/// tarballs into a new project under `root`; returns the project.
+fn install(root: &Path, product: &str, platform: &str) -> PathBuf {
     let dist = root.join("dist");
     let out = run_ok(
         Command::new("node")
@@ -31,6 +31,7 @@ fn install(root: &Path, platform: &str) -> PathBuf {
             .arg("--out")
             .arg(&dist)
             .arg("--pack")
+            .args(["--product", product])
             .arg(format!("{platform}={}", binaries_dir().display())),
     );
     let tarballs: Vec<String> = String::from_utf8_lossy(&out.stdout)
@@ -40,7 +41,7 @@ fn install(root: &Path, platform: &str) -> PathBuf {
     assert_eq!(
         tarballs.len(),
         2,
-        "the main package and {platform}'s: {tarballs:?}"
+        "{product}'s main package and {platform}'s: {tarballs:?}"
     );
     let project = root.join("project");
     std::fs::create_dir(&project).unwrap();
@@ -55,19 +56,28 @@ fn install(root: &Path, platform: &str) -> PathBuf {
     project
 }
 
+/// Whether node and npm are here and a package is built for this platform (which it returns);
+/// says why not otherwise.
+fn npm_platform() -> Option<&'static str> {
+    if !(available("node", &["--version"]) && available("npm", &["--version"])) {
+        eprintln!("node/npm not found: skipping");
+        return None;
+    }
+    let platform = platform();
+    if platform.is_none() {
+        eprintln!("no npm package is built for this platform: skipping");
+    }
+    platform
+}
+
 #[test]
 #[ignore = "packs and installs the npm packages (node, npm); see tests/packaging"]
 fn installed_package_runs_its_binaries() {
-    if !(available("node", &["--version"]) && available("npm", &["--version"])) {
-        eprintln!("node/npm not found: skipping");
-        return;
-    }
-    let Some(platform) = platform() else {
-        eprintln!("no npm package is built for this platform: skipping");
+    let Some(platform) = npm_platform() else {
         return;
     };
     let root = tempfile::tempdir().unwrap();
-    let project = install(root.path(), platform);
+    let project = install(root.path(), "fake-gemini", platform);
 
     let version = run_ok(&mut npm(
         &project,
@@ -124,16 +134,11 @@ fn launcher_passes_sigterm_to_the_binary_and_dies_of_it() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
 
-    if !(available("node", &["--version"]) && available("npm", &["--version"])) {
-        eprintln!("node/npm not found: skipping");
-        return;
-    }
-    let Some(platform) = platform() else {
-        eprintln!("no npm package is built for this platform: skipping");
+    let Some(platform) = npm_platform() else {
         return;
     };
     let root = tempfile::tempdir().unwrap();
-    let project = install(root.path(), platform);
+    let project = install(root.path(), "fake-gemini", platform);
     // fake-gemini-api serves until a signal ends it; its first line is its base URL.
     let mut launcher = Command::new(project.join("node_modules/.bin/fake-gemini-api"))
         .args(["--port", "0"])
@@ -176,4 +181,70 @@ fn launcher_passes_sigterm_to_the_binary_and_dies_of_it() {
             "fake-gemini-api outlived its launcher"
         ),
     }
+}
+
+#[test]
+#[ignore = "packs and installs the npm packages (node, npm); see tests/packaging"]
+fn installed_server_package_serves_mcp_through_its_launcher() {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let Some(platform) = npm_platform() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let project = install(root.path(), "geminicli-mcp", platform);
+
+    let version = run_ok(&mut npm(
+        &project,
+        &["exec", "--", "geminicli-mcp", "--version"],
+    ));
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("geminicli-mcp {}", env!("CARGO_PKG_VERSION"))
+    );
+
+    // A client's session through the launcher: initialize, then stdin closed. Its stdout holds
+    // JSON-RPC only, and the launcher ends with the server's exit code once the server has ended.
+    let mut server = Command::new(project.join("node_modules/.bin/geminicli-mcp"))
+        .env("HOME", root.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "packaging-test", "version": "1"}}});
+    let mut stdin = server.stdin.take().unwrap();
+    writeln!(stdin, "{initialize}").unwrap();
+    drop(stdin);
+    let out = server.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {l:?}")))
+        .collect();
+    let answer = lines
+        .iter()
+        .find(|m| m["id"] == 1)
+        .unwrap_or_else(|| panic!("no answer to initialize: {lines:?}"));
+    assert_eq!(answer["result"]["serverInfo"]["name"], "geminicli-mcp");
+    assert!(lines.iter().all(|m| m["jsonrpc"] == "2.0"), "{lines:?}");
+
+    // binPath names the binary itself, for a client that starts it without the launcher.
+    let path = run_ok(
+        Command::new("node")
+            .args([
+                "-e",
+                "console.log(require('geminicli-mcp').binPath('geminicli-mcp'))",
+            ])
+            .current_dir(&project),
+    );
+    let direct = PathBuf::from(String::from_utf8_lossy(&path.stdout).trim());
+    let version = run_ok(Command::new(&direct).arg("--version"));
+    assert!(
+        String::from_utf8_lossy(&version.stdout).starts_with("geminicli-mcp "),
+        "{version:?}"
+    );
 }
