@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Builds the PyPI wheel fake-gemini for one platform from built binaries: fake-gemini,
-fake-gemini-api and gemini-mcp-conformance go into the wheel's scripts, so pip installs each
-binary itself as a command (no Python launcher in front of it).
+"""Builds a product's PyPI wheel for one platform from built binaries: `geminicli-mcp` (the
+server) or `fake-gemini` (fake-gemini, fake-gemini-api and gemini-mcp-conformance). The binaries go
+into the wheel's scripts, so pip (or uvx) installs each binary itself as a command, with no Python
+launcher in front of it.
 
-    python3 packaging/pypi/build_wheel.py --out DIR PLATFORM=BINDIR
+    python3 packaging/pypi/build_wheel.py --out DIR [--product NAME] PLATFORM=BINDIR
 
 PLATFORM is one of linux-x64, linux-arm64, linux-x64-musl, linux-arm64-musl, darwin-x64,
-darwin-arm64, win32-x64 (the npm packages' names); BINDIR holds the three binaries (.exe on Windows). The wheel takes the version
-of the fake-gemini crate. A Linux wheel is tagged manylinux_2_N, N the newest glibc symbol
+darwin-arm64, win32-x64 (the npm packages' names); BINDIR holds the product's binaries (.exe on Windows). --product defaults to
+fake-gemini. The wheel takes the version of the product's crates. A Linux wheel is tagged manylinux_2_N, N the newest glibc symbol
 version the binaries need. Only the standard library is used; the wheel's path is printed.
 """
 
@@ -21,7 +22,6 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BINARIES = ["fake-gemini", "fake-gemini-api", "gemini-mcp-conformance"]
 # Rust's oldest supported macOS per architecture.
 PLATFORMS = {
     "linux-x64": ("linux", "x86_64"),
@@ -33,10 +33,24 @@ PLATFORMS = {
     "darwin-arm64": ("macosx_11_0", "arm64"),
     "win32-x64": ("win", "amd64"),
 }
-SUMMARY = (
-    "A scriptable stand-in for Google's Gemini CLI 0.61 and the gemini-mcp-conformance suite, "
-    "for testing Gemini wrappers"
-)
+# What each product's wheel holds and says; its README is packaging/pypi/README-<product>.md.
+PRODUCTS = {
+    "geminicli-mcp": {
+        "crates": ["Cargo.toml"],
+        "binaries": ["geminicli-mcp"],
+        "summary": "MCP server that lets any MCP client use Google's headless Gemini CLI as a supervised tool",
+        "keywords": "mcp,mcp-server,gemini,gemini-cli,model-context-protocol",
+        "topic": "Software Development",
+    },
+    "fake-gemini": {
+        "crates": ["fake-gemini/Cargo.toml", "conformance/Cargo.toml"],
+        "binaries": ["fake-gemini", "fake-gemini-api", "gemini-mcp-conformance"],
+        "summary": "A scriptable stand-in for Google's Gemini CLI 0.61 and the gemini-mcp-conformance "
+        "suite, for testing Gemini wrappers",
+        "keywords": "gemini,gemini-cli,testing,fake,mcp,conformance",
+        "topic": "Software Development :: Testing",
+    },
+}
 # A fixed time for every entry, so the same binaries give the same wheel.
 EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -71,37 +85,48 @@ def digest(data):
     return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
-def metadata(version):
-    readme = (Path(__file__).parent / "README.md").read_text(encoding="utf-8")
+def metadata(product, version):
+    p = PRODUCTS[product]
+    readme = (Path(__file__).parent / f"README-{product}.md").read_text(encoding="utf-8")
     return (
         "Metadata-Version: 2.1\n"
-        "Name: fake-gemini\n"
+        f"Name: {product}\n"
         f"Version: {version}\n"
-        f"Summary: {SUMMARY}\n"
+        f"Summary: {p['summary']}\n"
         "License: MIT\n"
-        "Keywords: gemini,gemini-cli,testing,fake,mcp,conformance\n"
+        f"Keywords: {p['keywords']}\n"
         "Classifier: License :: OSI Approved :: MIT License\n"
-        "Classifier: Topic :: Software Development :: Testing\n"
+        f"Classifier: Topic :: {p['topic']}\n"
         "Requires-Python: >=3.8\n"
         "Description-Content-Type: text/markdown\n"
         "\n" + readme
     )
 
 
-def build(out, platform, bindir):
-    version = crate_version("fake-gemini/Cargo.toml")
-    suite = crate_version("conformance/Cargo.toml")
-    if suite != version:
-        raise SystemExit(f"fake-gemini is {version} but gemini-mcp-conformance is {suite}")
+def product_version(product):
+    first, *rest = PRODUCTS[product]["crates"]
+    version = crate_version(first)
+    for manifest in rest:
+        other = crate_version(manifest)
+        if other != version:
+            raise SystemExit(f"{first} is {version} but {manifest} is {other}: one version per package")
+    return version
+
+
+def build(out, product, platform, bindir):
+    version = product_version(product)
     if not re.fullmatch(r"\d+(\.\d+)*", version):
         raise SystemExit(f"version {version} is not a plain release version (PEP 440)")
     exe = ".exe" if platform.startswith("win32") else ""
-    binaries = [bindir / f"{b}{exe}" for b in BINARIES]
+    binaries = [bindir / f"{b}{exe}" for b in PRODUCTS[product]["binaries"]]
+    for b in binaries:
+        if not b.is_file():
+            raise SystemExit(f"{b} is missing (the {product} wheel needs {', '.join(PRODUCTS[product]['binaries'])})")
     tag = f"py3-none-{platform_tag(platform, binaries)}"
-    dist = f"fake_gemini-{version}"
+    dist = f"{product.replace('-', '_')}-{version}"
     entries = [(f"{dist}.data/scripts/{b.name}", b.read_bytes(), 0o755) for b in binaries]
     entries += [
-        (f"{dist}.dist-info/METADATA", metadata(version).encode(), 0o644),
+        (f"{dist}.dist-info/METADATA", metadata(product, version).encode(), 0o644),
         (f"{dist}.dist-info/LICENSE", (ROOT / "LICENSE").read_bytes(), 0o644),
         (
             f"{dist}.dist-info/WHEEL",
@@ -126,12 +151,13 @@ def build(out, platform, bindir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="where the wheel is written")
+    parser.add_argument("--product", default="fake-gemini", choices=sorted(PRODUCTS), help="the product")
     parser.add_argument("binaries", metavar="PLATFORM=BINDIR", help="the platform and its binaries")
     args = parser.parse_args()
     platform, _, bindir = args.binaries.partition("=")
     if platform not in PLATFORMS or not bindir:
         raise SystemExit(f"expected PLATFORM=BINDIR, PLATFORM one of {', '.join(PLATFORMS)}")
-    print(build(args.out.resolve(), platform, Path(bindir).resolve()))
+    print(build(args.out.resolve(), args.product, platform, Path(bindir).resolve()))
 
 
 if __name__ == "__main__":

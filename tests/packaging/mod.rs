@@ -143,3 +143,36 @@ fn assert_runs_a_case_with_the_fake_beside_it(mut runner: Command) {
     );
     assert!(out.status.success(), "{}", out.status);
 }
+
+/// Runs the installed server (`server`, ready to start) as a client's session: `initialize`,
+/// then stdin closed. Asserts that every line on its stdout is JSON-RPC, that `initialize` is
+/// answered by geminicli-mcp, and that the command exits 0 once stdin is closed.
+fn assert_serves_a_client(mut server: Command) {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let mut child = server
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {server:?}: {e}"));
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "packaging-test", "version": "1"}}});
+    let mut stdin = child.stdin.take().expect("piped");
+    writeln!(stdin, "{initialize}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {l:?}")))
+        .collect();
+    let answer = lines
+        .iter()
+        .find(|m| m["id"] == 1)
+        .unwrap_or_else(|| panic!("no answer to initialize: {lines:?}"));
+    assert_eq!(answer["result"]["serverInfo"]["name"], "geminicli-mcp");
+    assert!(lines.iter().all(|m| m["jsonrpc"] == "2.0"), "{lines:?}");
+}

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{
-    assert_lists_embedded_cases, assert_runs_a_case_with_the_fake_beside_it, available,
-    binaries_dir, platform, run_ok, workspace, EMULATED_CLI_VERSION,
+    assert_lists_embedded_cases, assert_runs_a_case_with_the_fake_beside_it, assert_serves_a_client,
+    available, binaries_dir, platform, run_ok, workspace, EMULATED_CLI_VERSION,
 };
 
 /// An npm command run in `dir`, offline and quiet about audits and funding.
@@ -186,9 +186,6 @@ fn launcher_passes_sigterm_to_the_binary_and_dies_of_it() {
 #[test]
 #[ignore = "packs and installs the npm packages (node, npm); see tests/packaging"]
 fn installed_server_package_serves_mcp_through_its_launcher() {
-    use std::io::Write;
-    use std::process::Stdio;
-
     let Some(platform) = npm_platform() else {
         return;
     };
@@ -204,33 +201,11 @@ fn installed_server_package_serves_mcp_through_its_launcher() {
         format!("geminicli-mcp {}", env!("CARGO_PKG_VERSION"))
     );
 
-    // A client's session through the launcher: initialize, then stdin closed. Its stdout holds
-    // JSON-RPC only, and the launcher ends with the server's exit code once the server has ended.
-    let mut server = Command::new(project.join("node_modules/.bin/geminicli-mcp"))
-        .env("HOME", root.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "packaging-test", "version": "1"}}});
-    let mut stdin = server.stdin.take().unwrap();
-    writeln!(stdin, "{initialize}").unwrap();
-    drop(stdin);
-    let out = server.wait_with_output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {l:?}")))
-        .collect();
-    let answer = lines
-        .iter()
-        .find(|m| m["id"] == 1)
-        .unwrap_or_else(|| panic!("no answer to initialize: {lines:?}"));
-    assert_eq!(answer["result"]["serverInfo"]["name"], "geminicli-mcp");
-    assert!(lines.iter().all(|m| m["jsonrpc"] == "2.0"), "{lines:?}");
+    // A client's session through the launcher: its stdout holds JSON-RPC only, and the launcher
+    // ends with the server's exit code once the server has ended.
+    let mut server = Command::new(project.join("node_modules/.bin/geminicli-mcp"));
+    server.env("HOME", root.path());
+    assert_serves_a_client(server);
 
     // binPath names the binary itself, for a client that starts it without the launcher.
     let path = run_ok(
