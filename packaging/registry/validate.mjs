@@ -6,6 +6,10 @@
 //
 //   node packaging/registry/validate.mjs --modules DIR FILE ...
 //
+// server.schema.json is the registry's own copy of the schema published for 2025-12-11
+// (modelcontextprotocol/registry, internal/validators/schemas/2025-12-11.json), kept here so the
+// check runs offline; moving to a newer schema replaces it and server.json's `$schema` together.
+//
 // DIR is a folder where `ajv` (8) and `ajv-formats` (3) are installed (`npm install ajv@8
 // ajv-formats@3` in a scratch folder): the repository installs nothing itself. Prints one line
 // per valid file; exits 1 naming every problem otherwise.
