@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the npm packages (the server's and fake-gemini's) and fake-gemini's wheel for this
-# machine from the workspace's debug binaries and installs each from the built file
-# (tests/packaging): npm pack → npm install into a scratch project, the wheel → pip install into
-# a fresh virtualenv. A test whose tools (node and npm,
-# python3 with venv) are missing is skipped with a message.
+# Builds the npm packages (the server's and fake-gemini's), fake-gemini's wheel and the server's
+# Claude Desktop bundle for this machine from the workspace's debug binaries and installs each
+# from the built file (tests/packaging): npm pack → npm install into a scratch project, the wheel
+# → pip install into a fresh virtualenv, the bundle → unzip, then `mcpb validate` and the release
+# server.json's schema check with tools npm installs into a scratch folder. A test whose tools
+# (node and npm, python3 with venv, unzip) are missing is skipped with a message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet -p geminicli-mcp -p fake-gemini -p gemini-mcp-conformance \

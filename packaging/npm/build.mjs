@@ -30,6 +30,9 @@ const PRODUCTS = {
   'geminicli-mcp': {
     crates: ['Cargo.toml'],
     binaries: ['geminicli-mcp'],
+    // The MCP Registry's name for the server (server.json `name`): the registry accepts the npm
+    // package only when its package.json says it.
+    mcpName: 'io.github.geminicli-mcp/geminicli-mcp',
     description:
       "MCP server that lets any MCP client use Google's headless Gemini CLI as a supervised tool",
     keywords: ['mcp', 'mcp-server', 'gemini', 'gemini-cli', 'model-context-protocol'],
@@ -99,6 +102,7 @@ function mainPackage(out, name, version) {
   writeJson(path.join(dir, 'package.json'), {
     name,
     ...common(version),
+    ...(product.mcpName ? { mcpName: product.mcpName } : {}),
     description: product.description,
     keywords: product.keywords,
     main: 'lib/index.js',

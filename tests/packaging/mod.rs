@@ -4,16 +4,20 @@
 //! wrapper author installs them: the installed commands run the binaries (the server answering
 //! `initialize` through its launcher, the emulated CLI's version, the runner's embedded cases, a
 //! case run with the fake-gemini installed beside the runner, exit codes and, for npm's launcher,
-//! signals). Only this machine's platform is packed.
+//! signals). The server's Claude Desktop bundle (`packaging/mcpb/build.mjs`) is built and
+//! unpacked, and its manifest checked. Only this machine's platform is packed. The MCP Registry's
+//! server.json is checked against the registry's schema (`registry`).
 //!
-//! Ignored by default: they need node and npm, or python3 with venv (each test is skipped with a
-//! message without them), and pack about 100 MB of debug binaries.
+//! Ignored by default, but for `registry`: they need node and npm, or python3 with venv (each
+//! test is skipped with a message without them), and pack about 100 MB of debug binaries.
 //!
 //! ```sh
 //! packaging/test.sh     # builds the debug binaries, then runs these
 //! ```
 
+mod mcpb;
 mod npm;
+mod registry;
 mod wheel;
 
 use std::path::{Path, PathBuf};
