@@ -200,41 +200,43 @@ impl Client {
         }
     }
 
-    /// The entry this server needs, and the keys only set when missing (a user's own value wins).
-    /// Secrets are passed by name, never by value.
+    /// The entry this server needs. Secrets are passed by name, never by value.
     pub fn entry(self, launch: &Launch) -> Entry {
         let (command, args) = launch.command();
-        let mut set = serde_json::Map::new();
+        let mut value = serde_json::Map::new();
         if matches!(self, Client::ClaudeCode | Client::Vscode) {
-            set.insert("type".into(), json!("stdio"));
+            value.insert("type".into(), json!("stdio"));
         }
-        set.insert("command".into(), json!(command));
+        value.insert("command".into(), json!(command));
         if !args.is_empty() || self == Client::ClaudeCode {
-            set.insert("args".into(), json!(args));
+            value.insert("args".into(), json!(args));
         }
-        let mut defaults = serde_json::Map::new();
-        match self {
+        let keep: &'static [&'static str] = match self {
             // What `claude mcp add --scope user` writes. Claude Code gives a server its whole
             // environment, so the key needs no mention.
             Client::ClaudeCode => {
-                defaults.insert("env".into(), json!({}));
+                value.insert("env".into(), json!({}));
+                &["env"]
             }
             // Codex gives a server only a few variables plus those `env_vars` names; `codex exec`
-            // refuses every call of a tool not read-only without the approval mode.
+            // refuses every call of a tool not read-only without the approval mode. Its default
+            // tool timeout (300 s) is shorter than many Gemini runs.
             Client::Codex => {
-                set.insert("default_tools_approval_mode".into(), json!("approve"));
-                set.insert("env_vars".into(), json!(["GEMINI_API_KEY"]));
-                defaults.insert("tool_timeout_sec".into(), json!(600));
+                value.insert("default_tools_approval_mode".into(), json!("approve"));
+                value.insert("env_vars".into(), json!(["GEMINI_API_KEY"]));
+                value.insert("tool_timeout_sec".into(), json!(600));
+                &["tool_timeout_sec"]
             }
-            // The CLI strips variables that look like secrets from a server's environment; it
+            // The CLI strips variables that look like secrets from a server's environment and
             // expands `$NAME` in `env`. Headless, it declares only trusted servers' tools.
             Client::GeminiCli => {
-                set.insert("env".into(), json!({"GEMINI_API_KEY": "$GEMINI_API_KEY"}));
-                set.insert("trust".into(), json!(true));
+                value.insert("env".into(), json!({"GEMINI_API_KEY": "$GEMINI_API_KEY"}));
+                value.insert("trust".into(), json!(true));
+                &["env"]
             }
-            Client::Cursor | Client::ClaudeDesktop | Client::Vscode => {}
-        }
-        Entry { set, defaults }
+            Client::Cursor | Client::ClaudeDesktop | Client::Vscode => &[],
+        };
+        Entry { value, keep }
     }
 
     /// Something the user must still do, printed after the client's line.
@@ -254,23 +256,14 @@ impl Client {
     }
 }
 
-/// The server's entry in one client: `set` keys always hold these values after `setup` (objects
-/// among them are merged key by key); `defaults` keys are added only when missing.
+/// The server's entry in one client, as a new entry holds it. Merged into an existing entry, its
+/// keys get these values (objects merged key by key, so a user's other keys stay), except the
+/// `keep` keys: there a value the user set wins, and only what is missing is added.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
-    /// Keys whose values `setup` enforces.
-    pub set: serde_json::Map<String, Value>,
-    /// Keys `setup` adds only when the entry lacks them.
-    pub defaults: serde_json::Map<String, Value>,
-}
-
-impl Entry {
-    /// The entry as a fresh file would hold it.
-    pub fn fresh(&self) -> serde_json::Map<String, Value> {
-        let mut m = self.set.clone();
-        for (k, v) in &self.defaults {
-            m.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-        m
-    }
+    /// The whole entry, in the order a new one is written.
+    pub value: serde_json::Map<String, Value>,
+    /// Keys whose existing values stay (`env`: a user's own `GEMINI_API_KEY` setting; Codex's
+    /// `tool_timeout_sec`).
+    pub keep: &'static [&'static str],
 }

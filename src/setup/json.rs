@@ -1,7 +1,7 @@
 //! Edits one entry of a JSON or JSONC file through jsonc-parser's concrete syntax tree: every other
 //! byte (comments, other keys, indentation, trailing commas) is written back as it was.
 
-use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use jsonc_parser::cst::{CstInputValue, CstObject, CstObjectProp, CstRootNode};
 use jsonc_parser::ParseOptions;
 use serde_json::Value;
 
@@ -24,14 +24,24 @@ pub fn edit(
                 .ok_or_else(|| FormatError::Shape("the top level is not an object".into()))?,
         ),
     };
-    let servers = match top.as_ref().and_then(|t| t.get(key)) {
+    let servers = match top
+        .as_ref()
+        .map(|t| only(t, key, key))
+        .transpose()?
+        .flatten()
+    {
         None => None,
         Some(prop) => Some(
             prop.object_value()
                 .ok_or_else(|| FormatError::Shape(format!("`{key}` is not an object")))?,
         ),
     };
-    let existing = match servers.as_ref().and_then(|s| s.get(name)) {
+    let existing = match servers
+        .as_ref()
+        .map(|s| only(s, name, &format!("{key}.{name}")))
+        .transpose()?
+        .flatten()
+    {
         None => None,
         Some(prop) => Some(
             prop.object_value()
@@ -52,7 +62,7 @@ pub fn edit(
                 None => {
                     let top = top.unwrap_or_else(|| root.object_value_or_set());
                     let servers = servers.unwrap_or_else(|| top.object_value_or_set(key));
-                    servers.append(name, input(&Value::Object(entry.fresh())));
+                    servers.append(name, input(&Value::Object(entry.value.clone())));
                     servers.object_value(name).ok_or_else(|| {
                         FormatError::Shape(format!("`{key}.{name}` could not be added"))
                     })?
@@ -75,20 +85,51 @@ pub fn edit(
     })
 }
 
+/// The property `name` of `obj`. A name given twice is an error: a client keeps the last one, so
+/// an edit of the first would not take effect.
+fn only(obj: &CstObject, name: &str, path: &str) -> Result<Option<CstObjectProp>, FormatError> {
+    let mut found = obj
+        .properties()
+        .into_iter()
+        .filter(|p| p.name().and_then(|n| n.decoded_value().ok()).as_deref() == Some(name));
+    let first = found.next();
+    if found.next().is_some() {
+        return Err(FormatError::Shape(format!(
+            "`{path}` is given more than once"
+        )));
+    }
+    Ok(first)
+}
+
 fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
 
-/// Brings an existing entry to `entry`: enforced keys set (objects merged key by key, so a user's
-/// extra variables stay), default keys added only when missing.
+/// Brings an existing entry to `entry`: its keys set (objects merged key by key, so a user's
+/// extra variables stay), the `keep` keys only filled in where missing.
 fn merge(obj: &CstObject, entry: &Entry) {
-    for (k, v) in &entry.set {
-        set_key(obj, k, v);
-    }
-    for (k, v) in &entry.defaults {
-        if obj.get(k).is_none() {
-            obj.append(k, input(v));
+    for (k, v) in &entry.value {
+        if entry.keep.contains(&k.as_str()) {
+            add_missing(obj, k, v);
+        } else {
+            set_key(obj, k, v);
         }
+    }
+}
+
+fn add_missing(obj: &CstObject, key: &str, value: &Value) {
+    match (obj.get(key), value) {
+        (None, _) => {
+            obj.append(key, input(value));
+        }
+        (Some(prop), Value::Object(map)) => {
+            if let Some(inner) = prop.object_value() {
+                for (k, v) in map {
+                    add_missing(&inner, k, v);
+                }
+            }
+        }
+        (Some(_), _) => {}
     }
 }
 

@@ -394,6 +394,16 @@ fn an_unparseable_file_is_untouched_and_named(
     "{\"servers\": {\"gemini\": \"x\"}}",
     "`servers.gemini` is not an object"
 )]
+#[case(
+    Client::GeminiCli,
+    "{\"mcpServers\": {}, \"mcpServers\": {}}",
+    "`mcpServers` is given more than once"
+)]
+#[case(
+    Client::Cursor,
+    "{\"mcpServers\": {\"gemini\": {}, \"gemini\": {}}}",
+    "`mcpServers.gemini` is given more than once"
+)]
 #[case(Client::Codex, "mcp_servers = 1\n", "`mcp_servers` is not a table")]
 #[case(
     Client::Codex,
@@ -666,4 +676,17 @@ fn the_npx_entry_has_its_args() {
         table["args"],
         ::toml::Value::from(vec!["-y", "geminicli-mcp"])
     );
+}
+
+#[test]
+fn a_key_the_user_set_in_env_stays() {
+    let home = Home::new();
+    // Not a secret: a value the user wrote, which `setup` must neither replace nor copy.
+    let original = "{\"mcpServers\": {\"gemini\": {\"command\": \"x\", \"env\": {\"GEMINI_API_KEY\": \"users-own\"}}}}";
+    home.write(Client::GeminiCli, original);
+    assert_eq!(home.setup(&["gemini-cli"]).0, 0);
+    let gemini = &servers(Client::GeminiCli, &home.read(Client::GeminiCli))["gemini"];
+    assert_eq!(gemini["env"], json!({"GEMINI_API_KEY": "users-own"}));
+    assert_eq!(gemini["command"], json!(EXE));
+    assert_eq!(gemini["trust"], json!(true));
 }

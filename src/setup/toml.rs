@@ -104,14 +104,30 @@ fn show(name: &str, item: &Item) -> String {
     doc.to_string().trim_end().to_owned()
 }
 
+/// Brings an existing table to `entry`, as the JSON merge does.
 fn merge(table: &mut dyn TableLike, entry: &Entry) {
-    for (k, v) in &entry.set {
-        set_key(table, k, v);
-    }
-    for (k, v) in &entry.defaults {
-        if table.get(k).is_none() {
-            table.insert(k, Item::Value(value(v)));
+    for (k, v) in &entry.value {
+        if entry.keep.contains(&k.as_str()) {
+            add_missing(table, k, v);
+        } else {
+            set_key(table, k, v);
         }
+    }
+}
+
+fn add_missing(table: &mut dyn TableLike, key: &str, want: &Value) {
+    match (table.get_mut(key), want) {
+        (None, _) => {
+            table.insert(key, Item::Value(value(want)));
+        }
+        (Some(existing), Value::Object(map)) => {
+            if let Some(inner) = existing.as_table_like_mut() {
+                for (k, v) in map {
+                    add_missing(inner, k, v);
+                }
+            }
+        }
+        (Some(_), _) => {}
     }
 }
 
