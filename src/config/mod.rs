@@ -163,11 +163,15 @@ pub enum Command {
     /// Check the installation: which gemini runs, its version and flags, auth variables (names
     /// only), the effective configuration. Never calls a model. Exits 1 on a problem.
     Doctor(DoctorArgs),
-    /// Register this server in MCP clients' own configuration files (claude-code, codex,
-    /// gemini-cli, cursor, claude-desktop, vscode), or remove it with --remove. Edits each file in
-    /// place, keeping other entries and comments; backs up what it changes (<file>.bak-<UTC time>).
-    /// The entry runs the command that ran setup: `npx -y geminicli-mcp` under npx, else this
-    /// binary's absolute path (or the npm launcher's). Secrets are passed by name, never written.
+    /// Register this server in MCP clients' configuration files, or remove it (--remove).
+    ///
+    /// Clients: claude-code, codex, gemini-cli, cursor, claude-desktop, vscode; none named: every
+    /// client found installed. Each file is edited in place (other entries, comments and layout
+    /// kept), backed up first as <file>.bak-<UTC time> beside it, and replaced atomically; a second
+    /// run changes nothing. The entry runs the command that ran setup: `npx -y geminicli-mcp`
+    /// under npx, the npm launcher's path, or else this binary's absolute path. Secrets are passed
+    /// by name (GEMINI_API_KEY), never written. Exits 1 when any client's file could not be
+    /// changed. docs/install.md has the details.
     Setup(crate::setup::SetupArgs),
 }
 

@@ -231,6 +231,23 @@ fn installed_server_package_serves_mcp_through_its_launcher() {
         .unwrap_or_else(|| panic!("no answer to initialize: {lines:?}"));
     assert_eq!(answer["result"]["serverInfo"]["name"], "geminicli-mcp");
     assert!(lines.iter().all(|m| m["jsonrpc"] == "2.0"), "{lines:?}");
+    // Serving through the launcher, the server does not call the launcher's variable unknown.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("GEMINICLI_MCP_LAUNCHER"), "{stderr}");
+
+    // `setup` through the launcher registers the launcher, which outlives upgrades of the package.
+    let launcher = project.join("node_modules/.bin/geminicli-mcp");
+    let dry_run = run_ok(
+        Command::new(&launcher)
+            .args(["setup", "--dry-run", "codex"])
+            .env("HOME", root.path())
+            .env_remove("CODEX_HOME"),
+    );
+    let shown = String::from_utf8_lossy(&dry_run.stdout);
+    assert!(
+        shown.contains(&format!("  + command = \"{}\"", launcher.display())),
+        "{shown}"
+    );
 
     // binPath names the binary itself, for a client that starts it without the launcher.
     let path = run_ok(
