@@ -100,6 +100,7 @@ impl Home {
     }
 }
 
+/// `argv` after `geminicli-mcp setup`, parsed as the binary parses it.
 fn parse(argv: &[&str]) -> SetupArgs {
     use clap::Parser;
     let mut full = vec!["geminicli-mcp", "setup"];
@@ -121,6 +122,7 @@ fn servers(client: Client, text: &str) -> Value {
     value[key].clone()
 }
 
+/// `[mcp_servers.gemini]` of a Codex file, read by the `toml` crate rather than toml_edit.
 fn codex_table(text: &str) -> ::toml::Table {
     let doc: ::toml::Table = ::toml::from_str(text).unwrap();
     doc["mcp_servers"]["gemini"].as_table().unwrap().clone()
@@ -197,6 +199,7 @@ const JSONC_WITH_OTHERS: &str = r#"{
 }
 "#;
 
+/// [`JSONC_WITH_OTHERS`] with the client's servers key.
 fn with_key(client: Client) -> String {
     let Format::Json { key } = client.format() else {
         unreachable!()

@@ -22,6 +22,7 @@ fn setup(home: &Path, args: &[&str], launcher: Option<&str>) -> Output {
     cmd.output().expect("run geminicli-mcp")
 }
 
+/// Output bytes as text.
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
