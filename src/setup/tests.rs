@@ -189,6 +189,8 @@ fn codex_home_moves_the_codex_file() {
     assert!(!home.dir.path().join(".codex").exists());
 }
 
+/// A settings file with comments, trailing commas and another server; `SERVERS` is replaced by
+/// the client's key.
 const JSONC_WITH_OTHERS: &str = r#"{
     // my servers
     "theme": "dark", /* keep */
