@@ -30,6 +30,7 @@ pub mod roots;
 pub mod run;
 pub mod save;
 pub mod server;
+pub mod setup;
 pub mod structured;
 pub mod tasks;
 pub mod tools;

@@ -16,6 +16,7 @@ use geminicli_mcp::gemini::process;
 use geminicli_mcp::http::{self, HttpOptions};
 use geminicli_mcp::logging;
 use geminicli_mcp::server::GeminiServer;
+use geminicli_mcp::setup;
 use geminicli_mcp::transport::{GraceTransport, InFlight, LineTransport};
 
 /// Time, beyond the kill grace, that killed runs get to be reaped before the server exits.
@@ -43,6 +44,13 @@ fn main() -> anyhow::Result<()> {
     }
     // Every HTTP connection and every run's pipes take a descriptor; soft limits of 256 (macOS)
     // or 1024 are too few for a busy server. The doctor reports what serving would get.
+    if let Some(Command::Setup(args)) = &cli.command {
+        let Some(env) = setup::Env::from_process() else {
+            anyhow::bail!("setup: no home folder (HOME is not set)");
+        };
+        let code = setup::run(args, &env, &mut std::io::stdout(), &mut std::io::stderr());
+        std::process::exit(code);
+    }
     fd_limit::raise();
     if let Some(Command::Doctor(args)) = &cli.command {
         let http = HttpOptions::from_flags(&cli.flags, |name| std::env::var(name).ok());

@@ -6,3 +6,4 @@ mod clients;
 mod packaging;
 mod process;
 mod server;
+mod setup;

@@ -102,6 +102,8 @@ Environment:
                                   processes when the server is killed outright (Unix; default on).
   GEMINICLI_MCP_LOG               Log filter for stderr, tracing's EnvFilter syntax (default
                                   geminicli_mcp=warn; with GEMINICLI_MCP_DEBUG geminicli_mcp=debug).
+  GEMINICLI_MCP_LAUNCHER          Set by the npm package's launcher for the binary it starts:
+                                  the launcher's path, which `setup` writes as the command.
   GEMINICLI_MCP_HTTP              Serve Streamable HTTP on this address instead of stdio (--http).
   GEMINICLI_MCP_HTTP_TOKEN        The bearer token HTTP clients must send (or the _FILE variant).
   GEMINICLI_MCP_HTTP_TOKEN_FILE   A file whose first line is the bearer token.
@@ -147,7 +149,7 @@ pub fn known_names() -> Vec<&'static str> {
     after_help = ENV_HELP
 )]
 pub struct Cli {
-    /// `doctor`, or none to serve.
+    /// `doctor`, `setup`, or none to serve.
     #[command(subcommand)]
     pub command: Option<Command>,
     /// Settings shared by serving and the doctor.
@@ -161,6 +163,16 @@ pub enum Command {
     /// Check the installation: which gemini runs, its version and flags, auth variables (names
     /// only), the effective configuration. Never calls a model. Exits 1 on a problem.
     Doctor(DoctorArgs),
+    /// Register this server in MCP clients' configuration files, or remove it (--remove).
+    ///
+    /// Clients: claude-code, codex, gemini-cli, cursor, claude-desktop, vscode; none named: every
+    /// client found installed. Each file is edited in place (other entries, comments and layout
+    /// kept), backed up first as <file>.bak-<UTC time> beside it, and replaced atomically; a second
+    /// run changes nothing. The entry runs the command that ran setup: `npx -y geminicli-mcp`
+    /// under npx, the npm launcher's path, or else this binary's absolute path. Secrets are passed
+    /// by name (GEMINI_API_KEY), never written. Exits 1 when any client's file could not be
+    /// changed. docs/install.md has the details.
+    Setup(crate::setup::SetupArgs),
 }
 
 /// Options of `geminicli-mcp doctor`.

@@ -32,11 +32,16 @@
 //! exec` declines the form (rejected, decided by `declined`), and the Gemini CLI declares no
 //! elicitation, so it is never asked (its model reads the rejected run's answer).
 //!
+//! `clients::setup` runs `geminicli-mcp setup` for Claude Code, Codex and the Gemini CLI in a
+//! private home and asks each client's own `mcp list` what it sees, then runs `setup --remove`.
+//!
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
 //! GEMINICLI_MCP_KEEP_CLIENT_RUNS=1 cargo nextest run …   # keep each run's folder (config, logs)
 //! GEMINICLI_MCP_BACKEND=acp cargo nextest run …        # the same through the warm backend
 //! ```
+
+mod setup;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -150,8 +150,9 @@ fn assert_runs_a_case_with_the_fake_beside_it(mut runner: Command) {
 
 /// Runs the installed server (`server`, ready to start) as a client's session: `initialize`,
 /// then stdin closed. Asserts that every line on its stdout is JSON-RPC, that `initialize` is
-/// answered by geminicli-mcp, and that the command exits 0 once stdin is closed.
-fn assert_serves_a_client(mut server: Command) {
+/// answered by geminicli-mcp, and that the command exits 0 once stdin is closed. Returns what it
+/// printed.
+fn assert_serves_a_client(mut server: Command) -> Output {
     use std::io::Write;
     use std::process::Stdio;
 
@@ -179,4 +180,5 @@ fn assert_serves_a_client(mut server: Command) {
         .unwrap_or_else(|| panic!("no answer to initialize: {lines:?}"));
     assert_eq!(answer["result"]["serverInfo"]["name"], "geminicli-mcp");
     assert!(lines.iter().all(|m| m["jsonrpc"] == "2.0"), "{lines:?}");
+    out
 }

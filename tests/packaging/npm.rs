@@ -205,7 +205,24 @@ fn installed_server_package_serves_mcp_through_its_launcher() {
     // ends with the server's exit code once the server has ended.
     let mut server = Command::new(project.join("node_modules/.bin/geminicli-mcp"));
     server.env("HOME", root.path());
-    assert_serves_a_client(server);
+    let out = assert_serves_a_client(server);
+    // Serving through the launcher, the server does not call the launcher's variable unknown.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("GEMINICLI_MCP_LAUNCHER"), "{stderr}");
+
+    // `setup` through the launcher registers the launcher, which outlives upgrades of the package.
+    let launcher = project.join("node_modules/.bin/geminicli-mcp");
+    let dry_run = run_ok(
+        Command::new(&launcher)
+            .args(["setup", "--dry-run", "codex"])
+            .env("HOME", root.path())
+            .env_remove("CODEX_HOME"),
+    );
+    let shown = String::from_utf8_lossy(&dry_run.stdout);
+    assert!(
+        shown.contains(&format!("  + command = \"{}\"", launcher.display())),
+        "{shown}"
+    );
 
     // binPath names the binary itself, for a client that starts it without the launcher.
     let path = run_ok(

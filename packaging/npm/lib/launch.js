@@ -36,7 +36,11 @@ function launch(name) {
     process.on(signal, handler);
     return [signal, handler];
   });
-  child = spawn(bin, process.argv.slice(2), { stdio: 'inherit' });
+  // `geminicli-mcp setup` registers the command that ran it: this script (or npx, when it runs
+  // from npx's cache), not the binary inside the package.
+  const env =
+    name === 'geminicli-mcp' ? { ...process.env, GEMINICLI_MCP_LAUNCHER: process.argv[1] ?? '' } : process.env;
+  child = spawn(bin, process.argv.slice(2), { stdio: 'inherit', env });
   child.on('error', (e) => {
     process.stderr.write(`${name}: cannot start ${bin}: ${e.message}\n`);
     process.exit(1);

@@ -1,0 +1,172 @@
+//! `geminicli-mcp setup` checked by the clients themselves: after `setup claude-code codex
+//! gemini-cli` in a private home, `claude mcp list` and `gemini mcp list` show the server connected
+//! and `codex mcp list` lists it; after `setup --remove` none does; a server each client added
+//! itself survives both.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use super::{pinned, runs};
+
+/// The pinned client's command, installed with npm into the clients' cache when missing (as the
+/// driver does).
+fn client_bin(client: &str, package: &str, command: &str) -> PathBuf {
+    let cache = std::env::var_os("GEMINICLI_MCP_CLIENTS_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+                .join(".cache/geminicli-mcp/clients")
+        });
+    let version = pinned(client);
+    let prefix = cache.join(format!("{}-{version}", package.rsplit('/').next().unwrap()));
+    let bin = prefix.join("node_modules/.bin").join(command);
+    if !bin.exists() {
+        let fresh = tempfile::tempdir_in({
+            std::fs::create_dir_all(&cache).unwrap();
+            &cache
+        })
+        .unwrap();
+        let status = Command::new("npm")
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+            ])
+            .arg(fresh.path())
+            .arg(format!("{package}@{version}"))
+            .status()
+            .expect("run npm");
+        assert!(
+            status.success(),
+            "npm install {package}@{version}: {status}"
+        );
+        // Another run may have won the race; its install is as good.
+        let _ = std::fs::rename(fresh.keep(), &prefix);
+    }
+    bin
+}
+
+/// Runs `program args` in the private home, offline, with fake keys; asserts it exits 0.
+fn run(home: &Path, path: &std::ffi::OsStr, program: &Path, args: &[&str]) -> String {
+    let out: Output = Command::new(program)
+        .args(args)
+        .current_dir(home)
+        .env("HOME", home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .env("PATH", path)
+        .env_remove("XDG_CONFIG_HOME")
+        .env("ANTHROPIC_API_KEY", "fake")
+        .env("OPENAI_API_KEY", "fake")
+        .env("GEMINI_API_KEY", "fake")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        // `gemini mcp list` shows no server in a folder it does not trust.
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{} {args:?}: {}\n{text}",
+        program.display(),
+        out.status
+    );
+    eprintln!(
+        "$ {} {}\n{text}",
+        program.file_name().unwrap().to_string_lossy(),
+        args.join(" ")
+    );
+    text
+}
+
+/// The line of `listing` about server `name`, if any.
+fn line<'a>(listing: &'a str, name: &str) -> Option<&'a str> {
+    listing.lines().find(|l| {
+        let l = l.trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
+        l.starts_with(&format!("{name}:")) || l.starts_with(&format!("{name} "))
+    })
+}
+
+#[test]
+#[ignore = "runs the real MCP clients (node, npm; installs them once); see tests/clients"]
+fn setup_registers_the_server_and_remove_takes_it_out() {
+    if !runs("node") || !runs("npm") {
+        eprintln!("node or npm not found: skipping");
+        return;
+    }
+    let claude = client_bin("claude", "@anthropic-ai/claude-code", "claude");
+    let codex = client_bin("codex", "@openai/codex", "codex");
+    let gemini = client_bin("gemini", "@google/gemini-cli", "gemini");
+    let server = gemini_mcp_conformance::bins::locate("geminicli-mcp");
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    let dirs = [&claude, &codex, &gemini].map(|b| b.parent().unwrap().to_path_buf());
+    let path = std::env::join_paths(dirs.iter().cloned().chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+
+    run(
+        home,
+        &path,
+        &claude,
+        &["mcp", "add", "--scope", "user", "other", "--", "/bin/true"],
+    );
+    run(
+        home,
+        &path,
+        &codex,
+        &["mcp", "add", "other", "--", "/bin/true"],
+    );
+    run(
+        home,
+        &path,
+        &gemini,
+        &["mcp", "add", "--scope", "user", "other", "/bin/true"],
+    );
+
+    let clients = ["claude-code", "codex", "gemini-cli"];
+    let out = run(home, &path, &server, &[&["setup"][..], &clients].concat());
+    assert_eq!(out.matches("added `gemini`").count(), 3, "{out}");
+    let listed = |program: &Path| run(home, &path, program, &["mcp", "list"]);
+    let (c, x, g) = (listed(&claude), listed(&codex), listed(&gemini));
+    assert!(
+        line(&c, "gemini").is_some_and(|l| l.contains("Connected")),
+        "{c}"
+    );
+    assert!(
+        line(&x, "gemini").is_some_and(|l| l.contains("GEMINI_API_KEY")),
+        "{x}"
+    );
+    assert!(
+        line(&g, "gemini").is_some_and(|l| l.contains("Connected")),
+        "{g}"
+    );
+    for listing in [&c, &x, &g] {
+        assert!(line(listing, "other").is_some(), "{listing}");
+    }
+
+    let again = run(home, &path, &server, &[&["setup"][..], &clients].concat());
+    assert_eq!(again.matches("unchanged").count(), 3, "{again}");
+
+    let out = run(
+        home,
+        &path,
+        &server,
+        &[&["setup", "--remove"][..], &clients].concat(),
+    );
+    assert_eq!(out.matches("removed `gemini`").count(), 3, "{out}");
+    for program in [&claude, &codex, &gemini] {
+        let listing = listed(program);
+        assert!(line(&listing, "gemini").is_none(), "{listing}");
+        assert!(line(&listing, "other").is_some(), "{listing}");
+    }
+}
