@@ -6,8 +6,9 @@ use std::path::Path;
 use std::process::Command;
 
 use super::{
-    assert_lists_embedded_cases, assert_runs_a_case_with_the_fake_beside_it, assert_serves_a_client,
-    available, binaries_dir, platform, run_ok, workspace, BINARIES, EMULATED_CLI_VERSION,
+    assert_lists_embedded_cases, assert_runs_a_case_with_the_fake_beside_it,
+    assert_serves_a_client, available, binaries_dir, platform, run_ok, workspace, BINARIES,
+    EMULATED_CLI_VERSION,
 };
 
 /// Where a virtualenv puts its commands.
