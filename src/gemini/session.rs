@@ -222,26 +222,34 @@ async fn hold_until_safe(
         }
     }
     if let Some(id) = progress.session_id() {
-        let removed = tokio::task::spawn_blocking({
-            let workspace = workspace.clone();
-            move || {
-                gemini_dir()
-                    .and_then(|g| chats_dir(&g, &workspace))
-                    .map(|chats| remove_stubs_once_recorded(&chats, &id))
-                    .unwrap_or_default()
-            }
-        })
-        .await
-        .unwrap_or_default();
-        if !removed.is_empty() {
-            tracing::debug!(
-                stubs = removed.len(),
-                "removed the stub a new session left in an earlier minute's file"
-            );
-        }
+        let why = "a new session's stub in an earlier minute's file";
+        tidy_stubs(&workspace, &id, remove_stubs_once_recorded, why).await;
     }
     tracing::debug!(workspace = %workspace.display(), "start gate released");
     drop(gate);
+}
+
+/// Runs `remove` (a stub remover: [`remove_stubs`], [`remove_stubs_once_recorded`]) on the chat
+/// directory of `workspace` for session `id`, off the async threads, and logs what it removed
+/// (`what`: whose stubs they were). No known chat directory: nothing to remove.
+pub async fn tidy_stubs(
+    workspace: &Path,
+    id: &str,
+    remove: fn(&Path, &str) -> Vec<PathBuf>,
+    what: &'static str,
+) {
+    let (workspace, id) = (workspace.to_path_buf(), id.to_string());
+    let removed = tokio::task::spawn_blocking(move || {
+        gemini_dir()
+            .and_then(|g| chats_dir(&g, &workspace))
+            .map(|chats| remove(&chats, &id))
+            .unwrap_or_default()
+    })
+    .await
+    .unwrap_or_default();
+    if !removed.is_empty() {
+        tracing::debug!(stubs = removed.len(), "removed {what}");
+    }
 }
 
 /// Removes the stubs of the new session `session_id` in `chats` once one of its files has recorded the

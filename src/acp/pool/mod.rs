@@ -1160,21 +1160,8 @@ fn is_content(inbound: &Inbound) -> bool {
 /// (two headers, no message; later prompts go to the session's own file): the next CLI start in
 /// the project would otherwise delete every file of the session, the real one included.
 async fn remove_load_stubs(cwd: &std::path::Path, id: &str) {
-    let (cwd, id) = (cwd.to_path_buf(), id.to_string());
-    let removed = tokio::task::spawn_blocking(move || {
-        cli_session::gemini_dir()
-            .and_then(|g| cli_session::chats_dir(&g, &cwd))
-            .map(|chats| cli_session::remove_stubs(&chats, &id))
-            .unwrap_or_default()
-    })
-    .await
-    .unwrap_or_default();
-    if !removed.is_empty() {
-        tracing::debug!(
-            stubs = removed.len(),
-            "removed the stub a session load left"
-        );
-    }
+    let what = "the stub a session load left";
+    cli_session::tidy_stubs(cwd, id, cli_session::remove_stubs, what).await;
 }
 
 /// The prompt's content blocks: the text, the context as an embedded resource, the image.
