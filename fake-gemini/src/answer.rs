@@ -329,6 +329,10 @@ impl<'a> Runner<'a> {
             }
         }
         sleep_ms(sc.model.delay_ms);
+        crate::sys::wait_for_file(sc.model.until_file.as_deref(), |ms| {
+            sleep_ms(ms);
+            true
+        });
         if let Some(sent) = self.on_sent.take() {
             sent();
         }

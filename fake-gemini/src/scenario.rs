@@ -325,6 +325,10 @@ pub struct Model {
     /// Delay before the answer.
     #[serde(default)]
     pub delay_ms: u64,
+    /// After the delay, the answer waits until this file exists: a test releases a held run when
+    /// it is ready instead of waiting out a fixed delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_file: Option<String>,
     /// Delay between chunks.
     #[serde(default)]
     pub chunk_interval_ms: u64,
@@ -744,6 +748,7 @@ pub fn apply_params(
             "delay-ms" if name == "slow-start" => s.environment.startup_delay_ms = num(name, k, v)?,
             "delay-ms" => s.model.delay_ms = num(name, k, v)?,
             "interval-ms" => s.model.chunk_interval_ms = num(name, k, v)?,
+            "until-file" if !v.is_empty() => s.model.until_file = Some(v.to_string()),
             "count" => {
                 let n: u32 = num(name, k, v)?;
                 // The chunks are built up front: an unbounded count would abort the fake on
@@ -878,6 +883,15 @@ mod tests {
         let (name, mut s) = load("trickle", None).unwrap();
         apply_params(&name, &mut s, &[("count".into(), MAX_COUNT.to_string())]).unwrap();
         assert_eq!(s.model.turns[0].chunks.len(), MAX_COUNT as usize);
+    }
+
+    #[test]
+    fn until_file_names_the_file_that_releases_the_answer() {
+        let (name, mut s) = load("success", None).unwrap();
+        apply_params(&name, &mut s, &[("until-file".into(), "/tmp/x/go".into())]).unwrap();
+        assert_eq!(s.model.until_file.as_deref(), Some("/tmp/x/go"));
+        let mut s = Scenario::default();
+        assert!(apply_params("success", &mut s, &[("until-file".into(), String::new())]).is_err());
     }
 
     #[test]

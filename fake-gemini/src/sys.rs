@@ -95,3 +95,48 @@ pub fn sleep_ms(ms: u64) {
         std::thread::sleep(Duration::from_millis(ms));
     }
 }
+
+/// How often [`wait_for_file`] looks for its file.
+pub const FILE_POLL_MS: u64 = 10;
+
+/// Waits until `path` exists (`until-file`), looking every [`FILE_POLL_MS`]; `pause(ms)` waits
+/// between looks and returns false when the wait must end (the run was cancelled or the server
+/// stops). Returns whether the file appeared. No path: returns at once.
+pub fn wait_for_file(path: Option<&str>, mut pause: impl FnMut(u64) -> bool) -> bool {
+    let Some(path) = path else { return true };
+    let path = std::path::Path::new(path);
+    while !path.exists() {
+        if !pause(FILE_POLL_MS) {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_for_a_file_ends_when_it_appears_or_when_told_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let go = dir.path().join("go");
+        let go_text = go.to_str().unwrap().to_owned();
+        let mut looks = 0;
+        let appeared = wait_for_file(Some(&go_text), |_| {
+            looks += 1;
+            if looks == 3 {
+                std::fs::write(&go, "").unwrap();
+            }
+            true
+        });
+        assert!(appeared);
+        assert_eq!(looks, 3, "it looks again until the file is there");
+        let missing = dir.path().join("never").to_str().unwrap().to_owned();
+        assert!(
+            !wait_for_file(Some(&missing), |_| false),
+            "a cancel ends the wait"
+        );
+        assert!(wait_for_file(None, |_| panic!("no file, no wait")));
+    }
+}

@@ -342,7 +342,9 @@ fn model_run(
     if record_sent(s, &history[0]) {
         history.remove(0);
     }
-    if p.sleep(sc.model.delay_ms) {
+    if p.sleep(sc.model.delay_ms)
+        || !crate::sys::wait_for_file(sc.model.until_file.as_deref(), |ms| !p.sleep(ms))
+    {
         return cancelled();
     }
     let main = sc.model.version.clone().unwrap_or(resolved);

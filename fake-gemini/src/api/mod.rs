@@ -496,7 +496,9 @@ fn stream(
     } else {
         0
     };
-    if !shared.pause(sc.model.delay_ms + startup) {
+    if !shared.pause(sc.model.delay_ms + startup)
+        || !crate::sys::wait_for_file(sc.model.until_file.as_deref(), |ms| shared.pause(ms))
+    {
         return Ok(Keep::Close);
     }
     if let Some(f) = failure {
