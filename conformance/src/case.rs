@@ -436,6 +436,10 @@ pub struct CaseSpec {
     /// Profile features the case needs; without them it is skipped.
     #[serde(default)]
     pub requires: Vec<String>,
+    /// Profile features the case does not apply to, each with why (e.g. `warm-backend`: the case
+    /// counts one CLI process per call); a profile claiming one skips it, saying why.
+    #[serde(default)]
+    pub not_for: BTreeMap<String, String>,
     /// The protocol version of the handshake (default: the profile's newest); a version the
     /// profile does not list skips the case.
     pub protocol_version: Option<String>,

@@ -141,6 +141,16 @@ pub fn skip_reason(cfg: &RunConfig, case: &Case) -> Option<String> {
     if let Some(f) = spec.requires.iter().find(|f| !profile.features.contains(f)) {
         return Some(format!("profile {} lacks feature {f:?}", profile.name));
     }
+    if let Some((f, why)) = spec
+        .not_for
+        .iter()
+        .find(|(f, _)| profile.features.contains(f))
+    {
+        return Some(format!(
+            "profile {} claims feature {f:?}, which this case is not for: {why}",
+            profile.name
+        ));
+    }
     let version = cfg.protocol_version(case);
     if !profile.protocol_versions.contains(&version) {
         return Some(format!(
