@@ -389,12 +389,12 @@ fn a_server_killed_at_any_phase_of_a_call_leaves_no_process(
     );
 }
 
-/// A raw HTTP exchange: sends `bytes`, reads until the server closes or 5 s pass (a half-sent
+/// A raw HTTP exchange: sends `bytes`, reads until the server closes or 2 s pass (a half-sent
 /// request is closed by the header timeout); returns what came back.
 fn raw_http(addr: &str, bytes: &[u8]) -> Vec<u8> {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
+        .set_read_timeout(Some(Duration::from_secs(2)))
         .unwrap();
     let _ = stream.write_all(bytes);
     let mut out = Vec::new();
