@@ -74,21 +74,6 @@ pub fn keeps(name: &OsStr, extra: &[String], platform: Platform) -> bool {
         })
 }
 
-/// The environment of a child started from the server's own: whether to clear it first, and
-/// the variables to set — the policy's [`base`] with the fixed headless variables
-/// ([`crate::gemini::command::CHILD_ENV`]) on top.
-pub fn for_child(policy: EnvPolicy, extra: &[String]) -> (bool, Vec<(OsString, OsString)>) {
-    let base = base(policy, std::env::vars_os(), extra, Platform::current());
-    let env_clear = base.is_some();
-    let mut env = base.unwrap_or_default();
-    env.extend(
-        crate::gemini::command::CHILD_ENV
-            .iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
-    );
-    (env_clear, env)
-}
-
 /// The variables a run starts from: `None` for `inherit` (the child inherits the server's
 /// environment), or the kept subset of `vars` for `minimal` (the child's environment is cleared
 /// first). The run's own additions (`NO_COLOR`, the private `TMPDIR`, …) come on top either way.

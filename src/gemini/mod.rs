@@ -3,16 +3,16 @@
 //! tree (`process`), reading what it printed (`events`, `outcome`), one attempt of a prompt
 //! (`oneshot`), and its sessions on disk (`session`).
 
-pub mod auth;
-pub mod command;
-pub mod environment;
+pub(crate) mod auth;
+pub(crate) mod command;
+pub(crate) mod environment;
 pub mod events;
 pub mod inputs;
-pub mod launch;
-pub mod oneshot;
-pub mod outcome;
+pub(crate) mod launch;
+pub(crate) mod oneshot;
+pub(crate) mod outcome;
 pub mod process;
-pub mod resolve;
-pub mod retention;
-pub mod session;
-pub mod settings;
+pub(crate) mod resolve;
+pub(crate) mod retention;
+pub(crate) mod session;
+pub(crate) mod settings;

@@ -3,7 +3,8 @@
 
 use std::ops::{ControlFlow, Range};
 
-/// [`for_each_fenced_block`]'s blocks, collected.
+/// [`for_each_fenced_block`]'s blocks, collected (for the reference algorithm and the tests).
+#[cfg(any(test, feature = "reference"))]
 pub(crate) fn fenced_blocks(text: &str) -> Vec<Range<usize>> {
     let mut blocks = Vec::new();
     let _ = for_each_fenced_block(text, |block| {

@@ -20,6 +20,7 @@
 mod build;
 mod canonical;
 mod extract;
+#[cfg(any(test, feature = "reference"))]
 #[doc(hidden)]
 pub mod reference;
 mod schema;
