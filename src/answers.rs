@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use crate::sync::lock;
 use rmcp::model::Resource;
 
 /// Most answers kept readable as resources; the oldest goes first.
@@ -47,7 +48,7 @@ impl Answers {
     }
 
     fn insert(&self, uri: String, text: Arc<String>) {
-        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.entries);
         e.bytes += text.len();
         e.list.push_back((uri, text));
         while e.list.len() > MAX_STORED_ANSWERS || (e.bytes > MAX_STORED_BYTES && e.list.len() > 1)
@@ -65,7 +66,7 @@ impl Answers {
 
     /// The answer with this id, while it is kept.
     pub fn get(&self, uri: &str) -> Option<Arc<String>> {
-        let e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let e = lock(&self.entries);
         e.list
             .iter()
             .find(|(u, _)| u == uri)
@@ -87,7 +88,7 @@ impl Answers {
 
     /// Every kept answer as a resource, oldest first.
     pub fn list(&self) -> Vec<Resource> {
-        let e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let e = lock(&self.entries);
         e.list
             .iter()
             .map(|(id, text)| {

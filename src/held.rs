@@ -61,7 +61,7 @@ pub struct Held {
 
 impl Held {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.store.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.store)
     }
 
     /// Holds `round` under a fresh id until the client's retry or `wait` (then its run is

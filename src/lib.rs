@@ -32,6 +32,7 @@ mod save;
 pub mod server;
 pub mod setup;
 pub mod structured;
+mod sync;
 mod tasks;
 mod tools;
 pub mod transport;

@@ -81,7 +81,7 @@ fn listeners() -> &'static Mutex<Vec<Listener>> {
 }
 
 fn lock() -> std::sync::MutexGuard<'static, Vec<Listener>> {
-    listeners().lock().unwrap_or_else(|e| e.into_inner())
+    crate::sync::lock(listeners())
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::sync::lock;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
 use tokio::sync::Notify;
@@ -120,10 +121,6 @@ struct Shared {
 #[derive(Clone)]
 pub struct Progress {
     shared: Arc<Shared>,
-}
-
-fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Progress {

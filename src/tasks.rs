@@ -180,7 +180,7 @@ impl Tasks {
     }
 
     fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.store)
     }
 
     /// Starts `run` as a task of `owner`: `run` gets the task's [`Handle`]. `None` when the store is full of running tasks (the caller runs

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::ApprovalMode;
 use crate::ask::{Question, Reply, Why};
 use crate::gemini::process::{Live, RunSpec, SpawnError, Termination};
+use crate::sync::lock;
 
 /// Bytes of the agent's stderr kept for error messages.
 const STDERR_TAIL: usize = 8 * 1024;
@@ -197,10 +198,6 @@ pub struct Connection {
     kill: CancellationToken,
     dead: CancellationToken,
     pid: u32,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Connection {

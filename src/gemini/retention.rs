@@ -98,11 +98,11 @@ fn content_hash(text: &str) -> u64 {
 /// (written once per server; again if something removed it).
 pub fn child_env() -> Option<(std::ffi::OsString, std::ffi::OsString)> {
     TRIED.call_once(|| match write() {
-        Ok(Some(file)) => *WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(file),
+        Ok(Some(file)) => *crate::sync::lock(&WRITTEN) = Some(file),
         Ok(None) => tracing::debug!("no place the CLI trusts for a system-defaults file: runs in one workspace pass its start gate"),
         Err(e) => tracing::warn!(error = %e, "the CLI's start-up clean-up stays on: runs in one workspace pass its start gate"),
     });
-    let mut written = WRITTEN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut written = crate::sync::lock(&WRITTEN);
     let file = written.as_ref()?;
     if !file.exists() {
         // A cleaner took it: write it again rather than let the clean-up come back.

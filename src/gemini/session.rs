@@ -347,10 +347,7 @@ impl StartGates {
             return Some(unshared_gate());
         }
         let key = fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-        let gate = workspace_entry(
-            &mut self.gates.lock().unwrap_or_else(|e| e.into_inner()),
-            key,
-        );
+        let gate = workspace_entry(&mut crate::sync::lock(&self.gates), key);
         tokio::select! {
             guard = gate.lock_owned() => Some(guard),
             _ = cancel.cancelled() => None,

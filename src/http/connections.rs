@@ -130,7 +130,7 @@ impl Registry {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner)
     }
 }
 
@@ -226,7 +226,7 @@ impl Connection {
     }
 
     fn bytes_arrived(&self) {
-        let mut activity = self.activity.lock().unwrap_or_else(|e| e.into_inner());
+        let mut activity = crate::sync::lock(&self.activity);
         if activity.bytes_arrived(Instant::now()) {
             drop(activity);
             self.changed.notify_one();
@@ -234,7 +234,7 @@ impl Connection {
     }
 
     fn update(&self, change: impl FnOnce(&mut Activity)) {
-        change(&mut self.activity.lock().unwrap_or_else(|e| e.into_inner()));
+        change(&mut crate::sync::lock(&self.activity));
         self.changed.notify_one();
     }
 

@@ -82,7 +82,7 @@ impl Admission {
         cancel: &CancellationToken,
     ) -> Result<WorkspaceGuard, Failure> {
         let lock = session::workspace_entry(
-            &mut self.workspaces.lock().unwrap_or_else(|e| e.into_inner()),
+            &mut crate::sync::lock(&self.workspaces),
             workspace.to_path_buf(),
         );
         tokio::select! {

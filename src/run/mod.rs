@@ -28,6 +28,7 @@ use crate::gemini::process::{self, RunOutput};
 use crate::gemini::session;
 use crate::progress::Progress;
 use crate::structured::{self, PreparedSchema};
+use crate::sync::lock;
 use admit::Admission;
 use retry::{Attempted, Context, Try};
 
@@ -260,7 +261,7 @@ impl Runner {
             events,
             debug,
             approvals,
-        } = std::mem::take(&mut *last.lock().unwrap_or_else(|e| e.into_inner()));
+        } = std::mem::take(&mut *lock(&last));
         let mut report = Report {
             events,
             debug,
@@ -388,7 +389,7 @@ impl Runner {
             || self.cause(),
         )
         .await;
-        *last.lock().unwrap_or_else(|e| e.into_inner()) = Last {
+        *lock(last) = Last {
             events: ran.events,
             debug: ran.debug,
             approvals: Vec::new(),
@@ -448,7 +449,7 @@ impl Runner {
             asking: job.asking.clone(),
         };
         let ran = self.pool.warm(call, run_ct, progress).await;
-        *last.lock().unwrap_or_else(|e| e.into_inner()) = Last {
+        *lock(last) = Last {
             events: ran.events,
             debug: ran.debug,
             approvals: ran.approvals,

@@ -119,7 +119,7 @@ impl Schema {
                             reason,
                         };
                         let message = refusal.to_string();
-                        sink.lock().unwrap_or_else(|e| e.into_inner()).push(refusal);
+                        crate::sync::lock(&sink).push(refusal);
                         ValidationError::custom(message)
                     })
                 },

@@ -37,7 +37,7 @@ impl InFlight {
     }
 
     fn update(&self, f: impl FnOnce(&mut HashSet<RequestId>)) {
-        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ids = crate::sync::lock(&self.ids);
         f(&mut ids);
         self.count.send_replace(ids.len());
     }

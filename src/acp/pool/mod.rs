@@ -31,6 +31,7 @@ use crate::gemini::process::RunSpec;
 use crate::gemini::session::{self as cli_session, StartGates};
 use crate::gemini::{command, inputs};
 use crate::progress::{preview, Progress};
+use crate::sync::lock;
 
 /// Which agent a call goes to: the workspace, the MCP servers it may load and the directories
 /// it may read besides the workspace (start-up flags: ACP has no per-session field for either).
@@ -183,10 +184,6 @@ pub struct Pool {
     prompts: Arc<tokio::sync::Semaphore>,
     /// Until when the API asked every prompt to wait (its last rate-limit delay).
     cooldown: Mutex<Option<tokio::time::Instant>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Pool {

@@ -13,8 +13,8 @@ use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    cancelled, lock, output_cap_failure, start_turn, turn_failure, Answer, Key, Pool, Session,
-    Slot, Stop, Turn, Using,
+    cancelled, output_cap_failure, start_turn, turn_failure, Answer, Key, Pool, Session, Slot,
+    Stop, Turn, Using,
 };
 use crate::acp::client::Connection;
 use crate::approval::ApprovalMode;
@@ -24,6 +24,7 @@ use crate::gemini::outcome::Success;
 use crate::gemini::retention;
 use crate::gemini::session as cli_session;
 use crate::progress::Progress;
+use crate::sync::lock;
 
 /// A prompt-tool call for the warm backend, built and checked as for a one-shot run.
 #[derive(Debug, Clone)]

@@ -9,12 +9,13 @@
 //! that spare when there is one (each directory still serves one run only). [`finish`] removes the spare and waits for the
 //! removals handed over, so nothing is left behind when the server exits.
 
+use crate::sync::lock;
 use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A private temporary directory (mode 0700 on Unix) for one run, removed when dropped.
@@ -145,10 +146,6 @@ struct Keeper {
     closed: Mutex<bool>,
     pending: Mutex<usize>,
     idle: Condvar,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn keeper() -> &'static Keeper {

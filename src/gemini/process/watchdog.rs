@@ -62,7 +62,7 @@ static STATE: Mutex<State> = Mutex::new(State {
 });
 
 fn state() -> std::sync::MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(|e| e.into_inner())
+    crate::sync::lock(&STATE)
 }
 
 /// Starts the watchdog, once per server, on a thread of its own (an exec of this executable takes
