@@ -59,6 +59,7 @@ fuzz_target!(|data: &[u8]| {
                     options: params["options"].clone(),
                     allowed,
                     outcome,
+                    decided_by: None,
                 });
                 folded += 1;
             }
