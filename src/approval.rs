@@ -36,16 +36,6 @@ impl ApprovalMode {
         }
     }
 
-    /// A mode by cli-agent-mcp's `permission` names.
-    pub fn from_permission(value: &str) -> Option<Self> {
-        match value {
-            "read-only" => Some(ApprovalMode::Plan),
-            "workspace-write" => Some(ApprovalMode::AutoEdit),
-            "unlimited" => Some(ApprovalMode::Yolo),
-            _ => None,
-        }
-    }
-
     /// ACP's mode id (`session/set_mode`, `modes.currentModeId`).
     pub fn acp_id(self) -> &'static str {
         match self {
