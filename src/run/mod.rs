@@ -598,7 +598,7 @@ impl Runner {
         let ctx = Context {
             quota: &self.config.policy.quota,
             mode: job.mode,
-            total: None,
+            total: job.limits.total,
             progress: &progress,
             stop: &ct,
         };
@@ -607,6 +607,7 @@ impl Runner {
             let mut call = job.clone();
             let fallback = !first.swap(false, std::sync::atomic::Ordering::Relaxed);
             call.model = t.model;
+            call.limits.total = t.total;
             let (ct, progress, transcript) = (&ct, &progress, &transcript);
             async move {
                 let mut events = Vec::new();
@@ -614,19 +615,12 @@ impl Runner {
                     // The transcript says where the next attempt starts and on which model.
                     events.push(serde_json::json!({"kind": "fallback", "model": model}));
                 }
-                let keep = transcript
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .is_some();
+                let keep = lock(transcript).is_some();
                 let (result, tools_ran) = self
                     .pool
                     .prompt(call, ct, progress, keep.then_some(&mut events))
                     .await;
-                if let Some(out) = transcript
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .as_mut()
-                {
+                if let Some(out) = lock(transcript).as_mut() {
                     out.extend(events);
                 }
                 Attempted { result, tools_ran }

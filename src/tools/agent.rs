@@ -330,6 +330,7 @@ async fn decode(env: &Env<'_>, arguments: Option<&JsonObject>) -> Result<Decoded
                 asker: env.asker.clone(),
                 ceiling: env.policy.approval_ceiling,
             }),
+            limits: env.policy.deadlines,
         },
         task_note: a.task_note,
         debug: a.debug.unwrap_or(false),

@@ -134,6 +134,9 @@ pub struct PromptCall {
     pub dirs: Vec<PathBuf>,
     /// `approval_mode: "ask"`: permission requests become questions to the client's user.
     pub asking: Option<crate::ask::Asking>,
+    /// The operator's deadlines (`GEMINICLI_MCP_*_TIMEOUT_MS`) for the turn; the runner narrows
+    /// `total` to what a retry leaves of it.
+    pub limits: Deadlines,
 }
 
 /// A prompt's outcome.
@@ -657,7 +660,7 @@ impl Pool {
                 &session,
                 blocks,
                 fold,
-                Deadlines::default(),
+                call.limits,
                 ct,
                 progress,
                 call.asking.as_ref(),
@@ -691,8 +694,14 @@ impl Pool {
             facts.model = None;
             return Err(cancelled("by the client").with_run(facts));
         }
-        if let Some(Stop::OutputCap(cap)) = turn.stopped {
-            return Err(output_cap_failure(cap).with_run(facts(answer)));
+        match turn.stopped {
+            Some(Stop::OutputCap(cap)) => {
+                return Err(output_cap_failure(cap).with_run(facts(answer)))
+            }
+            Some(Stop::Deadline(limit)) => {
+                return Err(deadline_failure(call.limits, limit).with_run(facts(answer)))
+            }
+            None => {}
         }
         match turn.outcome {
             Ok(result) => {
@@ -1018,6 +1027,15 @@ fn output_cap_failure(cap: usize) -> Failure {
     Failure::new(
         ErrorKind::OutputLimit,
         format!("the agent's answer passed the output cap ({cap} bytes); its prompt was cancelled. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer"),
+    )
+}
+
+/// The failure of a turn that `limit` of `limits` ended.
+fn deadline_failure(limits: Deadlines, limit: Limit) -> Failure {
+    let ms = limits.of(limit).map_or(0, |d| d.as_millis());
+    Failure::new(
+        ErrorKind::Timeout,
+        format!("{}; the agent's prompt was cancelled", limit.passed(ms)),
     )
 }
 

@@ -13,8 +13,8 @@ use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    cancelled, output_cap_failure, start_turn, turn_failure, Answer, Key, Pool, Session, Slot,
-    Stop, Turn, Using,
+    cancelled, deadline_failure, output_cap_failure, start_turn, turn_failure, Answer, Key, Pool,
+    Session, Slot, Stop, Turn, Using,
 };
 use crate::acp::client::Connection;
 use crate::approval::ApprovalMode;
@@ -464,12 +464,10 @@ impl Pool {
             return (Err(output_cap_failure(cap).with_run(facts)), events);
         }
         if let Some(Stop::Deadline(limit)) = stopped {
-            let ms = call.limits.of(limit).map_or(0, |d| d.as_millis());
-            let f = Failure::new(
-                ErrorKind::Timeout,
-                format!("{}; the agent's prompt was cancelled", limit.passed(ms)),
+            return (
+                Err(deadline_failure(call.limits, limit).with_run(facts)),
+                events,
             );
-            return (Err(f.with_run(facts)), events);
         }
         if by_client {
             let f = if self.shutdown.is_cancelled() {
