@@ -9,15 +9,15 @@ use crate::sync::lock;
 use rmcp::model::Resource;
 
 /// Most answers kept readable as resources; the oldest goes first.
-pub const MAX_STORED_ANSWERS: usize = 32;
+pub(crate) const MAX_STORED_ANSWERS: usize = 32;
 /// Most bytes of answers kept readable as resources; the oldest go first.
-pub const MAX_STORED_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_STORED_BYTES: usize = 64 * 1024 * 1024;
 /// URI prefix of stored answers.
-pub const ANSWER_URI_PREFIX: &str = "geminicli-mcp://answers/";
+pub(crate) const ANSWER_URI_PREFIX: &str = "geminicli-mcp://answers/";
 
 /// The store (shared by every client of the server).
 #[derive(Default)]
-pub struct Answers {
+pub(crate) struct Answers {
     entries: Mutex<Entries>,
 }
 
@@ -30,12 +30,12 @@ struct Entries {
 impl Answers {
     /// Keeps `text` and returns its id and its resource (URI, size, description). The id is 128
     /// random bits: knowing one answer's id tells nothing of another's.
-    pub fn keep(&self, text: String, total_chars: usize) -> (String, Resource) {
+    pub(crate) fn keep(&self, text: String, total_chars: usize) -> (String, Resource) {
         self.keep_shared(Arc::new(text), total_chars)
     }
 
     /// [`Answers::keep`] of a text others hold too: kept without a copy.
-    pub fn keep_shared(&self, text: Arc<String>, total_chars: usize) -> (String, Resource) {
+    pub(crate) fn keep_shared(&self, text: Arc<String>, total_chars: usize) -> (String, Resource) {
         let id = new_id();
         let uri = format!("{ANSWER_URI_PREFIX}{id}");
         let size = text.len() as u64;
@@ -60,12 +60,12 @@ impl Answers {
     }
 
     /// The answer kept at `uri` (a resource), while it is kept.
-    pub fn get_uri(&self, uri: &str) -> Option<Arc<String>> {
+    pub(crate) fn get_uri(&self, uri: &str) -> Option<Arc<String>> {
         self.get(uri.strip_prefix(ANSWER_URI_PREFIX)?)
     }
 
     /// The answer with this id, while it is kept.
-    pub fn get(&self, uri: &str) -> Option<Arc<String>> {
+    pub(crate) fn get(&self, uri: &str) -> Option<Arc<String>> {
         let e = lock(&self.entries);
         e.list
             .iter()
@@ -74,7 +74,7 @@ impl Answers {
     }
 
     /// The resource of the kept answer `id`, while it is kept.
-    pub fn resource(&self, id: &str) -> Option<Resource> {
+    pub(crate) fn resource(&self, id: &str) -> Option<Resource> {
         let text = self.get(id)?;
         let mut r = Resource::new(format!("{ANSWER_URI_PREFIX}{id}"), "full Gemini answer");
         r.mime_type = Some("text/plain".into());
@@ -87,7 +87,7 @@ impl Answers {
     }
 
     /// Every kept answer as a resource, oldest first.
-    pub fn list(&self) -> Vec<Resource> {
+    pub(crate) fn list(&self) -> Vec<Resource> {
         let e = lock(&self.entries);
         e.list
             .iter()

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 /// Default time a question waits for its answer before the tool is rejected.
-pub const DEFAULT_ASK_TIMEOUT_MS: u64 = 120_000;
+pub(crate) const DEFAULT_ASK_TIMEOUT_MS: u64 = 120_000;
 
 /// What the agent asks to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +84,7 @@ impl Reply {
 }
 
 /// A pending answer.
-pub type Asked = Pin<Box<dyn Future<Output = Reply> + Send>>;
+pub(crate) type Asked = Pin<Box<dyn Future<Output = Reply> + Send>>;
 
 /// Puts a question to the client's user.
 pub trait Asker: Send + Sync {
@@ -114,14 +114,14 @@ impl std::fmt::Debug for Asking {
 }
 
 /// The values of the form's one field.
-pub const ALLOW_ONCE: &str = "allow_once";
+pub(crate) const ALLOW_ONCE: &str = "allow_once";
 /// "Allow for this session".
-pub const ALLOW_SESSION: &str = "allow_session";
+pub(crate) const ALLOW_SESSION: &str = "allow_session";
 /// "Reject".
-pub const REJECT: &str = "reject";
+pub(crate) const REJECT: &str = "reject";
 
 /// The form's message: what the agent wants to do, in plain words.
-pub fn message(q: &Question) -> String {
+pub(crate) fn message(q: &Question) -> String {
     let mut m = format!("Gemini wants to run a tool ({}): {}", q.kind, q.title);
     if !q.locations.is_empty() {
         m.push_str(&format!("\nFiles: {}", q.locations.join(", ")));
@@ -131,7 +131,7 @@ pub fn message(q: &Question) -> String {
 }
 
 /// The form's schema: one required choice, never free text (a form never asks for secrets).
-pub fn schema(q: &Question) -> Value {
+pub(crate) fn schema(q: &Question) -> Value {
     let mut choices = vec![json!({"const": ALLOW_ONCE, "title": "Allow once"})];
     if q.session_option {
         choices.push(json!({"const": ALLOW_SESSION, "title": "Allow for this session"}));
@@ -149,24 +149,24 @@ pub fn schema(q: &Question) -> Value {
 }
 
 /// The `elicitation/create` parameters of `q` (form mode).
-pub fn form(q: &Question) -> Value {
+pub(crate) fn form(q: &Question) -> Value {
     json!({"mode": "form", "message": message(q), "requestedSchema": schema(q)})
 }
 
 /// The key of a call's `n`-th question in `inputRequests` (`permission-1`, …): unique over the call.
-pub fn request_key(n: u32) -> String {
+pub(crate) fn request_key(n: u32) -> String {
     format!("permission-{n}")
 }
 
 /// `q` as an input request of the 2026-07-28 protocol (a task's or a multi-round-trip result's):
 /// the `elicitation/create` form. `None` only if rmcp would not hold the form.
-pub fn input_request(q: &Question) -> Option<rmcp::model::InputRequest> {
+pub(crate) fn input_request(q: &Question) -> Option<rmcp::model::InputRequest> {
     serde_json::from_value(json!({"method": "elicitation/create", "params": form(q)})).ok()
 }
 
 /// The reply an elicitation result (`action`, `content`) stands for. Anything but an accepted,
 /// known choice rejects; "allow for this session" counts only when it was offered.
-pub fn reply_of(q: &Question, result: &Value) -> Reply {
+pub(crate) fn reply_of(q: &Question, result: &Value) -> Reply {
     match result["action"].as_str() {
         Some("accept") => match result["content"]["decision"].as_str() {
             Some(ALLOW_ONCE) => Reply::AllowOnce,

@@ -103,7 +103,7 @@ const TICK: Duration = Duration::from_millis(50);
 /// Resolves with the first of `limits` to pass for a run that started at `started`:
 /// `first_content` and `last_activity` report when content first came and when the run last
 /// printed a byte. Never resolves when no limit is set.
-pub async fn first_to_pass(
+pub(crate) async fn first_to_pass(
     limits: Deadlines,
     started: Instant,
     first_content: impl Fn() -> Option<Instant>,

@@ -5,11 +5,11 @@
 use serde_json::Value;
 
 /// Most bytes of the child's stderr repeated in an error result (the tail is kept).
-pub const STDERR_TAIL_BYTES: usize = 4096;
+pub(crate) const STDERR_TAIL_BYTES: usize = 4096;
 /// Most characters of a partial answer or raw response a failure shows (the rest is kept and
 /// readable on); with the first lines and the stderr tail, a failure stays under the 11,024
 /// characters past which Claude Code cuts an error result in the middle.
-pub const PARTIAL_TEXT_CHARS: usize = 4000;
+pub(crate) const PARTIAL_TEXT_CHARS: usize = 4000;
 
 /// Every kind of failure a call can end with. The string form is the `KIND` of the first line and
 /// the `errorKind` field.
@@ -294,7 +294,7 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
-pub use crate::structured::ValidationIssue;
+pub(crate) use crate::structured::ValidationIssue;
 
 /// What the run behind a failure left: everything a failure reports besides its kind, exit code
 /// and message. Empty for a failure decided before anything ran.
@@ -435,7 +435,7 @@ impl std::fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 /// The last `max` bytes of `bytes`, lossily decoded, starting at a character boundary.
-pub fn tail_lossy(bytes: &[u8], max: usize) -> String {
+pub(crate) fn tail_lossy(bytes: &[u8], max: usize) -> String {
     let start = bytes.len().saturating_sub(max);
     let mut tail = &bytes[start..];
     // Skip UTF-8 continuation bytes so the cut does not produce a replacement character.

@@ -21,12 +21,12 @@ use tokio_util::sync::CancellationToken;
 use crate::ask::{Asked, Asker, Question, Reply, Why};
 
 /// Most questions one held call asks.
-pub const MAX_ROUNDS: u32 = 8;
+pub(crate) const MAX_ROUNDS: u32 = 8;
 /// Most calls held at once.
-pub const MAX_HELD: usize = 64;
+pub(crate) const MAX_HELD: usize = 64;
 
 /// What a held call's run reports.
-pub enum Event {
+pub(crate) enum Event {
     /// A question, and where its reply goes.
     Question(Question, oneshot::Sender<Reply>),
     /// The call's result.
@@ -34,7 +34,7 @@ pub enum Event {
 }
 
 /// A held call between two rounds.
-pub struct Round {
+pub(crate) struct Round {
     /// The run's events.
     pub events: mpsc::UnboundedReceiver<Event>,
     /// The question the client is answering, with its key and reply.
@@ -54,7 +54,7 @@ struct Entry {
 
 /// The held calls of one server.
 #[derive(Clone, Default)]
-pub struct Held {
+pub(crate) struct Held {
     store: Arc<Mutex<HashMap<String, Entry>>>,
     holds: Arc<std::sync::atomic::AtomicU64>,
 }
@@ -66,7 +66,12 @@ impl Held {
 
     /// Holds `round` under a fresh id until the client's retry or `wait` (then its run is
     /// cancelled). `None` when [`MAX_HELD`] calls are held already.
-    pub fn hold(&self, owner: Option<String>, round: Round, wait: Duration) -> Option<String> {
+    pub(crate) fn hold(
+        &self,
+        owner: Option<String>,
+        round: Round,
+        wait: Duration,
+    ) -> Option<String> {
         let id = crate::tasks::new_id();
         let hold = self.holds.fetch_add(1, Ordering::Relaxed);
         {
@@ -92,7 +97,7 @@ impl Held {
     }
 
     /// Takes the held call `id` back for `owner`'s retry.
-    pub fn resume(&self, owner: Option<&str>, id: &str) -> Option<Round> {
+    pub(crate) fn resume(&self, owner: Option<&str>, id: &str) -> Option<Round> {
         let mut store = self.lock();
         match store.get(id) {
             Some(e) if e.owner.as_deref() == owner => store.remove(id).map(|e| e.round),
@@ -109,7 +114,7 @@ impl Held {
 
 /// Asks through the held call's rounds: each question goes to the pending request as an input
 /// request; past [`MAX_ROUNDS`] questions are rejected without asking.
-pub struct RoundAsker {
+pub(crate) struct RoundAsker {
     events: mpsc::UnboundedSender<Event>,
     asked: AtomicU32,
     timeout: Duration,
@@ -117,7 +122,7 @@ pub struct RoundAsker {
 
 impl RoundAsker {
     /// An asker sending its questions to `events`.
-    pub fn new(events: mpsc::UnboundedSender<Event>, timeout: Duration) -> Self {
+    pub(crate) fn new(events: mpsc::UnboundedSender<Event>, timeout: Duration) -> Self {
         RoundAsker {
             events,
             asked: AtomicU32::new(0),

@@ -215,7 +215,7 @@ impl Policy {
 }
 
 /// `path` made absolute and resolved (symlinks, `..`), without the `\\?\` prefix Windows adds.
-pub fn canonical(path: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn canonical(path: &Path) -> std::io::Result<PathBuf> {
     let p = std::fs::canonicalize(path)?;
     #[cfg(windows)]
     {
@@ -232,10 +232,11 @@ pub fn canonical(path: &Path) -> std::io::Result<PathBuf> {
 
 /// File extensions of the images the Gemini CLI attaches from an `@` reference (its inline
 /// image types; any case).
-pub const IMAGE_EXTENSIONS: [&str; 7] = ["png", "jpg", "jpeg", "gif", "webp", "heic", "heif"];
+pub(crate) const IMAGE_EXTENSIONS: [&str; 7] =
+    ["png", "jpg", "jpeg", "gif", "webp", "heic", "heif"];
 
 /// Whether `path` has an image extension the CLI attaches.
-pub fn is_supported_image(path: &Path) -> bool {
+pub(crate) fn is_supported_image(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| IMAGE_EXTENSIONS.iter().any(|x| x.eq_ignore_ascii_case(e)))
@@ -243,7 +244,7 @@ pub fn is_supported_image(path: &Path) -> bool {
 
 /// What a checked path must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expect {
+pub(crate) enum Expect {
     /// An existing directory.
     Dir,
     /// An existing regular file.
@@ -254,7 +255,7 @@ pub enum Expect {
 /// says, contain no comma (the CLI splits its array flags on commas), and lie under one of
 /// `roots` and, when the client advertised MCP roots, under one of `client_roots` too. Returns
 /// the canonical path. A refusal names the argument, the path and the rule.
-pub fn check_path(
+pub(crate) fn check_path(
     argument: &str,
     raw: &str,
     base: &Path,
@@ -313,7 +314,7 @@ pub fn check_path(
 
 /// Where `save_file` writes: a directory under a root, and a file name in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SaveTarget {
+pub(crate) struct SaveTarget {
     /// The root the directory lies under (canonical).
     pub root: PathBuf,
     /// The directory (canonical, under `root`).
@@ -324,7 +325,7 @@ pub struct SaveTarget {
 
 impl SaveTarget {
     /// The file's path.
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.dir.join(&self.name)
     }
 }
@@ -332,7 +333,7 @@ impl SaveTarget {
 /// Checks `save_file`: its directory must exist and lie under the roots (as [`check_path`]);
 /// the file itself may be new, and must not be a directory. Returns where to write, with the root
 /// the write starts from again ([`crate::save`]).
-pub fn check_save_path(
+pub(crate) fn check_save_path(
     raw: &str,
     base: &Path,
     roots: &[PathBuf],
@@ -372,7 +373,7 @@ pub fn check_save_path(
 /// call may wait minutes for its slot; a directory on the path swapped for a symlink meanwhile
 /// would hand the CLI a place the check never saw. (The CLI receives paths, so a swap after this
 /// still reaches it: the roots limit what a caller may name, not what the CLI can touch.)
-pub fn unchanged(argument: &str, path: &Path) -> Result<(), Failure> {
+pub(crate) fn unchanged(argument: &str, path: &Path) -> Result<(), Failure> {
     match canonical(path) {
         Ok(now) if now == path => Ok(()),
         Ok(now) => Err(Failure::invalid_input(format!(
@@ -399,7 +400,7 @@ fn join(paths: &[PathBuf]) -> String {
 }
 
 /// The local path of a `file://` root URI (percent-decoded); `None` for other schemes.
-pub fn file_uri_path(uri: &str) -> Option<PathBuf> {
+pub(crate) fn file_uri_path(uri: &str) -> Option<PathBuf> {
     let rest = uri.strip_prefix("file://")?;
     // `file://host/path`: only an empty host or localhost is this machine.
     let path = match rest.find('/') {

@@ -15,9 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 /// Shortest interval between two content progress notifications (urgent ones and heartbeats
 /// aside).
-pub const MIN_INTERVAL: Duration = Duration::from_millis(1000);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(1000);
 /// Characters of the latest answer text quoted in a progress message, and of an event's title.
-pub const PREVIEW_CHARS: usize = 60;
+pub(crate) const PREVIEW_CHARS: usize = 60;
 /// How often the reporter looks for something to send.
 const TICK: Duration = Duration::from_millis(200);
 
@@ -385,7 +385,7 @@ fn due(dirty: bool, urgent: bool, since: Duration, heartbeat: Duration) -> bool 
 
 /// The first non-blank line of `text`, at most [`PREVIEW_CHARS`] characters: how an event
 /// names a title or a thought.
-pub fn preview(text: &str) -> String {
+pub(crate) fn preview(text: &str) -> String {
     let line = text
         .lines()
         .find(|l| !l.trim().is_empty())

@@ -22,15 +22,15 @@ use crate::gemini::outcome;
 /// too, and on Codex's 4 bytes a token): under Codex's 47,964 and Claude Code's 50,000.
 pub const DEFAULT_BUDGET_BYTES: usize = 40_000;
 /// The least budget the operator may set: room for a failure's first lines.
-pub const MIN_BUDGET_BYTES: usize = 4_096;
+pub(crate) const MIN_BUDGET_BYTES: usize = 4_096;
 /// The stderr tail a failure shows by default (the whole kept tail with `debug`).
-pub const STDERR_SHOWN_BYTES: usize = 1024;
+pub(crate) const STDERR_SHOWN_BYTES: usize = 1024;
 /// The name of the tool that reads on.
-pub const READ_ANSWER: &str = "gemini_read_answer";
+pub(crate) const READ_ANSWER: &str = "gemini_read_answer";
 
 /// How a call's result is rendered.
 #[derive(Clone, Copy)]
-pub struct Render<'a> {
+pub(crate) struct Render<'a> {
     /// The kept long answers.
     pub answers: &'a Answers,
     /// The budget of the whole serialised result.
@@ -45,7 +45,7 @@ pub struct Render<'a> {
 /// Where a cut text continues: the id to read it by, the next offset and the whole length, in
 /// characters.
 #[derive(Debug, Clone)]
-pub struct Continuation {
+pub(crate) struct Continuation {
     /// The kept text's id.
     pub answer_id: String,
     /// The first character not shown.
@@ -57,7 +57,7 @@ pub struct Continuation {
 impl Continuation {
     /// The call that reads on, as a model would write it: no quotes, so it reads the same inside
     /// a JSON string.
-    pub fn call(&self) -> String {
+    pub(crate) fn call(&self) -> String {
         format!(
             "{READ_ANSWER} answer_id={} offset={}",
             self.answer_id, self.next_offset
@@ -84,7 +84,7 @@ impl Continuation {
 
 /// The serialised size of a result, what a client receives: counted as it is written, never
 /// held (an answer as long as the output cap would be, twice over, while the buffer doubles).
-pub fn size(result: &CallToolResult) -> usize {
+pub(crate) fn size(result: &CallToolResult) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -110,7 +110,7 @@ impl Render<'_> {
     /// `text` from character `from`, whole when the result `build` makes of it fits the budget;
     /// otherwise the longest head that fits, kept whole in the store and continued there.
     /// `build(page, continuation)` makes the result for one page.
-    pub fn page(
+    pub(crate) fn page(
         &self,
         text: &str,
         from: usize,
@@ -181,7 +181,7 @@ impl Render<'_> {
 
     /// A prompt tool's answer. `json` is `gemini_prompt_structured`'s value, which is never cut:
     /// too long for the budget, it is a failure saying so, readable whole by its id.
-    pub fn answer(
+    pub(crate) fn answer(
         &self,
         text: &str,
         facts: &Map<String, Value>,
@@ -242,7 +242,12 @@ impl Render<'_> {
     }
 
     /// `gemini_read_answer`: the part of a kept answer from `offset`.
-    pub fn read(&self, answer_id: &str, offset: usize, max_chars: Option<usize>) -> CallToolResult {
+    pub(crate) fn read(
+        &self,
+        answer_id: &str,
+        offset: usize,
+        max_chars: Option<usize>,
+    ) -> CallToolResult {
         let Some(text) = self.answers.get(answer_id) else {
             return self.failure(&Failure::invalid_input(format!(
                 "no kept answer has the id {answer_id:?}: answers are kept in memory, the last {} and at most {} MiB, oldest first out, and only while the server runs. Run the prompt again",
@@ -290,13 +295,13 @@ impl Render<'_> {
     /// A failure: the text and `structuredContent` say the same — the first line, the fix, the
     /// retry delay, the validation errors, the stderr tail without the CLI's noise, the partial
     /// answer. A partial answer or raw response too long to show is cut, kept and readable on.
-    pub fn failure(&self, f: &Failure) -> CallToolResult {
+    pub(crate) fn failure(&self, f: &Failure) -> CallToolResult {
         self.failure_with(f, &Map::new())
     }
 
     /// [`Render::failure`] with what the call asked to see (`extras`: its task note, debug
     /// report, …) added to `structuredContent`.
-    pub fn failure_with(&self, f: &Failure, extras: &Map<String, Value>) -> CallToolResult {
+    pub(crate) fn failure_with(&self, f: &Failure, extras: &Map<String, Value>) -> CallToolResult {
         let (text, mut sc) = self.failure_parts(f);
         sc.extend(extras.clone());
         self.result(text, Value::Object(sc), true)
@@ -304,7 +309,7 @@ impl Render<'_> {
 
     /// The `acp` set's `gemini` failure: gemini_mcp's contract (`success: false`, `SESSION_ID`,
     /// `agent_messages`, `error`, …) with the kind, exit code and fix, and `extras` on top.
-    pub fn agent_failure(&self, f: &Failure, extras: &Map<String, Value>) -> CallToolResult {
+    pub(crate) fn agent_failure(&self, f: &Failure, extras: &Map<String, Value>) -> CallToolResult {
         let (text, parts) = self.failure_parts(f);
         let mut v = Map::new();
         v.insert("success".into(), json!(false));
@@ -334,13 +339,13 @@ impl Render<'_> {
     }
 
     /// A listing or another small value: its compact JSON as the text, and as `structuredContent`.
-    pub fn value(&self, v: Value) -> CallToolResult {
+    pub(crate) fn value(&self, v: Value) -> CallToolResult {
         self.result(v.to_string(), v, false)
     }
 
     /// The `acp` set's `gemini` answer (gemini_mcp's contract in `v`): whole when it fits the
     /// budget, else `agent_messages` cut like a prompt tool's answer, continued by its id.
-    pub fn agent_answer(&self, v: Map<String, Value>) -> CallToolResult {
+    pub(crate) fn agent_answer(&self, v: Map<String, Value>) -> CallToolResult {
         let messages = v["agent_messages"].as_str().unwrap_or_default().to_string();
         self.page(
             &messages,
@@ -442,7 +447,7 @@ impl Render<'_> {
 
     /// A result of the given text and `structuredContent` (the latter only for clients that
     /// take it).
-    pub fn result(&self, text: String, structured: Value, error: bool) -> CallToolResult {
+    pub(crate) fn result(&self, text: String, structured: Value, error: bool) -> CallToolResult {
         let content = vec![ContentBlock::text(text)];
         let mut result = if error {
             CallToolResult::error(content)
@@ -460,7 +465,7 @@ impl Render<'_> {
 /// prints on every run or that say nothing a model can act on (terminal and colour warnings, the
 /// YOLO and ripgrep notices, start-up metrics, JavaScript stack frames), the private paths of its
 /// error reports, and at most [`STDERR_SHOWN_BYTES`] of what is left (its end).
-pub fn stderr_shown(tail: &str) -> String {
+pub(crate) fn stderr_shown(tail: &str) -> String {
     let mut kept: Vec<String> = Vec::new();
     for line in tail.lines() {
         let trimmed = line.trim();

@@ -49,7 +49,7 @@ async fn client_roots(peer: Option<&Peer<RoleServer>>) -> Result<Option<Vec<Path
 }
 
 /// The roots one call's paths are checked against.
-pub struct Roots<'a> {
+pub(crate) struct Roots<'a> {
     policy: &'a Policy,
     /// The server's working directory: the default workspace and root.
     cwd: &'a Path,
@@ -59,7 +59,7 @@ pub struct Roots<'a> {
 
 impl<'a> Roots<'a> {
     /// The roots of a call from `client` (none: no client roots to honour).
-    pub fn new(policy: &'a Policy, cwd: &'a Path, client: Option<Peer<RoleServer>>) -> Self {
+    pub(crate) fn new(policy: &'a Policy, cwd: &'a Path, client: Option<Peer<RoleServer>>) -> Self {
         Roots {
             policy,
             cwd,
@@ -69,13 +69,13 @@ impl<'a> Roots<'a> {
     }
 
     /// The server's working directory.
-    pub fn cwd(&self) -> &Path {
+    pub(crate) fn cwd(&self) -> &Path {
         self.cwd
     }
 
     /// Checks one path argument (see [`policy::check_path`]), asking the client for its roots
     /// on the call's first path.
-    pub async fn check(
+    pub(crate) async fn check(
         &self,
         argument: &str,
         raw: &str,
@@ -94,13 +94,21 @@ impl<'a> Roots<'a> {
     }
 
     /// Checks `save_file` (see [`policy::check_save_path`]).
-    pub async fn check_save(&self, raw: &str, base: &Path) -> Result<policy::SaveTarget, Failure> {
+    pub(crate) async fn check_save(
+        &self,
+        raw: &str,
+        base: &Path,
+    ) -> Result<policy::SaveTarget, Failure> {
         let client = self.client_roots().await?;
         policy::check_save_path(raw, base, &self.policy.roots(self.cwd), client)
     }
 
     /// The workspace a call names (`None`: the server's working directory), checked.
-    pub async fn workspace(&self, argument: &str, raw: Option<&str>) -> Result<PathBuf, Failure> {
+    pub(crate) async fn workspace(
+        &self,
+        argument: &str,
+        raw: Option<&str>,
+    ) -> Result<PathBuf, Failure> {
         match raw {
             Some(raw) => self.check(argument, raw, self.cwd, Expect::Dir).await,
             None => Ok(self.cwd.to_path_buf()),
@@ -118,7 +126,7 @@ impl<'a> Roots<'a> {
 
 /// The path arguments of a prompt call, as given.
 #[derive(Debug, Default, Clone)]
-pub struct PathArgs {
+pub(crate) struct PathArgs {
     /// `workspace`.
     pub workspace: Option<String>,
     /// `include_directories`.
@@ -131,7 +139,7 @@ pub struct PathArgs {
 
 /// The path arguments of a prompt call, checked: canonical, existing, under the roots.
 #[derive(Debug, Clone)]
-pub struct Paths {
+pub(crate) struct Paths {
     /// The CLI's working directory.
     pub cwd: PathBuf,
     /// `--include-directories` entries.
@@ -146,7 +154,7 @@ pub struct Paths {
 
 /// Checks a prompt call's path arguments. The CLI inlines an `@` reference only when the file
 /// exists inside its workspace and drops it silently otherwise: every image is checked here.
-pub async fn resolve(roots: &Roots<'_>, args: &PathArgs) -> Result<Paths, Failure> {
+pub(crate) async fn resolve(roots: &Roots<'_>, args: &PathArgs) -> Result<Paths, Failure> {
     let cwd = roots
         .workspace("workspace", args.workspace.as_deref())
         .await?;

@@ -9,11 +9,11 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-pub use crate::policy::SaveTarget;
+pub(crate) use crate::policy::SaveTarget;
 
 /// Writes `answer` to the target atomically: a reader never sees half an answer. Returns the
 /// path written, or why nothing was.
-pub fn save_answer(target: &SaveTarget, answer: &str) -> Result<PathBuf, String> {
+pub(crate) fn save_answer(target: &SaveTarget, answer: &str) -> Result<PathBuf, String> {
     write(target, answer.as_bytes())?;
     Ok(target.path())
 }

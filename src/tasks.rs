@@ -23,11 +23,11 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 /// Default time a task is kept after it finished, or after the client last asked about it.
-pub const DEFAULT_RETENTION_MS: u64 = 600_000;
+pub(crate) const DEFAULT_RETENTION_MS: u64 = 600_000;
 /// Default number of tasks held at once, running and finished.
-pub const DEFAULT_MAX_TASKS: usize = 64;
+pub(crate) const DEFAULT_MAX_TASKS: usize = 64;
 /// The poll interval suggested to clients.
-pub const POLL_INTERVAL_MS: u64 = 1_000;
+pub(crate) const POLL_INTERVAL_MS: u64 = 1_000;
 /// How often expired tasks are looked for.
 const SWEEP: Duration = Duration::from_secs(1);
 
@@ -54,7 +54,7 @@ impl Default for TaskLimits {
 }
 
 /// What a finished run left.
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The call's result (a `CallToolResult`, tool errors included), as JSON.
     Completed(JsonObject),
     /// A JSON-RPC error the call failed with (the run panicked).
@@ -63,7 +63,7 @@ pub enum Outcome {
 
 /// The tasks of one server. Cheap to clone: everything is shared.
 #[derive(Clone)]
-pub struct Tasks {
+pub(crate) struct Tasks {
     store: Arc<Mutex<Store>>,
     limits: TaskLimits,
 }
@@ -107,7 +107,7 @@ struct Pending {
 }
 
 /// What a task's run has of its task: its cancellation, its status message, its questions.
-pub struct Handle {
+pub(crate) struct Handle {
     /// Cancelled by `tasks/cancel`, or when the task expires.
     pub cancel: CancellationToken,
     tasks: Tasks,
@@ -116,14 +116,14 @@ pub struct Handle {
 
 impl Handle {
     /// Sets the task's status message.
-    pub fn status(&self, message: String) {
+    pub(crate) fn status(&self, message: String) {
         self.tasks.set_status(&self.id, message);
     }
 
     /// Puts `request` to the client as the task's input request: the task reads
     /// `input_required` until `tasks/update` answers it, and the answer (the client's result for
     /// the request) resolves the future; `None` when the task ended or was cancelled first.
-    pub async fn ask(&self, request: InputRequest) -> Option<Value> {
+    pub(crate) async fn ask(&self, request: InputRequest) -> Option<Value> {
         let rx = self.tasks.ask(&self.id, request)?;
         tokio::select! {
             answer = rx => answer.ok(),
@@ -153,7 +153,7 @@ fn unknown(id: &str) -> McpError {
 
 impl Tasks {
     /// A store under `limits`; its sweeper runs until `shutdown` (it needs a tokio runtime).
-    pub fn new(limits: TaskLimits, shutdown: &CancellationToken) -> Self {
+    pub(crate) fn new(limits: TaskLimits, shutdown: &CancellationToken) -> Self {
         let tasks = Tasks {
             store: Arc::default(),
             limits,
@@ -175,7 +175,7 @@ impl Tasks {
     }
 
     /// Whether calls may run as tasks.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.limits.enabled
     }
 
@@ -185,7 +185,7 @@ impl Tasks {
 
     /// Starts `run` as a task of `owner`: `run` gets the task's [`Handle`]. `None` when the store is full of running tasks (the caller runs
     /// the call as a plain one).
-    pub fn start<F, Fut>(&self, owner: Option<String>, run: F) -> Option<Task>
+    pub(crate) fn start<F, Fut>(&self, owner: Option<String>, run: F) -> Option<Task>
     where
         F: FnOnce(Handle) -> Fut,
         Fut: Future<Output = Outcome> + Send + 'static,
@@ -296,7 +296,7 @@ impl Tasks {
     }
 
     /// `tasks/get`: the task's state, its result once it has one.
-    pub fn get(&self, owner: Option<&str>, id: &str) -> Result<DetailedTask, McpError> {
+    pub(crate) fn get(&self, owner: Option<&str>, id: &str) -> Result<DetailedTask, McpError> {
         self.sweep();
         let mut store = self.lock();
         let e = store.visible(owner, id)?;
@@ -322,7 +322,7 @@ impl Tasks {
 
     /// `tasks/cancel`: cancels the run (its process tree is killed as a cancelled call's is); the
     /// task reads `cancelled` once the run has stopped. A finished task stays as it finished.
-    pub fn cancel(&self, owner: Option<&str>, id: &str) -> Result<(), McpError> {
+    pub(crate) fn cancel(&self, owner: Option<&str>, id: &str) -> Result<(), McpError> {
         let mut store = self.lock();
         let e = store.visible(owner, id)?;
         e.seen = Instant::now();
@@ -336,7 +336,7 @@ impl Tasks {
 
     /// `tasks/update`: the answer to the task's pending question, when `responses` holds its
     /// key; unknown and already answered keys are ignored, as the extension asks.
-    pub fn update(
+    pub(crate) fn update(
         &self,
         owner: Option<&str>,
         id: &str,
@@ -356,7 +356,7 @@ impl Tasks {
     }
 
     /// Forgets finished tasks past their retention and expires running ones nobody asked about.
-    pub fn sweep(&self) {
+    pub(crate) fn sweep(&self) {
         let retention = self.limits.retention;
         let mut store = self.lock();
         store.entries.retain(|_, e| {
@@ -431,7 +431,7 @@ impl Store {
 }
 
 /// A JSON-RPC internal error object.
-pub fn internal_error(message: &str) -> JsonObject {
+pub(crate) fn internal_error(message: &str) -> JsonObject {
     let mut error = JsonObject::new();
     error.insert("code".into(), (-32603).into());
     error.insert(

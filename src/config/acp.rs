@@ -5,19 +5,19 @@ use std::time::Duration;
 use super::parse::{split_list, Vars};
 
 /// Default time an agent may sit unused before it is shut down (10 minutes).
-pub const DEFAULT_IDLE_MS: u64 = 600_000;
+pub(super) const DEFAULT_IDLE_MS: u64 = 600_000;
 /// Default number of prompts a session serves before the next call starts a fresh one.
-pub const DEFAULT_MAX_TURNS: u32 = 20;
+pub(super) const DEFAULT_MAX_TURNS: u32 = 20;
 /// Default bound on every ACP request but `session/prompt` (start-up included: the real CLI takes
 /// 2.5-9 s before it reads its input).
-pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 120_000;
+pub(super) const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 120_000;
 /// Default number of prompts the agents run at once, server-wide.
-pub const DEFAULT_MAX_PROMPTS: usize = 16;
+pub(super) const DEFAULT_MAX_PROMPTS: usize = 16;
 /// Default number of fresh sessions an agent keeps made ahead for the prompt tools.
-pub const DEFAULT_SPARE_SESSIONS: usize = 2;
+pub(super) const DEFAULT_SPARE_SESSIONS: usize = 2;
 /// Default number of sessions an agent makes or loads before it is replaced (each costs the agent
 /// ~1.8 MB it never gives back, and starts the user's MCP servers again, which live as long as it).
-pub const DEFAULT_MAX_SESSIONS: u32 = 32;
+pub(super) const DEFAULT_MAX_SESSIONS: u32 = 32;
 
 /// Which backend answers the prompt tools (`GEMINICLI_MCP_BACKEND`, `--backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

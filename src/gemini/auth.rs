@@ -10,7 +10,7 @@ use crate::gemini::settings::{self, LayerFile};
 
 /// A headless start's credentials, as far as they can be read without running the CLI.
 #[derive(Debug, Clone, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// `security.auth.selectedType` of the highest layer that sets it, and that file.
     pub selected: Option<(String, PathBuf)>,
     /// `GOOGLE_GENAI_USE_GCA=true`.
@@ -53,7 +53,7 @@ const SET_A_KEY: &str = "set GEMINI_API_KEY (or configure Vertex AI) in the MCP 
 impl Seen {
     /// Reads the layers the CLI reads (highest first, [`settings::layers`]) and the environment
     /// `var` it gets.
-    pub fn read(layers: &[LayerFile], var: impl Fn(&str) -> Option<OsString>) -> Seen {
+    pub(crate) fn read(layers: &[LayerFile], var: impl Fn(&str) -> Option<OsString>) -> Seen {
         let set = |k: &str| var(k).is_some_and(|v| !v.is_empty());
         let is_true = |k: &str| var(k).is_some_and(|v| v == "true");
         // The workspace's file counts only in a trusted folder; the server passes --skip-trust,
@@ -82,7 +82,10 @@ impl Seen {
     }
 
     /// What a start in `workspace` with the environment `var` will see.
-    pub fn for_start(workspace: &Path, var: impl Fn(&str) -> Option<OsString> + Copy) -> Seen {
+    pub(crate) fn for_start(
+        workspace: &Path,
+        var: impl Fn(&str) -> Option<OsString> + Copy,
+    ) -> Seen {
         Seen::read(&settings::layers(workspace, var), var)
     }
 
@@ -116,7 +119,7 @@ impl Seen {
     }
 
     /// What a headless call will do.
-    pub fn verdict(&self) -> Verdict {
+    pub(crate) fn verdict(&self) -> Verdict {
         let Some((kind, origin)) = self.effective() else {
             let reason = match &self.cached_login {
                 Some(p) => format!("no auth method is selected or implied (the cached Google login {} is not used without one)", p.display()),

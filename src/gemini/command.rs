@@ -9,7 +9,7 @@ use crate::structured::{self, PreparedSchema};
 
 /// The CLI reads at most this many bytes of stdin (it truncates the rest and then drops the
 /// prompt without calling the API), so longer prompts are refused before spawning.
-pub const STDIN_CAP_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const STDIN_CAP_BYTES: usize = 8 * 1024 * 1024;
 /// Longest prompt sent, in UTF-16 code units (what JavaScript's `length` counts). Observed on the
 /// real CLI 0.61.0: it silently skips the API call (exit 0, zero tokens, `models: {}`) when
 /// floor(est(session context) + L/4) > 1,048,576 tokens, L being the prompt's UTF-16 length and the
@@ -17,15 +17,15 @@ pub const STDIN_CAP_BYTES: usize = 8 * 1024 * 1024;
 /// directory) estimated at 0.25 token per character: 4,193,815 ASCII characters were sent,
 /// 4,193,816 were not. The limit keeps 65,536 units (16,384 tokens) of that budget for the session
 /// context, so a prompt above it is refused instead of dropped.
-pub const MAX_PROMPT_UTF16_UNITS: usize = 4 * 1_048_576 - 65_536;
+pub(crate) const MAX_PROMPT_UTF16_UNITS: usize = 4 * 1_048_576 - 65_536;
 /// Longest accepted model name.
-pub const MAX_MODEL_CHARS: usize = 256;
+pub(crate) const MAX_MODEL_CHARS: usize = 256;
 
-pub use crate::gemini::inputs::{BASE_ARGS, CHILD_ENV};
+pub(crate) use crate::gemini::inputs::{BASE_ARGS, CHILD_ENV};
 
 /// What the caller asked for, already decoded from the tool arguments.
 #[derive(Debug, Clone, Default)]
-pub struct PromptRequest {
+pub(crate) struct PromptRequest {
     /// The prompt text.
     pub prompt: String,
     /// Text for the `<context>` block, if any.
@@ -51,7 +51,7 @@ pub struct PromptRequest {
 
 /// With `--sandbox` the CLI relaunches itself inside the sandbox with the prompt moved from stdin
 /// into one argv element, which Linux caps at 128 KiB (`MAX_ARG_STRLEN`).
-pub const SANDBOX_MAX_PROMPT_BYTES: usize = 128 * 1024;
+pub(crate) const SANDBOX_MAX_PROMPT_BYTES: usize = 128 * 1024;
 
 /// How a prompt that starts with `/` reaches the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub enum SlashCommands {
 }
 
 /// Checks an MCP server name: `[A-Za-z0-9._-]+` (the CLI splits the flag's values on commas).
-pub fn validate_server_name(name: &str) -> Result<(), Failure> {
+pub(crate) fn validate_server_name(name: &str) -> Result<(), Failure> {
     let ok = !name.is_empty()
         && name.len() <= 128
         && !name.starts_with('-')
@@ -83,7 +83,7 @@ pub fn validate_server_name(name: &str) -> Result<(), Failure> {
 /// The CLI's `@` reference for `path`: a backslash before every character its `@` parser would
 /// end the path at or treat specially (whitespace and shell metacharacters), so a path with a
 /// space reaches the request whole.
-pub fn at_reference(path: &str) -> String {
+pub(crate) fn at_reference(path: &str) -> String {
     let mut out = String::with_capacity(path.len() + 1);
     out.push('@');
     for c in path.chars() {
@@ -97,7 +97,7 @@ pub fn at_reference(path: &str) -> String {
 
 /// Everything needed to start the CLI for one request.
 #[derive(Debug, Clone)]
-pub struct Invocation {
+pub(crate) struct Invocation {
     /// Arguments after the program: flags only.
     pub args: Vec<OsString>,
     /// The bytes written to the child's stdin: the whole prompt.
@@ -107,7 +107,7 @@ pub struct Invocation {
 }
 
 /// Checks a model name: `[A-Za-z0-9._:/-]+`, not starting with `-` (it would read as a flag).
-pub fn validate_model(model: &str) -> Result<(), Failure> {
+pub(crate) fn validate_model(model: &str) -> Result<(), Failure> {
     if model.chars().count() > MAX_MODEL_CHARS {
         return Err(Failure::invalid_input(format!(
             "model name is longer than {MAX_MODEL_CHARS} characters"
@@ -129,7 +129,7 @@ fn preview(text: &str) -> String {
 
 /// Builds the invocation. `schema` is given for `gemini_prompt_structured` (already prepared, so
 /// its limits were checked).
-pub fn build(
+pub(crate) fn build(
     request: &PromptRequest,
     schema: Option<&PreparedSchema>,
     slash: SlashCommands,
@@ -221,7 +221,7 @@ pub fn build(
 /// `/memory show` then prints raw text into the JSON stream. Exactly those inputs get a backslash
 /// before the slash, which keeps the text readable for the model; every other prompt reaches the
 /// CLI unchanged.
-pub fn escape_slash(text: String) -> (String, bool) {
+pub(crate) fn escape_slash(text: String) -> (String, bool) {
     if is_slash_command(&text) {
         (format!("\\{text}"), true)
     } else {
@@ -230,7 +230,7 @@ pub fn escape_slash(text: String) -> (String, bool) {
 }
 
 /// The CLI's own test: whether it would run `input` as a slash command.
-pub fn is_slash_command(input: &str) -> bool {
+pub(crate) fn is_slash_command(input: &str) -> bool {
     input.starts_with('/') && !input.starts_with("//") && !input.starts_with("/*")
 }
 

@@ -9,12 +9,12 @@ use crate::gemini::resolve::Platform;
 
 /// Prefixes kept by `minimal` on every OS: the CLI's own settings and credentials, Google Cloud's
 /// (Vertex AI, ADC), Node's (`NODE_OPTIONS`, `NODE_EXTRA_CA_CERTS`), and the locale categories.
-pub const MINIMAL_PREFIXES: [&str; 5] = ["GEMINI_", "GOOGLE_", "CLOUDSDK_", "NODE_", "LC_"];
+pub(crate) const MINIMAL_PREFIXES: [&str; 5] = ["GEMINI_", "GOOGLE_", "CLOUDSDK_", "NODE_", "LC_"];
 
 /// Names kept by `minimal` on every OS: home and user (the CLI keeps its state in `~/.gemini`),
 /// `PATH` (node, git and the tools the CLI runs), proxies (both spellings, as Node's tools read
 /// either), the locale, and the temp directories.
-pub const MINIMAL_NAMES: [&str; 20] = [
+pub(crate) const MINIMAL_NAMES: [&str; 20] = [
     "HOME",
     "USER",
     "LOGNAME",
@@ -38,7 +38,7 @@ pub const MINIMAL_NAMES: [&str; 20] = [
 ];
 
 /// Names `minimal` also keeps on Windows, where Node and the CLI cannot start without them.
-pub const MINIMAL_WINDOWS_NAMES: [&str; 10] = [
+pub(crate) const MINIMAL_WINDOWS_NAMES: [&str; 10] = [
     "SystemRoot",
     "SystemDrive",
     "windir",
@@ -54,7 +54,7 @@ pub const MINIMAL_WINDOWS_NAMES: [&str; 10] = [
 /// Whether `minimal` keeps the variable `name`. `extra` are the operator's additions
 /// (`GEMINICLI_MCP_ENV_PASS`): exact names, or prefixes ending in `*`. Windows compares names
 /// without regard to case, as Windows does.
-pub fn keeps(name: &OsStr, extra: &[String], platform: Platform) -> bool {
+pub(crate) fn keeps(name: &OsStr, extra: &[String], platform: Platform) -> bool {
     let Some(name) = name.to_str() else {
         return false;
     };
@@ -77,7 +77,7 @@ pub fn keeps(name: &OsStr, extra: &[String], platform: Platform) -> bool {
 /// The variables a run starts from: `None` for `inherit` (the child inherits the server's
 /// environment), or the kept subset of `vars` for `minimal` (the child's environment is cleared
 /// first). The run's own additions (`NO_COLOR`, the private `TMPDIR`, …) come on top either way.
-pub fn base(
+pub(crate) fn base(
     policy: EnvPolicy,
     vars: impl IntoIterator<Item = (OsString, OsString)>,
     extra: &[String],

@@ -16,7 +16,7 @@ use crate::gemini::retention;
 
 /// A resolved CLI: what to execute and the arguments that come before the run's own.
 #[derive(Debug, Clone)]
-pub struct Launch {
+pub(crate) struct Launch {
     /// The program (an absolute path, or `node` for a JS entry).
     pub program: PathBuf,
     /// The JS entry when `program` is node, otherwise empty.
@@ -28,7 +28,7 @@ pub struct Launch {
 impl Launch {
     /// Finds the CLI for a run, per call (a CLI installed, or PATH fixed, after start-up is
     /// found): not found is `spawn_failed` with the resolver's fix.
-    pub fn resolve(config: &Config) -> Result<Launch, Failure> {
+    pub(crate) fn resolve(config: &Config) -> Result<Launch, Failure> {
         let found = resolve::resolve_on_host(config.gemini_bin.as_deref()).map_err(|e| {
             Failure::with_exit(ErrorKind::SpawnFailed, e.exit_code(), e.to_string())
         })?;
@@ -41,7 +41,7 @@ impl Launch {
 
     /// A run of this CLI in `cwd` with `args` (after the prefix) and `stdin`, in the environment
     /// a call gets: the server's own under the policy, plus the headless variables.
-    pub fn spec(
+    pub(crate) fn spec(
         &self,
         config: &Config,
         cwd: &Path,
@@ -54,7 +54,7 @@ impl Launch {
 
     /// [`Launch::spec`] starting from exactly `vars` instead of the server's environment (the
     /// doctor reports what the CLI would see from a given environment).
-    pub fn spec_from_vars(
+    pub(crate) fn spec_from_vars(
         &self,
         config: &Config,
         cwd: &Path,
@@ -131,7 +131,7 @@ fn environment_of(
 
 /// A CLI that could not be started as a tool failure: 127 when it is missing, 126 otherwise,
 /// with the fix. `what` names the process (`gemini`, `gemini --acp`).
-pub fn spawn_failure(e: SpawnError, what: &str) -> Failure {
+pub(crate) fn spawn_failure(e: SpawnError, what: &str) -> Failure {
     let (code, hint) = match &e {
         SpawnError::NotFound(_) => (
             127,

@@ -21,7 +21,7 @@ use crate::gemini::session;
 use crate::progress::{Hint, Progress, PREVIEW_CHARS};
 
 /// What one attempt is asked to do besides running `spec`.
-pub struct Attempt<'a> {
+pub(crate) struct Attempt<'a> {
     /// The call's progress: fed with every line, read by the deadlines and the start gate.
     pub progress: &'a Progress,
     /// The deadlines of this attempt (a retry has less of the total left).
@@ -37,7 +37,7 @@ pub struct Attempt<'a> {
 }
 
 /// One attempt's end.
-pub struct Ran {
+pub(crate) struct Ran {
     /// The answer, or what went wrong.
     pub result: Result<Success, Failure>,
     /// Whether the model called a tool.
@@ -49,7 +49,7 @@ pub struct Ran {
 }
 
 /// Runs `spec` to its end; `kill` ends it as a cancellation, `cause` says whose.
-pub async fn run(
+pub(crate) async fn run(
     spec: RunSpec,
     attempt: Attempt<'_>,
     kill: CancellationToken,

@@ -31,7 +31,7 @@ pub struct Success {
 
 /// Why the supervisor's cancellation fired, as the caller knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CancelCause {
+pub(crate) enum CancelCause {
     /// The client cancelled the request (no response will be sent).
     Client,
     /// The server is shutting down (signal, or stdin EOF past its grace).
@@ -60,7 +60,7 @@ fn facts(run: &RunOutput, transcript: &Transcript) -> RunFacts {
 ///
 /// The transcript is taken whole: a success's answer, or a failure's partial answer, is moved out
 /// of it, not copied, so a text as long as the output cap is held once.
-pub fn classify(
+pub(crate) fn classify(
     run: &RunOutput,
     transcript: Transcript,
     cancel_cause: CancelCause,
@@ -236,7 +236,7 @@ fn from_result(
 
 /// The reason of Google's refusal of the CLI's login for individual accounts (since 2026-06-18:
 /// `IneligibleTierError`, reason code `UNSUPPORTED_CLIENT`), when stderr reports it.
-pub fn unsupported_login(text: &str) -> Option<String> {
+pub(crate) fn unsupported_login(text: &str) -> Option<String> {
     const SIGNS: [&str; 3] = [
         "IneligibleTierError",
         "UNSUPPORTED_CLIENT",
@@ -320,7 +320,7 @@ static RETRY_IN: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The retry delay the API gave, in milliseconds.
-pub fn retry_delay_ms(text: &str) -> Option<u64> {
+pub(crate) fn retry_delay_ms(text: &str) -> Option<u64> {
     let caps = RETRY_IN.captures(text)?;
     let value: f64 = caps[1].parse().ok()?;
     let ms = if &caps[2] == "ms" {
@@ -343,7 +343,7 @@ fn api_error_kind(message: &str, stderr: &str, exit: i32) -> (ErrorKind, Option<
 }
 
 /// The upgrade hint of a `cli_too_old` failure (the doctor prints the same fix).
-pub const CLI_TOO_OLD_HINT: &str = "the Gemini CLI is too old for this server (it needs --skip-trust and -o stream-json: version 0.40.0 or newer)";
+pub(crate) const CLI_TOO_OLD_HINT: &str = "the Gemini CLI is too old for this server (it needs --skip-trust and -o stream-json: version 0.40.0 or newer)";
 
 /// Known failure texts on stderr when no `result` event came (pre-run failures print plain text,
 /// `-o json` failures a JSON document).
@@ -465,7 +465,7 @@ fn strip_ansi(line: &str) -> String {
 /// settings file (its `sudo chmod` advice is about that file, not the failure), the untrusted
 /// folder's overrides, the choice between two keys, a deprecated flag. Texts from the CLI's bundle
 /// and runs. The one list: a failure's message and the stderr tail it shows both skip these.
-pub fn is_notice(line: &str) -> bool {
+pub(crate) fn is_notice(line: &str) -> bool {
     const NOTICES: [&str; 15] = [
         "Warning: Basic terminal detected",
         "Warning: 256-color support not detected",

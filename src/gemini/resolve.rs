@@ -10,9 +10,9 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 /// The program name looked up when `GEMINI_CLI_BIN` is unset.
-pub const DEFAULT_PROGRAM: &str = "gemini";
+pub(crate) const DEFAULT_PROGRAM: &str = "gemini";
 /// Windows' own default when `PATHEXT` is unset.
-pub const DEFAULT_PATHEXT: &str = ".COM;.EXE;.BAT;.CMD;.VBS;.VBE;.JS;.JSE;.WSF;.WSH;.MSC";
+pub(crate) const DEFAULT_PATHEXT: &str = ".COM;.EXE;.BAT;.CMD;.VBS;.VBE;.JS;.JSE;.WSF;.WSH;.MSC";
 /// Shims are a few hundred bytes; a bigger "shim" is something else and is not read whole.
 const MAX_SHIM_BYTES: u64 = 64 * 1024;
 /// How to spell the fix in every not-found message.
@@ -22,7 +22,7 @@ const FIX: &str = "install the CLI (`npm install -g @google/gemini-cli`) or set 
 
 /// Whose lookup rules apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Platform {
+pub(crate) enum Platform {
     /// `:`-separated PATH, no extensions, any file is run directly.
     Unix,
     /// `;`-separated PATH, PATHEXT, and `.cmd`/`.bat`/`.ps1` never run (they need a shell).
@@ -31,7 +31,7 @@ pub enum Platform {
 
 impl Platform {
     /// The platform this binary was built for.
-    pub fn current() -> Self {
+    pub(crate) fn current() -> Self {
         if cfg!(windows) {
             Platform::Windows
         } else {
@@ -42,7 +42,7 @@ impl Platform {
 
 /// What to spawn: `program` with `prefix_args` before the server's own flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// An absolute path (or a path as the user gave it in `GEMINI_CLI_BIN`, made absolute).
     pub program: PathBuf,
     /// Arguments that come first: the JS entry when `program` is node, otherwise empty.
@@ -53,7 +53,7 @@ pub struct Resolved {
 
 /// Why no program could be chosen. Each message ends with the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ResolveError {
+pub(crate) enum ResolveError {
     /// Nothing to run where we looked.
     #[error("Gemini CLI not found: {detail}; {FIX}")]
     NotFound {
@@ -86,7 +86,7 @@ pub enum ResolveError {
 impl ResolveError {
     /// The shell-style exit code the server reports: 127 for "not found", 126 for "found but
     /// cannot be executed".
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             ResolveError::NotFound { .. } | ResolveError::NodeNotFound { .. } => 127,
             ResolveError::NeedsShell { .. } => 126,
@@ -105,7 +105,7 @@ impl ResolveError {
 ///   directory is never searched. An npm `.cmd`/`.bat` or `.ps1` shim becomes node (the `node.exe`
 ///   next to the shim if there is one, as the shim itself prefers) plus the entry the shim names.
 ///   Any other batch or script file is refused: it would need a shell.
-pub fn resolve(
+pub(crate) fn resolve(
     gemini_cli_bin: Option<&OsStr>,
     path: Option<&OsStr>,
     pathext: Option<&OsStr>,
@@ -152,7 +152,7 @@ pub fn resolve(
 
 /// [`resolve`] with the configured `GEMINI_CLI_BIN` (flag or env) and this process's `PATH`,
 /// `PATHEXT` and platform.
-pub fn resolve_on_host(gemini_cli_bin: Option<&OsStr>) -> Result<Resolved, ResolveError> {
+pub(crate) fn resolve_on_host(gemini_cli_bin: Option<&OsStr>) -> Result<Resolved, ResolveError> {
     resolve(
         gemini_cli_bin,
         std::env::var_os("PATH").as_deref(),

@@ -17,14 +17,14 @@ use serde_json::{json, Map, Value};
 use crate::gemini::settings::{self, Layer, LayerFile, SystemFile};
 
 /// The variable that names the system-defaults file.
-pub const DEFAULTS_ENV: &str = settings::DEFAULTS_ENV;
+pub(crate) const DEFAULTS_ENV: &str = settings::DEFAULTS_ENV;
 
 /// The file the children get, when the server has one the CLI reads.
 static WRITTEN: Mutex<Option<PathBuf>> = Mutex::new(None);
 static TRIED: std::sync::Once = std::sync::Once::new();
 
 /// The machine's defaults with the clean-up switched off.
-pub fn defaults_with_retention_off(machine: Option<Map<String, Value>>) -> Value {
+pub(crate) fn defaults_with_retention_off(machine: Option<Map<String, Value>>) -> Value {
     let mut settings = Value::Object(machine.unwrap_or_default());
     let general = settings
         .as_object_mut()
@@ -96,7 +96,7 @@ fn content_hash(text: &str) -> u64 {
 
 /// The variable every child gets, when the server has a system-defaults file the CLI reads
 /// (written once per server; again if something removed it).
-pub fn child_env() -> Option<(std::ffi::OsString, std::ffi::OsString)> {
+pub(crate) fn child_env() -> Option<(std::ffi::OsString, std::ffi::OsString)> {
     TRIED.call_once(|| match write() {
         Ok(Some(file)) => *crate::sync::lock(&WRITTEN) = Some(file),
         Ok(None) => tracing::debug!("no place the CLI trusts for a system-defaults file: runs in one workspace pass its start gate"),
@@ -117,7 +117,7 @@ pub fn child_env() -> Option<(std::ffi::OsString, std::ffi::OsString)> {
 /// that sets `general.sessionRetention.enabled` decides, and it is on by default. A workspace's
 /// `false` is not trusted (the CLI reads that file only in a trusted folder); an unreadable file
 /// counts as on. Either caution costs only waiting at the gate.
-pub fn retention_on(layers: &[LayerFile]) -> bool {
+pub(crate) fn retention_on(layers: &[LayerFile]) -> bool {
     for l in layers {
         let settings = match &l.content {
             Err(_) => return true,
@@ -137,7 +137,7 @@ pub fn retention_on(layers: &[LayerFile]) -> bool {
 /// will read: the system settings and system-defaults files only where they pass its check (the
 /// server's own defaults file when it has one), the user's and the workspace's. `home` is the
 /// `HOME` the children see.
-pub fn cleanup_may_run(workspace: &Path, home: Option<&Path>) -> bool {
+pub(crate) fn cleanup_may_run(workspace: &Path, home: Option<&Path>) -> bool {
     let ours = child_env().map(|(_, v)| v);
     let var = |k: &str| match k {
         "HOME" => home.map(|h| h.as_os_str().to_owned()),

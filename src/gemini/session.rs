@@ -25,7 +25,7 @@ use crate::progress::Progress;
 
 /// Checks a session id: a UUID in its canonical 8-4-4-4-12 hexadecimal form. `latest` and list
 /// indexes are refused: indexes shift with every resume, and `latest` is whatever ran last.
-pub fn validate_session_id(id: &str) -> Result<(), Failure> {
+pub(crate) fn validate_session_id(id: &str) -> Result<(), Failure> {
     let groups: Vec<&str> = id.split('-').collect();
     let ok = groups.len() == 5
         && groups
@@ -43,7 +43,7 @@ pub fn validate_session_id(id: &str) -> Result<(), Failure> {
 }
 
 /// The CLI's state directory: `$HOME/.gemini` (`USERPROFILE` on Windows), as the CLI computes it.
-pub fn gemini_dir() -> Option<PathBuf> {
+pub(crate) fn gemini_dir() -> Option<PathBuf> {
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var_os("USERPROFILE").filter(|h| !h.is_empty()))?;
@@ -51,7 +51,7 @@ pub fn gemini_dir() -> Option<PathBuf> {
 }
 
 /// The chat directory of the project `workspace` (the CLI's cwd), when the CLI has registered it.
-pub fn chats_dir(gemini_dir: &Path, workspace: &Path) -> Option<PathBuf> {
+pub(crate) fn chats_dir(gemini_dir: &Path, workspace: &Path) -> Option<PathBuf> {
     let doc: Value =
         serde_json::from_slice(&fs::read(gemini_dir.join("projects.json")).ok()?).ok()?;
     let key = workspace.to_str()?;
@@ -66,7 +66,7 @@ pub fn chats_dir(gemini_dir: &Path, workspace: &Path) -> Option<PathBuf> {
 /// Whether a session file holds no message at all: only header lines and `$set` updates (the
 /// session context lives in a `$set`). That is the stub the CLI's clean-up deletes its session
 /// for. Anything unreadable or unexpected counts as not a stub, so it is left alone.
-pub fn is_stub(text: &str) -> bool {
+pub(crate) fn is_stub(text: &str) -> bool {
     let mut lines = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         lines += 1;
@@ -85,7 +85,7 @@ pub fn is_stub(text: &str) -> bool {
 /// Removes the stub files of `session_id` in `chats` (see the module docs) and returns them.
 /// The caller holds the workspace's exclusive lock, so no CLI in that project is starting or
 /// writing a new session meanwhile.
-pub fn remove_stubs(chats: &Path, session_id: &str) -> Vec<PathBuf> {
+pub(crate) fn remove_stubs(chats: &Path, session_id: &str) -> Vec<PathBuf> {
     let id8: String = session_id.chars().take(8).collect();
     let suffix = format!("-{id8}.jsonl");
     let Ok(entries) = fs::read_dir(chats) else {
@@ -124,7 +124,7 @@ pub fn remove_stubs(chats: &Path, session_id: &str) -> Vec<PathBuf> {
 /// (`Some(true)`): from then on another CLI start's clean-up keeps it. `Some(false)`: the file
 /// holds only its header, and any other start in the project deletes it (the clean-up spares only
 /// the starting run's own session). `None`: the session has no file (yet, or at all).
-pub fn prompt_recorded(chats: &Path, session_id: &str) -> Option<bool> {
+pub(crate) fn prompt_recorded(chats: &Path, session_id: &str) -> Option<bool> {
     let id8: String = session_id.chars().take(8).collect();
     let suffix = format!("-{id8}.jsonl");
     let entries = fs::read_dir(chats).ok()?;
@@ -162,7 +162,7 @@ pub fn prompt_recorded(chats: &Path, session_id: &str) -> Option<bool> {
 /// Whether the new session `session_id` of `workspace` can still be deleted by another CLI
 /// start: its file exists and holds no message yet (see [`prompt_recorded`]). No file, or no
 /// known chat directory: nothing a start could delete.
-pub fn exposed(workspace: &Path, session_id: &str) -> bool {
+pub(crate) fn exposed(workspace: &Path, session_id: &str) -> bool {
     gemini_dir()
         .and_then(|g| chats_dir(&g, workspace))
         .and_then(|chats| prompt_recorded(&chats, session_id))
@@ -179,7 +179,7 @@ const GATE_POLL: Duration = Duration::from_millis(20);
 /// `session/new`), or the run ends (the returned [`HeldGate`] is dropped). Before the gate
 /// opens, a stub the session left in another minute's file goes ([`remove_stubs_once_recorded`]).
 /// The session id and the content come from the call's `progress`, fed by either backend.
-pub fn hold_start_gate(
+pub(crate) fn hold_start_gate(
     gate: tokio::sync::OwnedMutexGuard<()>,
     workspace: PathBuf,
     progress: Progress,
@@ -192,7 +192,7 @@ pub fn hold_start_gate(
 /// A new session's start gate, held by [`hold_start_gate`]'s task; dropping it tells the task
 /// the run is over, and the task tidies the session's files and opens the gate.
 #[derive(Debug)]
-pub struct HeldGate(CancellationToken);
+pub(crate) struct HeldGate(CancellationToken);
 
 impl Drop for HeldGate {
     fn drop(&mut self) {
@@ -232,7 +232,7 @@ async fn hold_until_safe(
 /// Runs `remove` (a stub remover: [`remove_stubs`], [`remove_stubs_once_recorded`]) on the chat
 /// directory of `workspace` for session `id`, off the async threads, and logs what it removed
 /// (`what`: whose stubs they were). No known chat directory: nothing to remove.
-pub async fn tidy_stubs(
+pub(crate) async fn tidy_stubs(
     workspace: &Path,
     id: &str,
     remove: fn(&Path, &str) -> Vec<PathBuf>,
@@ -259,7 +259,7 @@ pub async fn tidy_stubs(
 /// left with a header only while the conversation goes to the second, and the next CLI start in
 /// the project deletes every file of the session, the conversation included. Nothing is removed
 /// while no file holds the prompt: then the header-only file may be the session's own.
-pub fn remove_stubs_once_recorded(chats: &Path, session_id: &str) -> Vec<PathBuf> {
+pub(crate) fn remove_stubs_once_recorded(chats: &Path, session_id: &str) -> Vec<PathBuf> {
     if prompt_recorded(chats, session_id) != Some(true) {
         return Vec::new();
     }
@@ -268,7 +268,7 @@ pub fn remove_stubs_once_recorded(chats: &Path, session_id: &str) -> Vec<PathBuf
 
 /// `YYYY-MM-DDTHH-MM` (UTC) of `t`: the minute the CLI names a session's file after
 /// (`session-<minute>-<id8>.jsonl`).
-pub fn minute_stamp(t: SystemTime) -> String {
+pub(crate) fn minute_stamp(t: SystemTime) -> String {
     let secs = t
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -293,7 +293,7 @@ pub fn minute_stamp(t: SystemTime) -> String {
 
 /// The minutes (`YYYY-MM-DDTHH-MM`) in the names of the files of session `session_id` in `chats`
 /// (files whose header names that session).
-pub fn file_minutes(chats: &Path, session_id: &str) -> Vec<String> {
+pub(crate) fn file_minutes(chats: &Path, session_id: &str) -> Vec<String> {
     let id8: String = session_id.chars().take(8).collect();
     let suffix = format!("-{id8}.jsonl");
     let Ok(entries) = fs::read_dir(chats) else {
@@ -357,7 +357,7 @@ impl StartGates {
 
 /// A gate nobody else takes: what a new session holds (for [`hold_start_gate`]'s tidying) where
 /// no CLI start of the server's can delete it.
-pub fn unshared_gate() -> tokio::sync::OwnedMutexGuard<()> {
+pub(crate) fn unshared_gate() -> tokio::sync::OwnedMutexGuard<()> {
     Arc::new(tokio::sync::Mutex::new(()))
         .try_lock_owned()
         .expect("a new mutex is free")
@@ -383,7 +383,7 @@ pub(crate) fn workspace_entry<T: Default>(
 /// One entry of `--list-sessions`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListedSession {
+pub(crate) struct ListedSession {
     /// The session UUID (what `session_id` takes).
     pub session_id: String,
     /// The title: the CLI's summary, else the first prompt (free text).
@@ -397,7 +397,7 @@ pub struct ListedSession {
 /// Parses `--list-sessions` output: `  <n>. <title> (<age>[, current]) [<id>]` per line. Titles
 /// are free text, so each entry is read from the right: the last `[…]` is the id, the `(…)`
 /// before it the age. The index is dropped: it shifts with every resume.
-pub fn parse_listing(stdout: &str) -> Vec<ListedSession> {
+pub(crate) fn parse_listing(stdout: &str) -> Vec<ListedSession> {
     stdout
         .lines()
         .filter_map(|line| {

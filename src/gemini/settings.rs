@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 /// The variable that names the system-defaults file (the lowest layer).
-pub const DEFAULTS_ENV: &str = crate::gemini::inputs::env::SYSTEM_DEFAULTS_PATH;
+pub(crate) const DEFAULTS_ENV: &str = crate::gemini::inputs::env::SYSTEM_DEFAULTS_PATH;
 /// The variable that names the system settings file (the highest layer).
-pub const SYSTEM_SETTINGS_ENV: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
+pub(crate) const SYSTEM_SETTINGS_ENV: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
 
 /// Owner and mode of one path, as `stat` gives them (symlinks followed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Owner {
+pub(crate) struct Owner {
     /// The owner's uid.
     pub uid: u32,
     /// `st_mode`, type bits included (the CLI prints it in octal: `41777` for `/tmp`).
@@ -26,7 +26,7 @@ const WRITABLE_BY_OTHERS: u32 = 0o022;
 /// Why the CLI refuses one path of a system file's chain, in its own words
 /// (`checkPosixStatsSecurity`): not owned by root, or writable by group or others. The sticky bit
 /// is no exception, so `/tmp` (mode 41777) always fails.
-pub fn insecure(path: &Path, owner: Owner, is_dir: bool) -> Option<String> {
+pub(crate) fn insecure(path: &Path, owner: Owner, is_dir: bool) -> Option<String> {
     let what = if is_dir { "Directory" } else { "File" };
     let path = path.display();
     if owner.uid != 0 {
@@ -46,7 +46,10 @@ pub fn insecure(path: &Path, owner: Owner, is_dir: bool) -> Option<String> {
 /// The CLI's check of a system file (`isFileAndDirectorySecureSync`), over what `stat` said of
 /// each ancestor directory (nearest first, up to and including `/`) and of the file itself: the
 /// first failure's reason, as the CLI words it after `Skipping system … file '…': `.
-pub fn chain_insecure(file: (&Path, Owner), ancestors: &[(PathBuf, Owner)]) -> Option<String> {
+pub(crate) fn chain_insecure(
+    file: (&Path, Owner),
+    ancestors: &[(PathBuf, Owner)],
+) -> Option<String> {
     for (dir, owner) in ancestors {
         if let Some(why) = insecure(dir, *owner, true) {
             return Some(format!(
@@ -73,7 +76,7 @@ pub enum SystemFile {
 
 /// How the CLI treats the system file at `path`: the file, each ancestor of the path as given and,
 /// when the path leads through a symlink, of the resolved one too.
-pub fn system_file(path: &Path) -> SystemFile {
+pub(crate) fn system_file(path: &Path) -> SystemFile {
     let Ok(abs) = std::path::absolute(path) else {
         return SystemFile::Unknown;
     };
@@ -142,7 +145,7 @@ fn chain_of(_file: &Path) -> Option<Result<(Owner, Vec<(PathBuf, Owner)>), Strin
 
 /// Whether `dir` and every directory above it pass the CLI's check: a file of root's placed in it
 /// would be read. Never on platforms whose check is not `stat`'s.
-pub fn directory_passes(dir: &Path) -> bool {
+pub(crate) fn directory_passes(dir: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -173,7 +176,7 @@ pub fn directory_passes(dir: &Path) -> bool {
 
 /// The machine's system settings file, where the CLI looks for it given `var` (the environment
 /// the CLI sees).
-pub fn system_settings_path(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
+pub(crate) fn system_settings_path(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
     if let Some(p) = var(SYSTEM_SETTINGS_ENV).filter(|p| !p.is_empty()) {
         return p.into();
     }
@@ -187,7 +190,7 @@ pub fn system_settings_path(var: impl Fn(&str) -> Option<std::ffi::OsString>) ->
 }
 
 /// The machine's system-defaults file, where the CLI looks for it given `var`.
-pub fn system_defaults_path(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
+pub(crate) fn system_defaults_path(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
     if let Some(p) = var(DEFAULTS_ENV).filter(|p| !p.is_empty()) {
         return p.into();
     }
@@ -198,7 +201,9 @@ pub fn system_defaults_path(var: impl Fn(&str) -> Option<std::ffi::OsString>) ->
 }
 
 /// The user's settings file: `~/.gemini/settings.json`, where `GEMINI_CLI_HOME` moves the home.
-pub fn user_settings_path(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+pub(crate) fn user_settings_path(
+    var: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
     let home = var("GEMINI_CLI_HOME")
         .filter(|h| !h.is_empty())
         .or_else(|| var("HOME").filter(|h| !h.is_empty()))
@@ -208,7 +213,7 @@ pub fn user_settings_path(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> O
 
 /// `text` without `//` and `/* */` comments outside strings (the CLI reads its settings through
 /// strip-json-comments).
-pub fn strip_comments(text: &str) -> String {
+pub(crate) fn strip_comments(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     let (mut in_string, mut escaped) = (false, false);
@@ -255,7 +260,7 @@ pub fn strip_comments(text: &str) -> String {
 
 /// A settings file as the CLI reads it: `Ok(None)` when it does not exist, `Err` when it cannot
 /// be read as a JSON object.
-pub fn read(path: &Path) -> Result<Option<Map<String, Value>>, String> {
+pub(crate) fn read(path: &Path) -> Result<Option<Map<String, Value>>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -283,7 +288,7 @@ pub enum Layer {
 
 /// One settings file the CLI would consult, highest layer first in [`layers`].
 #[derive(Debug, Clone)]
-pub struct LayerFile {
+pub(crate) struct LayerFile {
     /// Which layer.
     pub layer: Layer,
     /// Where.
@@ -297,7 +302,7 @@ pub struct LayerFile {
 /// The settings files a CLI started in `workspace` with the environment `var` reads, highest layer
 /// first. A system file that fails the CLI's check is listed with no content; one whose check
 /// cannot be made here is read (the cautious guess: it is most likely an administrator's).
-pub fn layers(
+pub(crate) fn layers(
     workspace: &Path,
     var: impl Fn(&str) -> Option<std::ffi::OsString> + Copy,
 ) -> Vec<LayerFile> {
@@ -332,7 +337,7 @@ pub fn layers(
 }
 
 /// `general.sessionRetention.enabled` of a settings file, when it sets it.
-pub fn retention_enabled(settings: &Map<String, Value>) -> Option<bool> {
+pub(crate) fn retention_enabled(settings: &Map<String, Value>) -> Option<bool> {
     settings
         .get("general")?
         .get("sessionRetention")?
@@ -341,7 +346,7 @@ pub fn retention_enabled(settings: &Map<String, Value>) -> Option<bool> {
 }
 
 /// `security.auth.selectedType` of a settings file, when it sets it.
-pub fn selected_type(settings: &Map<String, Value>) -> Option<&str> {
+pub(crate) fn selected_type(settings: &Map<String, Value>) -> Option<&str> {
     settings
         .get("security")?
         .get("auth")?

@@ -5,17 +5,17 @@
 use std::time::{Duration, Instant};
 
 /// The shortest time between two log lines about failed accepts.
-pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
+pub(super) const LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// The wait after a failure that follows a successful accept: short, since a connection closed
 /// meanwhile (by a timeout, or to make room) frees a descriptor for the next try.
-pub const FIRST_BACKOFF: Duration = Duration::from_millis(1);
+pub(super) const FIRST_BACKOFF: Duration = Duration::from_millis(1);
 /// The longest wait between two tries while accepts keep failing.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(1);
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// The state of failed accepts: when the last line was logged, how many failures it has not
 /// reported, and the current wait.
 #[derive(Debug)]
-pub struct AcceptErrors {
+pub(super) struct AcceptErrors {
     last_line: Option<Instant>,
     suppressed: u64,
     backoff: Duration,
@@ -34,7 +34,7 @@ impl Default for AcceptErrors {
 impl AcceptErrors {
     /// Counts a failure at `now`. `Some(n)` when a line is due, `n` being the failures since the
     /// last line that were not logged; `None` while the interval since that line runs.
-    pub fn note(&mut self, now: Instant) -> Option<u64> {
+    pub(super) fn note(&mut self, now: Instant) -> Option<u64> {
         match self.last_line {
             Some(at) if now.saturating_duration_since(at) < LOG_INTERVAL => {
                 self.suppressed += 1;
@@ -49,21 +49,21 @@ impl AcceptErrors {
 
     /// The wait before the next try: doubles from [`FIRST_BACKOFF`] to [`MAX_BACKOFF`] while
     /// failures follow each other.
-    pub fn backoff(&mut self) -> Duration {
+    pub(super) fn backoff(&mut self) -> Duration {
         let wait = self.backoff;
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
         wait
     }
 
     /// An accept succeeded: the next failure waits the shortest time again.
-    pub fn succeeded(&mut self) {
+    pub(super) fn succeeded(&mut self) {
         self.backoff = FIRST_BACKOFF;
     }
 }
 
 /// Whether an accept failed for want of descriptors (the process's or the system's), which
 /// closing a connection can cure.
-pub fn out_of_descriptors(error: &std::io::Error) -> bool {
+pub(super) fn out_of_descriptors(error: &std::io::Error) -> bool {
     #[cfg(unix)]
     {
         matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))

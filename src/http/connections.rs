@@ -20,7 +20,7 @@ pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 60_000;
 /// The longest an accept waits for the connection closed to make room to be gone (its task runs
 /// elsewhere and closes the socket at once; this only bounds a stuck one).
-pub const EVICTION_WAIT: Duration = Duration::from_millis(100);
+pub(super) const EVICTION_WAIT: Duration = Duration::from_millis(100);
 
 /// How long connections may take and how many there may be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl Limits {
 /// Which connection to close for a new one: the oldest (lowest accept number) of those that have
 /// not sent an authenticated request, given as `(accept number, authenticated)`. `None` when
 /// every connection is authenticated: the operator's clients are never closed for a stranger.
-pub fn victim(connections: impl IntoIterator<Item = (u64, bool)>) -> Option<u64> {
+pub(super) fn victim(connections: impl IntoIterator<Item = (u64, bool)>) -> Option<u64> {
     connections
         .into_iter()
         .filter(|(_, authenticated)| !authenticated)
@@ -68,7 +68,7 @@ pub fn victim(connections: impl IntoIterator<Item = (u64, bool)>) -> Option<u64>
 
 /// The live connections, by accept number (so oldest first), bounded by a cap.
 #[derive(Debug)]
-pub struct Registry {
+pub(super) struct Registry {
     cap: usize,
     inner: Mutex<Inner>,
 }
@@ -81,7 +81,7 @@ struct Inner {
 
 impl Registry {
     /// An empty registry admitting at most `cap` connections (at least one).
-    pub fn new(cap: usize) -> Arc<Registry> {
+    pub(super) fn new(cap: usize) -> Arc<Registry> {
         Arc::new(Registry {
             cap: cap.max(1),
             inner: Mutex::default(),
@@ -89,19 +89,19 @@ impl Registry {
     }
 
     /// The cap.
-    pub fn cap(&self) -> usize {
+    pub(super) fn cap(&self) -> usize {
         self.cap
     }
 
     /// Connections registered now.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.lock().connections.len()
     }
 
     /// Registers a new connection, closing the [`victim`] first when the cap is reached; `None`
     /// (refuse the new one) when the cap is reached and every connection is authenticated. The
     /// membership leaves the registry when dropped.
-    pub fn admit(self: &Arc<Self>) -> Option<Admitted> {
+    pub(super) fn admit(self: &Arc<Self>) -> Option<Admitted> {
         let mut inner = self.lock();
         let evicted = if inner.connections.len() >= self.cap {
             Some(inner.evict_victim()?)
@@ -125,7 +125,7 @@ impl Registry {
 
     /// Closes the [`victim`] to free its descriptor (an accept failed for want of one); the
     /// connection closed, if there was one.
-    pub fn evict_oldest(&self) -> Option<Arc<Connection>> {
+    pub(super) fn evict_oldest(&self) -> Option<Arc<Connection>> {
         self.lock().evict_victim()
     }
 
@@ -150,7 +150,7 @@ impl Inner {
 /// for that one to be [`Connection::gone`] before the new one takes a descriptor, so the cap
 /// bounds the descriptors in use too.
 #[derive(Debug)]
-pub struct Admitted {
+pub(super) struct Admitted {
     /// The new connection's place.
     pub membership: Membership,
     /// The connection closed for it.
@@ -159,7 +159,7 @@ pub struct Admitted {
 
 /// A connection's place in the [`Registry`], given up on drop.
 #[derive(Debug)]
-pub struct Membership {
+pub(super) struct Membership {
     registry: Arc<Registry>,
     id: u64,
     connection: Arc<Connection>,
@@ -167,7 +167,7 @@ pub struct Membership {
 
 impl Membership {
     /// The connection's shared state.
-    pub fn connection(&self) -> &Arc<Connection> {
+    pub(super) fn connection(&self) -> &Arc<Connection> {
         &self.connection
     }
 }
@@ -181,7 +181,7 @@ impl Drop for Membership {
 
 /// What one connection's task, its reads and its requests share.
 #[derive(Debug)]
-pub struct Connection {
+pub(super) struct Connection {
     authenticated: AtomicBool,
     /// Cancelled when the registry closes the connection to admit another.
     pub evicted: CancellationToken,
@@ -204,23 +204,23 @@ impl Connection {
 
     /// Resolves once the connection's task has closed its socket and left the registry, or after
     /// [`EVICTION_WAIT`].
-    pub async fn gone(&self) {
+    pub(super) async fn gone(&self) {
         let _ = tokio::time::timeout(EVICTION_WAIT, self.gone.cancelled()).await;
     }
 
     /// A request with the right token arrived: the connection is never closed to admit another.
-    pub fn authenticate(&self) {
+    pub(super) fn authenticate(&self) {
         self.authenticated.store(true, Ordering::Relaxed);
     }
 
     /// Whether a request with the right token arrived on this connection.
-    pub fn is_authenticated(&self) -> bool {
+    pub(super) fn is_authenticated(&self) -> bool {
         self.authenticated.load(Ordering::Relaxed)
     }
 
     /// A request's headers are complete: it is in progress until the returned guard is dropped,
     /// which the response body does when it ends.
-    pub fn request_started(self: &Arc<Self>) -> InProgress {
+    pub(super) fn request_started(self: &Arc<Self>) -> InProgress {
         self.update(|a| a.request_started());
         InProgress(self.clone())
     }
@@ -239,7 +239,7 @@ impl Connection {
     }
 
     /// Resolves when one of the limits closes the connection, saying which.
-    pub async fn expired(&self, limits: &Limits) -> Expiry {
+    pub(super) async fn expired(&self, limits: &Limits) -> Expiry {
         loop {
             let next = self
                 .activity
@@ -265,7 +265,7 @@ impl Connection {
 
 /// Which limit closed a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expiry {
+pub(super) enum Expiry {
     /// A request's headers did not arrive complete in time.
     Headers,
     /// No request came in time after the last one ended.
@@ -274,7 +274,7 @@ pub enum Expiry {
 
 /// A connection's requests over time: what its deadline depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Activity {
+pub(super) struct Activity {
     /// Requests whose headers arrived and whose response has not ended (more than one only if
     /// hyper reads ahead).
     in_flight: usize,
@@ -289,7 +289,7 @@ pub struct Activity {
 
 impl Activity {
     /// A connection accepted at `now`.
-    pub fn new(now: Instant) -> Activity {
+    pub(super) fn new(now: Instant) -> Activity {
         Activity {
             in_flight: 0,
             since: now,
@@ -299,13 +299,13 @@ impl Activity {
     }
 
     /// A request's headers are complete.
-    pub fn request_started(&mut self) {
+    pub(super) fn request_started(&mut self) {
         self.in_flight += 1;
         self.first_byte = None;
     }
 
     /// A request's response ended (or was dropped) at `now`.
-    pub fn request_ended(&mut self, now: Instant) {
+    pub(super) fn request_ended(&mut self, now: Instant) {
         self.in_flight = self.in_flight.saturating_sub(1);
         if self.in_flight == 0 {
             self.since = now;
@@ -315,7 +315,7 @@ impl Activity {
     }
 
     /// Bytes were read at `now`; whether that began a new request (and so moved the deadline).
-    pub fn bytes_arrived(&mut self, now: Instant) -> bool {
+    pub(super) fn bytes_arrived(&mut self, now: Instant) -> bool {
         if self.in_flight > 0 || self.first_byte.is_some() {
             return false;
         }
@@ -326,7 +326,7 @@ impl Activity {
     /// When the connection is to be closed and why; `None` while a request is in progress. A new
     /// connection has the header timeout for its first request; a keep-alive one the idle
     /// timeout until the next request's first byte, then the header timeout from that byte.
-    pub fn deadline(&self, limits: &Limits) -> Option<(Instant, Expiry)> {
+    pub(super) fn deadline(&self, limits: &Limits) -> Option<(Instant, Expiry)> {
         if self.in_flight > 0 {
             return None;
         }
@@ -340,7 +340,7 @@ impl Activity {
 
 /// A request in progress; dropping it ends the request.
 #[derive(Debug)]
-pub struct InProgress(Arc<Connection>);
+pub(super) struct InProgress(Arc<Connection>);
 
 impl Drop for InProgress {
     fn drop(&mut self) {
@@ -351,14 +351,14 @@ impl Drop for InProgress {
 
 /// A response body that keeps its request in progress until it ends: an SSE stream keeps its
 /// connection open however long it runs.
-pub struct Tracked<B> {
+pub(super) struct Tracked<B> {
     body: B,
     _request: InProgress,
 }
 
 impl<B> Tracked<B> {
     /// `body`, keeping `request` in progress while it lives.
-    pub fn new(body: B, request: InProgress) -> Tracked<B> {
+    pub(super) fn new(body: B, request: InProgress) -> Tracked<B> {
         Tracked {
             body,
             _request: request,
@@ -388,14 +388,14 @@ impl<B: Body + Unpin> Body for Tracked<B> {
 
 /// A connection's socket, telling the connection when bytes arrive (the start of a request's
 /// headers, for the header timeout).
-pub struct Watched<S> {
+pub(super) struct Watched<S> {
     stream: S,
     connection: Arc<Connection>,
 }
 
 impl<S> Watched<S> {
     /// `stream`, reporting to `connection`.
-    pub fn new(stream: S, connection: Arc<Connection>) -> Watched<S> {
+    pub(super) fn new(stream: S, connection: Arc<Connection>) -> Watched<S> {
         Watched { stream, connection }
     }
 }

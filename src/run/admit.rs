@@ -14,7 +14,7 @@ use crate::gemini::session::{self, StartGates};
 use crate::progress::Progress;
 
 /// A held workspace lock (released on drop).
-pub enum WorkspaceGuard {
+pub(crate) enum WorkspaceGuard {
     /// Shared with the other new runs of the workspace.
     Shared(#[allow(dead_code)] tokio::sync::OwnedRwLockReadGuard<()>),
     /// Held alone.
@@ -23,7 +23,7 @@ pub enum WorkspaceGuard {
 
 /// What is waited for; names a cancelled wait.
 #[derive(Debug, Clone, Copy)]
-pub enum Wait {
+pub(crate) enum Wait {
     /// The workspace's lock or start gate.
     Workspace,
     /// A free slot under GEMINICLI_MCP_MAX_CONCURRENCY.
@@ -31,7 +31,7 @@ pub enum Wait {
 }
 
 /// The server's admission state.
-pub struct Admission {
+pub(crate) struct Admission {
     slots: Arc<Semaphore>,
     /// One lock per workspace (canonical path): runs share it, while a resumed session, a
     /// session listing or a deletion holds it alone, so no CLI starts in that project while one
@@ -44,7 +44,7 @@ pub struct Admission {
 
 impl Admission {
     /// `max_concurrency` slots; `shutdown` ends every wait as a shutdown.
-    pub fn new(max_concurrency: usize, shutdown: CancellationToken) -> Self {
+    pub(crate) fn new(max_concurrency: usize, shutdown: CancellationToken) -> Self {
         Admission {
             slots: Arc::new(Semaphore::new(max_concurrency.max(1))),
             workspaces: Mutex::default(),
@@ -54,7 +54,7 @@ impl Admission {
     }
 
     /// The start gates, for the ACP agents.
-    pub fn start_gates(&self) -> Arc<StartGates> {
+    pub(crate) fn start_gates(&self) -> Arc<StartGates> {
         self.starts.clone()
     }
 
@@ -75,7 +75,7 @@ impl Admission {
     }
 
     /// Takes the lock of `workspace`: alone (`exclusive`) or shared.
-    pub async fn workspace(
+    pub(crate) async fn workspace(
         &self,
         workspace: &Path,
         exclusive: bool,
@@ -98,7 +98,7 @@ impl Admission {
     }
 
     /// Takes the start gate of `workspace`.
-    pub async fn start_gate(
+    pub(crate) async fn start_gate(
         &self,
         workspace: &Path,
         cancel: &CancellationToken,
@@ -110,7 +110,7 @@ impl Admission {
     }
 
     /// A slot under the concurrency bound; a call that has to wait says so in `progress`.
-    pub async fn slot(
+    pub(crate) async fn slot(
         &self,
         progress: &Progress,
         cancel: &CancellationToken,

@@ -3,8 +3,8 @@
 //! save the answer) — and the bookkeeping around it: calls in flight, and a cancellation that is
 //! the client's or the server's shutdown.
 
-pub mod admit;
-pub mod retry;
+pub(crate) mod admit;
+pub(crate) mod retry;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -34,7 +34,7 @@ use retry::{Attempted, Context, Try};
 
 /// A prompt call, decoded and checked against the operator's policy: what a backend runs.
 #[derive(Debug, Clone)]
-pub struct Job {
+pub(crate) struct Job {
     /// The tool, for the logs.
     pub tool: &'static str,
     /// Prompt, context, model, session; the approval mode and the checked paths filled in.
@@ -63,7 +63,7 @@ pub struct Job {
 impl Job {
     /// The most the call's tools may do: its mode, or with `ask` the ceiling the user's answers
     /// are bounded by (what the retry and repair guards must assume ran).
-    pub fn writing_mode(&self) -> ApprovalMode {
+    pub(crate) fn writing_mode(&self) -> ApprovalMode {
         match &self.asking {
             Some(a) => a.ceiling.max(self.mode),
             None => self.mode,
@@ -73,7 +73,7 @@ impl Job {
 
 /// A prompt call's answer: the success, and the validated value of a structured answer.
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// The answer text and what the run reported with it.
     pub success: Success,
     /// `gemini_prompt_structured`: the value that validated.
@@ -83,7 +83,7 @@ pub struct Answer {
 /// What a call's optional arguments and the retry policy add to its result, on success and on
 /// failure alike.
 #[derive(Debug, Default)]
-pub struct Report {
+pub(crate) struct Report {
     /// Every event of the last attempt (`full_output`).
     pub events: Option<Vec<Value>>,
     /// argv, exit, timings and stderr tail of the last attempt (`debug`).
@@ -107,7 +107,7 @@ struct Last {
 }
 
 /// A finished prompt call.
-pub struct Finished {
+pub(crate) struct Finished {
     /// The answer or the failure.
     pub result: Result<Answer, Failure>,
     /// What the call's options asked to see.
@@ -115,7 +115,7 @@ pub struct Finished {
 }
 
 /// An `acp`-set `gemini` call, decoded and checked.
-pub type AgentJob = pool::PromptCall;
+pub(crate) type AgentJob = pool::PromptCall;
 
 /// The call's workspace and include directories still lie where they were checked (a call may
 /// have waited while one was swapped for a link elsewhere).
@@ -153,7 +153,7 @@ impl<T> Drop for AbortOnDrop<T> {
 }
 
 /// Runs every call that starts Gemini. Shared by all clients of the server.
-pub struct Runner {
+pub(crate) struct Runner {
     config: Config,
     shutdown: CancellationToken,
     admission: Admission,
@@ -163,7 +163,7 @@ pub struct Runner {
 
 impl Runner {
     /// A runner; cancelling `shutdown` ends every run and every wait.
-    pub fn new(config: Config, shutdown: CancellationToken) -> Self {
+    pub(crate) fn new(config: Config, shutdown: CancellationToken) -> Self {
         let admission = Admission::new(config.max_concurrency, shutdown.clone());
         let pool = Arc::new(Pool::new(
             config.clone(),
@@ -180,12 +180,12 @@ impl Runner {
     }
 
     /// The warm agents (for the `acp` set's listings and resets).
-    pub fn pool(&self) -> &Arc<Pool> {
+    pub(crate) fn pool(&self) -> &Arc<Pool> {
         &self.pool
     }
 
     /// Waits until no call is in progress.
-    pub async fn idle(&self) {
+    pub(crate) async fn idle(&self) {
         let mut rx = self.active.subscribe();
         let _ = rx.wait_for(|n| *n == 0).await;
     }
@@ -224,7 +224,12 @@ impl Runner {
 
     /// Runs a prompt tool's call to its end, on the configured backend. `ct` is the request's
     /// cancellation.
-    pub async fn prompt(&self, job: Job, ct: CancellationToken, progress: Progress) -> Finished {
+    pub(crate) async fn prompt(
+        &self,
+        job: Job,
+        ct: CancellationToken,
+        progress: Progress,
+    ) -> Finished {
         let _active = ActiveGuard::new(&self.active);
         let started = Instant::now();
         let (run_ct, _unlink) = self.run_token(ct);
@@ -584,7 +589,7 @@ impl Runner {
 
     /// Runs an `acp`-set `gemini` call on a warm agent, under the retry and fallback policy.
     /// With `transcript` (`full_output`), every message of every attempt is appended to it.
-    pub async fn agent(
+    pub(crate) async fn agent(
         &self,
         job: AgentJob,
         ct: CancellationToken,
@@ -637,7 +642,7 @@ impl Runner {
     /// Runs the CLI with `args` and no prompt in `cwd` (a session listing or deletion), holding
     /// the workspace alone: a listing writes titles into session files and a deletion removes
     /// them, and the CLI's start-up clean-up would delete a new ACP session meanwhile.
-    pub async fn cli(
+    pub(crate) async fn cli(
         &self,
         cwd: &Path,
         args: Vec<std::ffi::OsString>,

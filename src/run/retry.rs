@@ -15,7 +15,7 @@ use crate::policy::QuotaPolicy;
 use crate::progress::Progress;
 
 /// One attempt's outcome, and whether a tool ran in it (the guard against repeating writes).
-pub struct Attempted<T> {
+pub(crate) struct Attempted<T> {
     /// The answer or the failure.
     pub result: Result<T, Failure>,
     /// Whether a tool ran (or was asked for) during the attempt.
@@ -25,7 +25,7 @@ pub struct Attempted<T> {
 /// What an attempt is given: the model to use, and the total deadline left (a retry after a
 /// wait has less of it).
 #[derive(Debug, Clone)]
-pub struct Try {
+pub(crate) struct Try {
     /// The model (the caller's, or a fallback).
     pub model: Option<String>,
     /// The total deadline left, when one is set.
@@ -33,7 +33,7 @@ pub struct Try {
 }
 
 /// The attempts' end: the last outcome, and what the policy did.
-pub struct Retried<T> {
+pub(crate) struct Retried<T> {
     /// The last attempt's outcome; a failure's message says what the policy did.
     pub result: Result<T, Failure>,
     /// Whether a tool ran in the last attempt.
@@ -46,7 +46,7 @@ pub struct Retried<T> {
 }
 
 /// The run's context for the policy.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     /// The operator's policy.
     pub quota: &'a QuotaPolicy,
     /// The run's approval mode.
@@ -61,7 +61,7 @@ pub struct Context<'a> {
 
 /// Runs `attempt` under the policy until it answers, fails for good, or the policy has nothing
 /// more to try.
-pub async fn with_policy<T, F, Fut>(
+pub(crate) async fn with_policy<T, F, Fut>(
     ctx: Context<'_>,
     model: Option<String>,
     mut attempt: F,

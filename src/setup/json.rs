@@ -9,7 +9,7 @@ use super::change::{Edited, FormatError};
 use super::clients::Entry;
 
 /// Sets (`entry` given) or removes the server `name` in the object under `key` of `text`.
-pub fn edit(
+pub(super) fn edit(
     text: &str,
     key: &str,
     name: &str,

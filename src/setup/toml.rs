@@ -10,7 +10,7 @@ use super::clients::Entry;
 const SERVERS: &str = "mcp_servers";
 
 /// Sets (`entry` given) or removes `[mcp_servers.<name>]` in `text`.
-pub fn edit(text: &str, name: &str, entry: Option<&Entry>) -> Result<Edited, FormatError> {
+pub(super) fn edit(text: &str, name: &str, entry: Option<&Entry>) -> Result<Edited, FormatError> {
     let mut doc: DocumentMut = text
         .parse()
         .map_err(|e: toml_edit::TomlError| FormatError::Parse(one_line(&e.to_string())))?;

@@ -23,22 +23,22 @@ use crate::roots::Roots;
 use crate::run::Runner;
 
 /// `gemini`.
-pub const GEMINI: &str = "gemini";
+pub(crate) const GEMINI: &str = "gemini";
 /// `list_models`.
-pub const LIST_MODELS: &str = "list_models";
+pub(crate) const LIST_MODELS: &str = "list_models";
 /// `list_sessions`.
-pub const LIST_SESSIONS: &str = "list_sessions";
+pub(crate) const LIST_SESSIONS: &str = "list_sessions";
 /// `reset_session`.
-pub const RESET_SESSION: &str = "reset_session";
+pub(crate) const RESET_SESSION: &str = "reset_session";
 
 /// Whether `name` is one of this tool set's tools.
-pub fn is_agent_tool(name: &str) -> bool {
+pub(crate) fn is_agent_tool(name: &str) -> bool {
     matches!(name, GEMINI | LIST_MODELS | LIST_SESSIONS | RESET_SESSION)
 }
 
 /// Arguments of `gemini`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct GeminiArgs {
+pub(crate) struct GeminiArgs {
     /// The task or question for Gemini.
     pub prompt: String,
     /// Workspace directory (default: the server's working directory); under
@@ -97,7 +97,7 @@ pub struct GeminiArgs {
 
 /// Arguments of `reset_session`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ResetArgs {
+pub(crate) struct ResetArgs {
     /// The workspace whose session is reset; omit for all.
     #[serde(default)]
     pub cd: Option<String>,
@@ -108,7 +108,7 @@ pub struct ResetArgs {
 
 /// Arguments of the tools that take none.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct NoArgs {}
+pub(crate) struct NoArgs {}
 
 /// `cd` or `workspace` (the same argument under two names: one at most).
 fn workspace_arg(cd: Option<String>, workspace: Option<String>) -> Result<Option<String>, Failure> {
@@ -168,7 +168,7 @@ fn gemini_output_schema() -> Value {
 }
 
 /// The four tools; `with_output_schema` for clients of 2025-06-18 and later.
-pub fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool> {
+pub(crate) fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool> {
     let read_only = |title: &str| {
         ToolAnnotations::with_title(title)
             .read_only(true)
@@ -213,7 +213,7 @@ pub fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool>
 }
 
 /// What a call of this set needs from the server.
-pub struct Env<'a> {
+pub(crate) struct Env<'a> {
     /// The operator's policy.
     pub policy: &'a Policy,
     /// The runner (and its agents).
@@ -231,7 +231,11 @@ pub struct Env<'a> {
 }
 
 /// Runs one call of this tool set.
-pub async fn call(env: Env<'_>, name: &str, arguments: Option<&JsonObject>) -> CallToolResult {
+pub(crate) async fn call(
+    env: Env<'_>,
+    name: &str,
+    arguments: Option<&JsonObject>,
+) -> CallToolResult {
     let pool = env.runner.pool();
     match name {
         GEMINI => gemini(&env, arguments).await,

@@ -17,7 +17,7 @@ use crate::error::Failure;
 /// `["string", "null"]`), enums as `enum` lists, no `$ref`/`$defs`, no `anyOf`/`oneOf`, no
 /// `$schema` or `title`. Gemini's own function declarations and OpenAPI 3.0 subsets reject the
 /// rest.
-pub fn schema_of<T: JsonSchema>() -> JsonObject {
+pub(crate) fn schema_of<T: JsonSchema>() -> JsonObject {
     let settings = schemars::generate::SchemaSettings::draft2020_12();
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let Ok(Value::Object(mut map)) = serde_json::to_value(schema) else {
@@ -104,12 +104,12 @@ fn simplify(node: &mut Value, defs: &Value) {
 }
 
 /// [`schema_of`] shared.
-pub fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
+pub(crate) fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
     Arc::new(schema_of::<T>())
 }
 
 /// Decodes `arguments` (none: `{}`) as `T`.
-pub fn decode<T: DeserializeOwned + JsonSchema>(
+pub(crate) fn decode<T: DeserializeOwned + JsonSchema>(
     arguments: Option<&JsonObject>,
 ) -> Result<T, Failure> {
     let object = Value::Object(arguments.cloned().unwrap_or_default());
@@ -212,7 +212,7 @@ fn got(value: &Value) -> String {
 }
 
 /// "a string", "an array", … for a JSON value.
-pub fn type_name(v: &Value) -> &'static str {
+pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -225,7 +225,7 @@ pub fn type_name(v: &Value) -> &'static str {
 
 /// An optional string argument with the empty string meaning "not given" (clients fill
 /// optional fields with "").
-pub fn given(value: Option<String>) -> Option<String> {
+pub(crate) fn given(value: Option<String>) -> Option<String> {
     value.filter(|s| !s.is_empty())
 }
 

@@ -2,10 +2,10 @@
 //! tools always; `sessions` and `models` with `GEMINICLI_MCP_TOOLSETS`; the `acp` set), and
 //! each call routed to its tool — decoded, run, rendered.
 
-pub mod agent;
-pub mod args;
-pub mod prompt;
-pub mod sessions;
+pub(crate) mod agent;
+pub(crate) mod args;
+pub(crate) mod prompt;
+pub(crate) mod sessions;
 
 use std::num::NonZeroU64;
 
@@ -22,7 +22,7 @@ use crate::run::Runner;
 
 /// Which tool a call is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     /// One of the three prompt tools.
     Prompt(prompt::Kind),
     /// One of the `sessions` and `models` sets.
@@ -34,7 +34,7 @@ pub enum Route {
 }
 
 /// The tool named `name`, when it is listed under `config`.
-pub fn route(name: &str, config: &Config) -> Option<Route> {
+pub(crate) fn route(name: &str, config: &Config) -> Option<Route> {
     if name == READ_ANSWER {
         return Some(Route::ReadAnswer);
     }
@@ -48,7 +48,7 @@ pub fn route(name: &str, config: &Config) -> Option<Route> {
 }
 
 /// Every tool listed under `config`; `with_output_schema` for clients of 2025-06-18 and later.
-pub fn list(config: &Config, with_output_schema: bool) -> Vec<Tool> {
+pub(crate) fn list(config: &Config, with_output_schema: bool) -> Vec<Tool> {
     let ceiling = config.policy.approval_ceiling;
     let mut tools = prompt::definitions(with_output_schema, ceiling);
     tools.extend(sessions::definitions(
@@ -64,7 +64,7 @@ pub fn list(config: &Config, with_output_schema: bool) -> Vec<Tool> {
 
 /// Arguments of `gemini_read_answer`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ReadAnswerArgs {
+pub(crate) struct ReadAnswerArgs {
     /// The id of a cut answer (its `answerId`, or the `answer_id=` of its note).
     pub answer_id: String,
     /// The character to read from (its `nextOffset`, or the `offset=` of its note; default 0).
@@ -111,7 +111,7 @@ fn read_answer_definition(with_output_schema: bool) -> Tool {
 }
 
 /// What a call needs from the server.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     /// The server's configuration.
     pub config: &'a Config,
     /// Runs Gemini.
@@ -129,7 +129,7 @@ pub struct Ctx<'a> {
 }
 
 /// Runs one call of the tool `route` names.
-pub async fn call(
+pub(crate) async fn call(
     route: Route,
     name: &str,
     arguments: Option<&JsonObject>,

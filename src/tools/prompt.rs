@@ -25,14 +25,14 @@ use crate::run::{Answer, Job, Report};
 use crate::structured;
 
 /// `gemini_prompt`.
-pub const GEMINI_PROMPT: &str = "gemini_prompt";
+pub(crate) const GEMINI_PROMPT: &str = "gemini_prompt";
 /// `gemini_prompt_with_context`.
-pub const GEMINI_PROMPT_WITH_CONTEXT: &str = "gemini_prompt_with_context";
+pub(crate) const GEMINI_PROMPT_WITH_CONTEXT: &str = "gemini_prompt_with_context";
 /// `gemini_prompt_structured`.
-pub const GEMINI_PROMPT_STRUCTURED: &str = "gemini_prompt_structured";
+pub(crate) const GEMINI_PROMPT_STRUCTURED: &str = "gemini_prompt_structured";
 
 /// Longest accepted `task_note`, in characters.
-pub const MAX_TASK_NOTE_CHARS: usize = 1000;
+pub(crate) const MAX_TASK_NOTE_CHARS: usize = 1000;
 
 /// The approval modes by the CLI's names.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -91,7 +91,7 @@ impl From<PermissionArg> for ApprovalMode {
 /// A call's approval: the agent's mode, and whether its permission requests are questions to the
 /// client's user (`ask`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Approval {
+pub(crate) struct Approval {
     /// The CLI's approval mode, under the ceiling.
     pub mode: ApprovalMode,
     /// `approval_mode: "ask"`.
@@ -103,7 +103,7 @@ pub struct Approval {
 /// change prompts; each prompt is then put to the user only when the ceiling could allow it
 /// (under `yolo` every one, under `auto_edit` edits, under `default` and `plan` none: those are
 /// rejected as the ceiling would), and the user's allow is never more than that.
-pub fn approval(
+pub(crate) fn approval(
     policy: &Policy,
     mode: Option<ModeArg>,
     permission: Option<PermissionArg>,
@@ -126,7 +126,7 @@ pub fn approval(
 /// The optional arguments shared by the three prompt tools. A caller that sends none of them
 /// gets the reference behaviour.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct CommonArgs {
+pub(crate) struct CommonArgs {
     /// Continue an earlier conversation: the `sessionId` (a UUID) of an earlier answer. The CLI
     /// keeps sessions per working directory, so pass the same `workspace` as that call.
     #[serde(default)]
@@ -188,7 +188,7 @@ pub struct CommonArgs {
 
 /// Arguments of `gemini_prompt` besides the common ones.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct PromptArgs {
+pub(crate) struct PromptArgs {
     /// Prompt text.
     pub prompt: String,
     /// Gemini model, e.g. `gemini-2.5-pro` (default: the CLI's own choice).
@@ -198,7 +198,7 @@ pub struct PromptArgs {
 
 /// Arguments of `gemini_prompt_with_context` besides the common ones.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct WithContextArgs {
+pub(crate) struct WithContextArgs {
     /// Prompt text.
     pub prompt: String,
     /// Text prepended to the prompt inside a `<context>` block.
@@ -210,7 +210,7 @@ pub struct WithContextArgs {
 
 /// Arguments of `gemini_prompt_structured` besides the common ones.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct StructuredArgs {
+pub(crate) struct StructuredArgs {
     /// Prompt text.
     pub prompt: String,
     /// JSON Schema the response must conform to.
@@ -241,7 +241,7 @@ struct Full<T> {
 
 /// Which of the three tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// `gemini_prompt`.
     Prompt,
     /// `gemini_prompt_with_context`.
@@ -252,7 +252,7 @@ pub enum Kind {
 
 impl Kind {
     /// The tool named `name`, if it is one of the three.
-    pub fn from_name(name: &str) -> Option<Kind> {
+    pub(crate) fn from_name(name: &str) -> Option<Kind> {
         match name {
             GEMINI_PROMPT => Some(Kind::Prompt),
             GEMINI_PROMPT_WITH_CONTEXT => Some(Kind::WithContext),
@@ -262,7 +262,7 @@ impl Kind {
     }
 
     /// The tool's name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Prompt => GEMINI_PROMPT,
             Kind::WithContext => GEMINI_PROMPT_WITH_CONTEXT,
@@ -273,7 +273,7 @@ impl Kind {
 
 /// What a prompt call asks for, decoded (paths not yet checked).
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(crate) struct Call {
     /// The tool.
     pub kind: Kind,
     /// Prompt, context, model and session.
@@ -299,7 +299,7 @@ pub struct Call {
 }
 
 /// Decodes a call's arguments and checks what can be checked without the file system.
-pub fn decode(
+pub(crate) fn decode(
     kind: Kind,
     arguments: Option<&JsonObject>,
     policy: &Policy,
@@ -406,7 +406,7 @@ fn common_approval(
 
 /// The call's job: its paths checked against the roots; `asking` is what a call with
 /// `approval_mode: "ask"` asks through.
-pub async fn job(
+pub(crate) async fn job(
     call: &Call,
     roots: &Roots<'_>,
     asking: Option<crate::ask::Asking>,
@@ -434,7 +434,11 @@ pub async fn job(
 /// What a call's options and the retry policy add to its result, success or failure alike: the
 /// task note, the debug report, what the retry policy did, where the answer was saved, and with
 /// `full_output` the run's statistics and events (kept and read on, when they would not fit).
-pub fn extras(task_note: Option<&str>, report: Report, render: &Render<'_>) -> Map<String, Value> {
+pub(crate) fn extras(
+    task_note: Option<&str>,
+    report: Report,
+    render: &Render<'_>,
+) -> Map<String, Value> {
     let mut sc = Map::new();
     if let Some(note) = task_note {
         sc.insert("taskNote".into(), json!(note));
@@ -482,7 +486,7 @@ pub fn extras(task_note: Option<&str>, report: Report, render: &Render<'_>) -> M
 
 /// The result of an answered call: the answer first, then only what a model can act on (the
 /// session, the model, the tokens used); the per-model statistics only with `full_output`.
-pub fn render(
+pub(crate) fn render(
     answer: Answer,
     full_output: bool,
     extras: Map<String, Value>,
@@ -517,7 +521,7 @@ pub fn render(
 }
 
 /// A task note also closes the text block, for clients that show only the text.
-pub fn note_text(result: &mut CallToolResult, task_note: Option<&str>) {
+pub(crate) fn note_text(result: &mut CallToolResult, task_note: Option<&str>) {
     if let Some(note) = task_note {
         result
             .content
@@ -528,7 +532,7 @@ pub fn note_text(result: &mut CallToolResult, task_note: Option<&str>) {
 /// The output schema shared by the three tools: one object whose fields are those of a success
 /// or a failure, each present only when it says something, each of one plain type (no `null`
 /// types, no `oneOf`), so strict single-type dialects accept it.
-pub fn output_schema(structured: bool) -> Arc<JsonObject> {
+pub(crate) fn output_schema(structured: bool) -> Arc<JsonObject> {
     let s = |d: &str| json!({"type": "string", "description": d});
     let i = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
     let mut props = json!({
@@ -600,7 +604,7 @@ pub fn output_schema(structured: bool) -> Arc<JsonObject> {
 /// run above it, so `plan` makes every tool read-only, and `default` (headless, nothing that
 /// needs an approval runs) not destructive. Answers vary (not idempotent); the CLI talks to
 /// Google's API and whatever its tools reach (open world).
-pub fn annotations(title: &str, ceiling: ApprovalMode) -> ToolAnnotations {
+pub(crate) fn annotations(title: &str, ceiling: ApprovalMode) -> ToolAnnotations {
     ToolAnnotations::with_title(title)
         .read_only(ceiling == ApprovalMode::Plan)
         .destructive(ceiling >= ApprovalMode::AutoEdit)
@@ -622,7 +626,7 @@ Schema limits: 1 MiB, 10,000 nodes, 64 levels.";
 /// The three tool definitions, annotated for the approval-mode `ceiling`. `with_output_schema`
 /// is false for clients of protocol versions before 2025-06-18, which have no `outputSchema`
 /// (nor tool titles).
-pub fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool> {
+pub(crate) fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool> {
     static INPUTS: LazyLock<[Arc<JsonObject>; 3]> = LazyLock::new(|| {
         [
             args::input_schema::<Full<PromptArgs>>(),

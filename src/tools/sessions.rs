@@ -16,15 +16,15 @@ use crate::roots::Roots;
 use crate::run::Runner;
 
 /// `gemini_list_sessions`.
-pub const GEMINI_LIST_SESSIONS: &str = "gemini_list_sessions";
+pub(crate) const GEMINI_LIST_SESSIONS: &str = "gemini_list_sessions";
 /// `gemini_delete_session`.
-pub const GEMINI_DELETE_SESSION: &str = "gemini_delete_session";
+pub(crate) const GEMINI_DELETE_SESSION: &str = "gemini_delete_session";
 /// `gemini_list_models`.
-pub const GEMINI_LIST_MODELS: &str = "gemini_list_models";
+pub(crate) const GEMINI_LIST_MODELS: &str = "gemini_list_models";
 
 /// Arguments of `gemini_list_sessions`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// The project directory (default: the server's working directory); under the allowed roots.
     #[serde(default)]
     pub workspace: Option<String>,
@@ -32,7 +32,7 @@ pub struct ListArgs {
 
 /// Arguments of `gemini_delete_session`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct DeleteArgs {
+pub(crate) struct DeleteArgs {
     /// The project directory (default: the server's working directory); under the allowed roots.
     #[serde(default)]
     pub workspace: Option<String>,
@@ -42,7 +42,7 @@ pub struct DeleteArgs {
 
 /// One of the opt-in tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Extra {
+pub(crate) enum Extra {
     /// `gemini_list_sessions`.
     ListSessions,
     /// `gemini_delete_session`.
@@ -53,7 +53,7 @@ pub enum Extra {
 
 impl Extra {
     /// The tool named `name`, when its set is enabled.
-    pub fn from_name(name: &str, enabled: Toolsets) -> Option<Extra> {
+    pub(crate) fn from_name(name: &str, enabled: Toolsets) -> Option<Extra> {
         match name {
             GEMINI_LIST_SESSIONS if enabled.sessions => Some(Extra::ListSessions),
             GEMINI_DELETE_SESSION if enabled.sessions => Some(Extra::DeleteSession),
@@ -64,7 +64,7 @@ impl Extra {
 }
 
 /// Runs one of the opt-in tools.
-pub async fn call(
+pub(crate) async fn call(
     tool: Extra,
     arguments: Option<&JsonObject>,
     roots: &Roots<'_>,
@@ -134,7 +134,7 @@ const DELETE_SESSION_DESCRIPTION: &str = "Delete one of the Gemini CLI's saved s
 const LIST_MODELS_DESCRIPTION: &str = "The Gemini models and aliases the installed Gemini CLI knows, the default, and where the list comes from.";
 
 /// The definitions of the enabled opt-in tools.
-pub fn definitions(enabled: Toolsets, with_output_schema: bool) -> Vec<Tool> {
+pub(crate) fn definitions(enabled: Toolsets, with_output_schema: bool) -> Vec<Tool> {
     let mut tools = Vec::new();
     if enabled.sessions {
         tools.push((
@@ -202,7 +202,7 @@ pub fn definitions(enabled: Toolsets, with_output_schema: bool) -> Vec<Tool> {
 
 /// The Gemini CLI 0.61 model table (its `models.ts`, reference §7): until the ACP backend can ask
 /// the CLI for `availableModels`, this is the list.
-pub fn list_models() -> CallToolResult {
+pub(crate) fn list_models() -> CallToolResult {
     let models = json!([
         {"id": "auto", "description": "Let the CLI route each request (router on gemini-3.5-flash-lite; main turn on gemini-3.8-flash or gemini-3.1-pro-preview)"},
         {"id": "auto-gemini-3", "description": "Routing among Gemini 3 models"},
@@ -247,7 +247,7 @@ pub fn list_models() -> CallToolResult {
 }
 
 /// The one argument of a session tool's run: `--delete-session=<id>`, else `--list-sessions`.
-pub fn cli_arg(delete: Option<&str>) -> String {
+pub(crate) fn cli_arg(delete: Option<&str>) -> String {
     match delete {
         Some(id) => format!("{}={id}", flag::DELETE_SESSION),
         None => flag::LIST_SESSIONS.to_string(),
@@ -255,7 +255,7 @@ pub fn cli_arg(delete: Option<&str>) -> String {
 }
 
 /// The result of `--list-sessions` (exit 0, stdout only).
-pub fn listed(workspace: &std::path::Path, stdout: &str) -> CallToolResult {
+pub(crate) fn listed(workspace: &std::path::Path, stdout: &str) -> CallToolResult {
     let sessions: Vec<ListedSession> = session::parse_listing(stdout);
     let text = if sessions.is_empty() {
         "No sessions in this workspace.".to_string()
@@ -277,7 +277,7 @@ pub fn listed(workspace: &std::path::Path, stdout: &str) -> CallToolResult {
 /// The result of `--delete-session=<id>`, which exits 0 even when it fails: the message decides
 /// (`Deleted session N: …` on stdout; `Invalid session identifier …` or `No sessions found for
 /// this project.` on stderr).
-pub fn deleted(
+pub(crate) fn deleted(
     workspace: &std::path::Path,
     id: &str,
     stdout: &str,

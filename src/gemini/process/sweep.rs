@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The variable carrying the run marker into the child's environment.
-pub const MARKER_VAR: &str = crate::gemini::inputs::env::RUN_MARK;
+pub(super) const MARKER_VAR: &str = crate::gemini::inputs::env::RUN_MARK;
 
 /// Upper bound on one sweep: SIGKILLed processes die within milliseconds; one stuck in the
 /// kernel (uninterruptible I/O) must not hold up the answer.

@@ -85,7 +85,7 @@ fn own_prefix() -> String {
 /// directory it used): the watchdog's part once that server died without its clean-up. Only
 /// directories of this user's named after that server are touched, never through a symlink.
 /// Returns how many were removed.
-pub fn remove_left_by(server: u32, root: &Path) -> usize {
+pub(super) fn remove_left_by(server: u32, root: &Path) -> usize {
     let prefix = prefix_of(server);
     let Ok(entries) = std::fs::read_dir(root) else {
         return 0;
@@ -220,7 +220,7 @@ fn remove_now(tmp: PrivateTmp) {
 
 /// Removes `tmp` on the keeper thread, so the caller does not wait for the file system. Falls back
 /// to removing it in place when the thread could not be started.
-pub fn remove_later(tmp: PrivateTmp) {
+pub(super) fn remove_later(tmp: PrivateTmp) {
     let keeper = keeper();
     *lock(&keeper.pending) += 1;
     if let Some(Job::Remove(tmp)) = keeper.send(Job::Remove(tmp)) {

@@ -21,11 +21,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The first argument that makes the executable a watchdog instead of a server.
-pub const ARG: &str = "--internal-watchdog";
+pub(super) const ARG: &str = "--internal-watchdog";
 
 /// `GEMINICLI_MCP_WATCHDOG=0` leaves the watchdog out (for a system where the server cannot run
 /// its own executable again).
-pub const ENV: &str = "GEMINICLI_MCP_WATCHDOG";
+pub(super) const ENV: &str = "GEMINICLI_MCP_WATCHDOG";
 
 /// How long the watchdog keeps sweeping after the server died: SIGKILLed processes die within
 /// milliseconds, and each death can reparent more of them.
@@ -68,7 +68,7 @@ fn state() -> std::sync::MutexGuard<'static, State> {
 /// Starts the watchdog, once per server, on a thread of its own (an exec of this executable takes
 /// milliseconds the `initialize` answer need not wait for); runs that start before it is up are
 /// handed to it when it is. A no-op when `GEMINICLI_MCP_WATCHDOG` is `0`, `false`, `no` or `off`.
-pub fn start() -> std::io::Result<()> {
+pub(super) fn start() -> std::io::Result<()> {
     if std::env::var(ENV).is_ok_and(|v| crate::config::parse::parse_off(&v)) {
         return Ok(());
     }
@@ -178,7 +178,7 @@ pub(crate) fn ended(pgid: u32) {
 
 /// At the server's clean exit: closes the pipe and waits briefly for the watchdog to leave, so it
 /// does not outlive the server.
-pub fn stop() {
+pub(super) fn stop() {
     let mut s = state();
     s.wanted = false;
     let Some(w) = s.watchdog.as_mut() else {
@@ -223,7 +223,7 @@ impl Groups {
 
 /// The watchdog process: reads the server's lines until the pipe closes, then kills what is left.
 /// `args` are the arguments after [`ARG`] (the server's pid). Returns the exit code.
-pub fn main(args: &[String]) -> i32 {
+pub(super) fn main(args: &[String]) -> i32 {
     let Some(server) = args.first().and_then(|p| p.parse::<i32>().ok()) else {
         eprintln!("{ARG} needs the server's pid");
         return 2;
