@@ -9,6 +9,9 @@
 // `error::Failure` (about 280 bytes) is the error type of every call path. It is built at most
 // once per tool call, next to a process spawn; boxing it would only add noise.
 #![allow(clippy::result_large_err)]
+// An item a private module declares `pub` says `pub(crate)`: the surface is what the binary, the
+// tests and the fuzz targets use.
+#![warn(unreachable_pub)]
 
 pub mod acp;
 mod answers;
