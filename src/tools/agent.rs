@@ -336,7 +336,7 @@ async fn decode(env: &Env<'_>, arguments: Option<&JsonObject>) -> Result<Decoded
             }),
             limits: env.policy.deadlines,
         },
-        task_note: a.task_note,
+        task_note: prompt::task_note(a.task_note)?,
         debug: a.debug.unwrap_or(false),
         full_output: a.full_output.unwrap_or(false),
         save,

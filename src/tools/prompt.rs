@@ -34,6 +34,22 @@ pub(crate) const GEMINI_PROMPT_STRUCTURED: &str = "gemini_prompt_structured";
 /// Longest accepted `task_note`, in characters.
 pub(crate) const MAX_TASK_NOTE_CHARS: usize = 1000;
 
+/// A call's `task_note`, checked for every tool that takes one: none when absent or empty, an
+/// `input_validation` failure past [`MAX_TASK_NOTE_CHARS`] (it is echoed in the result and in
+/// every progress message).
+pub(crate) fn task_note(note: Option<String>) -> Result<Option<String>, Failure> {
+    let note = given(note);
+    if note
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > MAX_TASK_NOTE_CHARS)
+    {
+        return Err(Failure::invalid_input(format!(
+            "task_note is longer than {MAX_TASK_NOTE_CHARS} characters"
+        )));
+    }
+    Ok(note)
+}
+
 /// The approval modes by the CLI's names.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -330,15 +346,7 @@ pub(crate) fn decode(
     if let Some(id) = &session_id {
         session::validate_session_id(id)?;
     }
-    let task_note = given(common.task_note);
-    if task_note
-        .as_ref()
-        .is_some_and(|n| n.chars().count() > MAX_TASK_NOTE_CHARS)
-    {
-        return Err(Failure::invalid_input(format!(
-            "task_note is longer than {MAX_TASK_NOTE_CHARS} characters"
-        )));
-    }
+    let task_note = task_note(common.task_note)?;
     let Approval { mode, ask } = common_approval(
         common.approval_mode,
         common.permission,
