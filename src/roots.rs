@@ -93,6 +93,24 @@ impl<'a> Roots<'a> {
         )
     }
 
+    /// Checks an image argument (`argument` names it in a failure): a file under the roots whose
+    /// extension the Gemini CLI attaches. Both prompt surfaces take their images through it.
+    pub(crate) async fn image(
+        &self,
+        argument: &str,
+        raw: &str,
+        base: &Path,
+    ) -> Result<PathBuf, Failure> {
+        let path = self.check(argument, raw, base, Expect::File).await?;
+        if !policy::is_supported_image(&path) {
+            return Err(Failure::invalid_input(format!(
+                "{argument} {raw:?}: not an image type the Gemini CLI attaches ({})",
+                policy::IMAGE_EXTENSIONS.join(", ")
+            )));
+        }
+        Ok(path)
+    }
+
     /// Checks `save_file` (see [`policy::check_save_path`]).
     pub(crate) async fn check_save(
         &self,
@@ -169,13 +187,7 @@ pub(crate) async fn resolve(roots: &Roots<'_>, args: &PathArgs) -> Result<Paths,
     let mut images = Vec::new();
     let mut image_files = Vec::new();
     for raw in &args.image_paths {
-        let path = roots.check("image_paths", raw, &cwd, Expect::File).await?;
-        if !policy::is_supported_image(&path) {
-            return Err(Failure::invalid_input(format!(
-                "image_paths {raw:?}: not an image type the Gemini CLI attaches ({})",
-                policy::IMAGE_EXTENSIONS.join(", ")
-            )));
-        }
+        let path = roots.image("image_paths", raw, &cwd).await?;
         let reference = if let Ok(rel) = path.strip_prefix(&cwd) {
             rel.to_string_lossy().into_owned()
         } else if include.iter().any(|d| path.starts_with(d)) {

@@ -16,7 +16,7 @@ use crate::acp::pool::PromptCall;
 use crate::approval::ApprovalMode;
 use crate::error::Failure;
 use crate::gemini::{command, session};
-use crate::policy::{self, Expect, Policy};
+use crate::policy::Policy;
 use crate::progress::{Progress, Sink, Style};
 use crate::render::Render;
 use crate::roots::Roots;
@@ -349,12 +349,7 @@ async fn image(
     raw: &str,
     cwd: &std::path::Path,
 ) -> Result<(String, PathBuf), Failure> {
-    let path = roots.check("image_path", raw, cwd, Expect::File).await?;
-    if !policy::is_supported_image(&path) {
-        return Err(Failure::invalid_input(format!(
-            "image_path {raw:?}: not an image type Gemini reads (png, jpg, jpeg, gif, webp, heic, heif)"
-        )));
-    }
+    let path = roots.image("image_path", raw, cwd).await?;
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
