@@ -10,9 +10,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-/// Default time a question waits for its answer before the tool is rejected.
-pub(crate) const DEFAULT_ASK_TIMEOUT_MS: u64 = 120_000;
-
 /// What the agent asks to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {

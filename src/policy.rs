@@ -69,7 +69,7 @@ impl QuotaPolicy {
                 .map(|v| {
                     v.split(',')
                         .map(str::trim)
-                        .filter(|m| crate::gemini::command::validate_model(m).is_ok())
+                        .filter(|m| crate::gemini::names::validate_model(m).is_ok())
                         .map(String::from)
                         .collect()
                 })

@@ -18,11 +18,6 @@ use crate::answers::Answers;
 use crate::error::{Failure, PARTIAL_TEXT_CHARS};
 use crate::gemini::outcome;
 
-/// The default budget of one serialised tool result, in bytes of UTF-8 (a bound on characters
-/// too, and on Codex's 4 bytes a token): under Codex's 47,964 and Claude Code's 50,000.
-pub const DEFAULT_BUDGET_BYTES: usize = 40_000;
-/// The least budget the operator may set: room for a failure's first lines.
-pub(crate) const MIN_BUDGET_BYTES: usize = 4_096;
 /// The stderr tail a failure shows by default (the whole kept tail with `debug`).
 pub(crate) const STDERR_SHOWN_BYTES: usize = 1024;
 /// The name of the tool that reads on.
@@ -510,6 +505,7 @@ fn without_report_path(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::DEFAULT_BUDGET_BYTES;
     use crate::error::{ErrorKind, RunFacts};
 
     fn render(answers: &Answers, budget: usize) -> Render<'_> {

@@ -22,36 +22,12 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-/// Default time a task is kept after it finished, or after the client last asked about it.
-pub(crate) const DEFAULT_RETENTION_MS: u64 = 600_000;
-/// Default number of tasks held at once, running and finished.
-pub(crate) const DEFAULT_MAX_TASKS: usize = 64;
+use crate::config::TaskLimits;
+
 /// The poll interval suggested to clients.
 pub(crate) const POLL_INTERVAL_MS: u64 = 1_000;
 /// How often expired tasks are looked for.
 const SWEEP: Duration = Duration::from_secs(1);
-
-/// The operator's task settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TaskLimits {
-    /// Whether calls may run as tasks at all (`GEMINICLI_MCP_TASKS`).
-    pub enabled: bool,
-    /// How long a task is kept after it finished or was last asked about
-    /// (`GEMINICLI_MCP_TASK_RETENTION_MS`).
-    pub retention: Duration,
-    /// Most tasks held at once (`GEMINICLI_MCP_MAX_TASKS`).
-    pub max_tasks: usize,
-}
-
-impl Default for TaskLimits {
-    fn default() -> Self {
-        TaskLimits {
-            enabled: true,
-            retention: Duration::from_millis(DEFAULT_RETENTION_MS),
-            max_tasks: DEFAULT_MAX_TASKS,
-        }
-    }
-}
 
 /// What a finished run left.
 pub(crate) enum Outcome {

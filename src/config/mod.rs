@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use clap::Parser;
 
-pub use crate::gemini::command::SlashCommands;
 use parse::{parse_flag, split_list, Vars};
 
 mod acp;
 pub mod parse;
+mod tasks;
 
 pub use acp::{AcpConfig, Backend};
+pub use tasks::TaskLimits;
 
 /// Default per-stream cap on bytes read from the child (32 MiB), as in the TypeScript reference.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
@@ -24,7 +25,22 @@ pub const DEFAULT_EOF_GRACE_MS: u64 = 120_000;
 pub const DEFAULT_MAX_CONCURRENCY: usize = 4;
 /// Default interval of the progress heartbeat while a call runs.
 pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
-pub use crate::render::DEFAULT_BUDGET_BYTES;
+/// The default budget of one serialised tool result, in bytes of UTF-8 (a bound on characters
+/// too, and on Codex's 4 bytes a token): under Codex's 47,964 and Claude Code's 50,000.
+pub const DEFAULT_BUDGET_BYTES: usize = 40_000;
+/// The least result budget the operator may set: room for a failure's first lines.
+pub(crate) const MIN_BUDGET_BYTES: usize = 4_096;
+/// Default time an `ask` question waits for the user's answer.
+pub(crate) const DEFAULT_ASK_TIMEOUT_MS: u64 = 120_000;
+
+/// How a prompt that starts with `/` reaches the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlashCommands {
+    /// Prefix the slash with a backslash: the CLI sees text, not a command.
+    Escape,
+    /// Send the prompt unchanged: the CLI may run it as a command (`/memory show` does).
+    Passthrough,
+}
 
 /// The text `--help` prints below the usage: every variable the server reads.
 pub const ENV_HELP: &str = "\
@@ -327,7 +343,7 @@ pub struct Config {
     pub acp: AcpConfig,
     /// Calls as tasks (`GEMINICLI_MCP_TASKS`, `GEMINICLI_MCP_TASK_RETENTION_MS`,
     /// `GEMINICLI_MCP_MAX_TASKS`).
-    pub tasks: crate::tasks::TaskLimits,
+    pub tasks: TaskLimits,
     /// How long an `ask` question waits for the user (`GEMINICLI_MCP_ASK_TIMEOUT_MS`).
     pub ask_timeout: Duration,
     /// The variables set to something the settings did not understand, and what was wrong
@@ -352,8 +368,8 @@ impl Default for Config {
             env_pass: Vec::new(),
             policy: crate::policy::Policy::default(),
             acp: AcpConfig::default(),
-            tasks: crate::tasks::TaskLimits::default(),
-            ask_timeout: Duration::from_millis(crate::ask::DEFAULT_ASK_TIMEOUT_MS),
+            tasks: TaskLimits::default(),
+            ask_timeout: Duration::from_millis(DEFAULT_ASK_TIMEOUT_MS),
             unread: Vec::new(),
         }
     }
@@ -405,7 +421,7 @@ impl Config {
                 .unwrap_or(d.heartbeat),
             result_budget: positive("GEMINICLI_MCP_RESULT_BUDGET_BYTES")
                 .and_then(|v| usize::try_from(v).ok())
-                .map(|v| v.max(crate::render::MIN_BUDGET_BYTES))
+                .map(|v| v.max(MIN_BUDGET_BYTES))
                 .unwrap_or(d.result_budget),
             slash_commands: vars
                 .choice(
@@ -426,15 +442,7 @@ impl Config {
                 .unwrap_or_default(),
             policy: crate::policy::Policy::read(vars),
             acp: AcpConfig::read(vars),
-            tasks: crate::tasks::TaskLimits {
-                enabled: !text("GEMINICLI_MCP_TASKS").is_some_and(|v| parse::parse_off(&v)),
-                retention: positive("GEMINICLI_MCP_TASK_RETENTION_MS")
-                    .map(Duration::from_millis)
-                    .unwrap_or(d.tasks.retention),
-                max_tasks: positive("GEMINICLI_MCP_MAX_TASKS")
-                    .and_then(|v| usize::try_from(v).ok())
-                    .unwrap_or(d.tasks.max_tasks),
-            },
+            tasks: TaskLimits::read(vars),
             ask_timeout: positive("GEMINICLI_MCP_ASK_TIMEOUT_MS")
                 .map(Duration::from_millis)
                 .unwrap_or(d.ask_timeout),

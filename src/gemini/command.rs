@@ -3,8 +3,10 @@
 
 use std::ffi::OsString;
 
+pub(crate) use crate::config::SlashCommands;
 use crate::error::Failure;
 use crate::gemini::inputs::flag;
+pub(crate) use crate::gemini::names::{validate_model, validate_server_name};
 use crate::structured::{self, PreparedSchema};
 
 /// The CLI reads at most this many bytes of stdin (it truncates the rest and then drops the
@@ -18,8 +20,6 @@ pub(crate) const STDIN_CAP_BYTES: usize = 8 * 1024 * 1024;
 /// 4,193,816 were not. The limit keeps 65,536 units (16,384 tokens) of that budget for the session
 /// context, so a prompt above it is refused instead of dropped.
 pub(crate) const MAX_PROMPT_UTF16_UNITS: usize = 4 * 1_048_576 - 65_536;
-/// Longest accepted model name.
-pub(crate) const MAX_MODEL_CHARS: usize = 256;
 
 pub(crate) use crate::gemini::inputs::{BASE_ARGS, CHILD_ENV};
 
@@ -53,33 +53,6 @@ pub(crate) struct PromptRequest {
 /// into one argv element, which Linux caps at 128 KiB (`MAX_ARG_STRLEN`).
 pub(crate) const SANDBOX_MAX_PROMPT_BYTES: usize = 128 * 1024;
 
-/// How a prompt that starts with `/` reaches the CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SlashCommands {
-    /// Prefix the slash with a backslash: the CLI sees text, not a command.
-    Escape,
-    /// Send the prompt unchanged: the CLI may run it as a command (`/memory show` does).
-    Passthrough,
-}
-
-/// Checks an MCP server name: `[A-Za-z0-9._-]+` (the CLI splits the flag's values on commas).
-pub(crate) fn validate_server_name(name: &str) -> Result<(), Failure> {
-    let ok = !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with('-')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Failure::invalid_input(format!(
-            "allowed_mcp_server_names: {:?} is not a server name ([A-Za-z0-9._-]+, not starting with '-'; no commas)",
-            preview(name)
-        )))
-    }
-}
-
 /// The CLI's `@` reference for `path`: a backslash before every character its `@` parser would
 /// end the path at or treat specially (whitespace and shell metacharacters), so a path with a
 /// space reaches the request whole.
@@ -104,27 +77,6 @@ pub(crate) struct Invocation {
     pub stdin: Vec<u8>,
     /// Whether a leading `/` was escaped.
     pub slash_escaped: bool,
-}
-
-/// Checks a model name: `[A-Za-z0-9._:/-]+`, not starting with `-` (it would read as a flag).
-pub(crate) fn validate_model(model: &str) -> Result<(), Failure> {
-    if model.chars().count() > MAX_MODEL_CHARS {
-        return Err(Failure::invalid_input(format!(
-            "model name is longer than {MAX_MODEL_CHARS} characters"
-        )));
-    }
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '/' | '-');
-    if model.is_empty() || !model.chars().all(allowed) || model.starts_with('-') {
-        return Err(Failure::invalid_input(format!(
-            "model must match [A-Za-z0-9._:/-]+ and must not start with '-' (got {:?})",
-            preview(model)
-        )));
-    }
-    Ok(())
-}
-
-fn preview(text: &str) -> String {
-    text.chars().take(64).collect()
 }
 
 /// Builds the invocation. `schema` is given for `gemini_prompt_structured` (already prepared, so
