@@ -149,7 +149,7 @@ const SELF_TEST: &[(&str, &str, Outcome, bool)] = &[
 ];
 
 /// Trials that wait out real time by their nature, each with why: ignored by the README's test
-/// command, run by `.ci/run` (`cargo nextest run -p gemini-mcp-conformance --run-ignored only`).
+/// command, run by `.ci/run`'s slow step (`--run-ignored only` on this package's `cases` binary).
 /// Every other trial finishes within seconds.
 #[rustfmt::skip]
 const SLOW: &[(&str, &str)] = &[
