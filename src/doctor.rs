@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Config, SlashCommands};
+use crate::config::{table, Config, Given};
 use crate::gemini::auth::{Seen, Verdict};
 use crate::gemini::command::BASE_ARGS;
 use crate::gemini::inputs::flag;
@@ -394,7 +394,9 @@ pub struct Inputs {
     pub vars: Vec<(OsString, OsString)>,
     /// The directory probes run in.
     pub cwd: PathBuf,
-    /// More settings to show (the HTTP transport's), by name.
+    /// The settings given as flags (the listing shows them over the environment).
+    pub given: Given,
+    /// Settings to show as the HTTP transport reads them, by name, over the listing's.
     pub extra_config: Vec<(&'static str, Value)>,
     /// Problems found outside the doctor (an HTTP setting the server would refuse).
     pub extra_problems: Vec<Problem>,
@@ -408,6 +410,7 @@ impl Inputs {
             timeout,
             vars: std::env::vars_os().collect(),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            given: Given::default(),
             extra_config: Vec::new(),
             extra_problems: Vec::new(),
         }
@@ -466,8 +469,14 @@ pub async fn run(inputs: Inputs) -> Report {
     let (settings, verdict) = auth(&inputs, &mut problems, &mut warnings);
     let session_cleanup = session_cleanup(&inputs);
     problems.extend(inputs.extra_problems.iter().cloned());
-    let mut config_rows = config_rows(config);
-    config_rows.extend(inputs.extra_config.iter().cloned());
+    let mut config_rows =
+        table::effective(config, inputs.given.over(|name| inputs.var(name).cloned()));
+    for (name, value) in &inputs.extra_config {
+        match config_rows.iter_mut().find(|(n, _)| n == name) {
+            Some(row) => row.1 = value.clone(),
+            None => config_rows.push((name, value.clone())),
+        }
+    }
     Report {
         program,
         via,
@@ -698,44 +707,6 @@ fn session_cleanup(inputs: &Inputs) -> bool {
         _ => inputs.var(k).cloned(),
     };
     retention::retention_on(&settings::layers(&inputs.cwd, var))
-}
-
-/// The effective configuration under the names operators set it by.
-fn config_rows(c: &Config) -> Vec<(&'static str, Value)> {
-    vec![
-        (
-            "GEMINI_CLI_BIN",
-            json!(c
-                .gemini_bin
-                .as_ref()
-                .map(|b| b.to_string_lossy().into_owned())),
-        ),
-        ("GEMINICLI_MCP_MAX_OUTPUT_BYTES", json!(c.max_output_bytes)),
-        ("GEMINICLI_MCP_DEBUG", json!(c.debug)),
-        (
-            "GEMINICLI_MCP_KILL_GRACE_MS",
-            json!(c.kill_grace.as_millis() as u64),
-        ),
-        (
-            "GEMINICLI_MCP_EOF_GRACE_MS",
-            json!(c.eof_grace.as_millis() as u64),
-        ),
-        ("GEMINICLI_MCP_MAX_CONCURRENCY", json!(c.max_concurrency)),
-        (
-            "GEMINICLI_MCP_HEARTBEAT_MS",
-            json!(c.heartbeat.as_millis() as u64),
-        ),
-        ("GEMINICLI_MCP_RESULT_BUDGET_BYTES", json!(c.result_budget)),
-        (
-            "GEMINICLI_MCP_SLASH_COMMANDS",
-            json!(match c.slash_commands {
-                SlashCommands::Escape => "escape",
-                SlashCommands::Passthrough => "passthrough",
-            }),
-        ),
-        ("GEMINICLI_MCP_ENV", json!(c.env_policy.as_str())),
-        ("GEMINICLI_MCP_ENV_PASS", json!(c.env_pass.join(","))),
-    ]
 }
 
 /// Runs `program prefix… flag` with the environment a call would get, bounded by the timeout;

@@ -4,12 +4,11 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::Parser;
 use rmcp::service::ServerInitializeError;
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use geminicli_mcp::config::{Cli, Command, Config, DoctorArgs};
+use geminicli_mcp::config::{Cli, Command, Config, DoctorArgs, Given};
 use geminicli_mcp::doctor;
 use geminicli_mcp::fd_limit;
 use geminicli_mcp::gemini::process;
@@ -32,12 +31,9 @@ fn main() -> anyhow::Result<()> {
         std::process::exit(code);
     }
     let cli = Cli::parse();
-    let config = Config::from_env_and_flags(&cli.flags);
-    let log_filter = cli
-        .flags
-        .log
-        .clone()
-        .or_else(|| std::env::var("GEMINICLI_MCP_LOG").ok());
+    let config = Config::from_env_and_flags(&cli.given);
+    let lookup = cli.given.over(|name| std::env::var_os(name));
+    let log_filter = lookup("GEMINICLI_MCP_LOG").map(|v| v.to_string_lossy().into_owned());
     logging::init(log_filter.as_deref(), config.debug);
     for note in &config.unread {
         tracing::warn!("{note} (docs/environment.md)");
@@ -53,10 +49,10 @@ fn main() -> anyhow::Result<()> {
     }
     fd_limit::raise();
     if let Some(Command::Doctor(args)) = &cli.command {
-        let http = HttpOptions::from_flags(&cli.flags, |name| std::env::var(name).ok());
-        return doctor(config, args, http);
+        let http = HttpOptions::read(&lookup);
+        return doctor(config, cli.given.clone(), args, http);
     }
-    let http = HttpOptions::from_flags(&cli.flags, |name| std::env::var(name).ok())?;
+    let http = HttpOptions::read(&lookup)?;
     // The token must not reach a Gemini run (it inherits the environment by default), and the
     // server has it now. Still single-threaded here, so changing the environment is sound.
     std::env::remove_var(http::TOKEN_ENV);
@@ -94,6 +90,7 @@ fn finish_removals() {
 /// `geminicli-mcp doctor`: the report on stdout, exit 1 when it found a problem.
 fn doctor(
     config: Config,
+    given: Given,
     args: &DoctorArgs,
     http: Result<Option<HttpOptions>, http::HttpConfigError>,
 ) -> anyhow::Result<()> {
@@ -103,10 +100,9 @@ fn doctor(
         .context("starting the async runtime")?;
     let mut inputs =
         doctor::Inputs::from_process(config, Duration::from_secs_f64(args.doctor_timeout));
+    inputs.given = given;
     match http {
-        Ok(None) => inputs
-            .extra_config
-            .push(("GEMINICLI_MCP_HTTP", serde_json::Value::Null)),
+        Ok(None) => {}
         Ok(Some(o)) => inputs.extra_config.extend(o.describe()),
         Err(e) => inputs.extra_problems.push(doctor::Problem {
             message: format!("the HTTP transport would not start: {e}"),

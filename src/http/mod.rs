@@ -5,6 +5,7 @@
 //! bound, the working directory and the environment (docs/http.md).
 
 use std::convert::Infallible;
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +20,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::parse::{parse_flag, parse_positive, split_list};
-use crate::config::Flags;
 use crate::server::GeminiServer;
 
 mod accept;
@@ -129,37 +129,29 @@ impl std::fmt::Debug for HttpOptions {
 }
 
 impl HttpOptions {
-    /// The options when `--http` / `GEMINICLI_MCP_HTTP` is set (`Ok(None)` otherwise): flags over
-    /// variables, read through `lookup`.
-    pub fn from_flags(
-        flags: &Flags,
-        lookup: impl Fn(&str) -> Option<String>,
+    /// The options when `--http` / `GEMINICLI_MCP_HTTP` is set (`Ok(None)` otherwise), read
+    /// through `lookup`: the environment with the flags over it ([`crate::config::Given::over`]).
+    pub fn read(
+        lookup: impl Fn(&str) -> Option<OsString>,
     ) -> Result<Option<Self>, HttpConfigError> {
-        let Some(addr) = flags
-            .http
-            .clone()
-            .or_else(|| lookup("GEMINICLI_MCP_HTTP"))
-            .filter(|a| !a.trim().is_empty())
-        else {
+        let text = |name: &str| lookup(name).map(|v| v.to_string_lossy().into_owned());
+        let Some(addr) = text("GEMINICLI_MCP_HTTP").filter(|a| !a.trim().is_empty()) else {
             return Ok(None);
         };
         let addr: SocketAddr = addr
             .trim()
             .parse()
             .map_err(|_| HttpConfigError::BadAddress(addr.clone()))?;
-        let allow_remote = flags.http_allow_remote
-            || lookup("GEMINICLI_MCP_HTTP_ALLOW_REMOTE").is_some_and(|v| parse_flag(&v));
+        let allow_remote = text("GEMINICLI_MCP_HTTP_ALLOW_REMOTE").is_some_and(|v| parse_flag(&v));
         if !addr.ip().is_loopback() && !allow_remote {
             return Err(HttpConfigError::NotLoopback(addr));
         }
-        let file = flags.http_token_file.clone().or_else(|| {
-            lookup(TOKEN_FILE_ENV)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        });
+        let file = lookup(TOKEN_FILE_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
         let (token, token_source) = match file {
             Some(path) => (read_token_file(&path)?, TokenSource::File(path)),
-            None => match lookup(TOKEN_ENV) {
+            None => match text(TOKEN_ENV) {
                 Some(t) => (t.trim().to_owned(), TokenSource::Env),
                 None => return Err(HttpConfigError::NoToken),
             },
@@ -170,23 +162,15 @@ impl HttpOptions {
         if token.len() < MIN_TOKEN_BYTES {
             return Err(HttpConfigError::WeakToken);
         }
-        let list = |flag: &[String], var: &str| -> Vec<String> {
-            if flag.is_empty() {
-                lookup(var).map(|v| split_list(&v)).unwrap_or_default()
-            } else {
-                flag.to_vec()
-            }
-        };
+        let list =
+            |var: &str| -> Vec<String> { text(var).map(|v| split_list(&v)).unwrap_or_default() };
         Ok(Some(HttpOptions {
             addr,
             token: token.into(),
             token_source,
-            allowed_origins: list(
-                &flags.http_allowed_origin,
-                "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
-            ),
-            allowed_hosts: list(&flags.http_allowed_host, "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS"),
-            limits: limits(flags, &lookup)?,
+            allowed_origins: list("GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS"),
+            allowed_hosts: list("GEMINICLI_MCP_HTTP_ALLOWED_HOSTS"),
+            limits: limits(&text)?,
         }))
     }
 
@@ -234,16 +218,10 @@ impl HttpOptions {
     }
 }
 
-/// The connection limits: each flag over its variable over the default. A variable that is set
+/// The connection limits: each variable (or its flag) over the default. A variable that is set
 /// (not empty) must be a positive whole number.
-fn limits(
-    flags: &Flags,
-    lookup: &impl Fn(&str) -> Option<String>,
-) -> Result<Limits, HttpConfigError> {
-    let number = |flag: Option<u64>, name: &'static str| -> Result<Option<u64>, HttpConfigError> {
-        if flag.is_some() {
-            return Ok(flag);
-        }
+fn limits(lookup: &impl Fn(&str) -> Option<String>) -> Result<Limits, HttpConfigError> {
+    let number = |name: &'static str| -> Result<Option<u64>, HttpConfigError> {
         match lookup(name) {
             Some(value) if !value.trim().is_empty() => parse_positive(value.trim())
                 .map(Some)
@@ -253,11 +231,9 @@ fn limits(
     };
     let d = Limits::default();
     Ok(Limits {
-        header_timeout: number(flags.http_header_timeout_ms, HEADER_TIMEOUT_ENV)?
-            .map_or(d.header_timeout, Duration::from_millis),
-        idle_timeout: number(flags.http_idle_timeout_ms, IDLE_TIMEOUT_ENV)?
-            .map_or(d.idle_timeout, Duration::from_millis),
-        max_connections: number(flags.http_max_connections, MAX_CONNECTIONS_ENV)?
+        header_timeout: number(HEADER_TIMEOUT_ENV)?.map_or(d.header_timeout, Duration::from_millis),
+        idle_timeout: number(IDLE_TIMEOUT_ENV)?.map_or(d.idle_timeout, Duration::from_millis),
+        max_connections: number(MAX_CONNECTIONS_ENV)?
             .map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
     })
 }

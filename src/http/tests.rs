@@ -1,5 +1,4 @@
 use super::*;
-use clap::Parser;
 use std::collections::HashMap;
 
 /// A body that yields `frames` chunks of `size` bytes (or without end), counting what was
@@ -84,11 +83,11 @@ fn options(args: &[&str], vars: &[(&str, &str)]) -> Result<Option<HttpOptions>, 
     let mut argv = vec!["geminicli-mcp"];
     argv.extend_from_slice(args);
     let cli = crate::config::Cli::try_parse_from(argv).unwrap();
-    let vars: HashMap<String, String> = vars
+    let vars: HashMap<String, OsString> = vars
         .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .map(|(k, v)| (k.to_string(), OsString::from(v)))
         .collect();
-    HttpOptions::from_flags(&cli.flags, |name| vars.get(name).cloned())
+    HttpOptions::read(cli.given.over(|name| vars.get(name).cloned()))
 }
 
 const TOKEN: &str = "0123456789abcdef0123";

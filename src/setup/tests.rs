@@ -102,7 +102,6 @@ impl Home {
 
 /// `argv` after `geminicli-mcp setup`, parsed as the binary parses it.
 fn parse(argv: &[&str]) -> SetupArgs {
-    use clap::Parser;
     let mut full = vec!["geminicli-mcp", "setup"];
     full.extend_from_slice(argv);
     match crate::config::Cli::try_parse_from(full).unwrap().command {

@@ -1,0 +1,194 @@
+//! The configuration's values: [`Config`], its defaults, and its lenient reading from any variable
+//! lookup (the environment, with the flags over it).
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use super::acp::AcpConfig;
+use super::parse::{parse_flag, split_list, Vars};
+use super::tasks::TaskLimits;
+
+/// Default per-stream cap on bytes read from the child (32 MiB), as in the TypeScript reference.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
+/// Default time between the polite termination signal and the kill of the whole tree.
+pub const DEFAULT_KILL_GRACE_MS: u64 = 2_000;
+/// Default time calls in flight may still take after stdin reached EOF.
+pub const DEFAULT_EOF_GRACE_MS: u64 = 120_000;
+/// Default number of Gemini runs at once: each real CLI process can take gigabytes of memory.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 4;
+/// Default interval of the progress heartbeat while a call runs.
+pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
+/// The default budget of one serialised tool result, in bytes of UTF-8 (a bound on characters
+/// too, and on Codex's 4 bytes a token): under Codex's 47,964 and Claude Code's 50,000.
+pub const DEFAULT_BUDGET_BYTES: usize = 40_000;
+/// The least result budget the operator may set: room for a failure's first lines.
+pub(crate) const MIN_BUDGET_BYTES: usize = 4_096;
+/// Default time an `ask` question waits for the user's answer.
+pub(crate) const DEFAULT_ASK_TIMEOUT_MS: u64 = 120_000;
+
+/// How a prompt that starts with `/` reaches the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlashCommands {
+    /// Prefix the slash with a backslash: the CLI sees text, not a command.
+    Escape,
+    /// Send the prompt unchanged: the CLI may run it as a command (`/memory show` does).
+    Passthrough,
+}
+
+/// What environment a Gemini run gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnvPolicy {
+    /// The server's whole environment, as the TypeScript reference does.
+    Inherit,
+    /// Only the variables the CLI needs on this OS (`gemini::environment`).
+    Minimal,
+}
+
+impl EnvPolicy {
+    /// The spelling in `GEMINICLI_MCP_ENV` and `--env`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnvPolicy::Inherit => "inherit",
+            EnvPolicy::Minimal => "minimal",
+        }
+    }
+
+    /// `inherit` or `minimal` (any case, trimmed); anything else is `None`.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "inherit" => Some(EnvPolicy::Inherit),
+            "minimal" => Some(EnvPolicy::Minimal),
+            _ => None,
+        }
+    }
+}
+
+/// Everything the server reads from its environment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `GEMINI_CLI_BIN`, when set and non-empty.
+    pub gemini_bin: Option<OsString>,
+    /// Cap per stream on bytes read from the child.
+    pub max_output_bytes: usize,
+    /// Whether debug diagnostics go to stderr.
+    pub debug: bool,
+    /// Time between SIGTERM and SIGKILL of a run's tree.
+    pub kill_grace: Duration,
+    /// Time calls in flight may take after stdin reached EOF.
+    pub eof_grace: Duration,
+    /// Number of Gemini runs at once.
+    pub max_concurrency: usize,
+    /// Interval of the progress heartbeat.
+    pub heartbeat: Duration,
+    /// Most bytes of one serialised tool result (`GEMINICLI_MCP_RESULT_BUDGET_BYTES`).
+    pub result_budget: usize,
+    /// How a leading `/` is passed.
+    pub slash_commands: SlashCommands,
+    /// What environment a run gets (`GEMINICLI_MCP_ENV`).
+    pub env_policy: EnvPolicy,
+    /// Variables `minimal` keeps besides its own list (`GEMINICLI_MCP_ENV_PASS`): names, or
+    /// prefixes ending in `*`.
+    pub env_pass: Vec<String>,
+    /// Allowed roots and the approval ceiling (`GEMINICLI_MCP_ALLOWED_ROOTS`,
+    /// `GEMINICLI_MCP_APPROVAL_MODE`; see `policy`).
+    pub policy: crate::policy::Policy,
+    /// The ACP tool set and its agents (`GEMINICLI_MCP_TOOLSETS`, `GEMINICLI_MCP_ACP_*`).
+    pub acp: AcpConfig,
+    /// Calls as tasks (`GEMINICLI_MCP_TASKS`, `GEMINICLI_MCP_TASK_RETENTION_MS`,
+    /// `GEMINICLI_MCP_MAX_TASKS`).
+    pub tasks: TaskLimits,
+    /// How long an `ask` question waits for the user (`GEMINICLI_MCP_ASK_TIMEOUT_MS`).
+    pub ask_timeout: Duration,
+    /// The variables set to something the settings did not understand, and what was wrong
+    /// (`GEMINICLI_MCP_BACKEND is not oneshot or acp`): their defaults apply, and the server logs
+    /// each once at start.
+    pub unread: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            gemini_bin: None,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            debug: false,
+            kill_grace: Duration::from_millis(DEFAULT_KILL_GRACE_MS),
+            eof_grace: Duration::from_millis(DEFAULT_EOF_GRACE_MS),
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            heartbeat: Duration::from_millis(DEFAULT_HEARTBEAT_MS),
+            result_budget: DEFAULT_BUDGET_BYTES,
+            slash_commands: SlashCommands::Escape,
+            env_policy: EnvPolicy::Inherit,
+            env_pass: Vec::new(),
+            policy: crate::policy::Policy::default(),
+            acp: AcpConfig::default(),
+            tasks: TaskLimits::default(),
+            ask_timeout: Duration::from_millis(DEFAULT_ASK_TIMEOUT_MS),
+            unread: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Builds the configuration from any variable lookup (tests pass a map). Invalid values fall
+    /// back to the default rather than failing: a typo in a client's `env` block must not stop the
+    /// server from starting, which is what the reference does for the output cap.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Self {
+        let vars = Vars::new(&lookup);
+        let mut config = Self::read(&vars);
+        config.unread = vars.unread();
+        config
+    }
+
+    fn read(vars: &Vars) -> Self {
+        let text = |name: &str| vars.text(name);
+        let positive = |name: &str| vars.positive(name);
+        let d = Config::default();
+        Config {
+            gemini_bin: vars.raw("GEMINI_CLI_BIN").filter(|v| !v.is_empty()),
+            max_output_bytes: positive("GEMINICLI_MCP_MAX_OUTPUT_BYTES")
+                .and_then(|v| usize::try_from(v).ok())
+                .unwrap_or(d.max_output_bytes),
+            debug: text("GEMINICLI_MCP_DEBUG").is_some_and(|v| parse_flag(&v)),
+            kill_grace: positive("GEMINICLI_MCP_KILL_GRACE_MS")
+                .map(Duration::from_millis)
+                .unwrap_or(d.kill_grace),
+            eof_grace: positive("GEMINICLI_MCP_EOF_GRACE_MS")
+                .map(Duration::from_millis)
+                .unwrap_or(d.eof_grace),
+            max_concurrency: positive("GEMINICLI_MCP_MAX_CONCURRENCY")
+                .and_then(|v| usize::try_from(v).ok())
+                .unwrap_or(d.max_concurrency),
+            heartbeat: positive("GEMINICLI_MCP_HEARTBEAT_MS")
+                .map(Duration::from_millis)
+                .unwrap_or(d.heartbeat),
+            result_budget: positive("GEMINICLI_MCP_RESULT_BUDGET_BYTES")
+                .and_then(|v| usize::try_from(v).ok())
+                .map(|v| v.max(MIN_BUDGET_BYTES))
+                .unwrap_or(d.result_budget),
+            slash_commands: vars
+                .choice(
+                    "GEMINICLI_MCP_SLASH_COMMANDS",
+                    "escape or passthrough",
+                    |v| match v.trim().to_ascii_lowercase().as_str() {
+                        "escape" => Some(SlashCommands::Escape),
+                        "passthrough" | "pass-through" | "pass" => Some(SlashCommands::Passthrough),
+                        _ => None,
+                    },
+                )
+                .unwrap_or(SlashCommands::Escape),
+            env_policy: vars
+                .choice("GEMINICLI_MCP_ENV", "inherit or minimal", EnvPolicy::parse)
+                .unwrap_or(d.env_policy),
+            env_pass: text("GEMINICLI_MCP_ENV_PASS")
+                .map(|v| split_list(&v))
+                .unwrap_or_default(),
+            policy: crate::policy::Policy::read(vars),
+            acp: AcpConfig::read(vars),
+            tasks: TaskLimits::read(vars),
+            ask_timeout: positive("GEMINICLI_MCP_ASK_TIMEOUT_MS")
+                .map(Duration::from_millis)
+                .unwrap_or(d.ask_timeout),
+            unread: Vec::new(),
+        }
+    }
+}
