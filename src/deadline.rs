@@ -3,8 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use crate::config::parse::Vars;
-
 /// A run's opt-in deadlines.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Deadlines {
@@ -17,17 +15,6 @@ pub struct Deadlines {
 }
 
 impl Deadlines {
-    /// Reads `GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS`, `GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS` and
-    /// `GEMINICLI_MCP_TOTAL_TIMEOUT_MS` (positive integers; anything else: unset).
-    pub(crate) fn read(vars: &Vars) -> Deadlines {
-        let ms = |name: &str| vars.positive(name).map(Duration::from_millis);
-        Deadlines {
-            first_content: ms("GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS"),
-            inactivity: ms("GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS"),
-            total: ms("GEMINICLI_MCP_TOTAL_TIMEOUT_MS"),
-        }
-    }
-
     /// The operator's limits with a call's on top: for each, the shorter of the two.
     pub fn with(self, call: Deadlines) -> Deadlines {
         let min = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
@@ -176,7 +163,7 @@ mod tests {
         let lookup = |n: &str| {
             (n == "GEMINICLI_MCP_TOTAL_TIMEOUT_MS").then(|| std::ffi::OsString::from("250"))
         };
-        let from = Deadlines::read(&crate::config::parse::Vars::new(&lookup));
+        let from = crate::config::Config::from_lookup(lookup).policy.deadlines;
         assert_eq!(from.total, ms(250));
         assert_eq!(from.inactivity, None);
         assert_eq!(d.of(Limit::Inactivity), ms(300));

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use std::future::Future;
+use std::pin::Pin;
+
 use crate::sync::lock;
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
-use rmcp::service::{Peer, RoleServer};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -54,26 +55,32 @@ pub enum Style {
 }
 
 /// Where a call's progress messages go: MCP `notifications/progress` for a plain call that asked
-/// for progress, or the status message of the task a call runs as.
+/// for progress, or the status message of the task a call runs as. The MCP layer makes it; what
+/// reports through it knows nothing of the protocol.
 #[derive(Clone)]
 pub struct Sink {
     to: To,
 }
 
+/// Sends one message with its number (increasing over the call); `false`: the client is gone.
+type Sender = Arc<dyn Fn(u32, String) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
+
 #[derive(Clone)]
 enum To {
-    Progress {
-        peer: Peer<RoleServer>,
-        token: ProgressToken,
-    },
+    Notify(Sender),
     Status(Arc<dyn Fn(String) + Send + Sync>, Duration),
 }
 
 impl Sink {
-    /// A sink for `token`, sending through `peer`.
-    pub fn new(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
+    /// A sink handing each message and its number to `send` (the server's
+    /// `notifications/progress`); when `send` answers `false` the reports stop.
+    pub fn notify<F, Fut>(send: F) -> Self
+    where
+        F: Fn(u32, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
         Sink {
-            to: To::Progress { peer, token },
+            to: To::Notify(Arc::new(move |n, message| Box::pin(send(n, message)))),
         }
     }
 
@@ -271,11 +278,7 @@ impl Progress {
         };
         let n = self.shared.sent.fetch_add(1, Ordering::Relaxed) + 1;
         match &sink.to {
-            To::Progress { peer, token } => {
-                let param = ProgressNotificationParam::new(token.clone(), f64::from(n))
-                    .with_message(message);
-                peer.notify_progress(param).await.is_ok()
-            }
+            To::Notify(send) => send(n, message).await,
             To::Status(status, _) => {
                 status(message);
                 true
@@ -303,7 +306,7 @@ impl Progress {
     pub fn report(&self, heartbeat: Duration, stop: CancellationToken) -> Option<Reporter> {
         let heartbeat = match &self.shared.sink.as_ref()?.to {
             To::Status(_, every) => heartbeat.min(*every),
-            To::Progress { .. } => heartbeat,
+            To::Notify(_) => heartbeat,
         };
         let progress = self.clone();
         Some(Reporter(tokio::spawn(async move {

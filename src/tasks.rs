@@ -229,7 +229,7 @@ impl Tasks {
         *asked += 1;
         let (tx, rx) = oneshot::channel();
         *asking = Some(Box::new(Pending {
-            key: crate::ask::request_key(*asked),
+            key: crate::forms::request_key(*asked),
             request,
             answer: tx,
         }));

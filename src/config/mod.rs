@@ -8,6 +8,7 @@ use clap::Parser;
 
 mod acp;
 pub mod parse;
+pub(crate) mod policy;
 pub mod table;
 mod tasks;
 mod values;

@@ -91,7 +91,7 @@ pub struct Config {
     pub env_pass: Vec<String>,
     /// Allowed roots and the approval ceiling (`GEMINICLI_MCP_ALLOWED_ROOTS`,
     /// `GEMINICLI_MCP_APPROVAL_MODE`; see `policy`).
-    pub policy: crate::policy::Policy,
+    pub policy: super::policy::Policy,
     /// The ACP tool set and its agents (`GEMINICLI_MCP_TOOLSETS`, `GEMINICLI_MCP_ACP_*`).
     pub acp: AcpConfig,
     /// Calls as tasks (`GEMINICLI_MCP_TASKS`, `GEMINICLI_MCP_TASK_RETENTION_MS`,
@@ -119,7 +119,7 @@ impl Default for Config {
             slash_commands: SlashCommands::Escape,
             env_policy: EnvPolicy::Inherit,
             env_pass: Vec::new(),
-            policy: crate::policy::Policy::default(),
+            policy: super::policy::Policy::default(),
             acp: AcpConfig::default(),
             tasks: TaskLimits::default(),
             ask_timeout: Duration::from_millis(DEFAULT_ASK_TIMEOUT_MS),
@@ -182,7 +182,7 @@ impl Config {
             env_pass: text("GEMINICLI_MCP_ENV_PASS")
                 .map(|v| split_list(&v))
                 .unwrap_or_default(),
-            policy: crate::policy::Policy::read(vars),
+            policy: super::policy::Policy::read(vars),
             acp: AcpConfig::read(vars),
             tasks: TaskLimits::read(vars),
             ask_timeout: positive("GEMINICLI_MCP_ASK_TIMEOUT_MS")

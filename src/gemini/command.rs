@@ -6,7 +6,7 @@ use std::ffi::OsString;
 pub(crate) use crate::config::SlashCommands;
 use crate::error::Failure;
 use crate::gemini::inputs::flag;
-pub(crate) use crate::gemini::names::{validate_model, validate_server_name};
+pub(crate) use crate::names::{validate_model, validate_server_name};
 use crate::structured::{self, PreparedSchema};
 
 /// The CLI reads at most this many bytes of stdin (it truncates the rest and then drops the

@@ -9,7 +9,6 @@ pub(crate) mod environment;
 pub mod events;
 pub mod inputs;
 pub(crate) mod launch;
-pub(crate) mod names;
 pub(crate) mod oneshot;
 pub(crate) mod outcome;
 pub mod process;

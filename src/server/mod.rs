@@ -19,9 +19,10 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::answers::{Answers, MAX_STORED_ANSWERS};
-use crate::ask::{self, Asked, Asker, Question, Reply, Why};
+use crate::ask::{Asked, Asker, Question, Reply, Why};
 use crate::config::Config;
 use crate::error::{ErrorKind, Failure};
+use crate::forms;
 use crate::held::{Event, Held, Round, RoundAsker};
 use crate::progress::Sink;
 use crate::render::Render;
@@ -76,7 +77,7 @@ impl Asker for ElicitAsker {
     fn ask(&self, question: Question) -> Asked {
         let (peer, timeout) = (self.peer.clone(), self.timeout);
         Box::pin(async move {
-            let Ok(params) = serde_json::from_value::<ElicitRequestParams>(ask::form(&question))
+            let Ok(params) = serde_json::from_value::<ElicitRequestParams>(forms::form(&question))
             else {
                 return Reply::Reject(Why::CannotAsk);
             };
@@ -85,7 +86,7 @@ impl Asker for ElicitAsker {
                 .await
             {
                 Ok(result) => {
-                    ask::reply_of(&question, &serde_json::to_value(result).unwrap_or_default())
+                    forms::reply_of(&question, &serde_json::to_value(result).unwrap_or_default())
                 }
                 Err(rmcp::service::ServiceError::Timeout { .. }) => Reply::Reject(Why::TimedOut),
                 Err(_) => Reply::Reject(Why::CannotAsk),
@@ -110,11 +111,11 @@ impl Asker for TaskAsker {
     fn ask(&self, question: Question) -> Asked {
         let task = self.task.clone();
         Box::pin(async move {
-            let Some(request) = ask::input_request(&question) else {
+            let Some(request) = forms::input_request(&question) else {
                 return Reply::Reject(Why::CannotAsk);
             };
             match task.ask(request).await {
-                Some(answer) => ask::reply_of(&question, &answer),
+                Some(answer) => forms::reply_of(&question, &answer),
                 None => Reply::Reject(Why::Gone),
             }
         })
@@ -203,7 +204,7 @@ impl ServerHandler for GeminiServer {
             sink: context
                 .meta
                 .get_progress_token()
-                .map(|token| Sink::new(context.peer.clone(), token)),
+                .map(|token| progress_sink(context.peer.clone(), token)),
             ct: context.ct.clone(),
             asker: self.elicit_asker(&context),
         };
@@ -454,7 +455,7 @@ impl GeminiServer {
             let answer = responses
                 .get(&key)
                 .map_or(Reply::Reject(Why::Cancelled), |v| {
-                    ask::reply_of(&question, v)
+                    forms::reply_of(&question, v)
                 });
             let _ = reply.send(answer);
         }
@@ -478,7 +479,7 @@ impl GeminiServer {
             };
             match event {
                 Some(Event::Done(result)) => return CallToolResponse::Complete(result),
-                Some(Event::Question(q, reply)) => match ask::input_request(&q) {
+                Some(Event::Question(q, reply)) => match forms::input_request(&q) {
                     Some(input) => break (q, reply, input),
                     None => {
                         let _ = reply.send(Reply::Reject(Why::CannotAsk));
@@ -491,7 +492,7 @@ impl GeminiServer {
             }
         };
         round.asked += 1;
-        let key = ask::request_key(round.asked);
+        let key = forms::request_key(round.asked);
         round.pending = Some((key.clone(), question, reply));
         let wait = self.inner.config.ask_timeout;
         match self.inner.held.hold(owner(context), round, wait) {
@@ -621,6 +622,18 @@ fn modern(context: &RequestContext<RoleServer>) -> bool {
 /// `resource_link` content.
 fn is_legacy(version: Option<&ProtocolVersion>) -> bool {
     version.is_some_and(|v| v.as_str() < ProtocolVersion::V_2025_06_18.as_str())
+}
+
+/// A call's progress as MCP `notifications/progress` for `token`, numbered as the run reports.
+fn progress_sink(peer: Peer<RoleServer>, token: rmcp::model::ProgressToken) -> Sink {
+    Sink::notify(move |n, message| {
+        let (peer, token) = (peer.clone(), token.clone());
+        async move {
+            let param = rmcp::model::ProgressNotificationParam::new(token, f64::from(n))
+                .with_message(message);
+            peer.notify_progress(param).await.is_ok()
+        }
+    })
 }
 
 #[cfg(test)]

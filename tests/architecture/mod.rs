@@ -1,4 +1,5 @@
-//! The workspace's module structure: no import circle between the files of any package.
+//! The workspace's module structure: no import circle between the files of any package; the
+//! server's imports run only down its layers ([`LAYERS`]); rmcp's types stop at the tools.
 //!
 //! Every crate root (`lib.rs`, `main.rs`, `bin/*.rs`) is parsed with `syn`; its module tree is
 //! followed through `mod` declarations, and every path a file names — `use` trees, paths in
@@ -6,7 +7,9 @@
 //! an arrow to the file of the deepest module the path reaches. A module's own `mod child;`
 //! declaration is not an arrow; `child::item` used in the parent is. Code behind `#[cfg(test)]`
 //! is left out: unit tests may reach across the layers. A circle (a strongly connected set of
-//! two or more files) fails the test, which prints each circle with the names behind each arrow.
+//! two or more files) fails the test, which prints each circle with the names behind each arrow;
+//! an arrow from a room of one layer to a room of a higher one fails the layer test, which names
+//! it the same way, as it does a room that no layer lists.
 
 mod cli_inputs;
 
@@ -476,4 +479,193 @@ fn the_check_sees_a_circle_and_its_names() {
     write("b.rs", "pub struct Thing;\n");
     write("outer/inner.rs", "pub fn deep() {}\n");
     assert!(circles_in(&src).is_empty(), "{:#?}", circles_in(&src));
+}
+
+/// The server's layers, top first; each names its rooms (a folder under `src/`, or a file's
+/// stem). An import may go down the order or stay in its layer, never up: the MCP layer (every
+/// rmcp type but the tools' results) above the tools, the tools above the run of a call, that
+/// above the backends, those above what a run reports and asks through (no protocol in it),
+/// that above the settings, and the ground floor under everything.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("entry", &["main", "lib"]),
+    (
+        "MCP",
+        &[
+            "http",
+            "server",
+            "transport",
+            "tasks",
+            "held",
+            "forms",
+            "logging",
+        ],
+    ),
+    ("tools", &["tools", "render", "roots", "answers"]),
+    ("run", &["run", "doctor", "save"]),
+    ("warm backend", &["acp"]),
+    ("the CLI and its one-shot backend", &["gemini", "policy"]),
+    ("what a run reports and asks", &["progress", "ask"]),
+    ("settings", &["config"]),
+    (
+        "ground",
+        &[
+            "names",
+            "error",
+            "structured",
+            "answers",
+            "deadline",
+            "sync",
+            "approval",
+            "setup",
+            "fd_limit",
+        ],
+    ),
+];
+
+/// The layers through which rmcp's types may pass: the protocol stops at the tools.
+const PROTOCOL_LAYERS: usize = 3;
+
+/// The room of a file under `src`: its folder, or its stem.
+fn room(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap_or(file);
+    let first = rel
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
+    match first {
+        Some(name) if rel.components().count() > 1 => name,
+        _ => rel
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned(),
+    }
+}
+
+/// Every arrow that runs up [`LAYERS`], and every room no layer names, described for a reader.
+fn layer_breaches(src: &Path, layers: &[(&str, &[&str])]) -> Vec<String> {
+    let layer = |room: &str| layers.iter().position(|(_, rooms)| rooms.contains(&room));
+    let mut report = Vec::new();
+    for root in roots(src).into_iter().filter(|r| r.ends_with("lib.rs")) {
+        let krate = Crate::load(&root);
+        for (from, tos) in arrows(&krate) {
+            let from_room = room(src, &from);
+            let Some(from_layer) = layer(&from_room) else {
+                report.push(format!("{from_room} is in no layer"));
+                continue;
+            };
+            for (to, names) in tos {
+                let to_room = room(src, &to);
+                match layer(&to_room) {
+                    None => report.push(format!("{to_room} is in no layer")),
+                    Some(to_layer) if to_layer < from_layer => report.push(format!(
+                        "{from_room} ({}) imports up from {to_room} ({}): {}",
+                        layers[from_layer].0,
+                        layers[to_layer].0,
+                        names.into_iter().collect::<Vec<_>>().join(", ")
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    report.sort();
+    report.dedup();
+    report
+}
+
+#[test]
+fn the_server_imports_only_down_its_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let report = layer_breaches(&src, LAYERS);
+    assert!(report.is_empty(), "{}", report.join("\n"));
+}
+
+#[test]
+fn the_layer_check_sees_an_import_up_and_a_room_in_no_layer() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("low")).expect("src");
+    let write = |name: &str, text: &str| std::fs::write(src.join(name), text).expect("write");
+    write("lib.rs", "pub mod high;\npub mod low;\n");
+    write("high.rs", "pub fn h() { crate::low::deep::l() }\n");
+    write("low/mod.rs", "pub mod deep;\n");
+    write("low/deep.rs", "pub fn l() {}\n");
+    let layers: &[(&str, &[&str])] = &[("top", &["lib", "high"]), ("bottom", &["low"])];
+    assert!(layer_breaches(&src, layers).is_empty());
+
+    write(
+        "low/deep.rs",
+        "pub fn l() {}\npub fn up() { crate::high::h() }\n",
+    );
+    assert_eq!(
+        layer_breaches(&src, layers),
+        ["low (bottom) imports up from high (top): crate::high::h"]
+    );
+    let unplaced: &[(&str, &[&str])] = &[("top", &["lib"]), ("bottom", &["low"])];
+    assert!(layer_breaches(&src, unplaced)
+        .iter()
+        .any(|l| l == "high is in no layer"));
+}
+
+/// The files below [`PROTOCOL_LAYERS`] that name rmcp outside their tests.
+fn protocol_below_the_tools(src: &Path, layers: &[(&str, &[&str])]) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        if file.ends_with("tests.rs") || file.components().any(|c| c.as_os_str() == "tests") {
+            continue;
+        }
+        let room = room(src, &file);
+        let deep = layers
+            .iter()
+            .position(|(_, rooms)| rooms.contains(&room.as_str()))
+            .is_some_and(|at| at >= PROTOCOL_LAYERS);
+        let text = std::fs::read_to_string(&file).expect("read");
+        let code = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        if deep && code.contains("rmcp::") {
+            found.push(
+                file.strip_prefix(src)
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string(),
+            );
+        }
+    }
+    found.sort();
+    found
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_protocol_stops_at_the_tools() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = protocol_below_the_tools(&src, LAYERS);
+    assert!(
+        found.is_empty(),
+        "rmcp below the tools layer (make the MCP layer hand it down as a plain type): {found:?}"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(dir.path().join("config")).expect("dir");
+    std::fs::write(dir.path().join("config/mod.rs"), "use rmcp::model::Tool;\n").expect("write");
+    std::fs::write(dir.path().join("server.rs"), "use rmcp::model::Tool;\n").expect("write");
+    assert_eq!(
+        protocol_below_the_tools(dir.path(), LAYERS),
+        ["config/mod.rs"],
+        "the check sees a deep file that names rmcp, and lets the MCP layer"
+    );
 }
