@@ -12,10 +12,11 @@ use serde_json::{json, Value};
 use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    cancelled, deadline_failure, output_cap_failure, start_turn, turn_failure, Answer, Key, Pool,
-    Session, Slot, Stop, Turn, Using,
-};
+use super::agent::cancelled;
+use super::call::Answer;
+use super::slots::{Key, Session, Slot, Using};
+use super::turn::{deadline_failure, output_cap_failure, start_turn, turn_failure, Stop, Turn};
+use super::Pool;
 use crate::acp::client::Connection;
 use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;

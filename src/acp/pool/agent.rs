@@ -1,0 +1,119 @@
+//! An agent process: its command line and environment, the auth method it is told to use, and
+//! the failure its death or a refused request reports.
+
+use crate::acp::client::{AcpError, Connection};
+use crate::config::Config;
+use crate::error::{ErrorKind, Failure, RunFacts};
+use crate::gemini::launch::Launch;
+use crate::gemini::outcome::unsupported_login;
+use crate::gemini::process::RunSpec;
+use crate::gemini::{command, inputs};
+
+use super::slots::Key;
+
+/// The command line and environment of an agent of `launch` for `key`: a call's environment,
+/// trust given, no browser.
+pub(super) fn agent_spec(launch: &Launch, config: &Config, key: &Key) -> Result<RunSpec, Failure> {
+    let mut args: Vec<std::ffi::OsString> = inputs::ACP_ARGS.iter().map(Into::into).collect();
+    for name in &key.servers {
+        command::validate_server_name(name)?;
+        args.push(format!("{}={name}", inputs::flag::ALLOWED_MCP_SERVER_NAMES).into());
+    }
+    for dir in &key.dirs {
+        crate::policy::unchanged("include_directories", dir)?;
+        let mut arg = std::ffi::OsString::from(format!("{}=", inputs::flag::INCLUDE_DIRECTORIES));
+        arg.push(dir.as_os_str());
+        args.push(arg);
+    }
+    let mut spec = launch.spec(config, &key.cwd, args, Vec::new());
+    spec.env
+        .extend(inputs::ACP_ENV.iter().map(|(k, v)| (k.into(), v.into())));
+    Ok(spec)
+}
+
+/// The browser-free method to authenticate with, from the environment the agent inherits.
+pub(super) fn auth_method() -> Option<&'static str> {
+    let set = |n: &str| std::env::var_os(n).is_some_and(|v| !v.is_empty());
+    if set("GEMINI_API_KEY") {
+        Some("gemini-api-key")
+    } else if std::env::var("GOOGLE_GENAI_USE_VERTEXAI").is_ok_and(|v| v == "true") {
+        Some("vertex-ai")
+    } else if set("GOOGLE_GEMINI_BASE_URL") {
+        Some("gateway")
+    } else {
+        None
+    }
+}
+
+pub(super) fn cancelled(when: &str) -> Failure {
+    Failure::cancelled(format!("the request was cancelled {when}"))
+}
+
+/// A failed ACP exchange as a tool failure: an API error carries its HTTP status as the code
+/// and is classified as on the one-shot path (`ErrorKind::from_http`).
+pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Failure {
+    let f = match &e {
+        AcpError::Rpc { message, .. } if unsupported_login(message).is_some() => Failure::new(
+            ErrorKind::AuthUnsupported,
+            unsupported_login(message).unwrap_or_default(),
+        ),
+        AcpError::Rpc { code, message } => {
+            let status = u16::try_from(*code).ok().filter(|c| (400..=599).contains(c));
+            let kind = ErrorKind::from_http(status, message).unwrap_or(ErrorKind::Error);
+            // As on the one-shot path: an API error's exit is its HTTP status & 0xFF.
+            let exit = status.map_or(1, |s| i32::from(s & 0xFF));
+            Failure::with_exit(kind, exit, format!("{doing}: {message} (ACP error {code})"))
+                .with_retry_delay(crate::gemini::outcome::retry_delay_ms(message))
+        }
+        AcpError::Exited(how) => Failure::new(
+            ErrorKind::Error,
+            format!("the Gemini ACP agent ended while {doing} ({how}); it is restarted on the next call, and this prompt was not re-run"),
+        ),
+        AcpError::Timeout(method) => Failure::new(
+            ErrorKind::Error,
+            format!("the Gemini ACP agent did not answer {method} in time while {doing}; it was killed and is restarted on the next call"),
+        ),
+    };
+    f.with_run(RunFacts {
+        stderr_tail: agent.stderr_tail(),
+        ..RunFacts::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// Every flag and variable of an agent with every option set is in the inventory.
+    #[test]
+    fn an_agents_inputs_are_all_in_the_inventory() {
+        let launch = Launch {
+            program: PathBuf::from("/bin/gemini"),
+            prefix: Vec::new(),
+            via: "test".into(),
+        };
+        let dir = std::env::temp_dir();
+        let key = Key {
+            cwd: dir.clone(),
+            servers: vec!["github".into()],
+            dirs: vec![dir],
+        };
+        let config = Config {
+            env_policy: crate::config::EnvPolicy::Minimal,
+            ..Config::default()
+        };
+        let spec = agent_spec(&launch, &config, &key).unwrap();
+        assert_eq!(spec.args.len(), inputs::ACP_ARGS.len() + 2);
+        for arg in &spec.args {
+            inputs::check_arg(&arg.to_string_lossy(), inputs::By::Warm).unwrap();
+        }
+        let base = launch.spec(&config, &key.cwd, [], Vec::new());
+        let mut with_acp = agent_spec(&launch, &config, &key).unwrap().env;
+        with_acp.retain(|(k, _)| !base.env.iter().any(|(b, _)| b == k));
+        assert!(!with_acp.is_empty(), "the agent's own variables");
+        for (name, _) in with_acp {
+            inputs::check_env(&name.to_string_lossy(), inputs::By::Warm).unwrap();
+        }
+    }
+}

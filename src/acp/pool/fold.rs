@@ -1,0 +1,282 @@
+//! A prompt's inbound ACP messages folded, as they arrive, into its answer: message and thought
+//! chunks, tool calls with their last status, plan entries, approvals, and (for `full_output`)
+//! the transcript.
+
+use serde_json::{json, Value};
+
+use crate::acp::client::Inbound;
+use crate::progress::preview;
+
+use super::call::Answer;
+
+/// A prompt's inbound messages folded, as they arrive, into its answer (and, for `full_output`,
+/// its transcript).
+#[derive(Debug, Default)]
+pub struct Fold {
+    answer: Answer,
+    tools: Vec<(String, Value)>,
+    /// One entry per permission question decided, in order: a question is its own record, not
+    /// its tool call's (two questions may name one tool-call id).
+    approvals: Vec<Value>,
+    events: Option<Vec<Value>>,
+}
+
+impl Fold {
+    /// Starts from `answer` (its session, model and pid); `transcript`: keep every message.
+    pub fn new(answer: Answer, transcript: bool) -> Self {
+        Fold {
+            answer,
+            tools: Vec::new(),
+            approvals: Vec::new(),
+            events: transcript.then(Vec::new),
+        }
+    }
+
+    /// Bytes of answer and thought text folded in so far.
+    pub(super) fn bytes(&self) -> usize {
+        self.answer.messages.len() + self.answer.thought.len()
+    }
+
+    /// Whether a tool call (or a permission request for one) was seen.
+    pub fn tools_ran(&self) -> bool {
+        !self.tools.is_empty()
+    }
+
+    /// The permissions put to the user (`approval_mode: "ask"`), in order: the tool's title and
+    /// kind, `approved` or `rejected`, and who decided (`user`, `timeout`, `declined`, …).
+    pub fn approvals(&self) -> Vec<Value> {
+        self.approvals.clone()
+    }
+
+    /// The answer, its tool calls in order, and the transcript ending with `end` (how the turn
+    /// ended: `{"kind": "stop", "stopReason": …}`, `error` or `cancelled`).
+    pub fn finish(mut self, end: Value) -> (Answer, Option<Vec<Value>>) {
+        self.answer.tool_calls = self.tools.into_iter().map(|(_, v)| v).collect();
+        let events = self.events.map(|mut e| {
+            e.push(end);
+            e
+        });
+        (self.answer, events)
+    }
+
+    /// Folds one inbound message in; returns a progress note for it.
+    pub fn absorb(&mut self, inbound: Inbound) -> Option<String> {
+        if let Some(events) = self.events.as_mut() {
+            events.push(match &inbound {
+                Inbound::Update(u) => json!({"kind": "update", "update": u}),
+                Inbound::Permission {
+                    tool_call,
+                    options,
+                    allowed,
+                    outcome,
+                    decided_by,
+                } => {
+                    let mut event = json!({"kind": "permission", "toolCall": tool_call,
+                        "options": options, "outcome": outcome, "approved": allowed});
+                    if let Some(by) = decided_by {
+                        event["decidedBy"] = json!(by);
+                    }
+                    event
+                }
+                Inbound::Question { question, .. } => {
+                    json!({"kind": "question", "title": question.title, "toolKind": question.kind})
+                }
+            });
+        }
+        if let Inbound::Permission {
+            tool_call,
+            allowed,
+            decided_by: Some(by),
+            ..
+        } = &inbound
+        {
+            let permission = if *allowed { "approved" } else { "rejected" };
+            self.approvals.push(
+                json!({"title": tool_call["title"], "kind": tool_call["kind"],
+                "permission": permission, "decidedBy": by}),
+            );
+        }
+        absorb(&mut self.answer, &mut self.tools, inbound)
+    }
+}
+
+/// Folds one inbound message into the answer; returns a progress note for it.
+pub(super) fn absorb(
+    answer: &mut Answer,
+    tools: &mut Vec<(String, Value)>,
+    inbound: Inbound,
+) -> Option<String> {
+    match inbound {
+        Inbound::Update(u) => {
+            let text = u["content"]["text"].as_str().unwrap_or_default();
+            match u["sessionUpdate"].as_str().unwrap_or_default() {
+                "agent_message_chunk" => {
+                    answer.messages.push_str(text);
+                    answer.last_turn.push_str(text);
+                    None
+                }
+                "agent_thought_chunk" => {
+                    answer.thought.push_str(text);
+                    Some(format!("thinking: {}", preview(text)))
+                }
+                "tool_call" | "tool_call_update" => {
+                    answer.last_turn.clear();
+                    let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
+                    let entry = match tools.iter_mut().find(|(i, _)| *i == id) {
+                        Some((_, v)) => v,
+                        None => {
+                            tools.push((id.clone(), json!({"id": id})));
+                            &mut tools.last_mut().expect("pushed").1
+                        }
+                    };
+                    for key in ["title", "kind", "status", "locations"] {
+                        if let Some(v) = u.get(key) {
+                            entry[key] = v.clone();
+                        }
+                    }
+                    let output: String = u["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|c| c["content"]["text"].as_str())
+                        .collect();
+                    if !output.is_empty() {
+                        entry["output"] = json!(output);
+                    }
+                    Some(format!(
+                        "tool {}: {}",
+                        entry["status"].as_str().unwrap_or("pending"),
+                        preview(entry["title"].as_str().unwrap_or_default())
+                    ))
+                }
+                "plan" => {
+                    answer.plan = u["entries"].as_array().cloned().unwrap_or_default();
+                    None
+                }
+                _ => None,
+            }
+        }
+        Inbound::Question { .. } => None,
+        Inbound::Permission {
+            tool_call,
+            allowed,
+            decided_by,
+            ..
+        } => {
+            let id = tool_call["toolCallId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let status = if allowed { "approved" } else { "rejected" };
+            let mut entry = json!({"id": id, "title": tool_call["title"], "kind": tool_call["kind"],
+                "status": status, "permission": status});
+            if let Some(by) = decided_by {
+                entry["decidedBy"] = json!(by);
+            }
+            let note = format!(
+                "permission {status}: {}",
+                preview(tool_call["title"].as_str().unwrap_or_default())
+            );
+            match tools.iter_mut().find(|(i, _)| *i == id) {
+                Some((_, v)) => *v = entry,
+                None => tools.push((id, entry)),
+            }
+            Some(note)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updates_fold_into_the_answer() {
+        let mut answer = Answer::default();
+        let mut tools = Vec::new();
+        let updates = [
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hel"}}),
+            json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "status": "in_progress", "title": "ls", "kind": "execute"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "a b"}}]}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "lo"}}),
+            json!({"sessionUpdate": "available_commands_update", "availableCommands": []}),
+        ];
+        for u in updates {
+            absorb(&mut answer, &mut tools, Inbound::Update(u));
+        }
+        let note = absorb(
+            &mut answer,
+            &mut tools,
+            Inbound::Permission {
+                tool_call: json!({"toolCallId": "t2", "title": "out.txt", "kind": "edit"}),
+                options: json!([]),
+                allowed: false,
+                outcome: json!({"outcome": "cancelled"}),
+                decided_by: None,
+            },
+        );
+        assert_eq!(answer.messages, "Hello");
+        assert_eq!(answer.thought, "hmm");
+        assert_eq!(note.as_deref(), Some("permission rejected: out.txt"));
+        let calls: Vec<&Value> = tools.iter().map(|(_, v)| v).collect();
+        assert_eq!(calls[0]["status"], "completed");
+        assert_eq!(calls[0]["title"], "ls");
+        assert_eq!(calls[0]["output"], "a b");
+        assert_eq!(calls[1]["status"], "rejected");
+    }
+
+    #[test]
+    fn every_question_decided_is_one_approval_even_under_a_shared_tool_call_id() {
+        let mut fold = Fold::new(Answer::default(), false);
+        for (n, allowed) in [(0, true), (1, false), (2, true)] {
+            fold.absorb(Inbound::Permission {
+                tool_call: json!({"toolCallId": "same-ms", "title": format!("cmd {n}"), "kind": "execute"}),
+                options: json!([]),
+                allowed,
+                outcome: json!({"outcome": "selected", "optionId": "x"}),
+                decided_by: Some("user"),
+            });
+        }
+        let approvals = fold.approvals();
+        assert_eq!(approvals.len(), 3, "{approvals:?}");
+        assert_eq!(approvals[1]["title"], "cmd 1");
+        assert_eq!(approvals[1]["permission"], "rejected");
+        assert_eq!(approvals[2]["permission"], "approved");
+        assert_eq!(approvals[0]["decidedBy"], "user");
+    }
+
+    #[test]
+    fn the_transcript_keeps_every_message_and_how_the_turn_ended() {
+        let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}});
+        let permission = Inbound::Permission {
+            tool_call: json!({"toolCallId": "t1", "kind": "edit"}),
+            options: json!([{"optionId": "cancel", "kind": "reject_once"}]),
+            allowed: false,
+            outcome: json!({"outcome": "selected", "optionId": "cancel"}),
+            decided_by: None,
+        };
+        let mut quiet = Fold::new(Answer::default(), false);
+        quiet.absorb(Inbound::Update(chunk.clone()));
+        assert_eq!(quiet.finish(json!({"kind": "cancelled"})).1, None);
+
+        let mut fold = Fold::new(Answer::default(), true);
+        fold.absorb(Inbound::Update(chunk.clone()));
+        fold.absorb(permission);
+        assert!(fold.tools_ran());
+        let (answer, events) = fold.finish(json!({"kind": "stop", "stopReason": "end_turn"}));
+        assert_eq!(answer.messages, "hi");
+        assert_eq!(answer.tool_calls.len(), 1);
+        assert_eq!(
+            events,
+            Some(vec![
+                json!({"kind": "update", "update": chunk}),
+                json!({"kind": "permission", "toolCall": {"toolCallId": "t1", "kind": "edit"},
+                    "options": [{"optionId": "cancel", "kind": "reject_once"}],
+                    "outcome": {"outcome": "selected", "optionId": "cancel"}, "approved": false}),
+                json!({"kind": "stop", "stopReason": "end_turn"}),
+            ])
+        );
+    }
+}

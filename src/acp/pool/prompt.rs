@@ -1,0 +1,408 @@
+//! One prompt of the `acp` set's `gemini` on its workspace's agent: the session it runs in (the
+//! workspace's, or one loaded for a `session_id`), its model and mode aligned, and the turn.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, OwnedMutexGuard};
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::client::{AcpError, Connection, Inbound};
+use crate::approval::ApprovalMode;
+use crate::deadline::Deadlines;
+use crate::error::{ErrorKind, Failure, RunFacts};
+use crate::progress::Progress;
+use crate::sync::lock;
+
+use super::agent::{agent_failure, cancelled};
+use super::call::{Answer, PromptCall};
+use super::fold::Fold;
+use super::slots::{Key, Session, Slot, Using};
+use super::turn::*;
+use super::Pool;
+
+impl Pool {
+    /// Runs one prompt: one attempt, never re-run here (a prompt whose agent died is reported,
+    /// not repeated; the retry policy lives in `run`). Returns the outcome and whether a tool
+    /// ran (or was asked for). With `transcript` (`full_output`), every message of the turn is
+    /// appended to it, success or failure.
+    pub async fn prompt(
+        self: &Arc<Self>,
+        call: PromptCall,
+        ct: &CancellationToken,
+        progress: &Progress,
+        transcript: Option<&mut Vec<Value>>,
+    ) -> (Result<Answer, Failure>, bool) {
+        let slot = self.slot(Key {
+            cwd: call.cwd.clone(),
+            servers: call.servers.clone(),
+            dirs: call.dirs.clone(),
+        });
+        let _using = Using::new(&slot);
+        let _busy = tokio::select! {
+            g = slot.busy.lock() => g,
+            _ = ct.cancelled() => return (Err(cancelled("while another prompt ran in this workspace")), false),
+        };
+        let mut tools_ran = false;
+        let result = self
+            .prompt_locked(&slot, call, ct, progress, &mut tools_ran, transcript)
+            .await;
+        (result, tools_ran)
+    }
+
+    async fn prompt_locked(
+        &self,
+        slot: &Slot,
+        call: PromptCall,
+        ct: &CancellationToken,
+        progress: &Progress,
+        tools_ran: &mut bool,
+        transcript: Option<&mut Vec<Value>>,
+    ) -> Result<Answer, Failure> {
+        let agent = self.agent(slot, ct).await?;
+        let (session, fresh_gate) = self.session(slot, &agent, &call, ct, progress).await?;
+        let session_lock = self.session_lock(&session.id);
+        let _one_prompt = tokio::select! {
+            g = session_lock.lock() => g,
+            _ = ct.cancelled() => return Err(cancelled("while another prompt ran in this session")),
+        };
+        let blocks = prompt_blocks(&call).await?;
+        let sid = session.id.clone();
+        let (_gate, fold) = start_turn(
+            slot,
+            &agent,
+            &session,
+            fresh_gate,
+            progress,
+            transcript.is_some(),
+        );
+        let turn = self
+            .turn(
+                &agent,
+                &session,
+                blocks,
+                fold,
+                call.limits,
+                ct,
+                progress,
+                call.asking.as_ref(),
+            )
+            .await?;
+        *tools_ran = turn.fold.tools_ran();
+        let end = turn.end();
+        let (mut answer, events) = turn.fold.finish(end);
+        if let (Some(out), Some(events)) = (transcript, events) {
+            out.extend(events);
+        }
+        {
+            let mut st = lock(&slot.state);
+            if let Some(s) = st.session.as_mut().filter(|s| s.id == sid) {
+                s.turns += 1;
+            }
+            if agent.is_dead() {
+                st.drop_agent();
+            }
+        }
+        let facts = |answer: Answer| RunFacts {
+            session_id: Some(sid.clone()),
+            model: Some(answer.model),
+            partial_response: Some(answer.messages)
+                .filter(|m| !m.is_empty())
+                .map(std::sync::Arc::new),
+            ..RunFacts::default()
+        };
+        if turn.cancelled {
+            let mut facts = facts(answer);
+            facts.model = None;
+            return Err(cancelled("by the client").with_run(facts));
+        }
+        match turn.stopped {
+            Some(Stop::OutputCap(cap)) => {
+                return Err(output_cap_failure(cap).with_run(facts(answer)))
+            }
+            Some(Stop::Deadline(limit)) => {
+                return Err(deadline_failure(call.limits, limit).with_run(facts(answer)))
+            }
+            None => {}
+        }
+        match turn.outcome {
+            Ok(result) => {
+                answer.stop_reason = result["stopReason"]
+                    .as_str()
+                    .unwrap_or("end_turn")
+                    .to_string();
+                Ok(answer)
+            }
+            Err(e) => Err(turn_failure(slot, &agent, &sid, e, facts(answer))),
+        }
+    }
+
+    /// The session a prompt runs in — the one asked for (loaded when this agent does not hold
+    /// it), else the workspace's own until it has served `max_turns` prompts, else a new one —
+    /// in the call's approval mode and model. A session whose file may still hold no message
+    /// comes with the workspace's start gate, taken.
+    async fn session(
+        &self,
+        slot: &Slot,
+        agent: &Connection,
+        call: &PromptCall,
+        ct: &CancellationToken,
+        progress: &Progress,
+    ) -> Result<(Session, Option<OwnedMutexGuard<()>>), Failure> {
+        let (current, held) = {
+            let st = lock(&slot.state);
+            let held = call
+                .session_id
+                .as_ref()
+                .and_then(|id| st.known.get(id).cloned());
+            (st.session.clone(), held)
+        };
+        let mut loaded = false;
+        let mut fresh_gate = None;
+        let mut session = match (&call.session_id, current) {
+            (Some(asked), Some(s)) if s.id == *asked => s,
+            (Some(_), _) if held.is_some() => held.expect("checked"),
+            (Some(asked), _) => {
+                self.wait_out_session_minute(&slot.key.cwd, asked, ct, progress)
+                    .await?;
+                loaded = true;
+                self.load(slot, agent, asked).await?
+            }
+            (None, Some(s)) if s.turns < self.config.acp.max_turns => {
+                if s.turns == 0 {
+                    // Made (by list_models) but never prompted: its file may still hold no
+                    // message.
+                    fresh_gate = Some(self.start_gate(slot, ct).await?);
+                }
+                s
+            }
+            (None, _) => {
+                // A new session's file holds no message until the agent records the first
+                // prompt, and any CLI start in the project meanwhile deletes it.
+                fresh_gate = Some(self.start_gate(slot, ct).await?);
+                self.new_session(slot, agent).await?
+            }
+        };
+        lock(&slot.state).session = Some(session.clone());
+        self.align(
+            agent,
+            &mut session,
+            call.mode,
+            call.model.as_deref(),
+            loaded,
+        )
+        .await?;
+        let mut st = lock(&slot.state);
+        st.known.insert(session.id.clone(), session.clone());
+        st.session = Some(session.clone());
+        Ok((session, fresh_gate))
+    }
+
+    /// Puts `session` in approval mode `mode` and on `model` (when given), each only when it
+    /// differs — the mode also when `barrier`: after a load the agent may still be replaying
+    /// history (0.61 sends it after the response), and one more round trip, answered in order
+    /// after those lines, is the barrier past which they have all been dropped, before the
+    /// prompt's route exists.
+    pub(super) async fn align(
+        &self,
+        agent: &Connection,
+        session: &mut Session,
+        mode: ApprovalMode,
+        model: Option<&str>,
+        barrier: bool,
+    ) -> Result<(), Failure> {
+        let t = Some(self.config.acp.request_timeout);
+        if barrier || session.mode != mode {
+            agent
+                .request(
+                    "session/set_mode",
+                    json!({"sessionId": session.id, "modeId": mode.acp_id()}),
+                    t,
+                )
+                .await
+                .map_err(|e| agent_failure(agent, e, "setting the approval mode"))?;
+            session.mode = mode;
+        }
+        if let Some(model) = model.filter(|m| *m != session.model) {
+            agent
+                .request(
+                    "session/set_model",
+                    json!({"sessionId": session.id, "modelId": model}),
+                    t,
+                )
+                .await
+                .map_err(|e| agent_failure(agent, e, "setting the model"))?;
+            session.model = model.to_string();
+        }
+        Ok(())
+    }
+
+    /// `session/load` of `asked`; a session the agent does not know is `session_not_found`.
+    pub(super) async fn load(
+        &self,
+        slot: &Slot,
+        agent: &Connection,
+        asked: &str,
+    ) -> Result<Session, Failure> {
+        // History replayed during the load arrives before its answer, while nothing routes
+        // this session: none of it leaks into the answer.
+        agent.unroute(asked);
+        let _one_at_a_time = self.session_ops.lock().await;
+        let r = agent
+            .request(
+                "session/load",
+                json!({"sessionId": asked, "cwd": slot.key.cwd, "mcpServers": []}),
+                Some(self.config.acp.request_timeout),
+            )
+            .await;
+        // A failed load leaves its stub too (in the wrong project, for a session of another).
+        remove_load_stubs(&slot.key.cwd, asked).await;
+        match r {
+            Ok(result) => {
+                lock(&self.opened)
+                    .insert((slot.key.cwd.clone(), asked.to_string()), SystemTime::now());
+                let session = Session {
+                    id: asked.to_string(),
+                    turns: 0,
+                    model: result["models"]["currentModelId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    mode: ApprovalMode::from_acp_id(result["modes"]["currentModeId"].as_str()),
+                };
+                let mut st = lock(&slot.state);
+                if let Some(m) = result.get("models") {
+                    st.models = m.clone();
+                }
+                st.opened += 1;
+                st.known.insert(session.id.clone(), session.clone());
+                Ok(session)
+            }
+            Err(AcpError::Rpc { code, message }) if code == -32603 || code == -32602 => {
+                Err(Failure::new(
+                    ErrorKind::SessionNotFound,
+                    format!("session {asked} cannot be loaded in this workspace: {message}"),
+                ))
+            }
+            Err(e) => Err(agent_failure(agent, e, "loading the session")),
+        }
+    }
+
+    /// Sends the prompt and follows the turn to its end: updates folded in and reported as
+    /// progress, a cancellation (the client's, or a deadline of `limits` passing) sent on to the
+    /// agent, and the agent killed when it ignores it past the grace.
+    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one select loop over the turn's sources (updates, the answer, the client's cancel, the deadlines, the output cap, the grace) reads best whole"
+    )]
+    pub(super) async fn turn(
+        &self,
+        agent: &Arc<Connection>,
+        session: &Session,
+        blocks: Vec<Value>,
+        mut fold: Fold,
+        limits: Deadlines,
+        ct: &CancellationToken,
+        progress: &Progress,
+        asking: Option<&crate::ask::Asking>,
+    ) -> Result<Turn, Failure> {
+        let started = Instant::now();
+        let first_content: Mutex<Option<Instant>> = Mutex::default();
+        let last_activity: Mutex<Option<Instant>> = Mutex::default();
+        let watch = crate::deadline::first_to_pass(
+            limits,
+            started,
+            || *lock(&first_content),
+            || *lock(&last_activity),
+        );
+        tokio::pin!(watch);
+        let mut stopped: Option<Stop> = None;
+        let cap = self.config.max_output_bytes;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        agent.route(&session.id, session.mode, tx);
+        agent.ask(&session.id, asking.map(|a| a.ceiling));
+        // Questions being put to the user; dropped (a rejection) when the turn ends first.
+        let mut questions: Vec<AbortOnDrop<()>> = Vec::new();
+        let sid = session.id.clone();
+        let (mut reply, request_id) = agent
+            .start_request(
+                "session/prompt",
+                json!({"sessionId": sid, "prompt": blocks}),
+            )
+            .map_err(|e| agent_failure(agent, e, "sending the prompt"))?;
+        let mut guard = PromptGuard {
+            agent: agent.clone(),
+            session: sid.clone(),
+            grace: self.config.kill_grace,
+            request_id,
+            armed: true,
+        };
+        let mut cancel_sent: Option<tokio::time::Instant> = None;
+        let outcome = loop {
+            let grace_over = async {
+                match cancel_sent {
+                    Some(at) => tokio::time::sleep_until(at + self.config.kill_grace).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                Some(inbound) = rx.recv() => {
+                    let inbound = match inbound {
+                        Inbound::Question { question, reply } => {
+                            questions.push(put(question, reply, asking, progress));
+                            continue;
+                        }
+                        other => other,
+                    };
+                    let now = Instant::now();
+                    *lock(&last_activity) = Some(now);
+                    if is_content(&inbound) {
+                        lock(&first_content).get_or_insert(now);
+                    }
+                    observe(&mut fold, inbound, progress);
+                    if cancel_sent.is_none() && fold.bytes() > cap {
+                        tracing::debug!(cap, "the turn's answer passed the output cap: cancelling the prompt");
+                        agent.notify("session/cancel", json!({"sessionId": sid}));
+                        cancel_sent = Some(tokio::time::Instant::now());
+                        stopped = Some(Stop::OutputCap(cap));
+                    }
+                }
+                r = &mut reply => {
+                    // Updates sent before the answer are already queued: take them too.
+                    while let Ok(inbound) = rx.try_recv() {
+                        observe(&mut fold, inbound, progress);
+                    }
+                    break r.unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())));
+                }
+                _ = ct.cancelled(), if cancel_sent.is_none() => {
+                    agent.notify("session/cancel", json!({"sessionId": sid}));
+                    cancel_sent = Some(tokio::time::Instant::now());
+                }
+                passed = &mut watch, if cancel_sent.is_none() => {
+                    tracing::debug!(deadline = passed.name(), "a deadline passed: cancelling the prompt");
+                    agent.notify("session/cancel", json!({"sessionId": sid}));
+                    cancel_sent = Some(tokio::time::Instant::now());
+                    stopped = Some(Stop::Deadline(passed));
+                }
+                _ = grace_over => {
+                    tracing::warn!(pid = agent.pid(), "the agent did not stop after session/cancel: killing it");
+                    agent.kill();
+                    agent.ended().await;
+                    break Err(AcpError::Exited("killed after the cancel was ignored".into()));
+                }
+            }
+        };
+        guard.armed = false;
+        drop(questions);
+        agent.unroute(&sid);
+        Ok(Turn {
+            fold,
+            outcome,
+            cancelled: cancel_sent.is_some() && stopped.is_none(),
+            stopped,
+        })
+    }
+}

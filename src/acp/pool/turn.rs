@@ -1,0 +1,274 @@
+//! One turn on an agent, for both uses of ACP: the prompt's blocks, the turn under the call's
+//! deadlines, cancellation and output cap, its permission questions put to the user, and the
+//! failure a turn that did not end well reports.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::{json, Value};
+use tokio::sync::OwnedMutexGuard;
+
+use crate::acp::client::{AcpError, Connection, Inbound};
+use crate::deadline::{Deadlines, Limit};
+use crate::error::{ErrorKind, Failure, RunFacts};
+use crate::gemini::session::{self as cli_session};
+use crate::progress::{preview, Progress};
+
+use super::agent::agent_failure;
+use super::call::{Answer, PromptCall};
+use super::fold::Fold;
+use super::slots::{retire, Session, Slot};
+
+/// Puts a permission question to the call's user: the asker's reply within its timeout (then a
+/// rejection), or `cannot_ask` when the client has no way to be asked.
+pub(super) fn put(
+    question: crate::ask::Question,
+    reply: tokio::sync::oneshot::Sender<crate::ask::Reply>,
+    asking: Option<&crate::ask::Asking>,
+    progress: &Progress,
+) -> AbortOnDrop<()> {
+    use crate::ask::{Reply, Why};
+    progress.event(
+        format!("asking the user: {}", preview(&question.title)),
+        true,
+    );
+    let asker = asking.and_then(|a| a.asker.clone());
+    AbortOnDrop(tokio::spawn(async move {
+        let answer = match asker {
+            Some(asker) => tokio::time::timeout(asker.timeout(), asker.ask(question))
+                .await
+                .unwrap_or(Reply::Reject(Why::TimedOut)),
+            None => Reply::Reject(Why::CannotAsk),
+        };
+        let _ = reply.send(answer);
+    }))
+}
+
+/// Why the server cancelled a turn itself.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Stop {
+    /// A deadline of the call passed.
+    Deadline(Limit),
+    /// The answer and thoughts passed `GEMINICLI_MCP_MAX_OUTPUT_BYTES` (this many bytes).
+    OutputCap(usize),
+}
+
+/// A turn's end: what was folded in, the prompt's answer, whether the client cancelled it, and
+/// why the server did, if it did.
+pub(super) struct Turn {
+    pub(super) fold: Fold,
+    pub(super) outcome: Result<Value, AcpError>,
+    pub(super) cancelled: bool,
+    pub(super) stopped: Option<Stop>,
+}
+
+/// The failure of a turn whose answer passed the output cap (`cap` bytes).
+pub(super) fn output_cap_failure(cap: usize) -> Failure {
+    Failure::new(
+        ErrorKind::OutputLimit,
+        format!("the agent's answer passed the output cap ({cap} bytes); its prompt was cancelled. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer"),
+    )
+}
+
+/// The failure of a turn that `limit` of `limits` ended.
+pub(super) fn deadline_failure(limits: Deadlines, limit: Limit) -> Failure {
+    let ms = limits.of(limit).map_or(0, |d| d.as_millis());
+    Failure::new(
+        ErrorKind::Timeout,
+        format!("{}; the agent's prompt was cancelled", limit.passed(ms)),
+    )
+}
+
+impl Turn {
+    /// How the turn ended, as the transcript's last event.
+    pub(super) fn end(&self) -> Value {
+        match self.stopped {
+            Some(Stop::Deadline(limit)) => {
+                return json!({"kind": "timeout", "deadline": limit.name()})
+            }
+            Some(Stop::OutputCap(cap)) => return json!({"kind": "output_limit", "capBytes": cap}),
+            None => {}
+        }
+        match (&self.outcome, self.cancelled) {
+            (_, true) => json!({"kind": "cancelled"}),
+            (Ok(result), false) => {
+                json!({"kind": "stop", "stopReason": result["stopReason"].as_str().unwrap_or("end_turn")})
+            }
+            (Err(AcpError::Rpc { code, message }), false) => {
+                json!({"kind": "error", "code": code, "message": message})
+            }
+            (Err(e), false) => json!({"kind": "error", "message": e.to_string()}),
+        }
+    }
+}
+
+/// Folds one inbound message in and reports it: content (text, thoughts, tool calls) counts as
+/// arrived, and the message's note becomes the call's latest event (tool events at once).
+pub(super) fn observe(fold: &mut Fold, inbound: Inbound, progress: &Progress) {
+    let (content, urgent) = match &inbound {
+        Inbound::Update(u) => {
+            let kind = u["sessionUpdate"].as_str().unwrap_or_default();
+            (
+                matches!(
+                    kind,
+                    "agent_message_chunk"
+                        | "agent_thought_chunk"
+                        | "tool_call"
+                        | "tool_call_update"
+                ),
+                kind.starts_with("tool_call"),
+            )
+        }
+        Inbound::Permission { .. } => (true, true),
+        // Put to the user by the turn; one arriving after it is dropped, which rejects.
+        Inbound::Question { .. } => return,
+    };
+    if content {
+        progress.content_arrived();
+    }
+    if let Some(note) = fold.absorb(inbound) {
+        progress.event(note, urgent);
+    }
+}
+
+/// What a turn starts with: the session reported as the call's; the start gate, when it was
+/// taken for a fresh session, held until no other start can delete that session (its prompt is
+/// recorded) or the turn ends; the fold with the session, model and pid (`transcript`: keep
+/// every message).
+pub(super) fn start_turn(
+    slot: &Slot,
+    agent: &Connection,
+    session: &Session,
+    gate: Option<OwnedMutexGuard<()>>,
+    progress: &Progress,
+    transcript: bool,
+) -> (Option<cli_session::HeldGate>, Fold) {
+    progress.set_session(session.id.clone());
+    let held =
+        gate.map(|gate| cli_session::hold_start_gate(gate, slot.key.cwd.clone(), progress.clone()));
+    let fold = Fold::new(
+        Answer {
+            session_id: session.id.clone(),
+            model: session.model.clone(),
+            pid: agent.pid(),
+            ..Answer::default()
+        },
+        transcript,
+    );
+    (held, fold)
+}
+
+/// A failed prompt as a tool failure with what the turn left (`facts`) and the agent's stderr
+/// tail; a session wedged past the context window is retired and the failure says so.
+pub(super) fn turn_failure(
+    slot: &Slot,
+    agent: &Connection,
+    sid: &str,
+    e: AcpError,
+    facts: RunFacts,
+) -> Failure {
+    let wedged = is_wedge(&e);
+    let mut f = agent_failure(agent, e, "running the prompt");
+    if wedged {
+        retire(slot, sid);
+        f = f.note(WEDGE_NOTE);
+    }
+    let stderr = f.run.stderr_tail.clone();
+    f.with_run(RunFacts {
+        stderr_tail: stderr,
+        ..facts
+    })
+}
+
+/// Said of a session retired because its history outgrew the model's context window.
+pub(super) const WEDGE_NOTE: &str = "the session's history no longer fits the model's context window (a tool output too large), and every later turn of it would fail the same way: the agent dropped it; the next call starts a fresh session, and its session_id loads it again with large tool outputs cut";
+
+/// Whether a prompt's error is the API's context-window refusal, which a live session never
+/// recovers from once a tool output put it there.
+pub(super) fn is_wedge(e: &AcpError) -> bool {
+    matches!(e, AcpError::Rpc { message, .. }
+        if message.contains("input token count") && message.contains("exceeds"))
+}
+
+/// Whether a message is content for the first-content deadline: assistant text or a tool event.
+pub(super) fn is_content(inbound: &Inbound) -> bool {
+    match inbound {
+        Inbound::Update(u) => matches!(
+            u["sessionUpdate"].as_str(),
+            Some("agent_message_chunk" | "tool_call" | "tool_call_update")
+        ),
+        Inbound::Permission { .. } | Inbound::Question { .. } => true,
+    }
+}
+
+/// Removes the stub that Gemini CLI 0.61's `session/load` leaves in the current minute's chat file
+/// (two headers, no message; later prompts go to the session's own file): the next CLI start in
+/// the project would otherwise delete every file of the session, the real one included.
+pub(super) async fn remove_load_stubs(cwd: &std::path::Path, id: &str) {
+    let what = "the stub a session load left";
+    cli_session::tidy_stubs(cwd, id, cli_session::remove_stubs, what).await;
+}
+
+/// The prompt's content blocks: the text, the context as an embedded resource, the image.
+pub(super) async fn prompt_blocks(call: &PromptCall) -> Result<Vec<Value>, Failure> {
+    let mut blocks = vec![json!({"type": "text", "text": call.prompt})];
+    if let Some(context) = &call.context {
+        blocks.push(json!({"type": "resource", "resource": {
+            "uri": "geminicli-mcp://context", "mimeType": "text/plain", "text": context}}));
+    }
+    if let Some((mime, path)) = &call.image {
+        let read = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || std::fs::read(path)).await
+        };
+        let bytes = read
+            .map_err(|e| Failure::invalid_input(format!("image_path: {e}")))?
+            .map_err(|e| Failure::invalid_input(format!("image_path {}: {e}", path.display())))?;
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        blocks.push(json!({"type": "image", "mimeType": mime, "data": data}));
+    }
+    Ok(blocks)
+}
+
+/// Aborts a task when dropped.
+pub(super) struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Ends a prompt whose call was dropped mid-flight (a transport gone, a task aborted), so the agent
+/// does not go on running tools for nobody: `session/cancel`, then the tree kill if the agent is
+/// still busy after the grace (it cannot be told apart from a hang from here).
+pub(super) struct PromptGuard {
+    pub(super) agent: Arc<Connection>,
+    pub(super) session: String,
+    pub(super) grace: Duration,
+    pub(super) request_id: u64,
+    pub(super) armed: bool,
+}
+
+impl Drop for PromptGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.agent.unroute(&self.session);
+        self.agent
+            .notify("session/cancel", json!({"sessionId": self.session}));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (agent, grace, id) = (self.agent.clone(), self.grace, self.request_id);
+            runtime.spawn(async move {
+                tokio::time::sleep(grace).await;
+                // Answered meanwhile (cancelled or done): the agent is healthy and may be in
+                // use by the next call.
+                if agent.is_waiting(id) {
+                    agent.kill();
+                }
+            });
+        }
+    }
+}
