@@ -11,7 +11,8 @@
 //! `slots` a workspace's slot and what its agent holds; `agent` an agent's command line and
 //! failures; `call` a prompt's request and answer; `turn` one turn on an agent, for both uses;
 //! `fold` the turn's messages folded into the answer; `prompt` the `acp` set's prompt; `warm` the
-//! prompt tools on the warm backend. Each file imports only those listed after it, or this one.
+//! prompt tools on the warm backend. Their imports run one way: `slots` and `call` at the
+//! bottom, then `agent`, `fold` and `turn`, this file, and `prompt` and `warm` on top.
 
 mod agent;
 mod call;
