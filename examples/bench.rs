@@ -729,6 +729,16 @@ fn interleaved(label: &str, mut a: Server, mut b: Server) {
         quantile(&diffs, 0.5),
         quantile(&diffs, 0.95)
     );
+    // Both servers have answered the same calls: their resident memory now, side by side.
+    let (ra, rb) = (a.status_kib("VmRSS:"), b.status_kib("VmRSS:"));
+    if let (Some(ra), Some(rb)) = (ra, rb) {
+        println!(
+            "| idle RSS after initialize and {OVERHEAD_PAIRS} calls, {label} | {:.1} MiB | {:.1} MiB | ×{:.2} |",
+            mib(ra),
+            mib(rb),
+            ra as f64 / rb as f64
+        );
+    }
 }
 
 /// Spawn → initialize reply vs spawning /bin/true; returns the server's median.
