@@ -13,6 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::acp::wire::{PermissionOption, PermissionRequest};
 use crate::approval::ApprovalMode;
 use crate::ask::{Question, Reply, Why};
 use crate::gemini::process::{Live, RunSpec, SpawnError, Termination};
@@ -527,8 +528,9 @@ fn ask(
     id: Value,
     params: Value,
 ) {
-    let (_, within) = permission(ceiling, &params);
-    let question = question(&params);
+    let request = PermissionRequest::read(&params);
+    let (_, within) = answer(ceiling, &request);
+    let question = question(&request);
     let (tx, rx) = oneshot::channel();
     let asked = within
         && route
@@ -543,7 +545,7 @@ fn ask(
             (true, false) => Reply::Reject(Why::Gone),
             (true, true) => rx.await.unwrap_or(Reply::Reject(Why::Gone)),
         };
-        let (outcome, allowed) = chosen(reply, &params);
+        let (outcome, allowed) = chosen(reply, &request);
         let _ = route.send(Inbound::Permission {
             tool_call: params["toolCall"].clone(),
             options: params["options"].clone(),
@@ -566,49 +568,44 @@ fn ask(
 const SESSION_OPTIONS: [&str; 2] = ["proceed_always_tool", "proceed_always"];
 
 /// A permission request as a question.
-fn question(params: &Value) -> Question {
-    let call = &params["toolCall"];
-    let options = params["options"].as_array().cloned().unwrap_or_default();
+fn question(request: &PermissionRequest) -> Question {
+    let call = &request.tool_call;
     Question {
-        title: call["title"].as_str().unwrap_or("a tool").to_string(),
-        kind: call["kind"].as_str().unwrap_or("other").to_string(),
-        locations: call["locations"]
-            .as_array()
-            .map(|l| {
-                l.iter()
-                    .filter_map(|x| x["path"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        session_option: options.iter().any(|o| {
-            o["kind"] == "allow_always"
-                && o["optionId"]
-                    .as_str()
-                    .is_some_and(|id| SESSION_OPTIONS.contains(&id))
-        }),
+        title: call.title.clone().unwrap_or_else(|| "a tool".into()),
+        kind: call.kind.clone().unwrap_or_else(|| "other".into()),
+        locations: call
+            .locations
+            .iter()
+            .flatten()
+            .map(|l| l.path.clone())
+            .collect(),
+        session_option: request
+            .options
+            .iter()
+            .any(|o| o.kind == "allow_always" && SESSION_OPTIONS.contains(&o.option_id.as_str())),
     }
 }
 
 /// The agent's answer for `reply`: the option of its kind (allow once; allow for the session by
 /// the ids of [`SESSION_OPTIONS`], else once; reject), chosen as [`permission`] chooses.
-fn chosen(reply: Reply, params: &Value) -> (Value, bool) {
+fn chosen(reply: Reply, request: &PermissionRequest) -> (Value, bool) {
     match reply {
-        Reply::AllowOnce => permission(ApprovalMode::Yolo, params),
+        Reply::AllowOnce => answer(ApprovalMode::Yolo, request),
         Reply::AllowSession => {
-            let options = params["options"].as_array().cloned().unwrap_or_default();
+            let options = &request.options;
             let session = SESSION_OPTIONS.iter().find(|id| {
                 options
                     .iter()
-                    .filter(|o| o["optionId"] == **id)
-                    .all(|o| o["kind"] == "allow_always")
-                    && options.iter().any(|o| o["optionId"] == **id)
+                    .filter(|o| o.option_id == **id)
+                    .all(|o| o.kind == "allow_always")
+                    && options.iter().any(|o| o.option_id == **id)
             });
             match session {
                 Some(id) => (json!({"outcome": "selected", "optionId": id}), true),
-                None => permission(ApprovalMode::Yolo, params),
+                None => answer(ApprovalMode::Yolo, request),
             }
         }
-        Reply::Reject(_) => permission(ApprovalMode::Plan, params),
+        Reply::Reject(_) => answer(ApprovalMode::Plan, request),
     }
 }
 
@@ -618,7 +615,12 @@ fn chosen(reply: Reply, params: &Value) -> (Value, bool) {
 /// another kind counts (the agent acts on the id alone: a "reject" id it also offers as "allow
 /// always" would approve).
 pub fn permission(mode: ApprovalMode, params: &Value) -> (Value, bool) {
-    let kind = params["toolCall"]["kind"].as_str().unwrap_or("other");
+    answer(mode, &PermissionRequest::read(params))
+}
+
+/// [`permission`] of a request already read.
+fn answer(mode: ApprovalMode, request: &PermissionRequest) -> (Value, bool) {
+    let kind = request.tool_call.kind.as_deref().unwrap_or("other");
     let allow = match mode {
         ApprovalMode::Yolo => true,
         // Edits only: the CLI's auto_edit approves edit tools and asks for everything else.
@@ -626,19 +628,18 @@ pub fn permission(mode: ApprovalMode, params: &Value) -> (Value, bool) {
         // Plan and default never approve a change; headless nobody could be asked.
         ApprovalMode::Default | ApprovalMode::Plan => false,
     };
-    let options = params["options"].as_array().cloned().unwrap_or_default();
-    let unambiguous = |o: &Value| {
+    let options = &request.options;
+    let unambiguous = |o: &PermissionOption| {
         options
             .iter()
-            .filter(|other| other["optionId"] == o["optionId"])
-            .all(|other| other["kind"] == o["kind"])
+            .filter(|other| other.option_id == o.option_id)
+            .all(|other| other.kind == o.kind)
     };
     let pick = |kind: &str| {
         options
             .iter()
-            .filter(|o| o["kind"] == kind && unambiguous(o))
-            .find_map(|o| o["optionId"].as_str())
-            .map(str::to_owned)
+            .find(|o| o.kind == kind && unambiguous(o))
+            .map(|o| o.option_id.clone())
     };
     let chosen = match allow {
         true => pick("allow_once"),

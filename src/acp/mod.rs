@@ -1,6 +1,8 @@
 //! The warm backend: Gemini over ACP (`gemini --acp`, Agent Client Protocol v1). Long-lived agent
 //! processes per workspace hold reusable sessions (`pool`); `client` is one agent's JSON-RPC
-//! connection. Nothing here knows about MCP tools or results: `run` drives it, `tools` renders it.
+//! connection; `wire` types the messages read from it. Nothing here knows about MCP tools or
+//! results: `run` drives it, `tools` renders it.
 
 pub mod client;
 pub mod pool;
+pub(crate) mod wire;

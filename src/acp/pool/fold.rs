@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::acp::client::Inbound;
+use crate::acp::wire::{SessionUpdate, ToolCall};
 use crate::progress::preview;
 
 use super::call::Answer;
@@ -91,10 +92,10 @@ impl Fold {
         } = &inbound
         {
             let permission = if *allowed { "approved" } else { "rejected" };
-            self.approvals.push(
-                json!({"title": tool_call["title"], "kind": tool_call["kind"],
-                "permission": permission, "decidedBy": by}),
-            );
+            let call = ToolCall::read(tool_call);
+            self.approvals
+                .push(json!({"title": call.title, "kind": call.kind,
+                "permission": permission, "decidedBy": by}));
         }
         absorb(&mut self.answer, &mut self.tools, inbound)
     }
@@ -107,55 +108,53 @@ pub(super) fn absorb(
     inbound: Inbound,
 ) -> Option<String> {
     match inbound {
-        Inbound::Update(u) => {
-            let text = u["content"]["text"].as_str().unwrap_or_default();
-            match u["sessionUpdate"].as_str().unwrap_or_default() {
-                "agent_message_chunk" => {
-                    answer.messages.push_str(text);
-                    answer.last_turn.push_str(text);
-                    None
-                }
-                "agent_thought_chunk" => {
-                    answer.thought.push_str(text);
-                    Some(format!("thinking: {}", preview(text)))
-                }
-                "tool_call" | "tool_call_update" => {
-                    answer.last_turn.clear();
-                    let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
-                    let entry = match tools.iter_mut().find(|(i, _)| *i == id) {
-                        Some((_, v)) => v,
-                        None => {
-                            tools.push((id.clone(), json!({"id": id})));
-                            &mut tools.last_mut().expect("pushed").1
-                        }
-                    };
-                    for key in ["title", "kind", "status", "locations"] {
-                        if let Some(v) = u.get(key) {
-                            entry[key] = v.clone();
-                        }
-                    }
-                    let output: String = u["content"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|c| c["content"]["text"].as_str())
-                        .collect();
-                    if !output.is_empty() {
-                        entry["output"] = json!(output);
-                    }
-                    Some(format!(
-                        "tool {}: {}",
-                        entry["status"].as_str().unwrap_or("pending"),
-                        preview(entry["title"].as_str().unwrap_or_default())
-                    ))
-                }
-                "plan" => {
-                    answer.plan = u["entries"].as_array().cloned().unwrap_or_default();
-                    None
-                }
-                _ => None,
+        Inbound::Update(u) => match SessionUpdate::read(&u) {
+            SessionUpdate::AgentMessageChunk { content } => {
+                answer.messages.push_str(content.text());
+                answer.last_turn.push_str(content.text());
+                None
             }
-        }
+            SessionUpdate::AgentThoughtChunk { content } => {
+                answer.thought.push_str(content.text());
+                Some(format!("thinking: {}", preview(content.text())))
+            }
+            SessionUpdate::ToolCall(call) | SessionUpdate::ToolCallUpdate(call) => {
+                answer.last_turn.clear();
+                let id = call.tool_call_id.clone();
+                let entry = match tools.iter_mut().find(|(i, _)| *i == id) {
+                    Some((_, v)) => v,
+                    None => {
+                        tools.push((id.clone(), json!({"id": id})));
+                        &mut tools.last_mut().expect("pushed").1
+                    }
+                };
+                // An update changes only the fields it names.
+                for (key, value) in [
+                    ("title", call.title.as_ref().map(|v| json!(v))),
+                    ("kind", call.kind.as_ref().map(|v| json!(v))),
+                    ("status", call.status.as_ref().map(|v| json!(v))),
+                    ("locations", call.locations.as_ref().map(|v| json!(v))),
+                ] {
+                    if let Some(value) = value {
+                        entry[key] = value;
+                    }
+                }
+                let output = call.output();
+                if !output.is_empty() {
+                    entry["output"] = json!(output);
+                }
+                Some(format!(
+                    "tool {}: {}",
+                    entry["status"].as_str().unwrap_or("pending"),
+                    preview(entry["title"].as_str().unwrap_or_default())
+                ))
+            }
+            SessionUpdate::Plan { entries } => {
+                answer.plan = entries;
+                None
+            }
+            SessionUpdate::Other => None,
+        },
         Inbound::Question { .. } => None,
         Inbound::Permission {
             tool_call,
@@ -163,19 +162,17 @@ pub(super) fn absorb(
             decided_by,
             ..
         } => {
-            let id = tool_call["toolCallId"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
+            let call = ToolCall::read(&tool_call);
+            let id = call.tool_call_id;
             let status = if allowed { "approved" } else { "rejected" };
-            let mut entry = json!({"id": id, "title": tool_call["title"], "kind": tool_call["kind"],
+            let mut entry = json!({"id": id, "title": call.title, "kind": call.kind,
                 "status": status, "permission": status});
             if let Some(by) = decided_by {
                 entry["decidedBy"] = json!(by);
             }
             let note = format!(
                 "permission {status}: {}",
-                preview(tool_call["title"].as_str().unwrap_or_default())
+                preview(call.title.as_deref().unwrap_or_default())
             );
             match tools.iter_mut().find(|(i, _)| *i == id) {
                 Some((_, v)) => *v = entry,

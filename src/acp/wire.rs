@@ -1,0 +1,252 @@
+//! The ACP messages the server reads from an agent, typed: a session's updates and a permission
+//! request's tool call and options. Only what the server reads is typed; a kind it does not know
+//! (a newer agent's) reads as `Other`, and a transcript keeps the message as it came. The ACP SDK's
+//! schema crate has no such fallback for unknown update kinds, content blocks or stop reasons, so
+//! an agent one release ahead of it would fail to parse; these types stay small and lenient.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One `session/update`'s `update`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "sessionUpdate", rename_all = "snake_case")]
+pub(crate) enum SessionUpdate {
+    /// A piece of the agent's answer.
+    AgentMessageChunk {
+        /// Its content (text, or a block the server does not read).
+        content: ContentBlock,
+    },
+    /// A piece of the agent's thinking.
+    AgentThoughtChunk {
+        /// Its content.
+        content: ContentBlock,
+    },
+    /// A tool call starts.
+    ToolCall(ToolCall),
+    /// A tool call's status, output or fields change.
+    ToolCallUpdate(ToolCall),
+    /// The agent's plan, whole each time.
+    Plan {
+        /// Its entries, as sent.
+        #[serde(default)]
+        entries: Vec<Value>,
+    },
+    /// Any other kind (the user's own message echoed, mode and command updates, a newer kind).
+    #[serde(other)]
+    Other,
+}
+
+impl SessionUpdate {
+    /// Reads an update; one whose known kind has fields of the wrong type reads as `Other`, as an
+    /// unknown kind does (the transcript keeps it as sent).
+    pub(crate) fn read(update: &Value) -> SessionUpdate {
+        SessionUpdate::deserialize(update).unwrap_or(SessionUpdate::Other)
+    }
+}
+
+/// A content block: text is read, every other kind (image, audio, resource) is not.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum ContentBlock {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Any other kind.
+    #[serde(other)]
+    Other,
+}
+
+impl ContentBlock {
+    /// The text, or nothing.
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            ContentBlock::Text { text } => text,
+            ContentBlock::Other => "",
+        }
+    }
+}
+
+/// A tool call, as a `tool_call`, a `tool_call_update` or a permission request names it: every
+/// field but the id may be absent from an update (it changes only what it names).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ToolCall {
+    /// The call's id within the session.
+    #[serde(default)]
+    pub tool_call_id: String,
+    /// What the agent calls it (`ls -la`, `Write file.txt`).
+    pub title: Option<String>,
+    /// `read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `other`.
+    pub kind: Option<String>,
+    /// `pending`, `in_progress`, `completed`, `failed`.
+    pub status: Option<String>,
+    /// The files it touches, as sent.
+    pub locations: Option<Vec<Location>>,
+    /// What it produced.
+    #[serde(default)]
+    pub content: Vec<ToolCallContent>,
+}
+
+impl ToolCall {
+    /// Reads a tool call leniently: one that does not parse names nothing.
+    pub(crate) fn read(value: &Value) -> ToolCall {
+        ToolCall::deserialize(value).unwrap_or_default()
+    }
+
+    /// The text of its content blocks, concatenated.
+    pub(crate) fn output(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|c| match c {
+                ToolCallContent::Content { content } => Some(content.text()),
+                ToolCallContent::Other => None,
+            })
+            .collect()
+    }
+}
+
+/// A file a tool call touches.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+pub(crate) struct Location {
+    /// Its absolute path.
+    pub path: String,
+    /// A line in it, when the agent names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+}
+
+/// A piece of a tool call's output.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum ToolCallContent {
+    /// A content block.
+    Content {
+        /// The block.
+        content: ContentBlock,
+    },
+    /// A diff or a terminal, which the server does not read.
+    #[serde(other)]
+    Other,
+}
+
+/// One option of a permission request.
+#[derive(Debug, Clone)]
+pub(crate) struct PermissionOption {
+    /// What the answer names.
+    pub option_id: String,
+    /// `allow_once`, `allow_always`, `reject_once`, `reject_always`; an option sent without a
+    /// kind, or with one that is not text, has that JSON here (`null`), so that an id offered
+    /// both with a kind and without one reads as two kinds (which the server never chooses).
+    pub kind: String,
+}
+
+impl PermissionOption {
+    /// An option with a text id; one without cannot be chosen, nor confused with one that has.
+    fn read(option: &Value) -> Option<PermissionOption> {
+        Some(PermissionOption {
+            option_id: option["optionId"].as_str()?.to_owned(),
+            kind: match &option["kind"] {
+                Value::String(kind) => kind.clone(),
+                other => other.to_string(),
+            },
+        })
+    }
+}
+
+/// A `session/request_permission`'s parameters, as far as the server reads them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PermissionRequest {
+    /// The tool call it is for.
+    pub tool_call: ToolCall,
+    /// The answers offered that have a text id.
+    pub options: Vec<PermissionOption>,
+}
+
+impl PermissionRequest {
+    /// Reads the parameters leniently: a tool call that does not parse names nothing, and an
+    /// option without a text id is not offered.
+    pub(crate) fn read(params: &Value) -> PermissionRequest {
+        PermissionRequest {
+            tool_call: ToolCall::read(&params["toolCall"]),
+            options: params["options"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(PermissionOption::read)
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn updates_read_by_kind_and_an_unknown_kind_or_shape_is_other() {
+        let chunk = SessionUpdate::read(
+            &json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}}),
+        );
+        assert!(
+            matches!(chunk, SessionUpdate::AgentMessageChunk { ref content } if content.text() == "Hi")
+        );
+        let image = SessionUpdate::read(
+            &json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "…"}}),
+        );
+        assert!(
+            matches!(image, SessionUpdate::AgentMessageChunk { ref content } if content.text().is_empty())
+        );
+        let call = SessionUpdate::read(
+            &json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+            "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "out"}},
+            {"type": "diff", "path": "/a", "newText": "x"}]}),
+        );
+        match call {
+            SessionUpdate::ToolCallUpdate(t) => {
+                assert_eq!(t.tool_call_id, "t1");
+                assert_eq!(t.status.as_deref(), Some("completed"));
+                assert_eq!(t.title, None, "an update names only what changed");
+                assert_eq!(t.output(), "out");
+            }
+            other => panic!("{other:?}"),
+        }
+        for other in [
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "x"}}),
+            json!({"sessionUpdate": "a_kind_from_a_newer_agent", "anything": 1}),
+            json!({"sessionUpdate": "tool_call", "toolCallId": 7}),
+            json!({"no": "tag"}),
+        ] {
+            assert!(
+                matches!(SessionUpdate::read(&other), SessionUpdate::Other),
+                "{other}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_permission_request_reads_its_tool_call_and_options() {
+        let request = PermissionRequest::read(&json!({"sessionId": "s",
+            "toolCall": {"toolCallId": "t", "title": "rm x", "kind": "execute",
+                "locations": [{"path": "/w/x"}]},
+            "options": [{"optionId": "a", "kind": "allow_once", "name": "Allow"},
+                {"optionId": "r", "kind": "reject_once", "name": "Reject"}]}));
+        assert_eq!(request.tool_call.title.as_deref(), Some("rm x"));
+        assert_eq!(request.tool_call.locations.as_ref().map(Vec::len), Some(1));
+        let kinds: Vec<&str> = request.options.iter().map(|o| o.kind.as_str()).collect();
+        assert_eq!(kinds, ["allow_once", "reject_once"]);
+        assert!(PermissionRequest::read(&json!({"options": "nope"}))
+            .options
+            .is_empty());
+        let partly =
+            PermissionRequest::read(&json!({"options": [{"optionId": 1, "kind": "allow_once"},
+            {"optionId": "r", "kind": "reject_once"}]}));
+        assert_eq!(
+            partly.options.len(),
+            1,
+            "an option that does not read is not offered"
+        );
+    }
+}
