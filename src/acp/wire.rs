@@ -180,6 +180,75 @@ impl PermissionRequest {
     }
 }
 
+/// The parts of a `session/new` or `session/load` result the server reads (`models` is kept as
+/// sent for `list_models`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionResult {
+    /// The new session's id (`session/load` answers without one: the id asked for).
+    #[serde(default)]
+    pub session_id: String,
+    /// The session's models.
+    pub models: Option<SessionModels>,
+    /// The session's modes.
+    pub modes: Option<SessionModes>,
+}
+
+/// A session's current model.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionModels {
+    /// The model its prompts run on.
+    #[serde(default)]
+    pub current_model_id: String,
+}
+
+/// A session's current mode.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionModes {
+    /// The mode's id (`default`, `autoEdit`, `yolo`, `plan`).
+    pub current_mode_id: Option<String>,
+}
+
+impl SessionResult {
+    /// Reads a result leniently: what does not parse is absent.
+    pub(crate) fn read(result: &Value) -> SessionResult {
+        SessionResult::deserialize(result).unwrap_or_default()
+    }
+
+    /// The session's model (empty when the agent did not say).
+    pub(crate) fn model(&self) -> String {
+        self.models
+            .as_ref()
+            .map(|m| m.current_model_id.clone())
+            .unwrap_or_default()
+    }
+
+    /// The session's mode id, when the agent said.
+    pub(crate) fn mode(&self) -> Option<&str> {
+        self.modes.as_ref()?.current_mode_id.as_deref()
+    }
+}
+
+/// Why a `session/prompt` turn ended: `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`,
+/// `cancelled`, or a newer reason as sent; `end_turn` when the result names none.
+pub(crate) fn stop_reason(result: &Value) -> &str {
+    result
+        .get("stopReason")
+        .and_then(Value::as_str)
+        .unwrap_or("end_turn")
+}
+
+/// The kind of a `session/update` (`agent_message_chunk`, `tool_call`, …), without reading the
+/// rest of it.
+pub(crate) fn update_kind(update: &Value) -> &str {
+    update
+        .get("sessionUpdate")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +317,28 @@ mod tests {
             1,
             "an option that does not read is not offered"
         );
+    }
+
+    #[test]
+    fn session_and_prompt_results_read_what_the_server_uses() {
+        let r = SessionResult::read(&json!({"sessionId": "s1",
+            "models": {"currentModelId": "gemini-2.5-pro", "availableModels": []},
+            "modes": {"currentModeId": "yolo", "availableModes": []}}));
+        assert_eq!(
+            (r.session_id.as_str(), r.model().as_str(), r.mode()),
+            ("s1", "gemini-2.5-pro", Some("yolo"))
+        );
+        let none = SessionResult::read(&json!({"models": 3}));
+        assert_eq!(
+            (none.session_id.as_str(), none.model().as_str(), none.mode()),
+            ("", "", None)
+        );
+        assert_eq!(
+            stop_reason(&json!({"stopReason": "max_tokens"})),
+            "max_tokens"
+        );
+        assert_eq!(stop_reason(&json!({})), "end_turn");
+        assert_eq!(update_kind(&json!({"sessionUpdate": "plan"})), "plan");
+        assert_eq!(update_kind(&json!(null)), "");
     }
 }

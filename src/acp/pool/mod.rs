@@ -38,6 +38,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::client::{AcpError, Connection};
+use super::wire::SessionResult;
 use crate::approval::ApprovalMode;
 use crate::config::Config;
 use crate::error::{ErrorKind, Failure};
@@ -461,14 +462,12 @@ impl Pool {
             answer = agent.request("session/new", params, t).await;
         }
         let result = answer.map_err(|e| agent_failure(agent, e, "creating a session"))?;
-        let id = result["sessionId"].as_str().unwrap_or_default().to_string();
+        let read = SessionResult::read(&result);
+        let id = read.session_id.clone();
         lock(&self.opened).insert((slot.key.cwd.clone(), id.clone()), SystemTime::now());
-        let model = result["models"]["currentModelId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let model = read.model();
         lock(&slot.state).models = result.get("models").cloned().unwrap_or(Value::Null);
-        let mode = ApprovalMode::from_acp_id(result["modes"]["currentModeId"].as_str());
+        let mode = ApprovalMode::from_acp_id(read.mode());
         let session = Session {
             id,
             turns: 0,

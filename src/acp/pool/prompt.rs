@@ -9,6 +9,7 @@ use tokio::sync::{mpsc, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::client::{AcpError, Connection, Inbound};
+use crate::acp::wire::{stop_reason, SessionResult};
 use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
 use crate::error::{ErrorKind, Failure, RunFacts};
@@ -19,7 +20,10 @@ use super::agent::{agent_failure, cancelled};
 use super::call::{Answer, PromptCall};
 use super::fold::Fold;
 use super::slots::{Key, Session, Slot, Using};
-use super::turn::*;
+use super::turn::{
+    deadline_failure, is_content, observe, output_cap_failure, prompt_blocks, put,
+    remove_load_stubs, start_turn, turn_failure, AbortOnDrop, PromptGuard, Stop, Turn,
+};
 use super::Pool;
 
 impl Pool {
@@ -128,10 +132,7 @@ impl Pool {
         }
         match turn.outcome {
             Ok(result) => {
-                answer.stop_reason = result["stopReason"]
-                    .as_str()
-                    .unwrap_or("end_turn")
-                    .to_string();
+                answer.stop_reason = stop_reason(&result).to_string();
                 Ok(answer)
             }
             Err(e) => Err(turn_failure(slot, &agent, &sid, e, facts(answer))),
@@ -265,11 +266,8 @@ impl Pool {
                 let session = Session {
                     id: asked.to_string(),
                     turns: 0,
-                    model: result["models"]["currentModelId"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                    mode: ApprovalMode::from_acp_id(result["modes"]["currentModeId"].as_str()),
+                    model: SessionResult::read(&result).model(),
+                    mode: ApprovalMode::from_acp_id(SessionResult::read(&result).mode()),
                 };
                 let mut st = lock(&slot.state);
                 if let Some(m) = result.get("models") {

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::acp::client::{AcpError, Connection, Inbound};
+use crate::acp::wire::{stop_reason, update_kind};
 use crate::deadline::{Deadlines, Limit};
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::session::{self as cli_session};
@@ -93,7 +94,7 @@ impl Turn {
         match (&self.outcome, self.cancelled) {
             (_, true) => json!({"kind": "cancelled"}),
             (Ok(result), false) => {
-                json!({"kind": "stop", "stopReason": result["stopReason"].as_str().unwrap_or("end_turn")})
+                json!({"kind": "stop", "stopReason": stop_reason(result)})
             }
             (Err(AcpError::Rpc { code, message }), false) => {
                 json!({"kind": "error", "code": code, "message": message})
@@ -108,7 +109,7 @@ impl Turn {
 pub(super) fn observe(fold: &mut Fold, inbound: Inbound, progress: &Progress) {
     let (content, urgent) = match &inbound {
         Inbound::Update(u) => {
-            let kind = u["sessionUpdate"].as_str().unwrap_or_default();
+            let kind = update_kind(u);
             (
                 matches!(
                     kind,
@@ -195,8 +196,8 @@ pub(super) fn is_wedge(e: &AcpError) -> bool {
 pub(super) fn is_content(inbound: &Inbound) -> bool {
     match inbound {
         Inbound::Update(u) => matches!(
-            u["sessionUpdate"].as_str(),
-            Some("agent_message_chunk" | "tool_call" | "tool_call_update")
+            update_kind(u),
+            "agent_message_chunk" | "tool_call" | "tool_call_update"
         ),
         Inbound::Permission { .. } | Inbound::Question { .. } => true,
     }

@@ -527,7 +527,7 @@ fn answered(
     duration: Duration,
     facts: RunFacts,
 ) -> Result<Success, Failure> {
-    let stop = result["stopReason"].as_str().unwrap_or("end_turn");
+    let stop = crate::acp::wire::stop_reason(result);
     let refused =
         |kind: ErrorKind, message: String| Err(Failure::new(kind, message).with_run(facts.clone()));
     match stop {
