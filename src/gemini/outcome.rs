@@ -347,7 +347,10 @@ pub(crate) const CLI_TOO_OLD_HINT: &str = "the Gemini CLI is too old for this se
 
 /// Known failure texts on stderr when no `result` event came (pre-run failures print plain text,
 /// `-o json` failures a JSON document).
-fn stderr_signature(stderr: &str, exit: i32) -> Option<(ErrorKind, String, Option<u64>)> {
+pub(crate) fn stderr_signature(
+    stderr: &str,
+    exit: i32,
+) -> Option<(ErrorKind, String, Option<u64>)> {
     if let Some((message, code)) = json_error_document(stderr) {
         let kind = match code {
             Some(41) => ErrorKind::AuthRequired,

@@ -65,10 +65,31 @@ pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Fai
             Failure::with_exit(kind, exit, format!("{doing}: {message} (ACP error {code})"))
                 .with_retry_delay(crate::gemini::outcome::retry_delay_ms(message))
         }
-        AcpError::Exited(how) => Failure::new(
-            ErrorKind::Error,
-            format!("the Gemini ACP agent ended while {doing} ({how}); it is restarted on the next call, and this prompt was not re-run"),
-        ),
+        AcpError::Exited(how) => {
+            // What the CLI printed as it ended says why, as on the one-shot path: a CLI too old
+            // for a flag of the agent's command line, a login it cannot use, a broken settings
+            // file.
+            // `exit 1`, or `stopped by the server, exit 1`.
+            let code = how
+                .rsplit_once("exit ")
+                .and_then(|(_, c)| c.parse::<i32>().ok());
+            let signature = code.and_then(|c| {
+                crate::gemini::outcome::stderr_signature(&agent.stderr_tail(), c)
+                    .map(|found| (c, found))
+            });
+            match signature {
+                Some((code, (kind, message, retry))) => Failure::with_exit(
+                    kind,
+                    code,
+                    format!("the Gemini ACP agent ended while {doing}: {message}"),
+                )
+                .with_retry_delay(retry),
+                None => Failure::new(
+                    ErrorKind::Error,
+                    format!("the Gemini ACP agent ended while {doing} ({how}); it is restarted on the next call, and this prompt was not re-run"),
+                ),
+            }
+        }
         AcpError::Timeout(method) => Failure::new(
             ErrorKind::Error,
             format!("the Gemini ACP agent did not answer {method} in time while {doing}; it was killed and is restarted on the next call"),
