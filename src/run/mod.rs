@@ -235,7 +235,6 @@ impl Runner {
         let (run_ct, _unlink) = self.run_token(ct);
         let _reporter = progress.report(self.config.heartbeat, run_ct.clone());
         let limits = self.config.policy.deadlines.with(job.deadlines);
-        let last: Mutex<Last> = Mutex::default();
         let ctx = Context {
             quota: &self.config.policy.quota,
             mode: job.writing_mode(),
@@ -248,15 +247,15 @@ impl Runner {
                 total: t.total,
                 ..limits
             };
-            let (job, run_ct, progress, last) = (&job, &run_ct, &progress, &last);
+            let (job, run_ct, progress) = (&job, &run_ct, &progress);
             async move {
                 let mut request = job.request.clone();
                 request.model = t.model;
                 if self.warm(job, &request) {
-                    self.warm_attempt(job, request, limits, run_ct, progress, last)
+                    self.warm_attempt(job, request, limits, run_ct, progress)
                         .await
                 } else {
-                    self.attempt(job, request, limits, run_ct, progress, last, started)
+                    self.attempt(job, request, limits, run_ct, progress, started)
                         .await
                 }
             }
@@ -266,7 +265,7 @@ impl Runner {
             events,
             debug,
             approvals,
-        } = std::mem::take(&mut *lock(&last));
+        } = retried.left;
         let mut report = Report {
             events,
             debug,
@@ -279,7 +278,7 @@ impl Runner {
             Ok(success) => match self.finish(&job, success).await {
                 Err(f) if self.may_repair(&job, &f, retried.tools_ran) => {
                     let (result, repaired) = self
-                        .repair(&job, f, limits, &run_ct, &progress, &last)
+                        .repair(&job, f, limits, &run_ct, &progress)
                         .await;
                     report.repaired = Some(repaired);
                     result
@@ -318,12 +317,12 @@ impl Runner {
         limits: Deadlines,
         run_ct: &CancellationToken,
         progress: &Progress,
-        last: &Mutex<Last>,
         started: Instant,
-    ) -> Attempted<Success> {
+    ) -> Attempted<Success, Last> {
         let refused = |f: Failure| Attempted {
             result: Err(f),
             tools_ran: false,
+            left: Last::default(),
         };
         let invocation =
             match command::build(&request, job.schema.as_deref(), self.config.slash_commands) {
@@ -394,14 +393,14 @@ impl Runner {
             || self.cause(),
         )
         .await;
-        *lock(last) = Last {
-            events: ran.events,
-            debug: ran.debug,
-            approvals: Vec::new(),
-        };
         Attempted {
             result: ran.result,
             tools_ran: ran.tools_ran,
+            left: Last {
+                events: ran.events,
+                debug: ran.debug,
+                approvals: Vec::new(),
+            },
         }
     }
 
@@ -415,11 +414,11 @@ impl Runner {
         limits: Deadlines,
         run_ct: &CancellationToken,
         progress: &Progress,
-        last: &Mutex<Last>,
-    ) -> Attempted<Success> {
+    ) -> Attempted<Success, Last> {
         let refused = |f: Failure| Attempted {
             result: Err(f),
             tools_ran: false,
+            left: Last::default(),
         };
         let mut text_only = request.clone();
         text_only.image_refs.clear();
@@ -454,14 +453,14 @@ impl Runner {
             asking: job.asking.clone(),
         };
         let ran = self.pool.warm(call, run_ct, progress).await;
-        *lock(last) = Last {
-            events: ran.events,
-            debug: ran.debug,
-            approvals: ran.approvals,
-        };
         Attempted {
             result: ran.result,
             tools_ran: ran.tools_ran,
+            left: Last {
+                events: ran.events,
+                debug: ran.debug,
+                approvals: ran.approvals,
+            },
         }
     }
 
@@ -485,7 +484,6 @@ impl Runner {
         limits: Deadlines,
         run_ct: &CancellationToken,
         progress: &Progress,
-        last: &Mutex<Last>,
     ) -> (Result<Answer, Failure>, bool) {
         progress
             .say("the answer does not validate: asking once more for the corrected JSON".into())
@@ -514,7 +512,7 @@ impl Runner {
             ..job.clone()
         };
         let ran = if self.warm(&follow_up, &request) {
-            self.warm_attempt(&follow_up, request, limits, run_ct, progress, last)
+            self.warm_attempt(&follow_up, request, limits, run_ct, progress)
                 .await
         } else {
             self.attempt(
@@ -523,7 +521,6 @@ impl Runner {
                 limits,
                 run_ct,
                 progress,
-                last,
                 Instant::now(),
             )
             .await
@@ -628,7 +625,11 @@ impl Runner {
                 if let Some(out) = lock(transcript).as_mut() {
                     out.extend(events);
                 }
-                Attempted { result, tools_ran }
+                Attempted {
+                    result,
+                    tools_ran,
+                    left: (),
+                }
             }
         })
         .await;

@@ -14,12 +14,15 @@ use crate::error::{ErrorKind, Failure};
 use crate::policy::QuotaPolicy;
 use crate::progress::Progress;
 
-/// One attempt's outcome, and whether a tool ran in it (the guard against repeating writes).
-pub(crate) struct Attempted<T> {
+/// One attempt's outcome, whether a tool ran in it (the guard against repeating writes), and
+/// what else it left for the call's report (`L`), which the policy hands on from the last one.
+pub(crate) struct Attempted<T, L = ()> {
     /// The answer or the failure.
     pub result: Result<T, Failure>,
     /// Whether a tool ran (or was asked for) during the attempt.
     pub tools_ran: bool,
+    /// What the attempt left besides its outcome.
+    pub left: L,
 }
 
 /// What an attempt is given: the model to use, and the total deadline left (a retry after a
@@ -33,9 +36,11 @@ pub(crate) struct Try {
 }
 
 /// The attempts' end: the last outcome, and what the policy did.
-pub(crate) struct Retried<T> {
+pub(crate) struct Retried<T, L = ()> {
     /// The last attempt's outcome; a failure's message says what the policy did.
     pub result: Result<T, Failure>,
+    /// What the last attempt left besides its outcome.
+    pub left: L,
     /// Whether a tool ran in the last attempt.
     pub tools_ran: bool,
     /// What the policy did, when it did anything: `retriedAfterMs`, `requestedModel`,
@@ -61,14 +66,14 @@ pub(crate) struct Context<'a> {
 
 /// Runs `attempt` under the policy until it answers, fails for good, or the policy has nothing
 /// more to try.
-pub(crate) async fn with_policy<T, F, Fut>(
+pub(crate) async fn with_policy<T, L, F, Fut>(
     ctx: Context<'_>,
     model: Option<String>,
     mut attempt: F,
-) -> Retried<T>
+) -> Retried<T, L>
 where
     F: FnMut(Try) -> Fut,
-    Fut: Future<Output = Attempted<T>>,
+    Fut: Future<Output = Attempted<T, L>>,
 {
     let started = Instant::now();
     let asked = model.clone();
@@ -79,7 +84,11 @@ where
     let mut retried_after: Option<u64> = None;
     let mut fallbacks: Vec<String> = Vec::new();
     let mut why_not: Option<&'static str> = None;
-    let Attempted { result, tools_ran } = loop {
+    let Attempted {
+        result,
+        tools_ran,
+        left,
+    } = loop {
         let done = attempt(next.clone()).await;
         let Err(f) = &done.result else {
             break done;
@@ -138,7 +147,7 @@ where
         asked,
         used: next.model,
     };
-    done.report(result, tools_ran)
+    done.report(result, tools_ran, left)
 }
 
 /// What the policy did, to be said in the result.
@@ -153,7 +162,7 @@ struct Done {
 impl Done {
     /// The last outcome with what the policy did: in a failure's message, and as the
     /// `retryPolicy` report when it retried or fell back.
-    fn report<T>(self, result: Result<T, Failure>, tools_ran: bool) -> Retried<T> {
+    fn report<T, L>(self, result: Result<T, Failure>, tools_ran: bool, left: L) -> Retried<T, L> {
         let report = (self.retried_after.is_some() || !self.fallbacks.is_empty()).then(|| {
             json!({
                 "retriedAfterMs": self.retried_after,
@@ -179,6 +188,7 @@ impl Done {
         });
         Retried {
             result,
+            left,
             tools_ran,
             report,
             fallbacks: self.fallbacks,
@@ -239,7 +249,13 @@ mod tests {
         let retried = with_policy(ctx, Some("pro".into()), |t: Try| {
             tries.borrow_mut().push(t.model.clone());
             let (result, tools_ran) = outcomes.borrow_mut().next().expect("an outcome per try");
-            async move { Attempted { result, tools_ran } }
+            async move {
+                Attempted {
+                    result,
+                    tools_ran,
+                    left: (),
+                }
+            }
         })
         .await;
         (retried, tries.into_inner())
