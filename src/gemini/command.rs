@@ -93,6 +93,80 @@ pub(crate) fn build(
     if let Some(model) = model {
         validate_model(model)?;
     }
+    let (text, slash_escaped) = prompt_text(request, schema, slash)?;
+    if request.sandbox && text.len() >= SANDBOX_MAX_PROMPT_BYTES {
+        return Err(Failure::invalid_input(format!(
+            "prompt is {} bytes of UTF-8; with `sandbox` the Gemini CLI passes the prompt as one command-line argument, which is limited to {} bytes: send less or run without the sandbox",
+            text.len(),
+            SANDBOX_MAX_PROMPT_BYTES
+        )));
+    }
+    check_names(request)?;
+    let mut args: Vec<OsString> = BASE_ARGS.iter().map(OsString::from).collect();
+    if request.sandbox {
+        args.push(format!("{}=true", flag::SANDBOX).into());
+    }
+    for name in &request.allowed_mcp_server_names {
+        args.push(format!("{}={name}", flag::ALLOWED_MCP_SERVER_NAMES).into());
+    }
+    if let Some(mode) = request.approval_mode {
+        // BASE_ARGS[1] is the approval mode.
+        args[1] = format!("{}={}", flag::APPROVAL_MODE, mode.as_str()).into();
+    }
+    for dir in &request.include_directories {
+        let mut arg = OsString::from(format!("{}=", flag::INCLUDE_DIRECTORIES));
+        arg.push(dir.as_os_str());
+        args.push(arg);
+    }
+    if let Some(model) = model {
+        args.push(format!("{}={model}", flag::MODEL).into());
+    }
+    if let Some(id) = request.resume.as_deref() {
+        args.push(format!("{}={id}", flag::RESUME).into());
+    }
+    Ok(Invocation {
+        args,
+        stdin: text.into_bytes(),
+        slash_escaped,
+    })
+}
+
+/// The names and paths of a request checked as both backends hand them to the CLI: the model,
+/// the MCP server names, the include directories (no comma: the CLI splits array values on
+/// commas, so a path holding one would become two) and the session to resume.
+pub(crate) fn check_names(request: &PromptRequest) -> Result<(), Failure> {
+    if let Some(model) = request.model.as_deref().filter(|m| !m.is_empty()) {
+        validate_model(model)?;
+    }
+    for name in &request.allowed_mcp_server_names {
+        validate_server_name(name)?;
+    }
+    for dir in &request.include_directories {
+        if dir.to_string_lossy().contains(',') {
+            return Err(Failure::invalid_input(format!(
+                "include directory {} contains a comma, which the Gemini CLI would split the path at",
+                dir.display()
+            )));
+        }
+    }
+    if let Some(id) = request.resume.as_deref() {
+        crate::gemini::session::validate_session_id(id)?;
+    }
+    Ok(())
+}
+
+/// The prompt's text as both backends send it: the prompt with its context (or the structured
+/// instructions), then the `@` references of its images; a leading slash escaped under
+/// [`SlashCommands::Escape`] (the second value says whether it was). Refused when empty or past
+/// what the CLI reads (its stdin cap, its token estimate's window).
+pub(crate) fn prompt_text(
+    request: &PromptRequest,
+    schema: Option<&PreparedSchema>,
+    slash: SlashCommands,
+) -> Result<(String, bool), Failure> {
+    if request.prompt.trim().is_empty() {
+        return Err(Failure::invalid_input("prompt must be a non-empty string"));
+    }
     let text = match (schema, request.context.as_deref()) {
         (Some(schema), context) => {
             structured::structured_prompt(&request.prompt, context, schema.schema())
@@ -122,49 +196,7 @@ pub(crate) fn build(
             "prompt is {units} UTF-16 code units (with its context and instructions); the limit is {MAX_PROMPT_UTF16_UNITS}: the Gemini CLI estimates a prompt at one token per 4 units and silently skips the API call when the estimate with its session context passes its 1,048,576-token window (a resumed session's history lowers that further)"
         )));
     }
-    if request.sandbox && text.len() >= SANDBOX_MAX_PROMPT_BYTES {
-        return Err(Failure::invalid_input(format!(
-            "prompt is {} bytes of UTF-8; with `sandbox` the Gemini CLI passes the prompt as one command-line argument, which is limited to {} bytes: send less or run without the sandbox",
-            text.len(),
-            SANDBOX_MAX_PROMPT_BYTES
-        )));
-    }
-    let mut args: Vec<OsString> = BASE_ARGS.iter().map(OsString::from).collect();
-    if request.sandbox {
-        args.push(format!("{}=true", flag::SANDBOX).into());
-    }
-    for name in &request.allowed_mcp_server_names {
-        validate_server_name(name)?;
-        args.push(format!("{}={name}", flag::ALLOWED_MCP_SERVER_NAMES).into());
-    }
-    if let Some(mode) = request.approval_mode {
-        // BASE_ARGS[1] is the approval mode.
-        args[1] = format!("{}={}", flag::APPROVAL_MODE, mode.as_str()).into();
-    }
-    for dir in &request.include_directories {
-        // The CLI splits array values on commas: a path holding one would become two.
-        if dir.to_string_lossy().contains(',') {
-            return Err(Failure::invalid_input(format!(
-                "include directory {} contains a comma, which the Gemini CLI would split the path at",
-                dir.display()
-            )));
-        }
-        let mut arg = OsString::from(format!("{}=", flag::INCLUDE_DIRECTORIES));
-        arg.push(dir.as_os_str());
-        args.push(arg);
-    }
-    if let Some(model) = model {
-        args.push(format!("{}={model}", flag::MODEL).into());
-    }
-    if let Some(id) = request.resume.as_deref() {
-        crate::gemini::session::validate_session_id(id)?;
-        args.push(format!("{}={id}", flag::RESUME).into());
-    }
-    Ok(Invocation {
-        args,
-        stdin: text.into_bytes(),
-        slash_escaped,
-    })
+    Ok((text, slash_escaped))
 }
 
 /// Gemini CLI 0.61 runs a headless input as a slash command when its very first character is

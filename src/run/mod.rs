@@ -404,8 +404,8 @@ impl Runner {
         }
     }
 
-    /// One attempt on a warm agent: the prompt's text built as for a one-shot run (images go as
-    /// file links, not `@` references), the workspace's lock shared (listings and deletions hold
+    /// One attempt on a warm agent: the prompt's text built and checked as for a one-shot run
+    /// (images go as file links, not `@` references), the workspace's lock shared (listings and deletions hold
     /// it alone), the paths checked again, then the prompt in a session of the workspace's agent.
     async fn warm_attempt(
         &self,
@@ -420,14 +420,14 @@ impl Runner {
             tools_ran: false,
             left: Last::default(),
         };
+        // Images go as blocks of their own, not as `@` references in the text.
         let mut text_only = request.clone();
         text_only.image_refs.clear();
-        let text = match command::build(
-            &text_only,
-            job.schema.as_deref(),
-            self.config.slash_commands,
-        ) {
-            Ok(i) => i.stdin,
+        let checked = command::check_names(&request).and_then(|()| {
+            command::prompt_text(&text_only, job.schema.as_deref(), self.config.slash_commands)
+        });
+        let text = match checked {
+            Ok((text, _)) => text,
             Err(f) => return refused(f),
         };
         let _workspace = match self.admission.workspace(&job.cwd, false, run_ct).await {
@@ -439,7 +439,7 @@ impl Runner {
         }
         tracing::debug!(tool = job.tool, prompt_bytes = text.len(), "warm call");
         let call = WarmCall {
-            text: String::from_utf8_lossy(&text).into_owned(),
+            text,
             images: request.images,
             model: request.model.filter(|m| !m.is_empty()),
             mode: job.mode,
