@@ -28,6 +28,7 @@ mod held;
 pub mod http;
 pub mod logging;
 mod names;
+mod oneshot;
 mod policy;
 mod progress;
 mod render;

@@ -6,6 +6,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::error::{ErrorKind, Failure};
+use crate::gemini::process::RunSpec;
 use crate::gemini::settings::{self, LayerFile};
 
 /// A headless start's credentials, as far as they can be read without running the CLI.
@@ -191,6 +193,51 @@ impl Seen {
             ),
             None => format!("unset {origin} in the MCP server's environment{key}"),
         }
+    }
+}
+
+/// The environment a run's CLI saw, kept to explain a failed login after the run.
+pub(crate) struct ChildEnv {
+    clear: bool,
+    set: Vec<(OsString, OsString)>,
+    removed: Vec<OsString>,
+}
+
+impl ChildEnv {
+    pub(crate) fn of(spec: &RunSpec) -> Self {
+        ChildEnv {
+            clear: spec.env_clear,
+            set: spec.env.clone(),
+            removed: spec.env_remove.clone(),
+        }
+    }
+
+    fn var(&self, name: &str) -> Option<OsString> {
+        if let Some((_, v)) = self.set.iter().rev().find(|(k, _)| k == name) {
+            return Some(v.clone());
+        }
+        if self.clear || self.removed.iter().any(|k| k == name) {
+            return None;
+        }
+        std::env::var_os(name)
+    }
+}
+
+/// [`with_auth_fix`] for a CLI started from `spec` (the warm backend's agent).
+pub(crate) fn with_auth_fix_for(f: Failure, cwd: &Path, spec: &RunSpec) -> Failure {
+    with_auth_fix(f, cwd, &ChildEnv::of(spec))
+}
+
+/// An `auth_required` failure with the fix its situation needs (the kind's own fix cannot name
+/// the settings file whose leftover `selectedType` stops the key from being used). The message
+/// stays the CLI's own.
+pub(crate) fn with_auth_fix(f: Failure, cwd: &Path, env: &ChildEnv) -> Failure {
+    if f.kind != ErrorKind::AuthRequired {
+        return f;
+    }
+    match Seen::for_start(cwd, |k: &str| env.var(k)).verdict() {
+        Verdict::Fails { fix, .. } => f.with_fix(fix),
+        Verdict::Uses(_) => f,
     }
 }
 

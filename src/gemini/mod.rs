@@ -1,7 +1,8 @@
-//! The one-shot backend, and what both backends share about the Gemini CLI: finding and starting
-//! it (`resolve`, `environment`, `launch`), its command line (`command`), supervising the process
-//! tree (`process`), reading what it printed (`events`, `outcome`), one attempt of a prompt
-//! (`oneshot`), and its sessions on disk (`session`).
+//! What both backends share about the Gemini CLI: finding and starting it (`resolve`,
+//! `environment`, `launch`), what is handed to it (`inputs`, `command`), supervising the process
+//! tree (`process`), reading what it printed (`events`, `outcome`), its logins (`auth`) and
+//! settings (`settings`), and its sessions on disk (`session`, `retention`). The one-shot backend
+//! is `crate::oneshot`, the warm one `crate::acp`; neither imports the other.
 
 pub(crate) mod auth;
 pub(crate) mod command;
@@ -9,7 +10,6 @@ pub(crate) mod environment;
 pub mod events;
 pub mod inputs;
 pub(crate) mod launch;
-pub(crate) mod oneshot;
 pub(crate) mod outcome;
 pub mod process;
 pub(crate) mod resolve;

@@ -22,10 +22,10 @@ use crate::deadline::Deadlines;
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::command::{self, PromptRequest};
 use crate::gemini::launch::{spawn_failure, Launch};
-use crate::gemini::oneshot::{self, Attempt};
 use crate::gemini::outcome::{CancelCause, Success};
 use crate::gemini::process::{self, RunOutput};
 use crate::gemini::session;
+use crate::oneshot::{self, Attempt};
 use crate::progress::Progress;
 use crate::structured::{self, PreparedSchema};
 use crate::sync::lock;
@@ -277,9 +277,7 @@ impl Runner {
         let result = match retried.result {
             Ok(success) => match self.finish(&job, success).await {
                 Err(f) if self.may_repair(&job, &f, retried.tools_ran) => {
-                    let (result, repaired) = self
-                        .repair(&job, f, limits, &run_ct, &progress)
-                        .await;
+                    let (result, repaired) = self.repair(&job, f, limits, &run_ct, &progress).await;
                     report.repaired = Some(repaired);
                     result
                 }
@@ -424,7 +422,11 @@ impl Runner {
         let mut text_only = request.clone();
         text_only.image_refs.clear();
         let checked = command::check_names(&request).and_then(|()| {
-            command::prompt_text(&text_only, job.schema.as_deref(), self.config.slash_commands)
+            command::prompt_text(
+                &text_only,
+                job.schema.as_deref(),
+                self.config.slash_commands,
+            )
         });
         let text = match checked {
             Ok((text, _)) => text,

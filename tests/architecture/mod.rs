@@ -502,8 +502,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("tools", &["tools", "render", "roots", "answers"]),
     ("run", &["run", "doctor", "save"]),
-    ("warm backend", &["acp"]),
-    ("the CLI and its one-shot backend", &["gemini", "policy"]),
+    ("backends", &["acp", "oneshot"]),
+    ("the CLI", &["gemini", "policy"]),
     ("what a run reports and asks", &["progress", "ask"]),
     ("settings", &["config"]),
     (
@@ -521,6 +521,9 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
 ];
+
+/// Layers whose rooms stand side by side and import nothing of each other: the two backends.
+const APART: &[&str] = &["backends"];
 
 /// The layers through which rmcp's types may pass: the protocol stops at the tools.
 const PROTOCOL_LAYERS: usize = 3;
@@ -564,6 +567,17 @@ fn layer_breaches(src: &Path, layers: &[(&str, &[&str])]) -> Vec<String> {
                         layers[to_layer].0,
                         names.into_iter().collect::<Vec<_>>().join(", ")
                     )),
+                    Some(to_layer)
+                        if to_layer == from_layer
+                            && from_room != to_room
+                            && APART.contains(&layers[from_layer].0) =>
+                    {
+                        report.push(format!(
+                            "{from_room} imports its side-by-side {to_room} ({}): {}",
+                            layers[from_layer].0,
+                            names.into_iter().collect::<Vec<_>>().join(", ")
+                        ));
+                    }
                     Some(_) => {}
                 }
             }
@@ -601,6 +615,15 @@ fn the_layer_check_sees_an_import_up_and_a_room_in_no_layer() {
     assert_eq!(
         layer_breaches(&src, layers),
         ["low (bottom) imports up from high (top): crate::high::h"]
+    );
+    let side: &[(&str, &[&str])] = &[("backends", &["lib", "high", "low"])];
+    assert_eq!(
+        layer_breaches(&src, side),
+        [
+            "high imports its side-by-side low (backends): crate::low::deep::l",
+            "low imports its side-by-side high (backends): crate::high::h",
+        ],
+        "rooms side by side import nothing of each other"
     );
     let unplaced: &[(&str, &[&str])] = &[("top", &["lib"]), ("bottom", &["low"])];
     assert!(layer_breaches(&src, unplaced)

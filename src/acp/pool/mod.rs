@@ -451,7 +451,7 @@ impl Pool {
                 );
                 // The fix for what the agent's settings and environment hold, as on one-shot.
                 return Err(match self.spec(&slot.key) {
-                    Ok(spec) => crate::gemini::oneshot::with_auth_fix_for(f, &slot.key.cwd, &spec),
+                    Ok(spec) => crate::gemini::auth::with_auth_fix_for(f, &slot.key.cwd, &spec),
                     Err(_) => f,
                 });
             };

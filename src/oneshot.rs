@@ -2,7 +2,6 @@
 //! lines fed to the call's progress as they arrive, its deadlines watched, and its end classified
 //! into the answer or a typed failure.
 
-use std::ffi::OsString;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -64,7 +63,7 @@ pub(crate) async fn run(
         queued_for,
     } = attempt;
     let cwd = spec.cwd.clone();
-    let child_env = ChildEnv::of(&spec);
+    let child_env = auth::ChildEnv::of(&spec);
     let argv = debug.then(|| (spec.program.clone(), spec.args.clone()));
     // Streamed lines only feed progress; the transcript is parsed once at the end from the
     // kept stdout, which holds the same lines (the supervisor hands over exactly what it keeps).
@@ -131,58 +130,13 @@ pub(crate) async fn run(
     };
     let tools_ran = !transcript.tools.is_empty();
     let result = outcome::classify(&out, transcript, cause(), deadline_ms)
-        .map_err(|f| with_auth_fix(f, &cwd, &child_env))
+        .map_err(|f| auth::with_auth_fix(f, &cwd, &child_env))
         .and_then(|success| same_session(success, resume));
     Ran {
         result,
         tools_ran,
         events,
         debug,
-    }
-}
-
-/// The environment a run's CLI saw, kept to explain a failed login after the run.
-struct ChildEnv {
-    clear: bool,
-    set: Vec<(OsString, OsString)>,
-    removed: Vec<OsString>,
-}
-
-impl ChildEnv {
-    fn of(spec: &RunSpec) -> Self {
-        ChildEnv {
-            clear: spec.env_clear,
-            set: spec.env.clone(),
-            removed: spec.env_remove.clone(),
-        }
-    }
-
-    fn var(&self, name: &str) -> Option<OsString> {
-        if let Some((_, v)) = self.set.iter().rev().find(|(k, _)| k == name) {
-            return Some(v.clone());
-        }
-        if self.clear || self.removed.iter().any(|k| k == name) {
-            return None;
-        }
-        std::env::var_os(name)
-    }
-}
-
-/// [`with_auth_fix`] for a CLI started from `spec` (the warm backend's agent).
-pub(crate) fn with_auth_fix_for(f: Failure, cwd: &Path, spec: &RunSpec) -> Failure {
-    with_auth_fix(f, cwd, &ChildEnv::of(spec))
-}
-
-/// An `auth_required` failure with the fix its situation needs (the kind's own fix cannot name
-/// the settings file whose leftover `selectedType` stops the key from being used). The message
-/// stays the CLI's own.
-fn with_auth_fix(f: Failure, cwd: &Path, env: &ChildEnv) -> Failure {
-    if f.kind != ErrorKind::AuthRequired {
-        return f;
-    }
-    match auth::Seen::for_start(cwd, |k: &str| env.var(k)).verdict() {
-        auth::Verdict::Fails { fix, .. } => f.with_fix(fix),
-        auth::Verdict::Uses(_) => f,
     }
 }
 
