@@ -184,10 +184,13 @@ async fn serve_http(config: Config, options: HttpOptions) -> anyhow::Result<i32>
     let local = listener.local_addr().context("reading the bound address")?;
     // Always printed (stdout is not the protocol channel here, but logs stay on stderr): the
     // operator, and tests binding port 0, learn the address from it.
-    eprintln!(
-        "geminicli-mcp: serving MCP over Streamable HTTP at http://{local}{}",
+    // One write, so that a reader of the stream never sees half the address (stderr is not
+    // buffered: `eprintln!` writes each piece of its format on its own).
+    let banner = format!(
+        "geminicli-mcp: serving MCP over Streamable HTTP at http://{local}{}\n",
         http::MCP_PATH
     );
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), banner.as_bytes());
     let serving = http::serve(listener, options, server.clone(), shutdown.clone());
     tokio::select! {
         result = serving => result.context("serving HTTP")?,

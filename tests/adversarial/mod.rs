@@ -422,7 +422,12 @@ fn start_http(
     let end = deadline();
     let addr = loop {
         let log = std::fs::read_to_string(&stderr).unwrap_or_default();
-        if let Some(rest) = log.split("Streamable HTTP at http://").nth(1) {
+        // The whole line: the address may be half written.
+        if let Some(rest) = log
+            .split("Streamable HTTP at http://")
+            .nth(1)
+            .filter(|rest| rest.contains('\n'))
+        {
             break rest.split('/').next().unwrap_or_default().to_owned();
         }
         if Instant::now() >= end {

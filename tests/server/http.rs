@@ -69,7 +69,12 @@ impl HttpServer {
         let end = deadline();
         let addr = loop {
             let text = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-            if let Some(rest) = text.split("Streamable HTTP at http://").nth(1) {
+            // The whole line: the address may be half written.
+            if let Some(rest) = text
+                .split("Streamable HTTP at http://")
+                .nth(1)
+                .filter(|rest| rest.contains('\n'))
+            {
                 break rest.split('/').next().unwrap().to_owned();
             }
             assert!(Instant::now() < end, "no listening line; stderr: {text}");
