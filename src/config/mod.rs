@@ -103,14 +103,10 @@ fn parse_seconds(value: &str) -> Result<f64, String> {
 }
 
 impl Config {
-    /// Reads the process environment; a variable under the server's prefix that no setting reads
-    /// (a misspelt name, which would silently leave its setting at the default) is noted too.
-    pub fn from_env() -> Self {
-        Self::from_env_and_flags(&Given::default())
-    }
-
     /// The environment's configuration with the command line's flags on top (flags > env >
-    /// defaults): a flag is read as the value of the variable it stands for.
+    /// defaults): a flag is read as the value of the variable it stands for. A variable under
+    /// the server's prefix that no setting reads (a misspelt name, which would silently leave its
+    /// setting at the default) is noted too.
     pub fn from_env_and_flags(given: &Given) -> Self {
         let mut config = Self::from_lookup(given.over(|name| std::env::var_os(name)));
         config.unread.extend(parse::unknown_names(
@@ -284,7 +280,7 @@ mod tests {
             assert_eq!(format!("{by_flag:?}"), format!("{by_var:?}"), "{args:?}");
         }
         let none = Cli::try_parse_from(["geminicli-mcp", "--gemini-bin", ""]).unwrap();
-        assert!(!none.given.has("GEMINI_CLI_BIN"), "empty is not given");
+        assert_eq!(none.given.get("GEMINI_CLI_BIN"), None, "empty is not given");
     }
 
     #[test]

@@ -542,11 +542,6 @@ pub const SETTINGS: &[Setting] = &[
     },
 ];
 
-/// The setting named `name`.
-pub fn find(name: &str) -> Option<&'static Setting> {
-    SETTINGS.iter().find(|s| s.name == name)
-}
-
 /// Every variable the server reads: what a set name is checked against before it is called a
 /// misspelling.
 pub fn known_names() -> Vec<&'static str> {
@@ -661,11 +656,6 @@ impl Given {
     /// The value a flag gave for `name`.
     pub fn get(&self, name: &str) -> Option<&OsString> {
         self.values.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
-    }
-
-    /// Whether a flag was given for `name`.
-    pub fn has(&self, name: &str) -> bool {
-        self.get(name).is_some()
     }
 
     /// The flags over `env`: what every setting reads.

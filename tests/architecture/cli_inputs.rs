@@ -11,8 +11,9 @@
 //!   `environment.rs`, `retention.rs`, `process*`, `src/acp`), a pair whose first element is a
 //!   literal `NAME` (`("NAME", v)`, `("NAME".into(), v)`) or a `.env("NAME", v)` call is a variable.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::rust_files;
 use geminicli_mcp::gemini::inputs;
 use syn::visit::Visit;
 
@@ -146,21 +147,6 @@ fn scan_text(text: &str) -> Found {
     let mut found = Found::default();
     Scan { found: &mut found }.visit_file(&file);
     found
-}
-
-fn rust_files(path: &Path, out: &mut Vec<PathBuf>) {
-    if path.is_dir() {
-        let mut entries: Vec<_> = std::fs::read_dir(path)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for e in entries {
-            rust_files(&e, out);
-        }
-    } else if path.extension().is_some_and(|e| e == "rs") {
-        out.push(path.to_path_buf());
-    }
 }
 
 /// What `files` under `src` name outside the inventory: `(file:line, name)` per finding.
