@@ -86,14 +86,9 @@ pub(crate) fn build(
     schema: Option<&PreparedSchema>,
     slash: SlashCommands,
 ) -> Result<Invocation, Failure> {
-    if request.prompt.trim().is_empty() {
-        return Err(Failure::invalid_input("prompt must be a non-empty string"));
-    }
-    let model = request.model.as_deref().filter(|m| !m.is_empty());
-    if let Some(model) = model {
-        validate_model(model)?;
-    }
     let (text, slash_escaped) = prompt_text(request, schema, slash)?;
+    check_names(request)?;
+    let model = request.model.as_deref().filter(|m| !m.is_empty());
     if request.sandbox && text.len() >= SANDBOX_MAX_PROMPT_BYTES {
         return Err(Failure::invalid_input(format!(
             "prompt is {} bytes of UTF-8; with `sandbox` the Gemini CLI passes the prompt as one command-line argument, which is limited to {} bytes: send less or run without the sandbox",
@@ -101,7 +96,6 @@ pub(crate) fn build(
             SANDBOX_MAX_PROMPT_BYTES
         )));
     }
-    check_names(request)?;
     let mut args: Vec<OsString> = BASE_ARGS.iter().map(OsString::from).collect();
     if request.sandbox {
         args.push(format!("{}=true", flag::SANDBOX).into());

@@ -421,15 +421,14 @@ impl Runner {
         // Images go as blocks of their own, not as `@` references in the text.
         let mut text_only = request.clone();
         text_only.image_refs.clear();
-        let checked = command::check_names(&request).and_then(|()| {
-            command::prompt_text(
-                &text_only,
-                job.schema.as_deref(),
-                self.config.slash_commands,
-            )
-        });
+        let checked = command::prompt_text(
+            &text_only,
+            job.schema.as_deref(),
+            self.config.slash_commands,
+        )
+        .and_then(|(text, _)| command::check_names(&request).map(|()| text));
         let text = match checked {
-            Ok((text, _)) => text,
+            Ok(text) => text,
             Err(f) => return refused(f),
         };
         let _workspace = match self.admission.workspace(&job.cwd, false, run_ct).await {
