@@ -69,12 +69,11 @@ impl ContentBlock {
 }
 
 /// A tool call, as a `tool_call`, a `tool_call_update` or a permission request names it: every
-/// field but the id may be absent from an update (it changes only what it names).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// field but the id may be absent from an update (it changes only what it names). Read field by
+/// field: one of another type is absent and takes nothing else with it.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ToolCall {
     /// The call's id within the session.
-    #[serde(default)]
     pub tool_call_id: String,
     /// What the agent calls it (`ls -la`, `Write file.txt`).
     pub title: Option<String>,
@@ -82,17 +81,39 @@ pub(crate) struct ToolCall {
     pub kind: Option<String>,
     /// `pending`, `in_progress`, `completed`, `failed`.
     pub status: Option<String>,
-    /// The files it touches, as sent.
+    /// The files it touches that name a path.
     pub locations: Option<Vec<Location>>,
     /// What it produced.
-    #[serde(default)]
     pub content: Vec<ToolCallContent>,
 }
 
+impl<'de> Deserialize<'de> for ToolCall {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(ToolCall::read(&Value::deserialize(deserializer)?))
+    }
+}
+
 impl ToolCall {
-    /// Reads a tool call leniently: one that does not parse names nothing.
+    /// Reads a tool call leniently, field by field.
     pub(crate) fn read(value: &Value) -> ToolCall {
-        ToolCall::deserialize(value).unwrap_or_default()
+        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        let each = |key: &str| value.get(key).and_then(Value::as_array);
+        ToolCall {
+            tool_call_id: text("toolCallId").unwrap_or_default(),
+            title: text("title"),
+            kind: text("kind"),
+            status: text("status"),
+            locations: each("locations").map(|l| {
+                l.iter()
+                    .filter_map(|l| Location::deserialize(l).ok())
+                    .collect()
+            }),
+            content: each("content")
+                .into_iter()
+                .flatten()
+                .filter_map(|c| ToolCallContent::deserialize(c).ok())
+                .collect(),
+        }
     }
 
     /// The text of its content blocks, concatenated.
@@ -182,11 +203,9 @@ impl PermissionRequest {
 
 /// The parts of a `session/new` or `session/load` result the server reads (`models` is kept as
 /// sent for `list_models`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct SessionResult {
     /// The new session's id (`session/load` answers without one: the id asked for).
-    #[serde(default)]
     pub session_id: String,
     /// The session's models.
     pub models: Option<SessionModels>,
@@ -212,9 +231,18 @@ pub(crate) struct SessionModes {
 }
 
 impl SessionResult {
-    /// Reads a result leniently: what does not parse is absent.
+    /// Reads a result leniently, each part on its own: a part that does not parse is absent,
+    /// and takes nothing else with it (a newer shape of `models` leaves the session's id).
     pub(crate) fn read(result: &Value) -> SessionResult {
-        SessionResult::deserialize(result).unwrap_or_default()
+        let part = |key: &str| result.get(key).filter(|v| !v.is_null());
+        SessionResult {
+            session_id: part("sessionId")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            models: part("models").and_then(|v| SessionModels::deserialize(v).ok()),
+            modes: part("modes").and_then(|v| SessionModes::deserialize(v).ok()),
+        }
     }
 
     /// The session's model (empty when the agent did not say).
@@ -282,10 +310,26 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        let odd = SessionUpdate::read(&json!({"sessionUpdate": "tool_call", "toolCallId": "t2",
+            "title": "ls", "status": 3, "locations": [{"path": "/a"}, {"line": 2}]}));
+        match odd {
+            SessionUpdate::ToolCall(t) => {
+                assert_eq!(
+                    (t.tool_call_id.as_str(), t.title.as_deref()),
+                    ("t2", Some("ls"))
+                );
+                assert_eq!(t.status, None, "a field of another type is absent");
+                assert_eq!(
+                    t.locations.map(|l| l.len()),
+                    Some(1),
+                    "and so is such a location"
+                );
+            }
+            other => panic!("a field of another type takes nothing else with it: {other:?}"),
+        }
         for other in [
             json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "x"}}),
             json!({"sessionUpdate": "a_kind_from_a_newer_agent", "anything": 1}),
-            json!({"sessionUpdate": "tool_call", "toolCallId": 7}),
             json!({"no": "tag"}),
         ] {
             assert!(
