@@ -65,3 +65,17 @@ fn sandboxed_calls_run_one_shot_on_the_warm_backend() {
     assert!(argv.contains(&json!("--sandbox=true")), "{argv:?} / {r}");
     assert!(!argv.contains(&json!("--acp")), "{argv:?}");
 }
+
+#[test]
+fn an_agent_too_old_for_a_flag_fails_the_call_as_cli_too_old_naming_the_flag() {
+    let mut env = backend("acp");
+    env.push(("FAKE_GEMINI_SCENARIO", "old-version"));
+    let mut h = Harness::start(&env);
+    let r = h.call("gemini_prompt", json!({"prompt": "hello"}));
+    assert_eq!(r["isError"], json!(true), "{r}");
+    let s = &r["structuredContent"];
+    assert_eq!(s["errorKind"], "cli_too_old", "{r}");
+    let error = s["error"].as_str().unwrap_or_default();
+    assert!(error.contains("skip-trust"), "the CLI's own words: {r}");
+    assert!(error.contains("ACP agent"), "said of the warm agent: {r}");
+}
