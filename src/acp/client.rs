@@ -21,6 +21,8 @@ use crate::sync::lock;
 
 /// Bytes of the agent's stderr kept for error messages.
 const STDERR_TAIL: usize = 8 * 1024;
+/// Longest wait, once the agent has ended, for the rest of its stderr.
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
 
 /// Why a request to the agent failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -79,6 +81,8 @@ struct Shared {
     /// Sessions whose permission requests are questions, with the ceiling bounding the answers.
     asking: Mutex<HashMap<String, ApprovalMode>>,
     stderr: Mutex<VecDeque<u8>>,
+    /// Fired when stderr reached its end: what the agent printed as it died is in the tail.
+    stderr_done: CancellationToken,
     exit: Mutex<Option<String>>,
 }
 
@@ -114,6 +118,7 @@ async fn drain_stderr(mut stderr: tokio::process::ChildStderr, s: Arc<Shared>) {
         let over = tail.len().saturating_sub(STDERR_TAIL);
         tail.drain(..over);
     }
+    s.stderr_done.cancel();
 }
 
 /// Reads stdout: every line is one JSON-RPC message; anything else is ignored (the agent's stdout
@@ -183,6 +188,9 @@ async fn supervise(
         false => how,
     };
     tracing::debug!(pid, how = %how, "ACP agent ended");
+    // The waiters' failures read the stderr tail (why a CLI refused to start): let the last of it
+    // arrive. Bounded, since a descendant that left the tree may hold the pipe open.
+    let _ = tokio::time::timeout(STDERR_SETTLE, s.stderr_done.cancelled()).await;
     *lock(&s.exit) = Some(how.clone());
     dead.cancel();
     for (_, w) in lock(&s.waiters).drain() {
@@ -219,6 +227,7 @@ impl Connection {
             modes: Mutex::default(),
             asking: Mutex::default(),
             stderr: Mutex::default(),
+            stderr_done: CancellationToken::new(),
             exit: Mutex::default(),
         });
         let kill = CancellationToken::new();
