@@ -7,15 +7,14 @@ pub(crate) mod admit;
 pub(crate) mod retry;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::pool::warm::WarmCall;
-use crate::acp::pool::{self, Answer as AgentAnswer, Pool};
+use crate::acp::pool::{self, Block, Pool};
 use crate::approval::ApprovalMode;
 use crate::config::{Backend, Config};
 use crate::deadline::Deadlines;
@@ -28,15 +27,28 @@ use crate::gemini::session;
 use crate::oneshot::{self, Attempt};
 use crate::progress::Progress;
 use crate::structured::{self, PreparedSchema};
-use crate::sync::lock;
 use admit::Admission;
 use retry::{Attempted, Context, Try};
+
+/// Which contract a prompt call answers under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Surface {
+    /// The reference's prompt tools: a fresh conversation per call unless `session_id` continues
+    /// one; the answer is the last model turn's text; a stop reason other than the end of the
+    /// turn is a failure.
+    Reference,
+    /// The `acp` set's `gemini` (gemini_mcp's contract): always a warm agent, the workspace's
+    /// session continued; the answer is every message of the turn, whatever its stop reason.
+    Agent,
+}
 
 /// A prompt call, decoded and checked against the operator's policy: what a backend runs.
 #[derive(Debug, Clone)]
 pub(crate) struct Job {
     /// The tool, for the logs.
     pub tool: &'static str,
+    /// The contract the call answers under.
+    pub surface: Surface,
     /// Prompt, context, model, session; the approval mode and the checked paths filled in.
     pub request: PromptRequest,
     /// The caller's schema (`gemini_prompt_structured`), prepared.
@@ -78,6 +90,38 @@ pub(crate) struct Answer {
     pub success: Success,
     /// `gemini_prompt_structured`: the value that validated.
     pub json: Option<Value>,
+    /// The `acp` set's `gemini`: the agent's turn (thought, stop reason, tool calls, plan, pid);
+    /// its messages are `success.answer`.
+    pub turn: Option<pool::Answer>,
+}
+
+impl Answer {
+    /// A prompt tool's answer, before its validation.
+    fn of(success: Success) -> Self {
+        Answer {
+            success,
+            json: None,
+            turn: None,
+        }
+    }
+
+    /// The `acp` set's answer: every message of the agent's turn is the answer text (moved, not
+    /// held twice), the rest of the turn kept as it came.
+    fn turn(mut turn: pool::Answer) -> Self {
+        let success = Success {
+            answer: std::mem::take(&mut turn.messages),
+            session_id: Some(turn.session_id.clone()),
+            model: Some(turn.model.clone()).filter(|m| !m.is_empty()),
+            stats: None,
+            duration: std::time::Duration::ZERO,
+            exit_code: 0,
+        };
+        Answer {
+            success,
+            json: None,
+            turn: Some(turn),
+        }
+    }
 }
 
 /// What a call's optional arguments and the retry policy add to its result, on success and on
@@ -90,12 +134,65 @@ pub(crate) struct Report {
     pub debug: Option<Value>,
     /// What the retry policy did.
     pub policy: Option<Value>,
+    /// The fallback models tried, in order (the last one answered when the call succeeded).
+    pub fallbacks: Vec<String>,
     /// Where the answer was written, or why it could not be (`save_file`).
     pub saved: Option<Result<PathBuf, String>>,
     /// Whether a repair turn ran, and made the answer validate (`repaired`).
     pub repaired: Option<bool>,
     /// `approval_mode: "ask"`: each permission the agent asked for, and who decided it.
     pub approvals: Vec<Value>,
+}
+
+impl Report {
+    /// What the attempts left for the report: the last one's debug report and approvals; its
+    /// events, or for the `acp` set (`full_output`) every attempt's, in order.
+    fn of(job: &Job, retried: &mut retry::Retried<Answer, Last>) -> Report {
+        let Last {
+            events,
+            debug,
+            approvals,
+        } = std::mem::take(&mut retried.left);
+        let events = match job.surface {
+            // Every attempt's messages, in order: the transcript of the whole call.
+            Surface::Agent => job.full_output.then(|| {
+                let mut all: Vec<Value> = std::mem::take(&mut retried.earlier)
+                    .into_iter()
+                    .flat_map(|l| l.events.unwrap_or_default())
+                    .collect();
+                all.extend(events.unwrap_or_default());
+                all
+            }),
+            // The last run's stream-json events, as the CLI printed them.
+            Surface::Reference => events,
+        };
+        Report {
+            events,
+            debug,
+            policy: retried.report.take(),
+            fallbacks: std::mem::take(&mut retried.fallbacks),
+            saved: None,
+            repaired: None,
+            approvals,
+        }
+    }
+}
+
+/// A failed call's failure with its duration, logged; a CLI too old for a flag the server passes
+/// is also the operator's warning.
+fn failed(job: &Job, mut f: Failure, started: Instant) -> Failure {
+    if f.run.duration_ms == 0 && f.kind != ErrorKind::InputValidation {
+        f.run.duration_ms = started.elapsed().as_millis() as u64;
+    }
+    tracing::debug!(tool = job.tool, kind = %f.kind, exit = f.exit_code, "call failed");
+    if f.kind == ErrorKind::CliTooOld {
+        // An operator problem, not a caller's: it goes to the log (and so to the client as a log
+        // notification) besides the result.
+        tracing::warn!(
+            "the Gemini CLI refused a flag the server passes: it is too old; upgrade it (npm install -g @google/gemini-cli@latest) and run `geminicli-mcp doctor`"
+        );
+    }
+    f
 }
 
 /// What the last attempt left for the report.
@@ -113,9 +210,6 @@ pub(crate) struct Finished {
     /// What the call's options asked to see.
     pub report: Report,
 }
-
-/// An `acp`-set `gemini` call, decoded and checked.
-pub(crate) type AgentJob = pool::PromptCall;
 
 /// The call's workspace and include directories still lie where they were checked (a call may
 /// have waited while one was swapped for a link elsewhere).
@@ -215,15 +309,38 @@ impl Runner {
         }
     }
 
-    /// Whether a prompt tool's call goes to a warm agent: on the warm backend, unless it asks for
-    /// the sandbox (`gemini --acp --sandbox` reads stdin to its end before it relaunches, so no
-    /// ACP message ever reaches the agent: those calls run one-shot).
+    /// Whether a prompt call goes to a warm agent: the `acp` set's always; a prompt tool's on the
+    /// warm backend or with `ask`, unless it asks for the sandbox (`gemini --acp --sandbox` reads
+    /// stdin to its end before it relaunches, so no ACP message ever reaches the agent: those
+    /// calls run one-shot).
     fn warm(&self, job: &Job, request: &PromptRequest) -> bool {
-        (self.config.acp.backend == Backend::Acp || job.asking.is_some()) && !request.sandbox
+        job.surface == Surface::Agent
+            || ((self.config.acp.backend == Backend::Acp || job.asking.is_some())
+                && !request.sandbox)
     }
 
-    /// Runs a prompt tool's call to its end, on the configured backend. `ct` is the request's
-    /// cancellation.
+    /// One attempt of `job` with `request` on its backend.
+    async fn attempt(
+        &self,
+        job: &Job,
+        request: PromptRequest,
+        limits: Deadlines,
+        run_ct: &CancellationToken,
+        progress: &Progress,
+        started: Instant,
+    ) -> Attempted<Answer, Last> {
+        if !self.warm(job, &request) {
+            self.oneshot_attempt(job, request, limits, run_ct, progress, started)
+                .await
+        } else {
+            self.warm_attempt(job, request, limits, run_ct, progress)
+                .await
+        }
+    }
+
+    /// Runs a prompt call to its end, on its backend, under the retry and fallback policy; then
+    /// the structured answer validated (with one repair turn when asked for) and the answer
+    /// saved. `ct` is the request's cancellation.
     pub(crate) async fn prompt(
         &self,
         job: Job,
@@ -242,7 +359,7 @@ impl Runner {
             progress: &progress,
             stop: &run_ct,
         };
-        let retried = retry::with_policy(ctx, job.request.model.clone(), |t: Try| {
+        let mut retried = retry::with_policy(ctx, job.request.model.clone(), |t: Try| {
             let limits = Deadlines {
                 total: t.total,
                 ..limits
@@ -250,33 +367,26 @@ impl Runner {
             let (job, run_ct, progress) = (&job, &run_ct, &progress);
             async move {
                 let mut request = job.request.clone();
+                let fallback = (t.attempt > 0).then(|| t.model.clone()).flatten();
                 request.model = t.model;
-                if self.warm(job, &request) {
-                    self.warm_attempt(job, request, limits, run_ct, progress)
-                        .await
-                } else {
-                    self.attempt(job, request, limits, run_ct, progress, started)
-                        .await
+                let mut done = self
+                    .attempt(job, request, limits, run_ct, progress, started)
+                    .await;
+                if let (Some(model), Some(events), Surface::Agent) =
+                    (fallback, done.left.events.as_mut(), job.surface)
+                {
+                    // The transcript says where the next attempt starts and on which model.
+                    events.insert(0, serde_json::json!({"kind": "fallback", "model": model}));
                 }
+                done
             }
         })
         .await;
-        let Last {
-            events,
-            debug,
-            approvals,
-        } = retried.left;
-        let mut report = Report {
-            events,
-            debug,
-            approvals,
-            policy: retried.report,
-            saved: None,
-            repaired: None,
-        };
+        progress.flush().await;
+        let (mut report, tools_ran) = (Report::of(&job, &mut retried), retried.tools_ran);
         let result = match retried.result {
-            Ok(success) => match self.finish(&job, success).await {
-                Err(f) if self.may_repair(&job, &f, retried.tools_ran) => {
+            Ok(answer) => match self.finish(&job, answer).await {
+                Err(f) if self.may_repair(&job, &f, tools_ran) => {
                     let (result, repaired) = self.repair(&job, f, limits, &run_ct, &progress).await;
                     report.repaired = Some(repaired);
                     result
@@ -285,30 +395,24 @@ impl Runner {
             },
             Err(f) => Err(f),
         };
-        let result = result.map_err(|mut f| {
-            if f.run.duration_ms == 0 && f.kind != ErrorKind::InputValidation {
-                f.run.duration_ms = started.elapsed().as_millis() as u64;
-            }
-            tracing::debug!(tool = job.tool, kind = %f.kind, exit = f.exit_code, "call failed");
-            if f.kind == ErrorKind::CliTooOld {
-                // An operator problem, not a caller's: it goes to the log (and so to the client
-                // as a log notification) besides the result.
-                tracing::warn!(
-                    "the Gemini CLI refused a flag the server passes: it is too old; upgrade it (npm install -g @google/gemini-cli@latest) and run `geminicli-mcp doctor`"
-                );
-            }
-            f
-        });
+        let result = result
+            .map(|mut answer| {
+                if job.surface == Surface::Agent {
+                    // gemini_mcp's duration is the call's, start-up and retries included.
+                    answer.success.duration = started.elapsed();
+                }
+                answer
+            })
+            .map_err(|f| failed(&job, f, started));
         if let (Ok(answer), Some(path)) = (&result, &job.save) {
             report.saved = Some(crate::save::save_answer(path, &answer.success.answer));
         }
         Finished { result, report }
     }
 
-    /// One attempt: the command line built, then the workspace's lock, its start gate and a
-    /// slot, then the run.
-    #[allow(clippy::too_many_arguments)]
-    async fn attempt(
+    /// One attempt on the one-shot backend: the command line built, then the workspace's lock,
+    /// its start gate and a slot, then the run.
+    async fn oneshot_attempt(
         &self,
         job: &Job,
         request: PromptRequest,
@@ -316,7 +420,7 @@ impl Runner {
         run_ct: &CancellationToken,
         progress: &Progress,
         started: Instant,
-    ) -> Attempted<Success, Last> {
+    ) -> Attempted<Answer, Last> {
         let refused = |f: Failure| Attempted {
             result: Err(f),
             tools_ran: false,
@@ -392,7 +496,7 @@ impl Runner {
         )
         .await;
         Attempted {
-            result: ran.result,
+            result: ran.result.map(Answer::of),
             tools_ran: ran.tools_ran,
             left: Last {
                 events: ran.events,
@@ -402,9 +506,10 @@ impl Runner {
         }
     }
 
-    /// One attempt on a warm agent: the prompt's text built and checked as for a one-shot run
-    /// (images go as file links, not `@` references), the workspace's lock shared (listings and deletions hold
-    /// it alone), the paths checked again, then the prompt in a session of the workspace's agent.
+    /// One attempt on a warm agent: the workspace's lock shared (listings and deletions hold it
+    /// alone), the paths checked again, then the prompt — a prompt tool's in a fresh session of
+    /// the workspace's agent, its text built and checked as for a one-shot run (images go as file
+    /// links, not `@` references); the `acp` set's in the workspace's session, as given.
     async fn warm_attempt(
         &self,
         job: &Job,
@@ -412,23 +517,14 @@ impl Runner {
         limits: Deadlines,
         run_ct: &CancellationToken,
         progress: &Progress,
-    ) -> Attempted<Success, Last> {
+    ) -> Attempted<Answer, Last> {
         let refused = |f: Failure| Attempted {
             result: Err(f),
             tools_ran: false,
             left: Last::default(),
         };
-        // Images go as blocks of their own, not as `@` references in the text.
-        let mut text_only = request.clone();
-        text_only.image_refs.clear();
-        let checked = command::prompt_text(
-            &text_only,
-            job.schema.as_deref(),
-            self.config.slash_commands,
-        )
-        .and_then(|(text, _)| command::check_names(&request).map(|()| text));
-        let text = match checked {
-            Ok(text) => text,
+        let blocks = match self.blocks(job, &request) {
+            Ok(blocks) => blocks,
             Err(f) => return refused(f),
         };
         let _workspace = match self.admission.workspace(&job.cwd, false, run_ct).await {
@@ -438,10 +534,9 @@ impl Runner {
         if let Err(f) = paths_unchanged(job, &request) {
             return refused(f);
         }
-        tracing::debug!(tool = job.tool, prompt_bytes = text.len(), "warm call");
-        let call = WarmCall {
-            text,
-            images: request.images,
+        tracing::debug!(tool = job.tool, blocks = blocks.len(), "warm call");
+        let call = pool::Call {
+            blocks,
             model: request.model.filter(|m| !m.is_empty()),
             mode: job.mode,
             session_id: request.resume,
@@ -453,7 +548,14 @@ impl Runner {
             debug: job.debug,
             asking: job.asking.clone(),
         };
-        let ran = self.pool.warm(call, run_ct, progress).await;
+        let ran = match job.surface {
+            Surface::Reference => self.pool.warm(call, run_ct, progress).await.map(Answer::of),
+            Surface::Agent => self
+                .pool
+                .prompt(call, run_ct, progress)
+                .await
+                .map(Answer::turn),
+        };
         Attempted {
             result: ran.result,
             tools_ran: ran.tools_ran,
@@ -463,6 +565,30 @@ impl Runner {
                 approvals: ran.approvals,
             },
         }
+    }
+
+    /// The prompt's blocks on a warm agent. A prompt tool's text is exactly what a one-shot run
+    /// would read on stdin (context block, structured instructions and the slash escape
+    /// included), its images file links; the `acp` set's prompt goes as given, its context as an
+    /// embedded resource and its image as an image block.
+    fn blocks(&self, job: &Job, request: &PromptRequest) -> Result<Vec<Block>, Failure> {
+        command::check_names(request)?;
+        if job.surface == Surface::Agent {
+            let mut blocks = vec![Block::Text(request.prompt.clone())];
+            blocks.extend(request.context.clone().map(Block::Context));
+            blocks.extend(request.images.iter().cloned().map(Block::Image));
+            return Ok(blocks);
+        }
+        let mut text_only = request.clone();
+        text_only.image_refs.clear();
+        let (text, _) = command::prompt_text(
+            &text_only,
+            job.schema.as_deref(),
+            self.config.slash_commands,
+        )?;
+        let mut blocks = vec![Block::Text(text)];
+        blocks.extend(request.images.iter().cloned().map(Block::Link));
+        Ok(blocks)
     }
 
     /// Whether a structured answer that failed validation (`f`) gets a repair turn: asked for,
@@ -512,11 +638,8 @@ impl Runner {
             schema: None,
             ..job.clone()
         };
-        let ran = if self.warm(&follow_up, &request) {
-            self.warm_attempt(&follow_up, request, limits, run_ct, progress)
-                .await
-        } else {
-            self.attempt(
+        let ran = self
+            .attempt(
                 &follow_up,
                 request,
                 limits,
@@ -524,10 +647,9 @@ impl Runner {
                 progress,
                 Instant::now(),
             )
-            .await
-        };
+            .await;
         let again = match ran.result {
-            Ok(success) => self.finish(job, success).await,
+            Ok(answer) => self.finish(job, answer).await,
             Err(f) => Err(f),
         };
         match again {
@@ -540,13 +662,11 @@ impl Runner {
     }
 
     /// A structured answer validated against its schema; the answer becomes its canonical JSON.
-    async fn finish(&self, job: &Job, success: Success) -> Result<Answer, Failure> {
+    async fn finish(&self, job: &Job, answer: Answer) -> Result<Answer, Failure> {
         let Some(schema) = job.schema.clone() else {
-            return Ok(Answer {
-                success,
-                json: None,
-            });
+            return Ok(answer);
         };
+        let success = answer.success;
         // Extraction and validation are CPU-bound on answers of up to the output cap: off the
         // async workers, so other calls' progress and cancellations are not held up.
         let (checked, mut success) = tokio::task::spawn_blocking(move || {
@@ -564,8 +684,8 @@ impl Runner {
             Ok(ok) => {
                 success.answer = ok.canonical;
                 Ok(Answer {
-                    success,
                     json: Some(ok.value),
+                    ..Answer::of(success)
                 })
             }
             Err(err) => Err(Failure::with_exit(
@@ -583,62 +703,6 @@ impl Runner {
             // The answer moves into the failure as its raw response: never held twice.
             .with_invalid(err.errors, success.answer)),
         }
-    }
-
-    /// Runs an `acp`-set `gemini` call on a warm agent, under the retry and fallback policy.
-    /// With `transcript` (`full_output`), every message of every attempt is appended to it.
-    pub(crate) async fn agent(
-        &self,
-        job: AgentJob,
-        ct: CancellationToken,
-        progress: Progress,
-        transcript: Option<&mut Vec<Value>>,
-    ) -> Result<AgentAnswer, Failure> {
-        let _active = ActiveGuard::new(&self.active);
-        let started = Instant::now();
-        let _reporter = progress.report(self.config.heartbeat, ct.clone());
-        let transcript = Mutex::new(transcript);
-        let ctx = Context {
-            quota: &self.config.policy.quota,
-            mode: job.mode,
-            total: job.limits.total,
-            progress: &progress,
-            stop: &ct,
-        };
-        let first = std::sync::atomic::AtomicBool::new(true);
-        let retried = retry::with_policy(ctx, job.model.clone(), |t: Try| {
-            let mut call = job.clone();
-            let fallback = !first.swap(false, std::sync::atomic::Ordering::Relaxed);
-            call.model = t.model;
-            call.limits.total = t.total;
-            let (ct, progress, transcript) = (&ct, &progress, &transcript);
-            async move {
-                let mut events = Vec::new();
-                if let (true, Some(model)) = (fallback, &call.model) {
-                    // The transcript says where the next attempt starts and on which model.
-                    events.push(serde_json::json!({"kind": "fallback", "model": model}));
-                }
-                let keep = lock(transcript).is_some();
-                let (result, tools_ran) = self
-                    .pool
-                    .prompt(call, ct, progress, keep.then_some(&mut events))
-                    .await;
-                if let Some(out) = lock(transcript).as_mut() {
-                    out.extend(events);
-                }
-                Attempted {
-                    result,
-                    tools_ran,
-                    left: (),
-                }
-            }
-        })
-        .await;
-        progress.flush().await;
-        let mut answer = retried.result?;
-        answer.duration_ms = started.elapsed().as_millis() as u64;
-        answer.fallbacks = retried.fallbacks;
-        Ok(answer)
     }
 
     /// Runs the CLI with `args` and no prompt in `cwd` (a session listing or deletion), holding

@@ -15,7 +15,7 @@ use crate::policy::QuotaPolicy;
 use crate::progress::Progress;
 
 /// One attempt's outcome, whether a tool ran in it (the guard against repeating writes), and
-/// what else it left for the call's report (`L`), which the policy hands on from the last one.
+/// what else it left for the call's report (`L`), which the policy hands on from each one.
 pub(crate) struct Attempted<T, L = ()> {
     /// The answer or the failure.
     pub result: Result<T, Failure>,
@@ -33,6 +33,8 @@ pub(crate) struct Try {
     pub model: Option<String>,
     /// The total deadline left, when one is set.
     pub total: Option<Duration>,
+    /// Which attempt this is: 0 for the first, then one more for each retry or fallback.
+    pub attempt: usize,
 }
 
 /// The attempts' end: the last outcome, and what the policy did.
@@ -41,6 +43,8 @@ pub(crate) struct Retried<T, L = ()> {
     pub result: Result<T, Failure>,
     /// What the last attempt left besides its outcome.
     pub left: L,
+    /// What the attempts before the last left, in order.
+    pub earlier: Vec<L>,
     /// Whether a tool ran in the last attempt.
     pub tools_ran: bool,
     /// What the policy did, when it did anything: `retriedAfterMs`, `requestedModel`,
@@ -80,7 +84,9 @@ where
     let mut next = Try {
         model,
         total: ctx.total,
+        attempt: 0,
     };
+    let mut earlier = Vec::new();
     let mut retried_after: Option<u64> = None;
     let mut fallbacks: Vec<String> = Vec::new();
     let mut why_not: Option<&'static str> = None;
@@ -139,6 +145,8 @@ where
             }
             _ => break done,
         }
+        earlier.push(done.left);
+        next.attempt += 1;
     };
     let done = Done {
         why_not,
@@ -146,23 +154,26 @@ where
         fallbacks,
         asked,
         used: next.model,
+        earlier,
     };
     done.report(result, tools_ran, left)
 }
 
 /// What the policy did, to be said in the result.
-struct Done {
+struct Done<L> {
     why_not: Option<&'static str>,
     retried_after: Option<u64>,
     fallbacks: Vec<String>,
     asked: Option<String>,
     used: Option<String>,
+    /// What the attempts before the last left.
+    earlier: Vec<L>,
 }
 
-impl Done {
+impl<L> Done<L> {
     /// The last outcome with what the policy did: in a failure's message, and as the
     /// `retryPolicy` report when it retried or fell back.
-    fn report<T, L>(self, result: Result<T, Failure>, tools_ran: bool, left: L) -> Retried<T, L> {
+    fn report<T>(self, result: Result<T, Failure>, tools_ran: bool, left: L) -> Retried<T, L> {
         let report = (self.retried_after.is_some() || !self.fallbacks.is_empty()).then(|| {
             json!({
                 "retriedAfterMs": self.retried_after,
@@ -189,6 +200,7 @@ impl Done {
         Retried {
             result,
             left,
+            earlier: self.earlier,
             tools_ran,
             report,
             fallbacks: self.fallbacks,

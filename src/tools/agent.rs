@@ -1,26 +1,26 @@
 //! The `acp` tool set: `gemini` (gemini_mcp's contract, answered by a warm agent), `list_models`,
 //! `list_sessions` and `reset_session` — their arguments, definitions and results.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::args::{self, given};
 use super::prompt::{self, ModeArg, PermissionArg};
-use crate::acp::pool::PromptCall;
 use crate::approval::ApprovalMode;
+use crate::deadline::Deadlines;
 use crate::error::Failure;
+use crate::gemini::command::PromptRequest;
 use crate::gemini::{command, session};
 use crate::policy::Policy;
 use crate::progress::{Progress, Sink, Style};
 use crate::render::Render;
 use crate::roots::Roots;
-use crate::run::Runner;
+use crate::run::{Answer, Finished, Job, Runner, Surface};
 
 /// `gemini`.
 pub(crate) const GEMINI: &str = "gemini";
@@ -120,51 +120,115 @@ fn workspace_arg(cd: Option<String>, workspace: Option<String>) -> Result<Option
     }
 }
 
-fn object(v: Value) -> Arc<JsonObject> {
-    match v {
-        Value::Object(m) => Arc::new(m),
-        _ => Arc::new(Map::new()),
-    }
+/// `gemini`'s result, on success and failure alike (`structuredContent`, and the source of the
+/// tool's `outputSchema`): gemini_mcp's eight fields always, the rest only when they say
+/// something. The failure's fields are filled by the renderer under these names
+/// (`Render::agent_failure`), the cut answer's by `Render::agent_answer`.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub(crate) struct GeminiResult {
+    /// Whether the agent answered.
+    pub success: bool,
+    /// The ACP session: pass it as SESSION_ID to continue it.
+    #[serde(rename = "SESSION_ID")]
+    pub session_id: Option<String>,
+    /// The agent's messages of the turn (on a failure, what came before it).
+    pub agent_messages: String,
+    /// The agent's thoughts.
+    pub thought: String,
+    /// How the turn ended: end_turn, max_tokens, max_turn_requests, refusal or cancelled.
+    pub stop_reason: Option<String>,
+    /// The turn's tool calls, in order, with their last status.
+    #[schemars(with = "Vec<Map<String, Value>>")]
+    pub tool_calls: Vec<Value>,
+    /// The agent's plan entries.
+    #[schemars(with = "Vec<Map<String, Value>>")]
+    pub plan: Vec<Value>,
+    /// A failure's first line: `[error exit=N] KIND: message`.
+    pub error: Option<String>,
+    /// The failure's kind.
+    #[serde(rename = "errorKind", skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    /// The failure's exit code.
+    #[serde(rename = "exitCode", skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// What to do about the failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+    /// How long the API asked to wait.
+    #[serde(rename = "retryDelayMs", skip_serializing_if = "Option::is_none")]
+    pub retry_delay_ms: Option<u64>,
+    /// The end of the agent's stderr.
+    #[serde(rename = "stderrTail", skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<String>,
+    /// The session's model that answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Models tried after quota_exhausted (GEMINICLI_MCP_FALLBACK_MODELS); the last one answered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback_models: Vec<String>,
+    /// The call's task_note, echoed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_note: Option<String>,
+    /// debug: the agent's pid and the call's duration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub debug: Option<AgentDebug>,
+    /// save_file: where the answer was written.
+    #[serde(rename = "savedFile", skip_serializing_if = "Option::is_none")]
+    pub saved_file: Option<String>,
+    /// save_file: why writing it failed.
+    #[serde(rename = "saveError", skip_serializing_if = "Option::is_none")]
+    pub save_error: Option<String>,
+    /// Present when agent_messages is cut: the id gemini_read_answer reads on by.
+    #[serde(rename = "answerId", skip_serializing_if = "Option::is_none")]
+    pub answer_id: Option<String>,
+    /// Present when agent_messages is cut: the offset to read on from.
+    #[serde(rename = "nextOffset", skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+    /// Present when agent_messages is cut: the answer's length in characters.
+    #[serde(rename = "totalChars", skip_serializing_if = "Option::is_none")]
+    pub total_chars: Option<u64>,
+    /// Present when agent_messages is cut: how to read on (gemini_read_answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continued: Option<String>,
+    /// full_output: the turn's transcript. Each event has a `kind`: `update` (`update`: the
+    /// agent's session/update as sent), `permission` (`toolCall`, `options`, `outcome`
+    /// answered, `approved`), `fallback` (`model`: the next attempt's), and last `stop`
+    /// (`stopReason`), `error` (`code`, `message`) or `cancelled`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<Event>>")]
+    pub events: Option<Vec<Value>>,
 }
 
-fn gemini_output_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "success": {"type": "boolean"},
-            "SESSION_ID": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-            "agent_messages": {"type": "string"},
-            "thought": {"type": "string"},
-            "stop_reason": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-            "tool_calls": {"type": "array", "items": {"type": "object"}},
-            "plan": {"type": "array", "items": {"type": "object"}},
-            "error": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-            "errorKind": {"type": "string"},
-            "model": {"type": "string", "description": "The session's model that answered."},
-            "fallback_models": {"type": "array", "items": {"type": "string"}, "description": "Models tried after quota_exhausted (GEMINICLI_MCP_FALLBACK_MODELS); the last one answered."},
-            "task_note": {"type": "string"},
-            "debug": {"type": "object"},
-            "saved_file": {"anyOf": [{"type": "string"}, {"type": "object"}], "description": "Where the answer was written (save_file), or {error}."},
-            "answerId": {"type": "string", "description": "Present when agent_messages is cut: the id gemini_read_answer reads on by."},
-            "nextOffset": {"type": "integer", "minimum": 0},
-            "totalChars": {"type": "integer", "minimum": 0},
-            "continued": {"type": "string", "description": "Present when agent_messages is cut: how to read on (gemini_read_answer)."},
-            "exitCode": {"type": "integer"},
-            "fix": {"type": "string"},
-            "retryDelayMs": {"type": "integer", "minimum": 0},
-            "stderrTail": {"type": "string"},
-            "events": {
-                "type": "array",
-                "description": "full_output: the turn's transcript. Each event has a `kind`: `update` (`update`: the agent's session/update as sent), `permission` (`toolCall`, `options`, `outcome` answered, `approved`), `fallback` (`model`: the next attempt's), and last `stop` (`stopReason`), `error` (`code`, `message`) or `cancelled`.",
-                "items": {
-                    "type": "object",
-                    "properties": {"kind": {"type": "string", "enum": ["update", "permission", "fallback", "stop", "error", "cancelled"]}},
-                    "required": ["kind"]
-                }
-            }
-        },
-        "required": ["success", "SESSION_ID", "agent_messages", "thought", "stop_reason", "tool_calls", "plan", "error"]
-    })
+/// `debug` of a `gemini` call.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct AgentDebug {
+    /// The agent's process id.
+    #[serde(rename = "agentPid")]
+    pub agent_pid: u32,
+    /// The call's duration in milliseconds, the agent's start-up and any retry included.
+    #[serde(rename = "durationMs")]
+    pub duration_ms: u64,
+}
+
+/// One event of a `full_output` transcript, as the schema describes it (the events themselves
+/// are kept as the agent sent them).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct Event {
+    kind: EventKind,
+}
+
+/// The kinds of transcript events.
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum EventKind {
+    Update,
+    Permission,
+    Fallback,
+    Stop,
+    Error,
+    Cancelled,
 }
 
 /// The four tools; `with_output_schema` for clients of 2025-06-18 and later.
@@ -207,7 +271,7 @@ pub(crate) fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Ve
             .open_world(false),
     );
     if with_output_schema {
-        gemini.output_schema = Some(object(gemini_output_schema()));
+        gemini.output_schema = Some(Arc::new(args::output_schema_of::<GeminiResult>()));
     }
     vec![gemini, list_models, list_sessions, reset_session]
 }
@@ -275,16 +339,11 @@ pub(crate) async fn call(
     }
 }
 
-/// A decoded `gemini` call: the agent's call, and what its result echoes.
-struct Decoded {
-    call: PromptCall,
-    task_note: Option<String>,
-    debug: bool,
-    full_output: bool,
-    save: Option<crate::save::SaveTarget>,
-}
-
-async fn decode(env: &Env<'_>, arguments: Option<&JsonObject>) -> Result<Decoded, Failure> {
+/// A `gemini` call decoded into the one prompt job every prompt tool runs as, and its note.
+async fn decode(
+    env: &Env<'_>,
+    arguments: Option<&JsonObject>,
+) -> Result<(Job, Option<String>), Failure> {
     let a: GeminiArgs = args::decode(arguments)?;
     if a.prompt.trim().is_empty() {
         return Err(Failure::invalid_input(
@@ -307,9 +366,9 @@ async fn decode(env: &Env<'_>, arguments: Option<&JsonObject>) -> Result<Decoded
     }
     servers.sort();
     servers.dedup();
-    let image = match given(a.image_path) {
-        None => None,
-        Some(raw) => Some(image(env.roots, &raw, &cwd).await?),
+    let images = match given(a.image_path) {
+        None => Vec::new(),
+        Some(raw) => vec![env.roots.image("image_path", &raw, &cwd).await?],
     };
     let session_id = given(a.session_id_upper).or(given(a.session_id));
     if let Some(id) = &session_id {
@@ -319,107 +378,190 @@ async fn decode(env: &Env<'_>, arguments: Option<&JsonObject>) -> Result<Decoded
         None => None,
         Some(raw) => Some(env.roots.check_save(&raw, &cwd).await?),
     };
-    Ok(Decoded {
-        call: PromptCall {
+    let job = Job {
+        tool: GEMINI,
+        surface: Surface::Agent,
+        request: PromptRequest {
             prompt: a.prompt,
             context: a.context,
             model,
-            mode,
-            image,
-            session_id,
-            cwd,
-            servers,
-            dirs: Vec::new(),
-            asking: ask.then(|| crate::ask::Asking {
-                asker: env.asker.clone(),
-                ceiling: env.policy.approval_ceiling,
-            }),
-            limits: env.policy.deadlines,
+            resume: session_id,
+            approval_mode: Some(mode),
+            allowed_mcp_server_names: servers,
+            images,
+            ..PromptRequest::default()
         },
-        task_note: prompt::task_note(a.task_note)?,
-        debug: a.debug.unwrap_or(false),
-        full_output: a.full_output.unwrap_or(false),
+        schema: None,
+        mode,
+        cwd,
         save,
-    })
-}
-
-/// `image_path` checked: a supported image inside the roots, with its MIME type.
-async fn image(
-    roots: &Roots<'_>,
-    raw: &str,
-    cwd: &std::path::Path,
-) -> Result<(String, PathBuf), Failure> {
-    let path = roots.image("image_path", raw, cwd).await?;
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    let mime = match ext.as_str() {
-        "jpg" | "jpeg" => "image/jpeg".to_string(),
-        other => format!("image/{other}"),
+        // The operator's deadlines (`GEMINICLI_MCP_*_TIMEOUT_MS`): `gemini` takes none of its own.
+        deadlines: Deadlines::default(),
+        full_output: a.full_output.unwrap_or(false),
+        debug: a.debug.unwrap_or(false),
+        repair: false,
+        asking: ask.then(|| crate::ask::Asking {
+            asker: env.asker.clone(),
+            ceiling: env.policy.approval_ceiling,
+        }),
     };
-    Ok((mime, path))
+    Ok((job, prompt::task_note(a.task_note)?))
 }
 
 async fn gemini(env: &Env<'_>, arguments: Option<&JsonObject>) -> CallToolResult {
-    let d = match decode(env, arguments).await {
+    let (job, note) = match decode(env, arguments).await {
         Ok(d) => d,
         Err(f) => return env.render.agent_failure(&f, &Map::new()),
     };
     tracing::debug!(
         tool = GEMINI,
-        prompt_bytes = d.call.prompt.len(),
-        mode = d.call.mode.as_str(),
-        cwd = %d.call.cwd.display(),
+        prompt_bytes = job.request.prompt.len(),
+        mode = job.mode.as_str(),
+        cwd = %job.cwd.display(),
         "ACP call"
     );
+    let (debug, full_output) = (job.debug, job.full_output);
+    let progress = Progress::new(env.sink.clone(), Style::Events, None);
+    let Finished { result, report } = env.runner.prompt(job, env.ct.clone(), progress).await;
+    let events = full_output.then(|| report.events.unwrap_or_default());
+    let (saved_file, save_error) = match report.saved {
+        Some(Ok(path)) => (Some(path.display().to_string()), None),
+        Some(Err(e)) => (None, Some(e)),
+        None => (None, None),
+    };
+    // What a failure carries besides the renderer's fields (nothing was saved).
     let mut extra = Map::new();
-    if let Some(note) = &d.task_note {
+    if let Some(note) = &note {
         extra.insert("task_note".into(), json!(note));
     }
-    let progress = Progress::new(env.sink.clone(), Style::Events, None);
-    let mut events = Vec::new();
-    let transcript = d.full_output.then_some(&mut events);
-    let answer = env
-        .runner
-        .agent(d.call, env.ct.clone(), progress, transcript)
-        .await;
-    if d.full_output {
-        extra.insert("events".into(), Value::Array(events));
+    if let Some(events) = &events {
+        extra.insert("events".into(), json!(events));
     }
-    let answer = match answer {
+    let answer = match result {
         Ok(a) => a,
         Err(f) => return env.render.agent_failure(&f, &extra),
     };
-    let mut v = serde_json::json!({
-        "success": true,
-        "SESSION_ID": answer.session_id,
-        "agent_messages": answer.messages,
-        "thought": answer.thought,
-        "stop_reason": answer.stop_reason,
-        "tool_calls": answer.tool_calls,
-        "plan": answer.plan,
-        "error": null,
-        "model": answer.model,
-    });
-    for (k, val) in extra {
-        v[k] = val;
+    let Answer { success, turn, .. } = answer;
+    let turn = turn.unwrap_or_default();
+    let result = GeminiResult {
+        success: true,
+        session_id: success.session_id,
+        agent_messages: success.answer,
+        thought: turn.thought,
+        stop_reason: Some(turn.stop_reason),
+        tool_calls: turn.tool_calls,
+        plan: turn.plan,
+        model: Some(turn.model),
+        fallback_models: report.fallbacks,
+        task_note: note,
+        debug: debug.then_some(AgentDebug {
+            agent_pid: turn.pid,
+            duration_ms: success.duration.as_millis() as u64,
+        }),
+        saved_file,
+        save_error,
+        events,
+        ..GeminiResult::default()
+    };
+    match serde_json::to_value(result) {
+        Ok(Value::Object(map)) => env.render.agent_answer(map),
+        _ => env.render.failure(&Failure::new(
+            crate::error::ErrorKind::Unknown,
+            "the answer could not be put into a result",
+        )),
     }
-    if !answer.fallbacks.is_empty() {
-        v["fallback_models"] = json!(answer.fallbacks);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::answers::Answers;
+    use crate::error::ErrorKind;
+
+    fn schema() -> JsonObject {
+        args::output_schema_of::<GeminiResult>()
     }
-    if d.debug {
-        v["debug"] = json!({"agentPid": answer.pid, "durationMs": answer.duration_ms});
+
+    #[test]
+    fn the_schema_requires_gemini_mcps_eight_fields_and_lets_three_be_null() {
+        let s = schema();
+        assert_eq!(
+            s["required"],
+            json!([
+                "success",
+                "SESSION_ID",
+                "agent_messages",
+                "thought",
+                "stop_reason",
+                "tool_calls",
+                "plan",
+                "error"
+            ])
+        );
+        let props = &s["properties"];
+        assert_eq!(props["SESSION_ID"]["type"], json!(["string", "null"]));
+        assert_eq!(props["error"]["type"], json!(["string", "null"]));
+        assert_eq!(props["stop_reason"]["type"], json!(["string", "null"]));
+        assert_eq!(props["agent_messages"]["type"], "string");
+        // Left out when empty: one plain type.
+        assert_eq!(props["exitCode"]["type"], "integer");
+        assert_eq!(props["savedFile"]["type"], "string");
+        assert_eq!(props["tool_calls"]["items"]["type"], "object");
+        assert_eq!(props["debug"]["properties"]["agentPid"]["type"], "integer");
+        assert_eq!(
+            props["events"]["items"]["properties"]["kind"]["enum"],
+            json!([
+                "update",
+                "permission",
+                "fallback",
+                "stop",
+                "error",
+                "cancelled"
+            ])
+        );
+        assert!(!s.contains_key("$defs") && !s.contains_key("title"));
     }
-    if let Some(path) = d.save {
-        v["saved_file"] = match crate::save::save_answer(&path, &answer.messages) {
-            Ok(p) => json!(p.display().to_string()),
-            Err(e) => json!({"error": e}),
+
+    /// Every field a rendered `gemini` result carries — a failure's, and a cut answer's — is one
+    /// the schema declares: the result type stays the one description of the result.
+    #[test]
+    fn every_field_the_renderer_fills_is_declared() {
+        let answers = Answers::default();
+        let render = Render {
+            answers: &answers,
+            budget: 2048,
+            structured: true,
+            debug: true,
         };
-    }
-    match v {
-        Value::Object(map) => env.render.agent_answer(map),
-        other => env.render.value(other),
+        let declared = schema()["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let f =
+            Failure::new(ErrorKind::RateLimited, "slow down").with_run(crate::error::RunFacts {
+                stderr_tail: "429".into(),
+                partial_response: Some(Arc::new("so far".into())),
+                ..Default::default()
+            });
+        let mut f = f;
+        f.retry_delay_ms = Some(5);
+        let failed = render.agent_failure(&f, &Map::new());
+        let long = GeminiResult {
+            success: true,
+            agent_messages: "x".repeat(10_000),
+            ..GeminiResult::default()
+        };
+        let Ok(Value::Object(long)) = serde_json::to_value(long) else {
+            panic!("an object")
+        };
+        let cut = render.agent_answer(long);
+        for result in [failed, cut] {
+            let sc = result.structured_content.expect("structuredContent");
+            let keys: Vec<&String> = sc.as_object().expect("object").keys().collect();
+            assert!(keys.len() >= 9, "{keys:?}");
+            for key in keys {
+                assert!(declared.contains_key(key), "`{key}` is not in the schema");
+            }
+        }
     }
 }

@@ -103,6 +103,39 @@ fn simplify(node: &mut Value, defs: &Value) {
     }
 }
 
+/// The JSON Schema of a result type `T` as a tool's `outputSchema`: what `T` serializes to, in
+/// the dialect of [`schema_of`], except that a field always present may be `null` (its type a
+/// pair, `["string", "null"]`). A field left out when empty is not `required` and has one type.
+pub(crate) fn output_schema_of<T: JsonSchema>() -> JsonObject {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let Ok(Value::Object(mut map)) = serde_json::to_value(schema) else {
+        return JsonObject::new();
+    };
+    let defs = map.remove("$defs").unwrap_or(Value::Null);
+    map.remove("$schema");
+    map.remove("title");
+    let required: Vec<Value> = match map.get("required") {
+        Some(Value::Array(r)) => r.clone(),
+        _ => Vec::new(),
+    };
+    if let Some(Value::Object(props)) = map.get_mut("properties") {
+        for (name, prop) in props.iter_mut() {
+            let nullable = prop
+                .get("type")
+                .and_then(Value::as_array)
+                .is_some_and(|t| t.iter().any(|t| t == "null"));
+            simplify(prop, &defs);
+            if nullable && required.contains(&Value::String(name.clone())) {
+                if let Some(t) = prop.get("type").cloned() {
+                    prop["type"] = Value::Array(vec![t, Value::String("null".into())]);
+                }
+            }
+        }
+    }
+    map
+}
+
 /// [`schema_of`] shared.
 pub(crate) fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
     Arc::new(schema_of::<T>())

@@ -21,7 +21,7 @@ use crate::gemini::session;
 use crate::policy::Policy;
 use crate::render::Render;
 use crate::roots::{self, PathArgs, Roots};
-use crate::run::{Answer, Job, Report};
+use crate::run::{Answer, Job, Report, Surface};
 use crate::structured;
 
 /// `gemini_prompt`.
@@ -426,6 +426,7 @@ pub(crate) async fn job(
     request.images = paths.images;
     Ok(Job {
         tool: call.kind.name(),
+        surface: Surface::Reference,
         request,
         schema: call.schema.clone(),
         mode: call.mode,
@@ -503,6 +504,7 @@ pub(crate) fn render(
     let Answer {
         success,
         json: value,
+        ..
     } = answer;
     let mut facts = Map::new();
     if let Some(id) = &success.session_id {

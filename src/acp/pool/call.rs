@@ -7,35 +7,52 @@ use serde_json::Value;
 use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
 
-/// What a `gemini` call asks for, decoded and checked.
+/// One block of a prompt, in the order sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Block {
+    /// Text.
+    Text(String),
+    /// Text sent as an embedded resource (the `acp` set's `context`).
+    Context(String),
+    /// An image file sent as a file link, which the agent reads as the one-shot CLI reads an
+    /// `@` reference (the prompt tools).
+    Link(PathBuf),
+    /// An image file sent as an image block, its bytes read when the prompt is sent (the `acp`
+    /// set's `image_path`).
+    Image(PathBuf),
+}
+
+/// A prompt for an agent, checked: its blocks and where and how it runs. `Pool::prompt` runs it
+/// in the workspace's session (the `acp` set's `gemini`), `Pool::warm` in a fresh one (the prompt
+/// tools).
 #[derive(Debug, Clone)]
-pub struct PromptCall {
-    /// The prompt text.
-    pub prompt: String,
-    /// Text sent as an embedded resource block.
-    pub context: Option<String>,
+pub struct Call {
+    /// The prompt's blocks; every path canonical and under the roots.
+    pub blocks: Vec<Block>,
     /// A model for the session (`session/set_model`).
     pub model: Option<String>,
     /// The approval mode, already under the ceiling.
     pub mode: ApprovalMode,
-    /// An image, already checked: its MIME type and path.
-    pub image: Option<(String, PathBuf)>,
-    /// A session to continue (`SESSION_ID` of an earlier answer).
+    /// A session to continue.
     pub session_id: Option<String>,
     /// The workspace, canonical and under the roots.
     pub cwd: PathBuf,
-    /// `--allowed-mcp-server-names` of the agent, checked.
-    pub servers: Vec<String>,
     /// `--include-directories` of the agent: canonical, checked.
     pub dirs: Vec<PathBuf>,
+    /// `--allowed-mcp-server-names` of the agent, checked.
+    pub servers: Vec<String>,
+    /// The call's deadlines, the operator's included; the runner narrows `total` to what a
+    /// retry leaves of it.
+    pub limits: Deadlines,
+    /// Keep the turn's ACP messages (`full_output`).
+    pub full_output: bool,
+    /// Report the agent, the session and the timings (`debug`).
+    pub debug: bool,
     /// `approval_mode: "ask"`: permission requests become questions to the client's user.
     pub asking: Option<crate::ask::Asking>,
-    /// The operator's deadlines (`GEMINICLI_MCP_*_TIMEOUT_MS`) for the turn; the runner narrows
-    /// `total` to what a retry leaves of it.
-    pub limits: Deadlines,
 }
 
-/// A prompt's outcome.
+/// A prompt's outcome on an agent: what its turn said and did.
 #[derive(Debug, Clone, Default)]
 pub struct Answer {
     /// The session the prompt ran in.
@@ -55,10 +72,44 @@ pub struct Answer {
     pub plan: Vec<Value>,
     /// The session's model.
     pub model: String,
-    /// The agent's pid and stderr tail, for `debug`.
+    /// The agent's pid.
     pub pid: u32,
-    /// Milliseconds the call took, start-up included.
-    pub duration_ms: u64,
-    /// Fallback models tried after `quota_exhausted` (the last one answered).
-    pub fallbacks: Vec<String>,
+}
+
+/// A prompt's end on an agent, with what its options asked to see.
+pub struct Ran<T> {
+    /// The answer, or the failure.
+    pub result: Result<T, crate::error::Failure>,
+    /// Whether a tool ran (or was asked for).
+    pub tools_ran: bool,
+    /// The turn's ACP messages and how it ended (`full_output`).
+    pub events: Option<Vec<Value>>,
+    /// Agent pid, session and timings (`debug`).
+    pub debug: Option<Value>,
+    /// `approval_mode: "ask"`: each permission the agent asked for, and who decided it.
+    pub approvals: Vec<Value>,
+}
+
+impl<T> Ran<T> {
+    /// The same end, its answer mapped.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Ran<U> {
+        Ran {
+            result: self.result.map(f),
+            tools_ran: self.tools_ran,
+            events: self.events,
+            debug: self.debug,
+            approvals: self.approvals,
+        }
+    }
+
+    /// A prompt refused before its turn: nothing ran.
+    pub fn refused(f: crate::error::Failure) -> Self {
+        Ran {
+            result: Err(f),
+            tools_ran: false,
+            events: None,
+            debug: None,
+            approvals: Vec::new(),
+        }
+    }
 }

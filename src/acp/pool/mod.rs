@@ -22,7 +22,7 @@ mod slots;
 mod turn;
 pub mod warm;
 
-pub use call::{Answer, PromptCall};
+pub use call::{Answer, Block, Call, Ran};
 pub use fold::Fold;
 
 use agent::{agent_failure, agent_spec, auth_method, cancelled};

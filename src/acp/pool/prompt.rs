@@ -17,7 +17,7 @@ use crate::progress::Progress;
 use crate::sync::lock;
 
 use super::agent::{agent_failure, cancelled};
-use super::call::{Answer, PromptCall};
+use super::call::{Answer, Call, Ran};
 use super::fold::Fold;
 use super::slots::{Key, Session, Slot, Using};
 use super::turn::{
@@ -27,17 +27,15 @@ use super::turn::{
 use super::Pool;
 
 impl Pool {
-    /// Runs one prompt: one attempt, never re-run here (a prompt whose agent died is reported,
-    /// not repeated; the retry policy lives in `run`). Returns the outcome and whether a tool
-    /// ran (or was asked for). With `transcript` (`full_output`), every message of the turn is
-    /// appended to it, success or failure.
+    /// Runs one prompt in the workspace's session (or the one `call` names): one attempt, never
+    /// re-run here (a prompt whose agent died is reported, not repeated; the retry policy lives
+    /// in `run`). With `full_output` the turn's messages come back, success or failure.
     pub async fn prompt(
         self: &Arc<Self>,
-        call: PromptCall,
+        call: Call,
         ct: &CancellationToken,
         progress: &Progress,
-        transcript: Option<&mut Vec<Value>>,
-    ) -> (Result<Answer, Failure>, bool) {
+    ) -> Ran<Answer> {
         let slot = self.slot(Key {
             cwd: call.cwd.clone(),
             servers: call.servers.clone(),
@@ -46,23 +44,22 @@ impl Pool {
         let _using = Using::new(&slot);
         let _busy = tokio::select! {
             g = slot.busy.lock() => g,
-            _ = ct.cancelled() => return (Err(cancelled("while another prompt ran in this workspace")), false),
+            _ = ct.cancelled() => return Ran::refused(cancelled("while another prompt ran in this workspace")),
         };
-        let mut tools_ran = false;
-        let result = self
-            .prompt_locked(&slot, call, ct, progress, &mut tools_ran, transcript)
+        let mut ran = Ran::refused(cancelled("before its turn"));
+        ran.result = self
+            .prompt_locked(&slot, call, ct, progress, &mut ran)
             .await;
-        (result, tools_ran)
+        ran
     }
 
     async fn prompt_locked(
         &self,
         slot: &Slot,
-        call: PromptCall,
+        call: Call,
         ct: &CancellationToken,
         progress: &Progress,
-        tools_ran: &mut bool,
-        transcript: Option<&mut Vec<Value>>,
+        ran: &mut Ran<Answer>,
     ) -> Result<Answer, Failure> {
         let agent = self.agent(slot, ct).await?;
         let (session, fresh_gate) = self.session(slot, &agent, &call, ct, progress).await?;
@@ -71,7 +68,7 @@ impl Pool {
             g = session_lock.lock() => g,
             _ = ct.cancelled() => return Err(cancelled("while another prompt ran in this session")),
         };
-        let blocks = prompt_blocks(&call).await?;
+        let blocks = prompt_blocks(&call.blocks).await?;
         let sid = session.id.clone();
         let (_gate, fold) = start_turn(
             slot,
@@ -79,7 +76,7 @@ impl Pool {
             &session,
             fresh_gate,
             progress,
-            transcript.is_some(),
+            call.full_output,
         );
         let turn = self
             .turn(
@@ -93,12 +90,11 @@ impl Pool {
                 call.asking.as_ref(),
             )
             .await?;
-        *tools_ran = turn.fold.tools_ran();
+        ran.tools_ran = turn.fold.tools_ran();
+        ran.approvals = turn.fold.approvals();
         let end = turn.end();
         let (mut answer, events) = turn.fold.finish(end);
-        if let (Some(out), Some(events)) = (transcript, events) {
-            out.extend(events);
-        }
+        ran.events = events;
         {
             let mut st = lock(&slot.state);
             if let Some(s) = st.session.as_mut().filter(|s| s.id == sid) {
@@ -119,7 +115,12 @@ impl Pool {
         if turn.cancelled {
             let mut facts = facts(answer);
             facts.model = None;
-            return Err(cancelled("by the client").with_run(facts));
+            let f = if self.shutdown.is_cancelled() {
+                Failure::cancelled("the server is shutting down; the agent's prompt was cancelled")
+            } else {
+                cancelled("by the client")
+            };
+            return Err(f.with_run(facts));
         }
         match turn.stopped {
             Some(Stop::OutputCap(cap)) => {
@@ -147,7 +148,7 @@ impl Pool {
         &self,
         slot: &Slot,
         agent: &Connection,
-        call: &PromptCall,
+        call: &Call,
         ct: &CancellationToken,
         progress: &Progress,
     ) -> Result<(Session, Option<OwnedMutexGuard<()>>), Failure> {

@@ -17,7 +17,7 @@ use crate::gemini::session::{self as cli_session};
 use crate::progress::{preview, Progress};
 
 use super::agent::agent_failure;
-use super::call::{Answer, PromptCall};
+use super::call::{Answer, Block};
 use super::fold::Fold;
 use super::slots::{retire, Session, Slot};
 
@@ -211,25 +211,50 @@ pub(super) async fn remove_load_stubs(cwd: &std::path::Path, id: &str) {
     cli_session::tidy_stubs(cwd, id, cli_session::remove_stubs, what).await;
 }
 
-/// The prompt's content blocks: the text, the context as an embedded resource, the image.
-pub(super) async fn prompt_blocks(call: &PromptCall) -> Result<Vec<Value>, Failure> {
-    let mut blocks = vec![json!({"type": "text", "text": call.prompt})];
-    if let Some(context) = &call.context {
-        blocks.push(json!({"type": "resource", "resource": {
-            "uri": "geminicli-mcp://context", "mimeType": "text/plain", "text": context}}));
+/// The prompt's content blocks, in order: text; context as an embedded resource; an image as a
+/// file link (the agent reads it as the one-shot CLI reads an `@` reference) or as an image block
+/// of the file's bytes, its MIME type from its extension (checked when the call was decoded).
+pub(super) async fn prompt_blocks(blocks: &[Block]) -> Result<Vec<Value>, Failure> {
+    let mut out = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        out.push(match block {
+            Block::Text(text) => json!({"type": "text", "text": text}),
+            Block::Context(context) => json!({"type": "resource", "resource": {
+                "uri": "geminicli-mcp://context", "mimeType": "text/plain", "text": context}}),
+            Block::Link(path) => json!({
+                "type": "resource_link",
+                "uri": format!("file://{}", path.display()),
+                "name": path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            }),
+            Block::Image(path) => {
+                let read = {
+                    let path = path.clone();
+                    tokio::task::spawn_blocking(move || std::fs::read(path)).await
+                };
+                let bytes = read
+                    .map_err(|e| Failure::invalid_input(format!("image_path: {e}")))?
+                    .map_err(|e| {
+                        Failure::invalid_input(format!("image_path {}: {e}", path.display()))
+                    })?;
+                let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                json!({"type": "image", "mimeType": image_mime(path), "data": data})
+            }
+        });
     }
-    if let Some((mime, path)) = &call.image {
-        let read = {
-            let path = path.clone();
-            tokio::task::spawn_blocking(move || std::fs::read(path)).await
-        };
-        let bytes = read
-            .map_err(|e| Failure::invalid_input(format!("image_path: {e}")))?
-            .map_err(|e| Failure::invalid_input(format!("image_path {}: {e}", path.display())))?;
-        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-        blocks.push(json!({"type": "image", "mimeType": mime, "data": data}));
+    Ok(out)
+}
+
+/// An image's MIME type by its extension (`jpg` is `image/jpeg`; the others are their own name).
+fn image_mime(path: &std::path::Path) -> String {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "jpg" | "jpeg" => "image/jpeg".to_string(),
+        other => format!("image/{other}"),
     }
-    Ok(blocks)
 }
 
 /// Aborts a task when dropped.
@@ -271,5 +296,38 @@ impl Drop for PromptGuard {
                 }
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[tokio::test]
+    async fn blocks_go_in_order_images_as_links_or_as_their_bytes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let photo = dir.path().join("a b.JPG");
+        std::fs::write(&photo, [0xff, 0xd8, 0xff]).expect("write");
+        let blocks = prompt_blocks(&[
+            Block::Text("describe".into()),
+            Block::Context("ctx".into()),
+            Block::Link(PathBuf::from("/w/a b.png")),
+            Block::Image(photo.clone()),
+        ])
+        .await
+        .expect("blocks");
+        assert_eq!(blocks[0], json!({"type": "text", "text": "describe"}));
+        assert_eq!(blocks[1]["type"], "resource");
+        assert_eq!(blocks[1]["resource"]["text"], "ctx");
+        assert_eq!(blocks[2]["type"], "resource_link");
+        assert_eq!(blocks[2]["uri"], "file:///w/a b.png");
+        assert_eq!(blocks[2]["name"], "a b.png");
+        assert_eq!(blocks[3]["type"], "image");
+        assert_eq!(blocks[3]["mimeType"], "image/jpeg");
+        assert_eq!(blocks[3]["data"], "/9j/");
+        std::fs::remove_file(&photo).expect("remove");
+        let gone = prompt_blocks(&[Block::Image(photo)]).await;
+        assert!(gone.is_err_and(|f| f.kind == crate::error::ErrorKind::InputValidation));
     }
 }

@@ -13,13 +13,14 @@ use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::cancelled;
-use super::call::Answer;
+use super::call::{Answer, Call, Ran};
 use super::slots::{Key, Session, Slot, Using};
-use super::turn::{deadline_failure, output_cap_failure, start_turn, turn_failure, Stop, Turn};
+use super::turn::{
+    deadline_failure, output_cap_failure, prompt_blocks, start_turn, turn_failure, Stop, Turn,
+};
 use super::Pool;
 use crate::acp::client::Connection;
 use crate::approval::ApprovalMode;
-use crate::deadline::Deadlines;
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::outcome::Success;
 use crate::gemini::retention;
@@ -27,61 +28,8 @@ use crate::gemini::session as cli_session;
 use crate::progress::Progress;
 use crate::sync::lock;
 
-/// A prompt-tool call for the warm backend, built and checked as for a one-shot run.
-#[derive(Debug, Clone)]
-pub struct WarmCall {
-    /// The prompt text exactly as a one-shot run would read it on stdin (context block,
-    /// structured instructions and the slash escape included; no `@` image references).
-    pub text: String,
-    /// The images, canonical: sent as file links, which the agent reads as an `@` reference.
-    pub images: Vec<PathBuf>,
-    /// A model for the session (`session/set_model`).
-    pub model: Option<String>,
-    /// The approval mode, already under the ceiling.
-    pub mode: ApprovalMode,
-    /// A session to continue.
-    pub session_id: Option<String>,
-    /// The workspace.
-    pub cwd: PathBuf,
-    /// Include directories (the agent's start flags).
-    pub dirs: Vec<PathBuf>,
-    /// Allowed MCP server names (the agent's start flags).
-    pub servers: Vec<String>,
-    /// The call's deadlines, the operator's included.
-    pub limits: Deadlines,
-    /// Keep the turn's ACP messages (`full_output`).
-    pub full_output: bool,
-    /// Report the agent, the session and the timings (`debug`).
-    pub debug: bool,
-    /// `approval_mode: "ask"`: permission requests become questions to the client's user.
-    pub asking: Option<crate::ask::Asking>,
-}
-
-/// A warm call's outcome, with what its options asked to see.
-pub struct WarmRan {
-    /// The answer as a one-shot run reports it, or the failure.
-    pub result: Result<Success, Failure>,
-    /// Whether a tool ran (or was asked for).
-    pub tools_ran: bool,
-    /// The turn's ACP messages and how it ended (`full_output`).
-    pub events: Option<Vec<Value>>,
-    /// Agent pid, session and timings (`debug`).
-    pub debug: Option<Value>,
-    /// `approval_mode: "ask"`: each permission the agent asked for, and who decided it.
-    pub approvals: Vec<Value>,
-}
-
-impl WarmRan {
-    fn refused(f: Failure) -> Self {
-        WarmRan {
-            result: Err(f),
-            tools_ran: false,
-            events: None,
-            debug: None,
-            approvals: Vec::new(),
-        }
-    }
-}
+/// A warm call's end: the answer as a one-shot run reports it, or the failure.
+pub type WarmRan = Ran<Success>;
 
 /// How a call got its session (`debug`).
 #[derive(Debug, Clone, Copy)]
@@ -124,7 +72,7 @@ impl Pool {
     /// Runs a prompt-tool call on a warm agent: one attempt (the retry policy lives in `run`).
     pub async fn warm(
         self: &Arc<Self>,
-        call: WarmCall,
+        call: Call,
         ct: &CancellationToken,
         progress: &Progress,
     ) -> WarmRan {
@@ -213,7 +161,7 @@ impl Pool {
     async fn warm_turn(
         self: &Arc<Self>,
         slot: &Arc<Slot>,
-        call: WarmCall,
+        call: Call,
         ct: &CancellationToken,
         progress: &Progress,
         started: Instant,
@@ -238,12 +186,16 @@ impl Pool {
             gate,
         } = ready;
         let sid = session.id.clone();
+        let blocks = match prompt_blocks(&call.blocks).await {
+            Ok(b) => b,
+            Err(f) => return Ok(WarmRan::refused(f)),
+        };
         let (_gate, fold) = start_turn(slot, &agent, &session, gate, progress, call.full_output);
         let turn = match self
             .turn(
                 &agent,
                 &session,
-                blocks(&call),
+                blocks,
                 fold,
                 call.limits,
                 ct,
@@ -288,7 +240,7 @@ impl Pool {
         &self,
         slot: &Slot,
         agent: &Connection,
-        call: &WarmCall,
+        call: &Call,
         ct: &CancellationToken,
         progress: &Progress,
     ) -> Result<Ready, Failure> {
@@ -440,7 +392,7 @@ impl Pool {
         agent: &Connection,
         session: &Session,
         turn: Turn,
-        call: &WarmCall,
+        call: &Call,
         started: Instant,
     ) -> (Result<Success, Failure>, Option<Vec<Value>>) {
         let end = turn.end();
@@ -558,24 +510,6 @@ fn answered(
     }
 }
 
-/// The prompt's blocks: the text, then a file link per image (the agent reads it as the
-/// one-shot CLI reads an `@` reference).
-fn blocks(call: &WarmCall) -> Vec<Value> {
-    let mut blocks = vec![json!({"type": "text", "text": call.text})];
-    for path in &call.images {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        blocks.push(json!({
-            "type": "resource_link",
-            "uri": format!("file://{}", path.display()),
-            "name": name,
-        }));
-    }
-    blocks
-}
-
 /// The turn's token counts (`_meta.quota` of the prompt's answer) as statistics: totals first,
 /// then the per-model counts.
 fn stats(result: &Value) -> Option<Value> {
@@ -603,28 +537,5 @@ mod tests {
         assert_eq!(s["total_tokens"], 42);
         assert_eq!(s["models"][0]["model"], "gemini-2.5-flash");
         assert_eq!(stats(&json!({"stopReason": "end_turn"})), None);
-    }
-
-    #[test]
-    fn images_go_as_file_links_after_the_text() {
-        let call = WarmCall {
-            text: "describe".into(),
-            images: vec![PathBuf::from("/w/a b.png")],
-            model: None,
-            mode: ApprovalMode::Yolo,
-            session_id: None,
-            cwd: PathBuf::from("/w"),
-            dirs: Vec::new(),
-            servers: Vec::new(),
-            limits: Deadlines::default(),
-            full_output: false,
-            debug: false,
-            asking: None,
-        };
-        let b = blocks(&call);
-        assert_eq!(b[0], json!({"type": "text", "text": "describe"}));
-        assert_eq!(b[1]["type"], "resource_link");
-        assert_eq!(b[1]["uri"], "file:///w/a b.png");
-        assert_eq!(b[1]["name"], "a b.png");
     }
 }
