@@ -210,15 +210,15 @@ pub(crate) struct AgentDebug {
     pub duration_ms: u64,
 }
 
-/// One event of a `full_output` transcript, as the schema describes it (the events themselves
-/// are kept as the agent sent them).
+// The schema of a transcript event; the events themselves are kept as the agent sent them.
+/// One event of the turn's transcript; its other fields depend on its `kind`.
 #[derive(JsonSchema)]
 #[allow(dead_code)]
 struct Event {
     kind: EventKind,
 }
 
-/// The kinds of transcript events.
+/// What the event records.
 #[derive(JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[allow(dead_code)]

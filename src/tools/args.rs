@@ -84,6 +84,11 @@ fn simplify(node: &mut Value, defs: &Value) {
     if map.get("default") == Some(&Value::Null) {
         map.remove("default");
     }
+    // A doc comment's line breaks are the source's wrapping, not the text's: one paragraph is one
+    // line for the model.
+    if let Some(Value::String(d)) = map.get_mut("description") {
+        *d = unwrap_lines(d);
+    }
     // Rust's integer formats (`uint64`, `int32`, …) are no JSON Schema format: validators that
     // do not know them warn on every call (the Gemini CLI does, twelve times a call).
     if map.get("format").and_then(Value::as_str).is_some_and(|f| {
@@ -134,6 +139,14 @@ pub(crate) fn output_schema_of<T: JsonSchema>() -> JsonObject {
         }
     }
     map
+}
+
+/// `text` with each paragraph (lines up to a blank one) joined into one line.
+fn unwrap_lines(text: &str) -> String {
+    text.split("\n\n")
+        .map(|p| p.lines().map(str::trim).collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// [`schema_of`] shared.

@@ -10,12 +10,12 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::args::{self, given};
 use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
-use crate::error::{ErrorKind, Failure};
+use crate::error::Failure;
 use crate::gemini::command::PromptRequest;
 use crate::gemini::session;
 use crate::policy::Policy;
@@ -23,6 +23,9 @@ use crate::render::Render;
 use crate::roots::{self, PathArgs, Roots};
 use crate::run::{Answer, Job, Report, Surface};
 use crate::structured;
+use result::{PromptResult, StructuredResult};
+
+mod result;
 
 /// `gemini_prompt`.
 pub(crate) const GEMINI_PROMPT: &str = "gemini_prompt";
@@ -448,49 +451,40 @@ pub(crate) fn extras(
     report: Report,
     render: &Render<'_>,
 ) -> Map<String, Value> {
-    let mut sc = Map::new();
-    if let Some(note) = task_note {
-        sc.insert("taskNote".into(), json!(note));
-    }
-    if let Some(debug) = report.debug {
-        sc.insert("debug".into(), debug);
-    }
-    if let Some(p) = report.policy {
-        sc.insert("retryPolicy".into(), p);
-    }
-    if let Some(repaired) = report.repaired {
-        sc.insert("repaired".into(), json!(repaired));
-    }
-    if !report.approvals.is_empty() {
-        sc.insert("approvals".into(), json!(report.approvals));
-    }
-    match report.saved {
-        Some(Ok(path)) => {
-            sc.insert("savedFile".into(), json!(path.display().to_string()));
-        }
-        Some(Err(e)) => {
-            sc.insert("saveError".into(), json!(e));
-        }
-        None => {}
-    }
+    let object = |v: Value| match v {
+        Value::Object(map) => Some(map),
+        _ => None,
+    };
+    let (saved_file, save_error) = match report.saved {
+        Some(Ok(path)) => (Some(path.display().to_string()), None),
+        Some(Err(e)) => (None, Some(e)),
+        None => (None, None),
+    };
+    let mut sc = PromptResult {
+        task_note: task_note.map(str::to_owned),
+        debug: report.debug.and_then(object),
+        retry_policy: report.policy.and_then(object),
+        repaired: report.repaired,
+        approvals: Some(report.approvals).filter(|a| !a.is_empty()),
+        saved_file,
+        save_error,
+        ..PromptResult::default()
+    };
     if let Some(events) = report.events {
         let text = Value::Array(events).to_string();
         // The transcript may be far longer than a result: kept whole, read on by its id.
         if text.len() > render.budget / 4 {
             let total = text.chars().count();
             let (id, _) = render.answers.keep(text, total);
-            sc.insert(
-                "eventsReadOn".into(),
-                json!(format!(
-                    "the run's {total}-character event transcript (JSON) is kept: {} answer_id={id} offset=0",
-                    crate::render::READ_ANSWER
-                )),
-            );
-        } else if let Ok(v) = serde_json::from_str(&text) {
-            sc.insert("events".into(), v);
+            sc.events_read_on = Some(format!(
+                "the run's {total}-character event transcript (JSON) is kept: {} answer_id={id} offset=0",
+                crate::render::READ_ANSWER
+            ));
+        } else if let Ok(Value::Array(events)) = serde_json::from_str(&text) {
+            sc.events = Some(events);
         }
     }
-    sc
+    sc.into_map()
 }
 
 /// The result of an answered call: the answer first, then only what a model can act on (the
@@ -506,26 +500,23 @@ pub(crate) fn render(
         json: value,
         ..
     } = answer;
-    let mut facts = Map::new();
-    if let Some(id) = &success.session_id {
-        facts.insert("sessionId".into(), json!(id));
-    }
-    if let Some(model) = &success.model {
-        facts.insert("model".into(), json!(model));
-    }
-    if let Some(tokens) = success
+    let total_tokens = success
         .stats
         .as_ref()
         .and_then(|s| s.get("total_tokens"))
-        .and_then(Value::as_u64)
-    {
-        facts.insert("totalTokens".into(), json!(tokens));
+        .and_then(Value::as_u64);
+    let stats = match (&success.stats, full_output) {
+        (Some(Value::Object(stats)), true) => Some(stats.clone()),
+        _ => None,
+    };
+    let mut facts = PromptResult {
+        session_id: success.session_id.clone(),
+        model: success.model.clone(),
+        total_tokens,
+        stats,
+        ..PromptResult::default()
     }
-    if full_output {
-        if let Some(stats) = &success.stats {
-            facts.insert("stats".into(), stats.clone());
-        }
-    }
+    .into_map();
     facts.extend(extras);
     render.answer(&success.answer, &facts, value)
 }
@@ -539,75 +530,17 @@ pub(crate) fn note_text(result: &mut CallToolResult, task_note: Option<&str>) {
     }
 }
 
-/// The output schema shared by the three tools: one object whose fields are those of a success
-/// or a failure, each present only when it says something, each of one plain type (no `null`
-/// types, no `oneOf`), so strict single-type dialects accept it.
+/// The output schema of the three tools, derived from their result type ([`result`]): one object
+/// whose fields are those of a success or a failure, each present only when it says something,
+/// each of one plain type (no `null` types, no `oneOf`), so strict single-type dialects accept it.
 pub(crate) fn output_schema(structured: bool) -> Arc<JsonObject> {
-    let s = |d: &str| json!({"type": "string", "description": d});
-    let i = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
-    let mut props = json!({
-        "readOn": s("Present when the answer is cut: how to read on (gemini_read_answer)."),
-        "response": s("The answer: the assistant text of the last model turn, or its first part when cut."),
-        "sessionId": s("The Gemini CLI session; pass it as session_id to continue the conversation."),
-        "model": s("The model that answered (`auto` when none was asked for)."),
-        "totalTokens": i("Tokens the run used."),
-        "answerId": s("Present when the answer is cut: the id gemini_read_answer reads on by."),
-        "nextOffset": i("Present when the answer is cut: the offset to read on from."),
-        "totalChars": i("Present when the answer is cut: the answer's length in characters."),
-        "continued": s("Present when the answer is cut: how to read on (gemini_read_answer)."),
-        "error": s("A failure's first line: `[error exit=N] KIND: message`."),
-        "errorKind": {"type": "string", "enum": ErrorKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>()},
-        "exitCode": {"type": "integer", "description": "The CLI's exit code; 128+signal; 127/126 when it could not start; the kind's own code when no process decided it."},
-        "fix": s("What to do about the failure."),
-        "retryDelayMs": i("How long the API asked to wait."),
-        "stderrTail": s("The end of the CLI's stderr, without its routine notices."),
-        "partialResponse": s("Answer text that came before the failure."),
-        "validationErrors": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"instancePath": {"type": "string"}, "message": {"type": "string"}},
-                "required": ["instancePath", "message"]
-            }
-        },
-        "rawResponse": s("gemini_prompt_structured: the answer that did not validate."),
-        "signal": {"type": "integer", "description": "The signal that ended the CLI."},
-        "taskNote": s("The call's task_note, echoed."),
-        "stats": {"type": "object", "description": "full_output: the CLI's per-model token and tool statistics."},
-        "events": {"type": "array", "items": {"type": "object"}, "description": "full_output: every stream-json event of the run."},
-        "eventsReadOn": s("full_output: the events were too long for the result; how to read them."),
-        "debug": {"type": "object", "description": "debug: argv (flags only), cwd, exit, kill reason, timings, byte counts and stderr tail."},
-        "retryPolicy": {"type": "object", "description": "What the retry and fallback policy did."},
-        "repaired": {"type": "boolean", "description": "gemini_prompt_structured with repair: whether the one repair turn made the answer validate."},
-        "approvals": {
-            "type": "array",
-            "description": "approval_mode ask: each tool the agent asked to run, in order, whether it ran and who decided (user, timeout, declined, cancelled, cannot_ask, ceiling, call_ended).",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "title": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "permission": {"type": "string", "enum": ["approved", "rejected"]},
-                    "decidedBy": {"type": "string"}
-                },
-                "required": ["permission", "decidedBy"]
-            }
-        },
-        "savedFile": s("save_file: where the answer was written."),
-        "saveError": s("save_file: why writing it failed."),
+    static SCHEMAS: LazyLock<[Arc<JsonObject>; 2]> = LazyLock::new(|| {
+        [
+            Arc::new(args::output_schema_of::<PromptResult>()),
+            Arc::new(args::output_schema_of::<StructuredResult>()),
+        ]
     });
-    if structured {
-        let any: Vec<Value> = ["object", "array", "string", "number", "boolean", "null"]
-            .iter()
-            .map(|t| json!({"type": t}))
-            .collect();
-        props["json"] = json!({"description": "The validated JSON value.", "anyOf": any});
-    }
-    let schema = json!({"type": "object", "properties": props});
-    match schema {
-        Value::Object(map) => Arc::new(map),
-        _ => unreachable!("a json! object literal"),
-    }
+    SCHEMAS[usize::from(structured)].clone()
 }
 
 /// The annotations under an approval-mode ceiling (`GEMINICLI_MCP_APPROVAL_MODE`): no call can

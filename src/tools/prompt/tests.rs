@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 
 fn obj(v: Value) -> JsonObject {
     match v {
@@ -145,4 +146,75 @@ fn the_output_schema_has_one_plain_type_per_field() {
     let err = json!({"error": "[error exit=42] input_validation: x", "errorKind": "input_validation", "exitCode": 42, "fix": "f"});
     assert!(validator.is_valid(&err));
     assert!(!validator.is_valid(&json!({"response": 1})));
+}
+
+/// Every field a prompt tool's rendered result carries — an answer's (cut, with every option's
+/// report), a structured answer's, a failure's with everything a failure can say — is one the
+/// schema declares: the result type stays the one description of the result.
+#[test]
+fn every_field_the_renderer_fills_is_declared() {
+    use crate::answers::Answers;
+    use crate::error::{ErrorKind, RunFacts};
+    use crate::gemini::outcome::Success;
+    let answers = Answers::default();
+    let render = Render {
+        answers: &answers,
+        budget: 4096,
+        structured: true,
+        debug: true,
+    };
+    let declared = |structured| {
+        output_schema(structured)["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let report = || Report {
+        events: Some(vec![json!({"type": "init"})]),
+        debug: Some(json!({"argv": []})),
+        policy: Some(json!({"fallbacks": []})),
+        fallbacks: Vec::new(),
+        saved: Some(Ok("/w/a.md".into())),
+        repaired: Some(true),
+        approvals: vec![json!({"permission": "approved", "decidedBy": "user"})],
+    };
+    let success = |answer: String| Success {
+        answer,
+        session_id: Some("s".into()),
+        model: Some("m".into()),
+        stats: Some(json!({"total_tokens": 3})),
+        duration: Duration::ZERO,
+        exit_code: 0,
+    };
+    let answer = |text: String, json: Option<Value>| Answer {
+        success: success(text),
+        json,
+        turn: None,
+    };
+    let cut = render_answer(answer("x\n".repeat(5000), None), &render, report());
+    let structured = render_answer(answer("{}".into(), Some(json!({}))), &render, report());
+    let mut f = Failure::new(ErrorKind::SchemaMismatch, "no").with_run(RunFacts {
+        stderr_tail: "boom".into(),
+        partial_response: Some(Arc::new("so far".into())),
+        signal: Some(9),
+        ..RunFacts::default()
+    });
+    f.retry_delay_ms = Some(5);
+    let f = f.with_invalid(Vec::new(), "raw".into());
+    let failed = render.failure_with(&f, &extras(Some("note"), report(), &render));
+    for (result, schema) in [(cut, false), (structured, true), (failed, false)] {
+        let sc = result.structured_content.expect("structuredContent");
+        let keys: Vec<&String> = sc.as_object().expect("object").keys().collect();
+        assert!(keys.len() >= 10, "{keys:?}");
+        for key in keys {
+            assert!(
+                declared(schema).contains_key(key),
+                "`{key}` is not in the schema"
+            );
+        }
+    }
+}
+
+fn render_answer(answer: Answer, render: &Render<'_>, report: Report) -> CallToolResult {
+    super::render(answer, true, extras(Some("note"), report, render), render)
 }
