@@ -42,6 +42,53 @@ pub(crate) enum Outcome {
 pub(crate) struct Tasks {
     store: Arc<Mutex<Store>>,
     limits: TaskLimits,
+    /// Told each time a task finishes (the jobs' `gemini_wait` waits on it).
+    finished: Arc<tokio::sync::Notify>,
+}
+
+/// What a job started by `gemini_start` says of itself besides a task's fields: the tool it runs
+/// and its idempotency key, with the arguments that key was first given with.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct JobLabel {
+    /// The prompt tool the job runs.
+    pub tool: String,
+    /// `idempotency_key`, and the tool's arguments it stands for.
+    pub key: Option<(String, Value)>,
+}
+
+/// How a start went.
+#[derive(Debug)]
+pub(crate) enum Started {
+    /// A new task, running.
+    New(Task),
+    /// The job already held under the start's key, for the same arguments: its id.
+    Attached(String),
+}
+
+/// Why a start made nothing.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// Every task held is still running.
+    Full,
+    /// The start's key is held by this job, for other arguments.
+    KeyTaken(String),
+}
+
+/// A task as the job tools show it.
+#[derive(Debug, Clone)]
+pub(crate) struct JobView {
+    /// The task's (and job's) id.
+    pub id: String,
+    /// The prompt tool it runs (none for a task a client made with the tasks extension).
+    pub tool: Option<String>,
+    /// Where it stands.
+    pub status: TaskStatus,
+    /// Seconds since it started.
+    pub elapsed_s: f64,
+    /// The last progress message, or how it ended.
+    pub message: Option<String>,
+    /// A finished task's result (the call's result, or its JSON-RPC error).
+    pub payload: Option<TaskPayload>,
 }
 
 #[derive(Default)]
@@ -52,6 +99,8 @@ struct Store {
 struct Entry {
     /// Who made it: requests of another client do not see it.
     owner: Option<String>,
+    /// A job's tool and key (`gemini_start`).
+    job: Option<JobLabel>,
     created: Instant,
     created_at: String,
     updated_at: String,
@@ -133,6 +182,7 @@ impl Tasks {
         let tasks = Tasks {
             store: Arc::default(),
             limits,
+            finished: Arc::default(),
         };
         let sweeper = tasks.clone();
         let stop = shutdown.clone();
@@ -166,17 +216,60 @@ impl Tasks {
         F: FnOnce(Handle) -> Fut,
         Fut: Future<Output = Outcome> + Send + 'static,
     {
+        match self.start_job(owner, None, run) {
+            Ok(Started::New(task)) => Some(task),
+            _ => None,
+        }
+    }
+
+    /// [`Tasks::start`] of a job (`gemini_start`), labelled with its tool and key. A job of
+    /// `owner` already held under the key is attached to (`run` is dropped unrun) when it stands
+    /// for the same arguments, and refused when it does not: one look and one start, under one
+    /// lock, so two starts with one key make one run.
+    pub(crate) fn start_job<F, Fut>(
+        &self,
+        owner: Option<String>,
+        job: Option<JobLabel>,
+        run: F,
+    ) -> Result<Started, Refused>
+    where
+        F: FnOnce(Handle) -> Fut,
+        Fut: Future<Output = Outcome> + Send + 'static,
+    {
+        self.sweep();
         let id = new_id();
         let cancel = CancellationToken::new();
         let task = {
             let mut store = self.lock();
+            if let Some((key, args)) = job.as_ref().and_then(|j| j.key.as_ref()) {
+                let held = store.entries.iter().find(|(_, e)| {
+                    e.owner == owner
+                        && e.job
+                            .as_ref()
+                            .and_then(|j| j.key.as_ref())
+                            .is_some_and(|(k, _)| k == key)
+                });
+                if let Some((held_id, e)) = held {
+                    let same = e
+                        .job
+                        .as_ref()
+                        .and_then(|j| j.key.as_ref())
+                        .is_some_and(|(_, a)| a == args);
+                    return if same {
+                        Ok(Started::Attached(held_id.clone()))
+                    } else {
+                        Err(Refused::KeyTaken(held_id.clone()))
+                    };
+                }
+            }
             if !store.make_room(self.limits.max_tasks) {
-                return None;
+                return Err(Refused::Full);
             }
             let now = Instant::now();
             let stamp = now_text();
             let entry = Entry {
                 owner,
+                job,
                 created: now,
                 created_at: stamp.clone(),
                 updated_at: stamp,
@@ -206,7 +299,7 @@ impl Tasks {
             };
             tasks.finish(&id, outcome);
         });
-        Some(task)
+        Ok(Started::New(task))
     }
 
     fn set_status(&self, id: &str, message: String) {
@@ -269,6 +362,48 @@ impl Tasks {
         e.status_message = Some(message);
         e.updated_at = now_text();
         e.seen = e.seen.max(now);
+        drop(store);
+        self.finished.notify_waiters();
+    }
+
+    /// A future that resolves when a task finishes next (made before looking, so no finish
+    /// between the look and the wait is missed).
+    pub(crate) fn next_finish(&self) -> tokio::sync::futures::OwnedNotified {
+        self.finished.clone().notified_owned()
+    }
+
+    /// The job (or task) `id` as `owner` may see it, with its result when it has finished; the
+    /// look counts as the client asking about it (it is kept for the retention time after).
+    pub(crate) fn view(&self, owner: Option<&str>, id: &str) -> Result<JobView, McpError> {
+        self.sweep();
+        let mut store = self.lock();
+        let e = store.visible(owner, id)?;
+        e.seen = Instant::now();
+        Ok(view(id, e, true))
+    }
+
+    /// The jobs and tasks `owner` has, oldest first, without their results; the look counts as
+    /// the client asking about each.
+    pub(crate) fn list(&self, owner: Option<&str>) -> Vec<JobView> {
+        self.sweep();
+        let mut store = self.lock();
+        let now = Instant::now();
+        let mut views: Vec<(Instant, JobView)> = store
+            .entries
+            .iter_mut()
+            .filter(|(_, e)| e.owner.as_deref() == owner)
+            .map(|(id, e)| {
+                e.seen = now;
+                (e.created, view(id, e, false))
+            })
+            .collect();
+        views.sort_by_key(|(created, _)| *created);
+        views.into_iter().map(|(_, v)| v).collect()
+    }
+
+    /// The most tasks and jobs held at once (`GEMINICLI_MCP_MAX_TASKS`).
+    pub(crate) fn max_tasks(&self) -> usize {
+        self.limits.max_tasks
     }
 
     /// `tasks/get`: the task's state, its result once it has one.
@@ -371,6 +506,25 @@ impl Tasks {
             .with_poll_interval_ms(POLL_INTERVAL_MS);
         task.status_message = e.status_message.clone();
         task
+    }
+}
+
+/// `e` as the job tools show it; `result`: with a finished one's payload.
+fn view(id: &str, e: &Entry, result: bool) -> JobView {
+    let (status, payload) = match &e.state {
+        State::Working {
+            asking: Some(_), ..
+        } => (TaskStatus::InputRequired, None),
+        State::Working { .. } => (TaskStatus::Working, None),
+        State::Finished { payload, .. } => (payload.status(), result.then(|| payload.clone())),
+    };
+    JobView {
+        id: id.to_string(),
+        tool: e.job.as_ref().map(|j| j.tool.clone()),
+        status,
+        elapsed_s: e.created.elapsed().as_secs_f64(),
+        message: e.status_message.clone(),
+        payload,
     }
 }
 
@@ -631,5 +785,74 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(80)).await;
         tasks.sweep();
         assert!(tasks.is_empty());
+    }
+
+    fn label(key: &str, prompt: &str) -> Option<JobLabel> {
+        Some(JobLabel {
+            tool: "gemini_prompt".into(),
+            key: Some((key.into(), serde_json::json!({"prompt": prompt}))),
+        })
+    }
+
+    #[tokio::test]
+    async fn a_key_held_attaches_for_the_same_arguments_and_refuses_others() {
+        let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let first = match tasks.start_job(Some("a".into()), label("k", "p"), |_| async move {
+            let _ = rx.await;
+            result("once")
+        }) {
+            Ok(Started::New(task)) => task.task_id,
+            other => panic!("{other:?}"),
+        };
+        let ran_again = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let again = {
+            let ran = ran_again.clone();
+            tasks.start_job(Some("a".into()), label("k", "p"), move |_| async move {
+                ran.store(true, std::sync::atomic::Ordering::SeqCst);
+                result("twice")
+            })
+        };
+        assert!(
+            matches!(again, Ok(Started::Attached(ref id)) if *id == first),
+            "{again:?}"
+        );
+        let other = tasks.start_job(Some("a".into()), label("k", "q"), |_| async { result("x") });
+        assert!(
+            matches!(other, Err(Refused::KeyTaken(ref id)) if *id == first),
+            "{other:?}"
+        );
+        // Another client's key is its own.
+        let theirs = tasks.start_job(Some("b".into()), label("k", "q"), |_| async { result("b") });
+        assert!(matches!(theirs, Ok(Started::New(_))), "{theirs:?}");
+        tx.send(()).unwrap();
+        let view = loop {
+            let waiting = tasks.next_finish();
+            let v = tasks.view(Some("a"), &first).unwrap();
+            if v.payload.is_some() {
+                break v;
+            }
+            waiting.await;
+        };
+        assert_eq!(view.status, TaskStatus::Completed);
+        assert_eq!(view.tool.as_deref(), Some("gemini_prompt"));
+        assert!(!ran_again.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(tasks.list(Some("a")).len(), 1);
+        assert!(
+            tasks.view(Some("b"), &first).is_err(),
+            "another client's job is unknown"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_store_full_of_running_jobs_refuses_a_start() {
+        let tasks = Tasks::new(limits(60_000, 1), &CancellationToken::new());
+        let running = tasks.start_job(None, label("k1", "p"), |h| async move {
+            h.cancel.cancelled().await;
+            result("stopped")
+        });
+        assert!(matches!(running, Ok(Started::New(_))));
+        let refused = tasks.start_job(None, label("k2", "p"), |_| async { result("x") });
+        assert!(matches!(refused, Err(Refused::Full)), "{refused:?}");
     }
 }

@@ -211,6 +211,7 @@ impl Profile {
                 "acp-tools",
                 "headless-run",
                 "tasks",
+                "jobs",
                 "ask",
             ]
             .map(String::from)

@@ -85,11 +85,15 @@ pub struct Toolsets {
     pub sessions: bool,
     /// `models`: the models the CLI knows.
     pub models: bool,
+    /// `jobs`: prompt calls as background jobs (`gemini_start`, `gemini_wait`, `gemini_cancel`,
+    /// `gemini_jobs`).
+    pub jobs: bool,
 }
 
 impl Toolsets {
-    /// Parses `GEMINICLI_MCP_TOOLSETS`: comma-separated `sessions`, `models`, or `all` (any case,
-    /// spaces ignored; `acp`/`agent` belong to the ACP tool set). Unknown names are returned.
+    /// Parses `GEMINICLI_MCP_TOOLSETS`: comma-separated `sessions`, `models`, `jobs`, or `all`
+    /// (`sessions` and `models`; any case, spaces ignored; `acp`/`agent` belong to the ACP tool
+    /// set). Unknown names are returned.
     pub fn parse(value: &str) -> (Toolsets, Vec<String>) {
         let mut t = Toolsets::default();
         let mut unknown = Vec::new();
@@ -98,6 +102,7 @@ impl Toolsets {
                 "" => {}
                 "sessions" => t.sessions = true,
                 "models" => t.models = true,
+                "jobs" => t.jobs = true,
                 "all" => {
                     t.sessions = true;
                     t.models = true;
@@ -122,7 +127,7 @@ impl Toolsets {
                 "GEMINICLI_MCP_TOOLSETS",
                 &format!(
                     "names tool sets that do not exist, left out: {} (known: sessions, models, \
-                     acp, all)",
+                     jobs, acp, all)",
                     unknown.join(", ")
                 ),
             );

@@ -257,12 +257,14 @@ pub const SETTINGS: &[Setting] = &[
         flag: None,
         help: "Opt-in tools besides the three prompt tools, comma-separated: sessions \
                (gemini_list_sessions, gemini_delete_session), models (gemini_list_models), all (both); \
-               acp: the ACP tool set, which all leaves out.",
+               jobs (gemini_start, gemini_wait, gemini_cancel, gemini_jobs) and acp (the ACP tool \
+               set), which all leaves out.",
         kind: Kind::Config(|c| {
             let t = c.policy.toolsets;
             let on = [
                 (t.sessions, "sessions"),
                 (t.models, "models"),
+                (t.jobs, "jobs"),
                 (c.acp.enabled, "acp"),
             ];
             let names: Vec<&str> = on.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();

@@ -28,9 +28,11 @@ use crate::progress::Sink;
 use crate::render::Render;
 use crate::roots::Roots;
 use crate::run::Runner;
-use crate::tasks::{Outcome, Tasks};
+use crate::tasks::{Handle, Outcome, Tasks};
 use crate::tools::{self, Route};
 use crate::transport::INVALID_ARGUMENTS_META;
+
+mod jobs;
 
 /// What the server tells a client about itself (`instructions`).
 const INSTRUCTIONS: &str =
@@ -187,6 +189,11 @@ impl ServerHandler for GeminiServer {
                 &request.name,
                 kind.as_str(),
             )));
+        }
+        if let Route::Job(tool) = route {
+            return Ok(CallToolResponse::Complete(
+                self.job(tool, &request, &context).await,
+            ));
         }
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.clone().unwrap_or_default();
@@ -352,37 +359,17 @@ impl GeminiServer {
         let peer = context.peer.clone();
         let elicits = elicits(context);
         let timeout = self.inner.config.ask_timeout;
-        let task = self
-            .inner
-            .tasks
-            .start(owner(context), move |handle| async move {
-                let ct = handle.cancel.clone();
-                let handle = Arc::new(handle);
-                let status = handle.clone();
-                let asker = elicits.then(|| {
-                    Arc::new(TaskAsker {
-                        task: handle.clone(),
-                        timeout,
-                    }) as Arc<dyn Asker>
-                });
-                let env = CallEnv {
-                    version,
-                    peer,
-                    sink: Some(Sink::status(
-                        move |m| status.status(m),
-                        Duration::from_millis(crate::tasks::POLL_INTERVAL_MS),
-                    )),
-                    ct,
-                    asker,
-                };
-                let result = server.call(route, &request, env).await;
-                match serde_json::to_value(result) {
-                    Ok(serde_json::Value::Object(map)) => Outcome::Completed(map),
-                    _ => Outcome::Failed(crate::tasks::internal_error(
-                        "the result could not be serialised",
-                    )),
-                }
-            })?;
+        let asker = move |handle: &Arc<Handle>| {
+            elicits.then(|| {
+                Arc::new(TaskAsker {
+                    task: handle.clone(),
+                    timeout,
+                }) as Arc<dyn Asker>
+            })
+        };
+        let task = self.inner.tasks.start(owner(context), move |handle| {
+            run_as_task(server, route, request, (version, peer), asker, handle)
+        })?;
         Some(CreateTaskResult::new(task))
     }
 
@@ -585,6 +572,38 @@ impl GeminiServer {
     }
 }
 
+/// A call run as a task (or job): its progress messages become the task's status message, its
+/// cancellation is the task's, and its result is the task's outcome; `asker` makes the way its
+/// questions are asked from the task's handle.
+async fn run_as_task(
+    server: GeminiServer,
+    route: Route,
+    request: CallToolRequestParams,
+    (version, peer): (Option<ProtocolVersion>, Peer<RoleServer>),
+    asker: impl FnOnce(&Arc<Handle>) -> Option<Arc<dyn Asker>>,
+    handle: Handle,
+) -> Outcome {
+    let handle = Arc::new(handle);
+    let status = handle.clone();
+    let env = CallEnv {
+        version,
+        peer,
+        sink: Some(Sink::status(
+            move |m| status.status(m),
+            Duration::from_millis(crate::tasks::POLL_INTERVAL_MS),
+        )),
+        ct: handle.cancel.clone(),
+        asker: asker(&handle),
+    };
+    let result = server.call(route, &request, env).await;
+    match serde_json::to_value(result) {
+        Ok(serde_json::Value::Object(map)) => Outcome::Completed(map),
+        _ => Outcome::Failed(crate::tasks::internal_error(
+            "the result could not be serialised",
+        )),
+    }
+}
+
 /// Who a task belongs to: over HTTP the session that made it (its `Mcp-Session-Id`), when there
 /// is one; on stdio, and on the sessionless 2026-07-28 HTTP requests, the one client the server's
 /// token admits — the task id, which nobody can guess, is what a client needs.
@@ -600,7 +619,7 @@ fn runs_long(route: Route, name: &str) -> bool {
     match route {
         Route::Prompt(_) => true,
         Route::Agent => name == tools::agent::GEMINI,
-        Route::Extra(_) | Route::ReadAnswer => false,
+        Route::Extra(_) | Route::Job(_) | Route::ReadAnswer => false,
     }
 }
 

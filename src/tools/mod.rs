@@ -4,6 +4,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod args;
+pub(crate) mod jobs;
 pub(crate) mod prompt;
 pub(crate) mod sessions;
 
@@ -29,6 +30,8 @@ pub(crate) enum Route {
     Extra(sessions::Extra),
     /// One of the `acp` set.
     Agent,
+    /// One of the `jobs` set (run by the MCP layer, which holds the jobs).
+    Job(jobs::JobTool),
     /// `gemini_read_answer`, listed in every tool set.
     ReadAnswer,
 }
@@ -40,6 +43,9 @@ pub(crate) fn route(name: &str, config: &Config) -> Option<Route> {
     }
     if config.acp.enabled && agent::is_agent_tool(name) {
         return Some(Route::Agent);
+    }
+    if let Some(job) = jobs::JobTool::from_name(name).filter(|_| config.policy.toolsets.jobs) {
+        return Some(Route::Job(job));
     }
     if let Some(extra) = sessions::Extra::from_name(name, config.policy.toolsets) {
         return Some(Route::Extra(extra));
@@ -57,6 +63,9 @@ pub(crate) fn list(config: &Config, with_output_schema: bool) -> Vec<Tool> {
     ));
     if config.acp.enabled {
         tools.extend(agent::definitions(with_output_schema, ceiling));
+    }
+    if config.policy.toolsets.jobs {
+        tools.extend(jobs::definitions(ceiling));
     }
     tools.push(read_answer_definition(with_output_schema));
     tools
@@ -154,6 +163,11 @@ pub(crate) async fn call(
             };
             agent::call(env, name, arguments).await
         }
+        // The MCP layer runs the job tools: it holds the jobs.
+        Route::Job(_) => ctx.render.failure(&crate::error::Failure::new(
+            crate::error::ErrorKind::Unknown,
+            format!("{name} is run by the server, not as a tool call"),
+        )),
         Route::ReadAnswer => match args::decode::<ReadAnswerArgs>(arguments) {
             Ok(a) => ctx.render.read(
                 &a.answer_id,

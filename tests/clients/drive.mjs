@@ -4,14 +4,16 @@
 // shown for each tool call.
 //
 //   node tests/clients/drive.mjs --client claude|codex|gemini --server PATH --fake PATH \
-//        --scenario plain|error|long|long-cjk|slow|ask --work DIR [--timeout-ms N] \
+//        --scenario plain|error|long|long-cjk|slow|jobs|ask --work DIR [--timeout-ms N] \
 //        [--stream-results N] [--tasks] [--elicit DECISION]
 //
 // Claude Code only: `--stream-results N` runs it with stream-json input and output and keeps its
 // stdin open until its N-th `result` event (a turn's end; a background task's result starts
 // another turn), `--tasks` adds the two switches that, with stream-json input, make it declare the
 // tasks extension (its feature flag forced on through the local flag cache, and
-// CLAUDE_AUTO_BACKGROUND_TASKS=1). A scenario's `toolTimeoutMs` becomes its MCP_TOOL_TIMEOUT.
+// CLAUDE_AUTO_BACKGROUND_TASKS=1). A scenario's `toolTimeoutMs` becomes its MCP_TOOL_TIMEOUT (and,
+// for a `jobs` scenario, Codex's tool_timeout_sec and the Gemini CLI's "timeout"; the server then
+// lists the jobs tool set).
 // `--elicit DECISION` installs an `Elicitation` command hook for the server (elicit-hook.mjs,
 // written into DIR) that logs what it is given and accepts every form with `{decision: DECISION}`;
 // without it Claude Code has no hook, and cancels every elicitation. A scenario's
@@ -205,6 +207,7 @@ function baseEnv(run, mock) {
 // A scenario's own fake-gemini scenario files come in FAKE_GEMINI_SCENARIO_DIR.
 const serverEnv = (run) => ({
   GEMINI_CLI_BIN: run.fake,
+  ...(run.jobs ? { GEMINICLI_MCP_TOOLSETS: "jobs" } : {}),
   ...(process.env.GEMINICLI_MCP_BACKEND ? { GEMINICLI_MCP_BACKEND: process.env.GEMINICLI_MCP_BACKEND } : {}),
   ...(run.fakeScenarioDir ? { FAKE_GEMINI_SCENARIO_DIR: run.fakeScenarioDir } : {}),
 });
@@ -340,7 +343,7 @@ const CLIENTS = {
         `[mcp_servers.gemini]`,
         `command = ${q(run.server)}`,
         `default_tools_approval_mode = "approve"`,
-        `tool_timeout_sec = 600`,
+        `tool_timeout_sec = ${run.toolTimeoutMs ? Math.ceil(run.toolTimeoutMs / 1000) : 600}`,
         `env_vars = ["GEMINI_API_KEY"]`,
         ``,
         `[mcp_servers.gemini.env]`,
@@ -382,6 +385,7 @@ const CLIENTS = {
             command: run.server,
             env: { GEMINI_API_KEY: "$GEMINI_API_KEY", ...serverEnv(run) },
             trust: true,
+            ...(run.toolTimeoutMs ? { timeout: run.toolTimeoutMs } : {}),
           },
         },
       };
@@ -477,15 +481,18 @@ async function main() {
   const prefix = await ensureInstalled(spec);
 
   const s = scenario(opts.scenario);
-  if (s.toolTimeoutMs && opts.client !== "claude") usage(`scenario ${opts.scenario} is for claude only`);
+  if (s.toolTimeoutMs && !s.jobs && opts.client !== "claude") usage(`scenario ${opts.scenario} is for claude only`);
   const run = {
     dir: opts.work,
     home: path.join(opts.work, "home"),
     project: path.join(opts.work, "project"),
     server: opts.server,
     fake: opts.fake,
-    userPrompt: "Ask Gemini with the gemini_prompt tool, then read its whole answer.",
+    userPrompt: s.jobs
+      ? "Start a Gemini job with the gemini_start tool, wait for it with gemini_wait, then read its whole answer."
+      : "Ask Gemini with the gemini_prompt tool, then read its whole answer.",
     toolTimeoutMs: s.toolTimeoutMs,
+    jobs: s.jobs,
     streamResults: opts.streamResults,
     tasks: opts.tasks,
     elicit: opts.elicit,
@@ -493,7 +500,7 @@ async function main() {
   };
   for (const d of [run.home, run.project]) fs.mkdirSync(d, { recursive: true });
 
-  const model = new Model(scenarioPrompt(s), s.arguments);
+  const model = new Model(scenarioPrompt(s), s.arguments, s.jobs ? { waitS: s.waitS } : null);
   const client = CLIENTS[opts.client];
   const mock = await client.mock(model, path.join(run.dir, "mock.jsonl"));
   const started = Date.now();

@@ -583,6 +583,61 @@ mod gemini_ask {
     }
 }
 
+/// The `jobs` scenario: under a tool timeout the run outlasts twice over, the model starts the
+/// prompt as a job (`gemini_start`, answered at once), waits on it (`gemini_wait`, each wait
+/// shorter than the timeout) and is shown the answer once the job has finished; no call is cut.
+fn job_outlives_tool_timeout(client: &str) {
+    let Some(report) = drive(client, "jobs") else {
+        return;
+    };
+    let s = scenario("jobs");
+    let answer = s["answer"].as_str().unwrap();
+    let (delay, timeout) = (
+        s["delayMs"].as_u64().unwrap(),
+        s["toolTimeoutMs"].as_u64().unwrap(),
+    );
+    assert!(
+        delay >= 2 * timeout && s["waitS"].as_u64().unwrap() * 1000 < timeout,
+        "the jobs scenario must outlast its tool timeout, and wait less than it: {s}"
+    );
+    let (start, waits) = report.calls.split_first().expect("calls");
+    assert_eq!(start.tool, "gemini_start", "{:#?}", report.calls);
+    assert_eq!(start.arguments["arguments"]["prompt"], s["prompt"]);
+    assert!(
+        start.seen().contains("gemini-") && !start.seen().contains(answer),
+        "gemini_start did not answer at once with the job: {}",
+        start.seen()
+    );
+    assert!(
+        waits.len() >= 2 && waits.iter().all(|c| c.tool == "gemini_wait"),
+        "expected the job waited on more than once: {:#?}",
+        report.calls
+    );
+    for call in &report.calls {
+        assert!(
+            !call.seen().contains("timed out"),
+            "a call was cut: {call:?}"
+        );
+        assert_ne!(call.error, Some(true), "{call:?}");
+    }
+    assert!(
+        !waits[0].seen().contains(answer),
+        "the first wait already had the answer: {}",
+        waits[0].seen()
+    );
+    let last = waits.last().unwrap();
+    assert!(
+        last.seen().contains(answer),
+        "the answer never reached the model: {}",
+        last.seen()
+    );
+    assert!(
+        report.elapsed_ms >= delay,
+        "the run took {} ms, its job {delay} ms",
+        report.elapsed_ms
+    );
+}
+
 /// One ignored test per scenario for each client: `clients::<client>::<scenario>`.
 macro_rules! client_tests {
     ($($client:ident),*) => {$(
@@ -609,6 +664,12 @@ macro_rules! client_tests {
             #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
             fn long_cjk() {
                 super::long(stringify!($client), "long-cjk");
+            }
+
+            #[test]
+            #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+            fn job_outlives_tool_timeout() {
+                super::job_outlives_tool_timeout(stringify!($client));
             }
         }
     )*};

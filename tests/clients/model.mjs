@@ -9,6 +9,16 @@
 // mocks translate its steps into their wire format and record what each call returned, and the
 // task notifications a client adds to the conversation later (a call that became a background
 // task: its result arrives in a new turn); the model only records those and ends that turn too.
+//
+// With `jobs` it starts the prompt as a job instead (gemini_start), reads the job's id in what it
+// is shown (`gemini-` and 32 hex digits), and calls gemini_wait on it with `timeout_s` until it is
+// shown the job completed, then reads on as above.
+
+/** A job's id, as gemini_start shows it. */
+const JOB_ID = /gemini-[0-9a-f]{32}/;
+
+/** A finished job, as gemini_wait shows it in its text or in the JSON of its structuredContent. */
+const JOB_DONE = /completed after|"state":\s*"completed"/;
 
 /** The continuation a result may show; the last one in a result wins (it survives a head cut). */
 const CONTINUATION = /gemini_read_answer answer_id=(\S+) offset=(\d+)/g;
@@ -26,9 +36,11 @@ export class Model {
    * `{approval_mode: "ask"}`). Each call and notification records `at_ms`, when it happened in
    * milliseconds since the model was made (the start of the run).
    */
-  constructor(prompt, extra = {}) {
+  constructor(prompt, extra = {}, jobs = null) {
     this.prompt = prompt;
     this.extra = extra;
+    /** `{waitS}`: start the prompt as a job, then wait on it `waitS` seconds at a time. */
+    this.jobs = jobs;
     this.calls = [];
     this.notifications = [];
     this.ended = false;
@@ -41,9 +53,17 @@ export class Model {
    */
   next() {
     if (this.ended) return null;
-    if (this.calls.length === 0) return this.#call("gemini_prompt", { prompt: this.prompt, ...this.extra });
+    const first = { prompt: this.prompt, ...this.extra };
+    if (this.calls.length === 0) {
+      return this.jobs ? this.#call("gemini_start", { arguments: first }) : this.#call("gemini_prompt", first);
+    }
     const last = this.calls[this.calls.length - 1];
     if (last.seen === undefined || this.calls.length >= MAX_CALLS) return this.#end();
+    if (this.jobs && (last.tool === "gemini_start" || (last.tool === "gemini_wait" && !JOB_DONE.test(last.seen)))) {
+      const id = (last.seen.match(JOB_ID) ?? [])[0];
+      if (!id) return this.#end();
+      return this.#call("gemini_wait", { job_ids: [id], timeout_s: this.jobs.waitS });
+    }
     const found = [...last.seen.matchAll(CONTINUATION)].pop();
     if (!found) return this.#end();
     const args = { answer_id: found[1], offset: Number(found[2]) };

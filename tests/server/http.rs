@@ -1200,3 +1200,77 @@ fn a_thousand_idle_connections_without_the_token_neither_keep_a_client_out_nor_r
         flood_started.elapsed()
     );
 }
+
+/// Initializes a session over a connection of its own; returns its id.
+fn new_session(server: &HttpServer) -> String {
+    let (status, headers, body) = server.post(&[("Authorization", BEARER)], &initialize());
+    assert_eq!(status, 200, "{body}");
+    let session = header(&headers, "mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let (status, _, _) = server.post(
+        &with_session(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(status, 202);
+    session
+}
+
+/// `tools/call` of `name` in `session`, over a connection of its own; returns the result.
+fn call_in(server: &HttpServer, session: &str, id: u64, name: &str, arguments: Value) -> Value {
+    let (status, _, body) = server.post(
+        &with_session(session),
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    messages(&body)
+        .into_iter()
+        .find(|m| m["id"] == id)
+        .map(|m| m["result"].clone())
+        .unwrap_or_else(|| panic!("no answer to {name}: {body}"))
+}
+
+#[test]
+fn a_job_outlives_the_connection_that_started_it_and_is_its_sessions_alone() {
+    let server = HttpServer::start_with(&[], &[("GEMINICLI_MCP_TOOLSETS", "jobs")], None);
+    let mine = new_session(&server);
+    let theirs = new_session(&server);
+    let started = call_in(
+        &server,
+        &mine,
+        2,
+        "gemini_start",
+        json!({"arguments": {"prompt": "[[fake-gemini:success text=\"later\" delay-ms=500]]"}}),
+    );
+    let job = started["structuredContent"]["job_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    // Each post above and below is a connection of its own: the one that started the job is gone.
+    let foreign = call_in(
+        &server,
+        &theirs,
+        3,
+        "gemini_wait",
+        json!({"job_ids": [job], "timeout_s": 0}),
+    );
+    assert_eq!(foreign["isError"], true, "{foreign}");
+    assert_eq!(
+        foreign["structuredContent"]["errorKind"],
+        "input_validation"
+    );
+    let done = call_in(
+        &server,
+        &mine,
+        4,
+        "gemini_wait",
+        json!({"job_ids": [job], "timeout_s": 30}),
+    );
+    let entry = &done["structuredContent"]["jobs"][0];
+    assert_eq!(entry["state"], "completed", "{done}");
+    assert_eq!(
+        entry["result"]["structuredContent"]["response"], "later",
+        "{done}"
+    );
+}

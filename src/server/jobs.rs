@@ -1,0 +1,344 @@
+//! The `jobs` tool set, run where the jobs are held: a job is a task of the server's task store
+//! (one record, one truth: `tasks/get` reads a job, `gemini_wait` a task), started by
+//! `gemini_start` instead of the tasks extension, so that a client of any protocol version can
+//! start a long run, go on, and collect it.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, TaskPayload, TaskStatus};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{json, Map, Value};
+
+use super::{owner, run_as_task, GeminiServer};
+use crate::error::{ErrorKind, Failure};
+use crate::render::Render;
+use crate::tasks::{JobLabel, JobView, Refused, Started};
+use crate::tools::args::{self, given};
+use crate::tools::jobs::{
+    self, CancelArgs, JobTool, StartArgs, WaitArgs, DEFAULT_WAIT_S, MAX_WAIT_JOBS, MAX_WAIT_S,
+};
+use crate::tools::prompt::GEMINI_PROMPT;
+
+/// Longest accepted `idempotency_key`, in bytes.
+const MAX_KEY_BYTES: usize = 256;
+
+impl GeminiServer {
+    /// Runs one call of the job tools.
+    pub(super) async fn job(
+        &self,
+        tool: JobTool,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let render = self.job_render();
+        let owner = owner(context);
+        let arguments = request.arguments.as_ref();
+        let done = match tool {
+            JobTool::Start => self.start_job(arguments, context, owner),
+            JobTool::Wait => self.wait_jobs(arguments, context, owner.as_deref()).await,
+            JobTool::Cancel => self.cancel_job(arguments, owner.as_deref()).await,
+            JobTool::Jobs => Ok(self.list_jobs(owner.as_deref())),
+        };
+        done.unwrap_or_else(|f| render.failure(&f))
+    }
+
+    fn job_render(&self) -> Render<'_> {
+        Render {
+            answers: &self.inner.answers,
+            budget: self.inner.config.result_budget,
+            structured: true,
+            debug: false,
+        }
+    }
+
+    /// `gemini_start`: the prompt call as a task, answered at once with its id; a key already
+    /// held attaches to its job.
+    fn start_job(
+        &self,
+        arguments: Option<&rmcp::model::JsonObject>,
+        context: &RequestContext<RoleServer>,
+        owner: Option<String>,
+    ) -> Result<CallToolResult, Failure> {
+        let a: StartArgs = args::decode(arguments)?;
+        let tool = given(a.tool).unwrap_or_else(|| GEMINI_PROMPT.to_string());
+        let runnable = jobs::runnable(self.inner.config.acp.enabled);
+        let route = crate::tools::route(&tool, &self.inner.config)
+            .filter(|_| runnable.contains(&tool.as_str()))
+            .ok_or_else(|| {
+                Failure::invalid_input(format!(
+                    "`tool` must be one of {}, got {tool:?}",
+                    runnable.join(", ")
+                ))
+            })?;
+        if !self.inner.tasks.enabled() {
+            return Err(Failure::new(
+                ErrorKind::ConfigError,
+                "jobs are held in the server's task store, which GEMINICLI_MCP_TASKS turns off",
+            ));
+        }
+        let key = match given(a.idempotency_key) {
+            Some(k) if k.len() > MAX_KEY_BYTES => {
+                return Err(Failure::invalid_input(format!(
+                    "idempotency_key is longer than {MAX_KEY_BYTES} bytes"
+                )))
+            }
+            k => k,
+        };
+        let label = JobLabel {
+            tool: tool.clone(),
+            key: key.map(|k| (k, Value::Object(a.arguments.clone()))),
+        };
+        let call = CallToolRequestParams::new(tool.clone()).with_arguments(a.arguments);
+        let server = self.clone();
+        let parts = (context.protocol_version(), context.peer.clone());
+        let asker = self.elicit_asker(context);
+        let started = self
+            .inner
+            .tasks
+            .start_job(owner, Some(label), move |handle| {
+                run_as_task(server, route, call, parts, move |_| asker, handle)
+            });
+        let (id, attached) = match started.map_err(|r| self.refused(r))? {
+            Started::New(task) => (task.task_id, false),
+            Started::Attached(id) => (id, true),
+        };
+        let text = if attached {
+            format!("Attached to job {id} (started earlier with this idempotency_key; not run again). Wait for it: gemini_wait job_ids=[\"{id}\"]")
+        } else {
+            format!("Started job {id} ({tool}). Wait for it: gemini_wait job_ids=[\"{id}\"]")
+        };
+        let sc = json!({"job_id": id, "tool": tool, "state": "working", "attached": attached});
+        Ok(self.job_render().result(text, sc, false))
+    }
+
+    /// Why a start made nothing, as the failure the model reads.
+    fn refused(&self, refused: Refused) -> Failure {
+        match refused {
+            Refused::Full => Failure::new(
+                ErrorKind::Error,
+                format!(
+                    "the server holds {} jobs and tasks (GEMINICLI_MCP_MAX_TASKS), all still running: wait for one or cancel one, then start again",
+                    self.inner.tasks.max_tasks()
+                ),
+            ),
+            Refused::KeyTaken(id) => Failure::invalid_input(format!(
+                "idempotency_key is already the key of job {id}, started with other arguments: use another key, or the same arguments to attach to it"
+            )),
+        }
+    }
+
+    /// `gemini_wait`: the jobs' states once one has finished, or the time is up.
+    async fn wait_jobs(
+        &self,
+        arguments: Option<&rmcp::model::JsonObject>,
+        context: &RequestContext<RoleServer>,
+        owner: Option<&str>,
+    ) -> Result<CallToolResult, Failure> {
+        let a: WaitArgs = args::decode(arguments)?;
+        let ids: Vec<String> = a
+            .job_ids
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if ids.is_empty() || ids.len() > MAX_WAIT_JOBS {
+            return Err(Failure::invalid_input(format!(
+                "job_ids must name 1 to {MAX_WAIT_JOBS} jobs"
+            )));
+        }
+        let wait = Duration::from_secs(a.timeout_s.unwrap_or(DEFAULT_WAIT_S).min(MAX_WAIT_S));
+        let until = tokio::time::Instant::now() + wait;
+        let views = loop {
+            // Made before the look: a job finishing between the look and the wait wakes it.
+            let finished = self.inner.tasks.next_finish();
+            let views = ids
+                .iter()
+                .map(|id| self.job_view(owner, id))
+                .collect::<Result<Vec<_>, _>>()?;
+            if views.iter().any(|v| v.payload.is_some()) || tokio::time::Instant::now() >= until {
+                break views;
+            }
+            tokio::select! {
+                _ = finished => {}
+                _ = tokio::time::sleep_until(until) => {}
+                _ = context.ct.cancelled() => {
+                    return Err(Failure::cancelled("the wait was cancelled; its jobs go on"));
+                }
+            }
+        };
+        Ok(self.render_jobs(views))
+    }
+
+    /// `gemini_cancel`: the job's run cancelled, and its end awaited (its processes gone).
+    async fn cancel_job(
+        &self,
+        arguments: Option<&rmcp::model::JsonObject>,
+        owner: Option<&str>,
+    ) -> Result<CallToolResult, Failure> {
+        let a: CancelArgs = args::decode(arguments)?;
+        self.inner
+            .tasks
+            .cancel(owner, &a.job_id)
+            .map_err(|e| unknown_job(&a.job_id, &e.message))?;
+        // A run stops within the kill grace of its cancellation; a little more for its end.
+        let until =
+            tokio::time::Instant::now() + self.inner.config.kill_grace + Duration::from_secs(5);
+        let view = loop {
+            let finished = self.inner.tasks.next_finish();
+            let view = self.job_view(owner, &a.job_id)?;
+            if view.payload.is_some() || tokio::time::Instant::now() >= until {
+                break view;
+            }
+            tokio::select! {
+                _ = finished => {}
+                _ = tokio::time::sleep_until(until) => {}
+            }
+        };
+        Ok(self.render_jobs(vec![view]))
+    }
+
+    /// `gemini_jobs`: the client's jobs, without their results.
+    fn list_jobs(&self, owner: Option<&str>) -> CallToolResult {
+        let views = self.inner.tasks.list(owner);
+        let lines: Vec<String> = views.iter().map(summary).collect();
+        let text = if lines.is_empty() {
+            "No jobs.".to_string()
+        } else {
+            lines.join("\n")
+        };
+        let jobs: Vec<Value> = views.iter().map(|v| Value::Object(fields(v))).collect();
+        self.job_render()
+            .result(text, json!({ "jobs": jobs }), false)
+    }
+
+    fn job_view(&self, owner: Option<&str>, id: &str) -> Result<JobView, Failure> {
+        self.inner
+            .tasks
+            .view(owner, id)
+            .map_err(|e| unknown_job(id, &e.message))
+    }
+
+    /// The jobs' states, and each finished one's result as the prompt tool returned it, as many
+    /// as one result holds (the others are named: a wait on each alone returns it).
+    fn render_jobs(&self, views: Vec<JobView>) -> CallToolResult {
+        let budget = self.inner.config.result_budget;
+        let mut used = 0usize;
+        let mut text: Vec<String> = Vec::new();
+        let mut blocks: Vec<ContentBlock> = Vec::new();
+        let mut jobs = Vec::new();
+        for v in &views {
+            let mut entry = fields(v);
+            let mut line = summary(v);
+            if let Some(result) = v.payload.as_ref().and_then(result_of) {
+                let size = result.to_string().len();
+                if used + size <= budget / 2 {
+                    used += size;
+                    for block in result["content"].as_array().into_iter().flatten() {
+                        if let Ok(b) = serde_json::from_value::<ContentBlock>(block.clone()) {
+                            blocks.push(b);
+                        }
+                    }
+                    entry.insert("result".into(), nested(result));
+                } else {
+                    line.push_str(&format!(
+                        " — its result is held: gemini_wait job_ids=[\"{}\"] returns it",
+                        v.id
+                    ));
+                }
+            }
+            text.push(line);
+            jobs.push(Value::Object(entry));
+        }
+        let mut result = self
+            .job_render()
+            .result(text.join("\n"), json!({ "jobs": jobs }), false);
+        result.content.extend(blocks);
+        result
+    }
+}
+
+/// An id the store does not hold (for this client).
+fn unknown_job(id: &str, why: &str) -> Failure {
+    Failure::invalid_input(format!(
+        "no job {id}: {why}; a job is kept for GEMINICLI_MCP_TASK_RETENTION_MS (10 min by default) after it finished or was last looked at"
+    ))
+}
+
+/// A job's state by the job tools' names.
+fn state(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::InputRequired => "input_required",
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Cancelled => "cancelled",
+        // Working, and whatever a later protocol adds.
+        _ => "working",
+    }
+}
+
+/// A job's line of text: its id, tool, state, time and last message.
+fn summary(v: &JobView) -> String {
+    let mut line = format!(
+        "job {} ({}): {} after {:.1} s",
+        v.id,
+        v.tool.as_deref().unwrap_or("task"),
+        state(v.status),
+        v.elapsed_s
+    );
+    if let Some(m) = v.message.as_deref().filter(|_| v.payload.is_none()) {
+        line.push_str(&format!(" — {m}"));
+    }
+    line
+}
+
+/// A job's fields in `structuredContent`.
+fn fields(v: &JobView) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("job_id".into(), json!(v.id));
+    if let Some(tool) = &v.tool {
+        m.insert("tool".into(), json!(tool));
+    }
+    m.insert("state".into(), json!(state(v.status)));
+    m.insert(
+        "elapsed_s".into(),
+        json!((v.elapsed_s * 10.0).round() / 10.0),
+    );
+    if let Some(message) = &v.message {
+        m.insert("progress".into(), json!(message));
+    }
+    m
+}
+
+/// A finished job's result as `structuredContent` holds it: `isError` and the call's own
+/// `structuredContent` — its content blocks follow the wait's text instead, so a model that reads
+/// one or the other reads the answer once; `content` only when the call had no
+/// `structuredContent`.
+fn nested(result: Value) -> Value {
+    let Value::Object(mut all) = result else {
+        return result;
+    };
+    let mut kept = Map::new();
+    kept.insert(
+        "isError".into(),
+        all.remove("isError").unwrap_or(json!(false)),
+    );
+    match all.remove("structuredContent") {
+        Some(sc) => kept.insert("structuredContent".into(), sc),
+        None => kept.insert("content".into(), all.remove("content").unwrap_or(json!([]))),
+    };
+    Value::Object(kept)
+}
+
+/// A finished job's result: the call's result, or its JSON-RPC error as a failed result; none
+/// for a cancelled job.
+fn result_of(payload: &TaskPayload) -> Option<Value> {
+    match payload {
+        TaskPayload::Completed { result } => Some(Value::Object(result.clone())),
+        TaskPayload::Failed { error } => Some(json!({
+            "isError": true,
+            "content": [{"type": "text", "text": error.get("message").and_then(Value::as_str).unwrap_or("failed")}],
+        })),
+        _ => None,
+    }
+}
