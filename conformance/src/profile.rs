@@ -45,6 +45,7 @@ pub const ABSTRACT_ARGUMENTS: &[&str] = &[
     "task_note",
     "full_output",
     "repair",
+    "idempotency_key",
 ];
 
 /// The suite's abstract target settings (the values are strings, as env vars are).

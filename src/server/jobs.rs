@@ -87,7 +87,7 @@ impl GeminiServer {
         };
         let label = JobLabel {
             tool: tool.clone(),
-            key: key.map(|k| (k, Value::Object(a.arguments.clone()))),
+            key: key.map(|k| (k, fingerprint(&tool, &a.arguments))),
         };
         let call = CallToolRequestParams::new(tool.clone()).with_arguments(a.arguments);
         let server = self.clone();
@@ -110,6 +110,107 @@ impl GeminiServer {
         };
         let sc = json!({"job_id": id, "tool": tool, "state": "working", "attached": attached});
         Ok(self.job_render().result(text, sc, false))
+    }
+
+    /// A prompt call with an `idempotency_key`: run as the job of that key (or attached to the one
+    /// held under it, which a `gemini_start` may have made), and waited on to its end, its
+    /// progress messages passed on. The request's cancellation ends the wait, not the run: the
+    /// same call made again attaches to it, and gets its result once, with no second run.
+    pub(super) async fn keyed_call(
+        &self,
+        route: crate::tools::Route,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        key: String,
+    ) -> CallToolResult {
+        let name = request.name.to_string();
+        let fail = |f: &Failure| self.failure_for(route, &name, f);
+        if key.len() > MAX_KEY_BYTES {
+            return fail(&Failure::invalid_input(format!(
+                "idempotency_key is longer than {MAX_KEY_BYTES} bytes"
+            )));
+        }
+        if !self.inner.tasks.enabled() {
+            return fail(&Failure::new(
+                ErrorKind::ConfigError,
+                "a call with an idempotency_key is held in the server's task store, which GEMINICLI_MCP_TASKS turns off",
+            ));
+        }
+        let mut arguments = request.arguments.clone().unwrap_or_default();
+        arguments.remove("idempotency_key");
+        let owner = owner(context);
+        let label = JobLabel {
+            tool: name.clone(),
+            key: Some((key, fingerprint(&name, &arguments))),
+        };
+        let call = CallToolRequestParams::new(name.clone()).with_arguments(arguments);
+        let server = self.clone();
+        let parts = (context.protocol_version(), context.peer.clone());
+        let asker = self.elicit_asker(context);
+        let started = self
+            .inner
+            .tasks
+            .start_job(owner.clone(), Some(label), move |handle| {
+                run_as_task(server, route, call, parts, move |_| asker, handle)
+            });
+        let id = match started {
+            Ok(Started::New(task)) => task.task_id,
+            Ok(Started::Attached(id)) => id,
+            Err(r) => return fail(&self.refused(r)),
+        };
+        let progress = context.meta.get_progress_token();
+        let mut tick = tokio::time::interval(Duration::from_millis(crate::tasks::POLL_INTERVAL_MS));
+        let (mut said, mut n) = (None::<String>, 0u32);
+        loop {
+            let finished = self.inner.tasks.next_finish();
+            let view = match self.job_view(owner.as_deref(), &id) {
+                Ok(v) => v,
+                Err(f) => return fail(&f),
+            };
+            if let Some(payload) = view.payload {
+                return self.keyed_result(payload, route, &name);
+            }
+            if let (Some(token), Some(message)) = (&progress, view.message) {
+                if said.as_ref() != Some(&message) {
+                    n += 1;
+                    let param =
+                        rmcp::model::ProgressNotificationParam::new(token.clone(), f64::from(n))
+                            .with_message(message.clone());
+                    let _ = context.peer.notify_progress(param).await;
+                    said = Some(message);
+                }
+            }
+            tokio::select! {
+                _ = finished => {}
+                _ = tick.tick() => {}
+                _ = context.ct.cancelled() => {
+                    return fail(&Failure::cancelled(
+                        "the wait was cancelled; the run goes on: the same call with the same idempotency_key attaches to it",
+                    ));
+                }
+            }
+        }
+    }
+
+    /// A keyed call's result from its finished job: the call's own result.
+    fn keyed_result(
+        &self,
+        payload: TaskPayload,
+        route: crate::tools::Route,
+        name: &str,
+    ) -> CallToolResult {
+        let failed = |f: Failure| self.failure_for(route, name, &f);
+        match payload {
+            TaskPayload::Completed { result } => serde_json::from_value(Value::Object(result))
+                .unwrap_or_else(|e| failed(Failure::new(ErrorKind::Unknown, format!("the job's result could not be read: {e}")))),
+            TaskPayload::Failed { error } => failed(Failure::new(
+                ErrorKind::Unknown,
+                error.get("message").and_then(Value::as_str).unwrap_or("the run failed inside the server").to_string(),
+            )),
+            _ => failed(Failure::cancelled(
+                "the run of this idempotency_key was cancelled (gemini_cancel, or it expired unasked)",
+            )),
+        }
     }
 
     /// Why a start made nothing, as the failure the model reads.
@@ -256,6 +357,11 @@ impl GeminiServer {
         result.content.extend(blocks);
         result
     }
+}
+
+/// What an idempotency key stands for: the tool and its arguments.
+fn fingerprint(tool: &str, arguments: &Map<String, Value>) -> Value {
+    json!({"tool": tool, "arguments": arguments})
 }
 
 /// An id the store does not hold (for this client).

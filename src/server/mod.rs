@@ -222,9 +222,16 @@ impl ServerHandler for GeminiServer {
             .get("io.modelcontextprotocol/logLevel")
             .filter(|_| modern(&context))
             .and_then(|l| serde_json::from_value(l.clone()).ok());
-        let mut result =
-            crate::logging::for_request(&context.peer, level, self.call(route, &request, env))
-                .await;
+        // A prompt call with an idempotency_key runs as the job of that key, which outlives the
+        // request: a re-issued call attaches to it.
+        let run = async {
+            let key = tools::jobs::call_key(request.arguments.as_ref());
+            match key.filter(|_| runs_long(route, &request.name)) {
+                Some(key) => self.keyed_call(route, &request, &context, key).await,
+                None => self.call(route, &request, env).await,
+            }
+        };
+        let mut result = crate::logging::for_request(&context.peer, level, run).await;
         if is_legacy(context.protocol_version().as_ref()) {
             result.structured_content = None;
             result.content.retain(|c| c.as_resource_link().is_none());
@@ -557,6 +564,11 @@ impl GeminiServer {
             "`arguments` must be a JSON object, got {}",
             kind.unwrap_or("something else")
         ));
+        self.failure_for(route, name, &f)
+    }
+
+    /// `f` in the result shape of the tool `name`.
+    fn failure_for(&self, route: Route, name: &str, f: &Failure) -> CallToolResult {
         let render = Render {
             answers: &self.inner.answers,
             budget: self.inner.config.result_budget,
@@ -565,9 +577,9 @@ impl GeminiServer {
         };
         match route {
             Route::Agent if name == tools::agent::GEMINI => {
-                render.agent_failure(&f, &Default::default())
+                render.agent_failure(f, &Default::default())
             }
-            _ => render.failure(&f),
+            _ => render.failure(f),
         }
     }
 }

@@ -93,6 +93,14 @@ pub(crate) struct GeminiArgs {
     /// Also write the answer to this file (under the allowed roots; relative to the workspace).
     #[serde(default)]
     pub save_file: Option<String>,
+    /// A key of yours for this run: the call runs as a background job of that key, which a
+    /// cancelled or cut-off call leaves running, and the same call made again with the key
+    /// attaches to it and returns its result, with no second run (while the server keeps it: by
+    /// default 10 min after it finished or was last asked about). The key with other arguments
+    /// is refused.
+    #[serde(default)]
+    #[allow(dead_code, reason = "the MCP layer reads it from the call's arguments")]
+    pub idempotency_key: Option<String>,
 }
 
 /// Arguments of `reset_session`.

@@ -94,6 +94,13 @@ pub(crate) struct CancelArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct JobsArgs {}
 
+/// A prompt call's `idempotency_key`, when its arguments carry one (a non-empty string; another
+/// type is the tool's own argument error).
+pub(crate) fn call_key(arguments: Option<&rmcp::model::JsonObject>) -> Option<String> {
+    let key = arguments?.get("idempotency_key")?.as_str()?;
+    (!key.is_empty()).then(|| key.to_string())
+}
+
 /// The tools a job may run: the prompt tools, and the `acp` set's `gemini` when it is on.
 pub(crate) fn runnable(acp: bool) -> Vec<&'static str> {
     let mut tools = vec![
