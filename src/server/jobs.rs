@@ -85,20 +85,7 @@ impl GeminiServer {
             }
             k => k,
         };
-        let label = JobLabel {
-            tool: tool.clone(),
-            key: key.map(|k| (k, fingerprint(&tool, &a.arguments))),
-        };
-        let call = CallToolRequestParams::new(tool.clone()).with_arguments(a.arguments);
-        let server = self.clone();
-        let parts = (context.protocol_version(), context.peer.clone());
-        let asker = self.elicit_asker(context);
-        let started = self
-            .inner
-            .tasks
-            .start_job(owner, Some(label), move |handle| {
-                run_as_task(server, route, call, parts, move |_| asker, handle)
-            });
+        let started = self.spawn_job(route, &tool, a.arguments, key, context, owner);
         let (id, attached) = match started.map_err(|r| self.refused(r))? {
             Started::New(task) => (task.task_id, false),
             Started::Attached(id) => (id, true),
@@ -139,20 +126,7 @@ impl GeminiServer {
         let mut arguments = request.arguments.clone().unwrap_or_default();
         arguments.remove("idempotency_key");
         let owner = owner(context);
-        let label = JobLabel {
-            tool: name.clone(),
-            key: Some((key, fingerprint(&name, &arguments))),
-        };
-        let call = CallToolRequestParams::new(name.clone()).with_arguments(arguments);
-        let server = self.clone();
-        let parts = (context.protocol_version(), context.peer.clone());
-        let asker = self.elicit_asker(context);
-        let started = self
-            .inner
-            .tasks
-            .start_job(owner.clone(), Some(label), move |handle| {
-                run_as_task(server, route, call, parts, move |_| asker, handle)
-            });
+        let started = self.spawn_job(route, &name, arguments, Some(key), context, owner.clone());
         let id = match started {
             Ok(Started::New(task)) => task.task_id,
             Ok(Started::Attached(id)) => id,
@@ -211,6 +185,32 @@ impl GeminiServer {
                 "the run of this idempotency_key was cancelled (gemini_cancel, or it expired unasked)",
             )),
         }
+    }
+
+    /// Starts `tool`'s call with `arguments` as a job of `owner` — under `key`, when given: then a
+    /// job held under it for the same tool and arguments is attached to instead.
+    fn spawn_job(
+        &self,
+        route: crate::tools::Route,
+        tool: &str,
+        arguments: Map<String, Value>,
+        key: Option<String>,
+        context: &RequestContext<RoleServer>,
+        owner: Option<String>,
+    ) -> Result<Started, Refused> {
+        let label = JobLabel {
+            tool: tool.to_string(),
+            key: key.map(|k| (k, fingerprint(tool, &arguments))),
+        };
+        let call = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let server = self.clone();
+        let parts = (context.protocol_version(), context.peer.clone());
+        let asker = self.elicit_asker(context);
+        self.inner
+            .tasks
+            .start_job(owner, Some(label), move |handle| {
+                run_as_task(server, route, call, parts, move |_| asker, handle)
+            })
     }
 
     /// Why a start made nothing, as the failure the model reads.

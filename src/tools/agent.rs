@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::args::{self, given};
+use super::prompt::result::{FailureFields, PageFields, SaveFields};
 use super::prompt::{self, ModeArg, PermissionArg};
 use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
@@ -153,21 +154,9 @@ pub(crate) struct GeminiResult {
     pub plan: Vec<Value>,
     /// A failure's first line: `[error exit=N] KIND: message`.
     pub error: Option<String>,
-    /// The failure's kind.
-    #[serde(rename = "errorKind", skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<String>,
-    /// The failure's exit code.
-    #[serde(rename = "exitCode", skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i64>,
-    /// What to do about the failure.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-    /// How long the API asked to wait.
-    #[serde(rename = "retryDelayMs", skip_serializing_if = "Option::is_none")]
-    pub retry_delay_ms: Option<u64>,
-    /// The end of the agent's stderr.
-    #[serde(rename = "stderrTail", skip_serializing_if = "Option::is_none")]
-    pub stderr_tail: Option<String>,
+    /// What a failure says besides its first line.
+    #[serde(flatten)]
+    pub failure: FailureFields,
     /// The session's model that answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -180,24 +169,12 @@ pub(crate) struct GeminiResult {
     /// debug: the agent's pid and the call's duration.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub debug: Option<AgentDebug>,
-    /// save_file: where the answer was written.
-    #[serde(rename = "savedFile", skip_serializing_if = "Option::is_none")]
-    pub saved_file: Option<String>,
-    /// save_file: why writing it failed.
-    #[serde(rename = "saveError", skip_serializing_if = "Option::is_none")]
-    pub save_error: Option<String>,
-    /// Present when agent_messages is cut: the id gemini_read_answer reads on by.
-    #[serde(rename = "answerId", skip_serializing_if = "Option::is_none")]
-    pub answer_id: Option<String>,
-    /// Present when agent_messages is cut: the offset to read on from.
-    #[serde(rename = "nextOffset", skip_serializing_if = "Option::is_none")]
-    pub next_offset: Option<u64>,
-    /// Present when agent_messages is cut: the answer's length in characters.
-    #[serde(rename = "totalChars", skip_serializing_if = "Option::is_none")]
-    pub total_chars: Option<u64>,
-    /// Present when agent_messages is cut: how to read on (gemini_read_answer).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub continued: Option<String>,
+    /// Where save_file wrote the answer, or why it could not.
+    #[serde(flatten)]
+    pub saved: SaveFields,
+    /// Where agent_messages continues, when it is cut.
+    #[serde(flatten)]
+    pub page: PageFields,
     /// full_output: the turn's transcript. Each event has a `kind`: `update` (`update`: the
     /// agent's session/update as sent), `permission` (`toolCall`, `options`, `outcome`
     /// answered, `approved`), `fallback` (`model`: the next attempt's), and last `stop`
@@ -432,11 +409,6 @@ async fn gemini(env: &Env<'_>, arguments: Option<&JsonObject>) -> CallToolResult
     let progress = Progress::new(env.sink.clone(), Style::Events, None);
     let Finished { result, report } = env.runner.prompt(job, env.ct.clone(), progress).await;
     let events = full_output.then(|| report.events.unwrap_or_default());
-    let (saved_file, save_error) = match report.saved {
-        Some(Ok(path)) => (Some(path.display().to_string()), None),
-        Some(Err(e)) => (None, Some(e)),
-        None => (None, None),
-    };
     // What a failure carries besides the renderer's fields (nothing was saved).
     let mut extra = Map::new();
     if let Some(note) = &note {
@@ -466,8 +438,7 @@ async fn gemini(env: &Env<'_>, arguments: Option<&JsonObject>) -> CallToolResult
             agent_pid: turn.pid,
             duration_ms: success.duration.as_millis() as u64,
         }),
-        saved_file,
-        save_error,
+        saved: SaveFields::of(report.saved),
         events,
         ..GeminiResult::default()
     };

@@ -23,9 +23,9 @@ use crate::render::Render;
 use crate::roots::{self, PathArgs, Roots};
 use crate::run::{Answer, Job, Report, Surface};
 use crate::structured;
-use result::{PromptResult, StructuredResult};
+use result::{PromptResult, SaveFields, StructuredResult};
 
-mod result;
+pub(crate) mod result;
 
 /// `gemini_prompt`.
 pub(crate) const GEMINI_PROMPT: &str = "gemini_prompt";
@@ -463,19 +463,13 @@ pub(crate) fn extras(
         Value::Object(map) => Some(map),
         _ => None,
     };
-    let (saved_file, save_error) = match report.saved {
-        Some(Ok(path)) => (Some(path.display().to_string()), None),
-        Some(Err(e)) => (None, Some(e)),
-        None => (None, None),
-    };
     let mut sc = PromptResult {
         task_note: task_note.map(str::to_owned),
         debug: report.debug.and_then(object),
         retry_policy: report.policy.and_then(object),
         repaired: report.repaired,
         approvals: Some(report.approvals).filter(|a| !a.is_empty()),
-        saved_file,
-        save_error,
+        saved: SaveFields::of(report.saved),
         ..PromptResult::default()
     };
     if let Some(events) = report.events {

@@ -27,38 +27,15 @@ pub(crate) struct PromptResult {
     /// Tokens the run used.
     #[serde(rename = "totalTokens", skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
-    /// Present when the answer is cut: the id gemini_read_answer reads on by.
-    #[serde(rename = "answerId", skip_serializing_if = "Option::is_none")]
-    pub answer_id: Option<String>,
-    /// Present when the answer is cut: the offset to read on from.
-    #[serde(rename = "nextOffset", skip_serializing_if = "Option::is_none")]
-    pub next_offset: Option<u64>,
-    /// Present when the answer is cut: the answer's length in characters.
-    #[serde(rename = "totalChars", skip_serializing_if = "Option::is_none")]
-    pub total_chars: Option<u64>,
-    /// Present when the answer is cut: how to read on (gemini_read_answer).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub continued: Option<String>,
+    /// Where the answer continues, when it is cut.
+    #[serde(flatten)]
+    pub page: PageFields,
     /// A failure's first line: `[error exit=N] KIND: message`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The failure's kind.
-    #[serde(rename = "errorKind", skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "error_kinds")]
-    pub error_kind: Option<String>,
-    /// The CLI's exit code; 128+signal; 127/126 when it could not start; the kind's own code when
-    /// no process decided it.
-    #[serde(rename = "exitCode", skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i64>,
-    /// What to do about the failure.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-    /// How long the API asked to wait.
-    #[serde(rename = "retryDelayMs", skip_serializing_if = "Option::is_none")]
-    pub retry_delay_ms: Option<u64>,
-    /// The end of the CLI's stderr, without its routine notices.
-    #[serde(rename = "stderrTail", skip_serializing_if = "Option::is_none")]
-    pub stderr_tail: Option<String>,
+    /// What a failure says besides its first line.
+    #[serde(flatten)]
+    pub failure: FailureFields,
     /// Answer text that came before the failure.
     #[serde(rename = "partialResponse", skip_serializing_if = "Option::is_none")]
     pub partial_response: Option<String>,
@@ -98,12 +75,78 @@ pub(crate) struct PromptResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Vec<ApprovalRecord>>")]
     pub approvals: Option<Vec<Value>>,
+    /// Where save_file wrote the answer, or why it could not.
+    #[serde(flatten)]
+    pub saved: SaveFields,
+}
+
+/// What a failure says besides its first line — in both prompt surfaces' results, filled by the
+/// renderer under these names.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub(crate) struct FailureFields {
+    /// The failure's kind.
+    #[serde(rename = "errorKind", skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "error_kinds")]
+    pub error_kind: Option<String>,
+    /// The CLI's exit code; 128+signal; 127/126 when it could not start; the kind's own code when
+    /// no process decided it.
+    #[serde(rename = "exitCode", skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// What to do about the failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+    /// How long the API asked to wait.
+    #[serde(rename = "retryDelayMs", skip_serializing_if = "Option::is_none")]
+    pub retry_delay_ms: Option<u64>,
+    /// The end of the CLI's stderr, without its routine notices.
+    #[serde(rename = "stderrTail", skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<String>,
+}
+
+/// Where a cut answer continues — in both prompt surfaces' results, filled by the renderer under
+/// these names.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub(crate) struct PageFields {
+    /// Present when the answer is cut: the id gemini_read_answer reads on by.
+    #[serde(rename = "answerId", skip_serializing_if = "Option::is_none")]
+    pub answer_id: Option<String>,
+    /// Present when the answer is cut: the offset to read on from.
+    #[serde(rename = "nextOffset", skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+    /// Present when the answer is cut: the answer's length in characters.
+    #[serde(rename = "totalChars", skip_serializing_if = "Option::is_none")]
+    pub total_chars: Option<u64>,
+    /// Present when the answer is cut: how to read on (gemini_read_answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continued: Option<String>,
+}
+
+/// Where `save_file` wrote the answer, or why it could not — in both prompt surfaces' results.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub(crate) struct SaveFields {
     /// save_file: where the answer was written.
     #[serde(rename = "savedFile", skip_serializing_if = "Option::is_none")]
     pub saved_file: Option<String>,
     /// save_file: why writing it failed.
     #[serde(rename = "saveError", skip_serializing_if = "Option::is_none")]
     pub save_error: Option<String>,
+}
+
+impl SaveFields {
+    /// What the run's report says of the save (none: nothing was asked).
+    pub(crate) fn of(saved: Option<Result<std::path::PathBuf, String>>) -> Self {
+        match saved {
+            Some(Ok(path)) => SaveFields {
+                saved_file: Some(path.display().to_string()),
+                save_error: None,
+            },
+            Some(Err(e)) => SaveFields {
+                saved_file: None,
+                save_error: Some(e),
+            },
+            None => SaveFields::default(),
+        }
+    }
 }
 
 /// `gemini_prompt_structured`'s result: a prompt tool's, with the value that validated.
