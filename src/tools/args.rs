@@ -18,20 +18,26 @@ use crate::error::Failure;
 /// `$schema` or `title`. Gemini's own function declarations and OpenAPI 3.0 subsets reject the
 /// rest.
 pub(crate) fn schema_of<T: JsonSchema>() -> JsonObject {
-    let settings = schemars::generate::SchemaSettings::draft2020_12();
-    let schema = settings.into_generator().into_root_schema_for::<T>();
-    let Ok(Value::Object(mut map)) = serde_json::to_value(schema) else {
-        return JsonObject::new();
-    };
-    let defs = map.remove("$defs").unwrap_or(Value::Null);
-    map.remove("$schema");
-    map.remove("title");
+    let (map, defs) = generated::<T>(schemars::generate::SchemaSettings::draft2020_12());
     let mut root = Value::Object(map);
     simplify(&mut root, &defs);
     match root {
         Value::Object(map) => map,
         _ => JsonObject::new(),
     }
+}
+
+/// `T`'s schema as schemars makes it under `settings`, without `$schema` and `title`, and its
+/// `$defs` apart (for [`simplify`] to inline).
+fn generated<T: JsonSchema>(settings: schemars::generate::SchemaSettings) -> (JsonObject, Value) {
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let Ok(Value::Object(mut map)) = serde_json::to_value(schema) else {
+        return (JsonObject::new(), Value::Null);
+    };
+    let defs = map.remove("$defs").unwrap_or(Value::Null);
+    map.remove("$schema");
+    map.remove("title");
+    (map, defs)
 }
 
 /// Rewrites one schema node (and those below it) into the plain dialect of [`schema_of`].
@@ -113,13 +119,7 @@ fn simplify(node: &mut Value, defs: &Value) {
 /// pair, `["string", "null"]`). A field left out when empty is not `required` and has one type.
 pub(crate) fn output_schema_of<T: JsonSchema>() -> JsonObject {
     let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
-    let schema = settings.into_generator().into_root_schema_for::<T>();
-    let Ok(Value::Object(mut map)) = serde_json::to_value(schema) else {
-        return JsonObject::new();
-    };
-    let defs = map.remove("$defs").unwrap_or(Value::Null);
-    map.remove("$schema");
-    map.remove("title");
+    let (mut map, defs) = generated::<T>(settings);
     let required: Vec<Value> = match map.get("required") {
         Some(Value::Array(r)) => r.clone(),
         _ => Vec::new(),
