@@ -478,9 +478,12 @@ mod tests {
             ])
         );
         let props = &s["properties"];
-        assert_eq!(props["SESSION_ID"]["type"], json!(["string", "null"]));
-        assert_eq!(props["error"]["type"], json!(["string", "null"]));
-        assert_eq!(props["stop_reason"]["type"], json!(["string", "null"]));
+        let string_or_null = json!([{"type": "string"}, {"type": "null"}]);
+        for field in ["SESSION_ID", "error", "stop_reason"] {
+            assert_eq!(props[field]["anyOf"], string_or_null, "{field}");
+            assert!(props[field]["description"].is_string(), "{field}");
+        }
+        assert!(!Value::Object(s.clone()).to_string().contains("\"type\":["));
         assert_eq!(props["agent_messages"]["type"], "string");
         // Left out when empty: one plain type.
         assert_eq!(props["exitCode"]["type"], "integer");

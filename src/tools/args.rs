@@ -27,6 +27,23 @@ pub(crate) fn schema_of<T: JsonSchema>() -> JsonObject {
     }
 }
 
+/// `node` (one plain type) or `null`: its description stays on top, the rest is the first branch.
+fn or_null(node: Value) -> Value {
+    let Value::Object(mut branch) = node else {
+        return node;
+    };
+    let mut top = serde_json::Map::new();
+    if let Some(d) = branch.remove("description") {
+        top.insert("description".into(), d);
+    }
+    let null = serde_json::json!({"type": "null"});
+    top.insert(
+        "anyOf".into(),
+        Value::Array(vec![Value::Object(branch), null]),
+    );
+    Value::Object(top)
+}
+
 /// `T`'s schema as schemars makes it under `settings`, without `$schema` and `title`, and its
 /// `$defs` apart (for [`simplify`] to inline).
 fn generated<T: JsonSchema>(settings: schemars::generate::SchemaSettings) -> (JsonObject, Value) {
@@ -115,8 +132,9 @@ fn simplify(node: &mut Value, defs: &Value) {
 }
 
 /// The JSON Schema of a result type `T` as a tool's `outputSchema`: what `T` serializes to, in
-/// the dialect of [`schema_of`], except that a field always present may be `null` (its type a
-/// pair, `["string", "null"]`). A field left out when empty is not `required` and has one type.
+/// the dialect of [`schema_of`], except that a field always present may be `null`: then it is
+/// `anyOf` its type and `null`, each branch of one `type` (a `type` array is legal, but linters and
+/// single-type dialects refuse it). A field left out when empty is not `required` and has one type.
 pub(crate) fn output_schema_of<T: JsonSchema>() -> JsonObject {
     let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
     let (mut map, defs) = generated::<T>(settings);
@@ -132,9 +150,7 @@ pub(crate) fn output_schema_of<T: JsonSchema>() -> JsonObject {
                 .is_some_and(|t| t.iter().any(|t| t == "null"));
             simplify(prop, &defs);
             if nullable && required.contains(&Value::String(name.clone())) {
-                if let Some(t) = prop.get("type").cloned() {
-                    prop["type"] = Value::Array(vec![t, Value::String("null".into())]);
-                }
+                *prop = or_null(std::mem::take(prop));
             }
         }
     }
