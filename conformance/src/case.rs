@@ -170,6 +170,9 @@ pub struct Step {
     pub label: Option<String>,
     /// Adds `_meta.progressToken` to the request.
     pub progress_token: Option<Value>,
+    /// Adds these keys to the request's `_meta` (a client's own keys, such as Claude Code's
+    /// `claudecode/toolUseId`).
+    pub meta: Option<serde_json::Map<String, Value>>,
     /// Repeats the request (a new id each time) every this many ms (scaled) until its response
     /// matches `expect`, up to the step's timeout: polling (`tasks/get`).
     pub poll_every_ms: Option<u64>,
@@ -678,9 +681,9 @@ pub fn validate(spec: &CaseSpec) -> Result<(), String> {
             return Err(format!("step {}: `arguments` belongs to `call`", n + 1));
         }
         let is_request = s.call.is_some() || s.request.is_some();
-        if (s.no_wait || s.progress_token.is_some()) && !is_request {
+        if (s.no_wait || s.progress_token.is_some() || s.meta.is_some()) && !is_request {
             return Err(format!(
-                "step {}: `no-wait`/`progress-token` belong to a request",
+                "step {}: `no-wait`/`progress-token`/`meta` belong to a request",
                 n + 1
             ));
         }

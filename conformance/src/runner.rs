@@ -1433,6 +1433,9 @@ impl Run<'_> {
                 self.capabilities.clone(),
             );
         }
+        for (k, v) in s.meta.iter().flatten() {
+            meta.insert(k.clone(), v.clone());
+        }
         if meta.is_empty() && s.progress_token.is_none() {
             return params;
         }

@@ -16,7 +16,8 @@ use crate::render::Render;
 use crate::tasks::{JobLabel, JobView, Refused, Started};
 use crate::tools::args::{self, given};
 use crate::tools::jobs::{
-    self, CancelArgs, JobTool, StartArgs, WaitArgs, DEFAULT_WAIT_S, MAX_WAIT_JOBS, MAX_WAIT_S,
+    self, CallKey, CancelArgs, JobTool, StartArgs, WaitArgs, DEFAULT_WAIT_S, MAX_WAIT_JOBS,
+    MAX_WAIT_S,
 };
 use crate::tools::prompt::GEMINI_PROMPT;
 
@@ -71,20 +72,7 @@ impl GeminiServer {
                     runnable.join(", ")
                 ))
             })?;
-        if !self.inner.tasks.enabled() {
-            return Err(Failure::new(
-                ErrorKind::ConfigError,
-                "jobs are held in the server's task store, which GEMINICLI_MCP_TASKS turns off",
-            ));
-        }
-        let key = match given(a.idempotency_key) {
-            Some(k) if k.len() > MAX_KEY_BYTES => {
-                return Err(Failure::invalid_input(format!(
-                    "idempotency_key is longer than {MAX_KEY_BYTES} bytes"
-                )))
-            }
-            k => k,
-        };
+        let key = given(a.idempotency_key);
         let started = self.spawn_job(route, &tool, a.arguments, key, context, owner);
         let (id, attached) = match started.map_err(|r| self.refused(r))? {
             Started::New(task) => (task.task_id, false),
@@ -99,50 +87,69 @@ impl GeminiServer {
         Ok(self.job_render().result(text, sc, false))
     }
 
-    /// A prompt call with an `idempotency_key`: run as the job of that key (or attached to the one
-    /// held under it, which a `gemini_start` may have made), and waited on to its end, its
-    /// progress messages passed on. The request's cancellation ends the wait, not the run: the
-    /// same call made again attaches to it, and gets its result once, with no second run.
+    /// A prompt call with a key: run as the job of that key (or attached to the one held under
+    /// it, which a `gemini_start` may have made), and waited on to its end, its progress messages
+    /// passed on. With an `idempotency_key`, the request's cancellation ends the wait, not the run:
+    /// the same call made again attaches to it, and gets its result once, with no second run.
+    /// With the client's own id of the call, the cancellation ends the run too; and where that
+    /// call cannot be held (no task store, the store full, an id too long) it runs as a plain
+    /// call.
     pub(super) async fn keyed_call(
         &self,
         route: crate::tools::Route,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-        key: String,
+        key: CallKey,
+        env: super::CallEnv,
     ) -> CallToolResult {
         let name = request.name.to_string();
         let fail = |f: &Failure| self.failure_for(route, &name, f);
-        if key.len() > MAX_KEY_BYTES {
-            return fail(&Failure::invalid_input(format!(
-                "idempotency_key is longer than {MAX_KEY_BYTES} bytes"
-            )));
-        }
-        if !self.inner.tasks.enabled() {
-            return fail(&Failure::new(
-                ErrorKind::ConfigError,
-                "a call with an idempotency_key is held in the server's task store, which GEMINICLI_MCP_TASKS turns off",
-            ));
-        }
         let mut arguments = request.arguments.clone().unwrap_or_default();
         arguments.remove("idempotency_key");
         let owner = owner(context);
-        let started = self.spawn_job(route, &name, arguments, Some(key), context, owner.clone());
-        let id = match started {
-            Ok(Started::New(task)) => task.task_id,
-            Ok(Started::Attached(id)) => id,
-            Err(r) => return fail(&self.refused(r)),
+        let text = key.text().to_string();
+        let started = self.spawn_job(route, &name, arguments, Some(text), context, owner.clone());
+        let id = match (started, &key) {
+            (Ok(Started::New(task)), _) => task.task_id,
+            (Ok(Started::Attached(id)), _) => id,
+            (Err(Refusal::Store(Refused::KeyTaken(id))), CallKey::Client(_)) => {
+                return fail(&Failure::invalid_input(format!(
+                    "the client sent this call under the id of an earlier call with other arguments (job {id}; the id is in the request's _meta), so it was not run: made again, the call goes under a new id"
+                )))
+            }
+            (Err(_), CallKey::Client(_)) => return self.call(route, request, env).await,
+            (Err(r), CallKey::Given(_)) => return fail(&self.refused(r)),
         };
+        let ends_run = matches!(key, CallKey::Client(_));
+        match self.await_job(owner.as_deref(), &id, context).await {
+            Ok(payload) => self.keyed_result(payload, route, &name),
+            Err(None) if ends_run => {
+                let _ = self.inner.tasks.cancel(owner.as_deref(), &id);
+                fail(&Failure::cancelled("the call was cancelled"))
+            }
+            Err(None) => fail(&Failure::cancelled(
+                "the wait was cancelled; the run goes on: the same call with the same idempotency_key attaches to it",
+            )),
+            Err(Some(f)) => fail(&f),
+        }
+    }
+
+    /// Waits for job `id` to finish and returns its payload, passing its progress messages on to
+    /// the request's progress token; `Err(None)` when the request is cancelled first.
+    async fn await_job(
+        &self,
+        owner: Option<&str>,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<TaskPayload, Option<Failure>> {
         let progress = context.meta.get_progress_token();
         let mut tick = tokio::time::interval(Duration::from_millis(crate::tasks::POLL_INTERVAL_MS));
         let (mut said, mut n) = (None::<String>, 0u32);
         loop {
             let finished = self.inner.tasks.next_finish();
-            let view = match self.job_view(owner.as_deref(), &id) {
-                Ok(v) => v,
-                Err(f) => return fail(&f),
-            };
+            let view = self.job_view(owner, id).map_err(Some)?;
             if let Some(payload) = view.payload {
-                return self.keyed_result(payload, route, &name);
+                return Ok(payload);
             }
             if let (Some(token), Some(message)) = (&progress, view.message) {
                 if said.as_ref() != Some(&message) {
@@ -157,11 +164,7 @@ impl GeminiServer {
             tokio::select! {
                 _ = finished => {}
                 _ = tick.tick() => {}
-                _ = context.ct.cancelled() => {
-                    return fail(&Failure::cancelled(
-                        "the wait was cancelled; the run goes on: the same call with the same idempotency_key attaches to it",
-                    ));
-                }
+                _ = context.ct.cancelled() => return Err(None),
             }
         }
     }
@@ -197,7 +200,13 @@ impl GeminiServer {
         key: Option<String>,
         context: &RequestContext<RoleServer>,
         owner: Option<String>,
-    ) -> Result<Started, Refused> {
+    ) -> Result<Started, Refusal> {
+        if !self.inner.tasks.enabled() {
+            return Err(Refusal::Off);
+        }
+        if key.as_ref().is_some_and(|k| k.len() > MAX_KEY_BYTES) {
+            return Err(Refusal::LongKey);
+        }
         let label = JobLabel {
             tool: tool.to_string(),
             key: key.map(|k| (k, fingerprint(tool, &arguments))),
@@ -211,19 +220,27 @@ impl GeminiServer {
             .start_job(owner, Some(label), move |handle| {
                 run_as_task(server, route, call, parts, move |_| asker, handle)
             })
+            .map_err(Refusal::Store)
     }
 
     /// Why a start made nothing, as the failure the model reads.
-    fn refused(&self, refused: Refused) -> Failure {
+    fn refused(&self, refused: Refusal) -> Failure {
         match refused {
-            Refused::Full => Failure::new(
+            Refusal::Off => Failure::new(
+                ErrorKind::ConfigError,
+                "jobs, and calls with an idempotency_key, are held in the server's task store, which GEMINICLI_MCP_TASKS turns off",
+            ),
+            Refusal::LongKey => Failure::invalid_input(format!(
+                "idempotency_key is longer than {MAX_KEY_BYTES} bytes"
+            )),
+            Refusal::Store(Refused::Full) => Failure::new(
                 ErrorKind::Error,
                 format!(
                     "the server holds {} jobs and tasks (GEMINICLI_MCP_MAX_TASKS), all still running: wait for one or cancel one, then start again",
                     self.inner.tasks.max_tasks()
                 ),
             ),
-            Refused::KeyTaken(id) => Failure::invalid_input(format!(
+            Refusal::Store(Refused::KeyTaken(id)) => Failure::invalid_input(format!(
                 "idempotency_key is already the key of job {id}, started with other arguments: use another key, or the same arguments to attach to it"
             )),
         }
@@ -357,6 +374,16 @@ impl GeminiServer {
         result.content.extend(blocks);
         result
     }
+}
+
+/// Why no job was started.
+enum Refusal {
+    /// The task store is turned off.
+    Off,
+    /// The key is longer than [`MAX_KEY_BYTES`].
+    LongKey,
+    /// The store refused it.
+    Store(Refused),
 }
 
 /// What an idempotency key stands for: the tool and its arguments.

@@ -222,12 +222,12 @@ impl ServerHandler for GeminiServer {
             .get("io.modelcontextprotocol/logLevel")
             .filter(|_| modern(&context))
             .and_then(|l| serde_json::from_value(l.clone()).ok());
-        // A prompt call with an idempotency_key runs as the job of that key, which outlives the
-        // request: a re-issued call attaches to it.
+        // A prompt call with an idempotency_key (or the client's own id of the call) runs as the
+        // job of that key: the call made again attaches to it.
         let run = async {
-            let key = tools::jobs::call_key(request.arguments.as_ref());
+            let key = tools::jobs::call_key(request.arguments.as_ref(), &context.meta);
             match key.filter(|_| runs_long(route, &request.name)) {
-                Some(key) => self.keyed_call(route, &request, &context, key).await,
+                Some(key) => self.keyed_call(route, &request, &context, key, env).await,
                 None => self.call(route, &request, env).await,
             }
         };

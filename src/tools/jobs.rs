@@ -94,11 +94,47 @@ pub(crate) struct CancelArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct JobsArgs {}
 
-/// A prompt call's `idempotency_key`, when its arguments carry one (a non-empty string; another
-/// type is the tool's own argument error).
-pub(crate) fn call_key(arguments: Option<&rmcp::model::JsonObject>) -> Option<String> {
-    let key = arguments?.get("idempotency_key")?.as_str()?;
-    (!key.is_empty()).then(|| key.to_string())
+/// `_meta` keys under which a client sends its own id of a tool call, the same when it sends the
+/// call again (Claude Code after a transport error).
+pub(crate) const CLIENT_CALL_IDS: &[&str] = &["claudecode/toolUseId"];
+
+/// What makes a prompt call the job of a key, so that the call made again attaches to its run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CallKey {
+    /// The call's own `idempotency_key`: its request's cancellation ends the wait, not the run.
+    Given(String),
+    /// The client's id of the call in `_meta`, under one of [`CLIENT_CALL_IDS`] (this name
+    /// first): the call sent again attaches, and its cancellation ends the run, as a plain
+    /// call's does, since it is the client's own.
+    Client(String),
+}
+
+impl CallKey {
+    /// The key the job is held under.
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            CallKey::Given(k) | CallKey::Client(k) => k,
+        }
+    }
+}
+
+/// A prompt call's key: its `idempotency_key`, when its arguments carry one (a non-empty string;
+/// another type is the tool's own argument error), else the client's id of the call in `meta`.
+pub(crate) fn call_key(
+    arguments: Option<&rmcp::model::JsonObject>,
+    meta: &Map<String, Value>,
+) -> Option<CallKey> {
+    let given = arguments
+        .and_then(|a| a.get("idempotency_key"))
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty());
+    if let Some(key) = given {
+        return Some(CallKey::Given(key.to_string()));
+    }
+    CLIENT_CALL_IDS.iter().find_map(|name| {
+        let id = meta.get(*name)?.as_str().filter(|id| !id.is_empty())?;
+        Some(CallKey::Client(format!("{name} {id}")))
+    })
 }
 
 /// The tools a job may run: the prompt tools, and the `acp` set's `gemini` when it is on.
@@ -155,4 +191,43 @@ pub(crate) fn definitions(ceiling: crate::approval::ApprovalMode) -> Vec<Tool> {
         )
         .annotate(annotate("List Gemini jobs", true, false)),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn the_idempotency_key_wins_over_the_clients_id() {
+        let meta = object(json!({"claudecode/toolUseId": "toolu_1"}));
+        let args = object(json!({"prompt": "p", "idempotency_key": "k"}));
+        assert_eq!(
+            call_key(Some(&args), &meta),
+            Some(CallKey::Given("k".into()))
+        );
+    }
+
+    #[test]
+    fn the_clients_id_of_the_call_is_a_key_of_its_own_namespace() {
+        let meta = object(json!({"claudecode/toolUseId": "toolu_1", "progressToken": 3}));
+        let args = object(json!({"prompt": "p"}));
+        let key = call_key(Some(&args), &meta).unwrap();
+        assert_eq!(key, CallKey::Client("claudecode/toolUseId toolu_1".into()));
+        assert_eq!(key.text(), "claudecode/toolUseId toolu_1");
+    }
+
+    #[test]
+    fn an_empty_or_missing_key_is_none() {
+        let args = object(json!({"prompt": "p", "idempotency_key": ""}));
+        assert_eq!(call_key(Some(&args), &Map::new()), None);
+        let meta = object(json!({"claudecode/toolUseId": "", "other/id": "x"}));
+        assert_eq!(call_key(None, &meta), None);
+        let meta = object(json!({"claudecode/toolUseId": 7}));
+        assert_eq!(call_key(None, &meta), None);
+    }
 }
