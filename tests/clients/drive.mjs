@@ -207,10 +207,40 @@ function baseEnv(run, mock) {
 // A scenario's own fake-gemini scenario files come in FAKE_GEMINI_SCENARIO_DIR.
 const serverEnv = (run) => ({
   GEMINI_CLI_BIN: run.fake,
-  ...(run.jobs ? { GEMINICLI_MCP_TOOLSETS: "jobs" } : {}),
+  ...(run.jobs ? { GEMINICLI_MCP_TOOLSETS: "jobs", FAKE_GEMINI_LOG: fakeLog(run) } : {}),
   ...(process.env.GEMINICLI_MCP_BACKEND ? { GEMINICLI_MCP_BACKEND: process.env.GEMINICLI_MCP_BACKEND } : {}),
   ...(run.fakeScenarioDir ? { FAKE_GEMINI_SCENARIO_DIR: run.fakeScenarioDir } : {}),
 });
+
+/** fake-gemini's log of its runs and the processes they spawned (a `jobs` scenario). */
+const fakeLog = (run) => path.join(run.dir, "fake.jsonl");
+
+/** The records of fake-gemini's log, when there is one. */
+function fakeRecords(run) {
+  const log = fakeLog(run);
+  if (!fs.existsSync(log)) return [];
+  return fs.readFileSync(log, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+}
+
+/**
+ * The pids of fake-gemini's log still alive `graceMs` after the client exited: what the client and
+ * the server left running (none should be: the server ends its runs when its client goes).
+ */
+async function leftRunning(run, graceMs) {
+  const pids = [...new Set(fakeRecords(run).map((r) => r.pid))];
+  const alive = () =>
+    pids.filter((pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  const until = Date.now() + graceMs;
+  while (alive().length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  return alive();
+}
 
 /** The file the Elicitation hook appends what it is given to, one JSON line a run. */
 const elicitLog = (run) => path.join(run.dir, "elicitations.jsonl");
@@ -465,11 +495,13 @@ function runClient({ command, args, env, stream }, run, timeoutMs) {
       clearTimeout(timer);
       resolve({ code: null, error: String(e) });
     });
-    child.on("exit", (code, signal) => {
+    child.on("exit", async (code, signal) => {
       clearTimeout(timer);
+      // What is still running a while after the client went is what it left behind.
+      const left = run.jobs ? await leftRunning(run, 5000) : [];
       // A server or CLI the client left behind must not outlive the run.
       killGroup();
-      resolve({ code, signal });
+      resolve({ code, signal, left });
     });
   });
 }
@@ -489,7 +521,7 @@ async function main() {
     server: opts.server,
     fake: opts.fake,
     userPrompt: s.jobs
-      ? "Start a Gemini job with the gemini_start tool, wait for it with gemini_wait, then read its whole answer."
+      ? "Start a Gemini job with the gemini_start tool (with an idempotency key, and once more with the same key), start a second job and cancel it, list the jobs, wait for the first with gemini_wait, then read its whole answer."
       : "Ask Gemini with the gemini_prompt tool, then read its whole answer.",
     toolTimeoutMs: s.toolTimeoutMs,
     jobs: s.jobs,
@@ -500,7 +532,8 @@ async function main() {
   };
   for (const d of [run.home, run.project]) fs.mkdirSync(d, { recursive: true });
 
-  const model = new Model(scenarioPrompt(s), s.arguments, s.jobs ? { waitS: s.waitS } : null);
+  const jobs = s.jobs ? { waitS: s.waitS, key: s.key, cancelPrompt: s.cancelPrompt } : null;
+  const model = new Model(scenarioPrompt(s), s.arguments, jobs);
   const client = CLIENTS[opts.client];
   const mock = await client.mock(model, path.join(run.dir, "mock.jsonl"));
   const started = Date.now();
@@ -534,6 +567,12 @@ async function main() {
       : [],
     done: model.ended && exit.code === 0,
     elapsed_ms: elapsed,
+    // A `jobs` scenario: fake-gemini's runs (their pid and prompt), and the pids of its log still
+    // alive 5 s after the client exited.
+    fake_runs: fakeRecords(run)
+      .filter((r) => r.event === "invocation")
+      .map(({ pid, prompt }) => ({ pid, prompt })),
+    left_running: exit.left ?? [],
   };
   process.stdout.write(JSON.stringify(report) + "\n");
   if (mock.outbound.length > 0) {

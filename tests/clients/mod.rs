@@ -62,6 +62,17 @@ struct Report {
     elicitations: Vec<Value>,
     done: bool,
     elapsed_ms: u64,
+    /// fake-gemini's runs, when the scenario logs them (`jobs`).
+    fake_runs: Vec<FakeRun>,
+    /// The pids of fake-gemini's log still alive 5 s after the client exited (`jobs`).
+    left_running: Vec<u32>,
+}
+
+/// One run of fake-gemini, from its log.
+#[derive(Debug, Deserialize)]
+struct FakeRun {
+    pid: u32,
+    prompt: Option<String>,
 }
 
 /// One MCP tool call the model made, and what it was shown as the result.
@@ -600,19 +611,7 @@ fn job_outlives_tool_timeout(client: &str) {
         delay >= 2 * timeout && s["waitS"].as_u64().unwrap() * 1000 < timeout,
         "the jobs scenario must outlast its tool timeout, and wait less than it: {s}"
     );
-    let (start, waits) = report.calls.split_first().expect("calls");
-    assert_eq!(start.tool, "gemini_start", "{:#?}", report.calls);
-    assert_eq!(start.arguments["arguments"]["prompt"], s["prompt"]);
-    assert!(
-        start.seen().contains("gemini-") && !start.seen().contains(answer),
-        "gemini_start did not answer at once with the job: {}",
-        start.seen()
-    );
-    assert!(
-        waits.len() >= 2 && waits.iter().all(|c| c.tool == "gemini_wait"),
-        "expected the job waited on more than once: {:#?}",
-        report.calls
-    );
+    let waits = job_opening(&report, &s);
     for call in &report.calls {
         assert!(
             !call.seen().contains("timed out"),
@@ -636,6 +635,90 @@ fn job_outlives_tool_timeout(client: &str) {
         "the run took {} ms, its job {delay} ms",
         report.elapsed_ms
     );
+    let runs_of = |prompt: &Value| {
+        let prompt = prompt.as_str().unwrap();
+        report
+            .fake_runs
+            .iter()
+            .filter(|r| r.prompt.as_deref().is_some_and(|p| p.contains(prompt)))
+            .count()
+    };
+    assert_eq!(
+        (runs_of(&s["prompt"]), runs_of(&s["cancelPrompt"])),
+        (1, 1),
+        "expected one run of each job: {:?}",
+        report.fake_runs
+    );
+    let left: Vec<&FakeRun> = report
+        .fake_runs
+        .iter()
+        .filter(|r| report.left_running.contains(&r.pid))
+        .collect();
+    assert!(
+        report.left_running.is_empty(),
+        "processes ran on after the client had gone: {:?}, runs {left:?}",
+        report.left_running
+    );
+}
+
+/// Checks the jobs scenario's opening calls — the start, the same start again attaching, a
+/// second job started and cancelled, the listing — and returns the waits that follow.
+fn job_opening<'r>(report: &'r Report, s: &Value) -> &'r [Call] {
+    let answer = s["answer"].as_str().unwrap();
+    let tools: Vec<&str> = report.calls.iter().map(|c| c.tool.as_str()).collect();
+    let opening = [
+        "gemini_start",
+        "gemini_start",
+        "gemini_start",
+        "gemini_cancel",
+        "gemini_jobs",
+    ];
+    assert_eq!(
+        tools[..opening.len().min(tools.len())],
+        opening,
+        "{tools:?}"
+    );
+    let (start, again, other, cancel) = (
+        &report.calls[0],
+        &report.calls[1],
+        &report.calls[2],
+        &report.calls[3],
+    );
+    assert_eq!(start.arguments["arguments"]["prompt"], s["prompt"]);
+    assert_eq!(start.arguments["idempotency_key"], s["key"]);
+    let id = job_id(start.seen()).expect("gemini_start showed no job id");
+    assert!(
+        !start.seen().contains(answer),
+        "gemini_start did not answer at once with the job: {}",
+        start.seen()
+    );
+    assert_eq!(again.arguments, start.arguments);
+    assert!(
+        job_id(again.seen()) == Some(id)
+            && (again.seen().contains("Attached") || again.seen().contains(r#""attached":true"#)),
+        "the same start under the same key did not attach to job {id}: {}",
+        again.seen()
+    );
+    let second = job_id(other.seen()).expect("the second start showed no job id");
+    assert_ne!(second, id);
+    assert!(
+        cancel.seen().contains(second) && cancel.seen().contains("cancelled"),
+        "the second job was not cancelled: {}",
+        cancel.seen()
+    );
+    let waits = &report.calls[opening.len()..];
+    assert!(
+        waits.len() >= 2 && waits.iter().all(|c| c.tool == "gemini_wait"),
+        "expected the job waited on more than once: {tools:?}"
+    );
+    waits
+}
+
+/// The first job id (`gemini-` and 32 hex digits) in `text`.
+fn job_id(text: &str) -> Option<&str> {
+    let at = text.find("gemini-")?;
+    let id = text.get(at..at + 39)?;
+    id[7..].bytes().all(|b| b.is_ascii_hexdigit()).then_some(id)
 }
 
 /// One ignored test per scenario for each client: `clients::<client>::<scenario>`.

@@ -12,7 +12,10 @@
 //
 // With `jobs` it starts the prompt as a job instead (gemini_start), reads the job's id in what it
 // is shown (`gemini-` and 32 hex digits), and calls gemini_wait on it with `timeout_s` until it is
-// shown the job completed, then reads on as above.
+// shown the job completed, then reads on as above. With the jobs' `key` it starts the job under
+// that idempotency_key and then starts it again (the second start should attach); with
+// `cancelPrompt` it starts a second job of that prompt meanwhile, cancels it (gemini_cancel) and
+// lists the jobs (gemini_jobs), before it waits on the first.
 
 /** A job's id, as gemini_start shows it. */
 const JOB_ID = /gemini-[0-9a-f]{32}/;
@@ -39,7 +42,11 @@ export class Model {
   constructor(prompt, extra = {}, jobs = null) {
     this.prompt = prompt;
     this.extra = extra;
-    /** `{waitS}`: start the prompt as a job, then wait on it `waitS` seconds at a time. */
+    /**
+     * `{waitS, key, cancelPrompt}`: start the prompt as a job (under the idempotency_key `key`,
+     * twice, when given), start and cancel a job of `cancelPrompt` when given, then wait on the
+     * first `waitS` seconds at a time.
+     */
     this.jobs = jobs;
     this.calls = [];
     this.notifications = [];
@@ -53,16 +60,14 @@ export class Model {
    */
   next() {
     if (this.ended) return null;
-    const first = { prompt: this.prompt, ...this.extra };
-    if (this.calls.length === 0) {
-      return this.jobs ? this.#call("gemini_start", { arguments: first }) : this.#call("gemini_prompt", first);
+    if (this.calls.length === 0 && !this.jobs) {
+      return this.#call("gemini_prompt", { prompt: this.prompt, ...this.extra });
     }
     const last = this.calls[this.calls.length - 1];
-    if (last.seen === undefined || this.calls.length >= MAX_CALLS) return this.#end();
-    if (this.jobs && (last.tool === "gemini_start" || (last.tool === "gemini_wait" && !JOB_DONE.test(last.seen)))) {
-      const id = (last.seen.match(JOB_ID) ?? [])[0];
-      if (!id) return this.#end();
-      return this.#call("gemini_wait", { job_ids: [id], timeout_s: this.jobs.waitS });
+    if (last && (last.seen === undefined || this.calls.length >= MAX_CALLS)) return this.#end();
+    if (this.jobs) {
+      const step = this.#jobStep(last);
+      if (step !== undefined) return step;
     }
     const found = [...last.seen.matchAll(CONTINUATION)].pop();
     if (!found) return this.#end();
@@ -73,6 +78,34 @@ export class Model {
     );
     if (repeated) return this.#end();
     return this.#call("gemini_read_answer", args);
+  }
+
+  /**
+   * The next step of the jobs' part of the conversation: the opening calls in their order, then
+   * waits on the first job until it shows completed; `undefined` once that part is over.
+   */
+  #jobStep(last) {
+    const { key, cancelPrompt, waitS } = this.jobs;
+    const idOf = (call) => (call?.seen?.match(JOB_ID) ?? [])[0];
+    const start = (prompt, more) => () => this.#call("gemini_start", { arguments: { prompt, ...this.extra }, ...more });
+    const keyed = key ? { idempotency_key: key } : {};
+    const opening = [
+      start(this.prompt, keyed),
+      ...(key ? [start(this.prompt, keyed)] : []),
+      ...(cancelPrompt
+        ? [
+            start(cancelPrompt, {}),
+            () => (idOf(last) ? this.#call("gemini_cancel", { job_id: idOf(last) }) : this.#end()),
+            () => this.#call("gemini_jobs", {}),
+          ]
+        : []),
+    ];
+    if (this.calls.length < opening.length) return opening[this.calls.length]();
+    if (last.tool === "gemini_read_answer" || (last.tool === "gemini_wait" && JOB_DONE.test(last.seen))) {
+      return undefined;
+    }
+    const id = idOf(this.calls[0]);
+    return id ? this.#call("gemini_wait", { job_ids: [id], timeout_s: waitS }) : this.#end();
   }
 
   /** Records what the client showed as the result of the last call. */
