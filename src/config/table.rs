@@ -388,7 +388,7 @@ pub const SETTINGS: &[Setting] = &[
         flag: None,
         help: "0, false, no or off: never answer a call with a task (default on: a prompt call \
                from a client that declares the 2026-07-28 tasks extension returns a task at once \
-               and runs on).",
+               and runs on); jobs and calls with an idempotency_key are then refused.",
         kind: Kind::Config(|c| json!(c.tasks.enabled)),
     },
     Setting {
