@@ -643,10 +643,11 @@ fn job_outlives_tool_timeout(client: &str) {
             .filter(|r| r.prompt.as_deref().is_some_and(|p| p.contains(prompt)))
             .count()
     };
-    assert_eq!(
-        (runs_of(&s["prompt"]), runs_of(&s["cancelPrompt"])),
-        (1, 1),
-        "expected one run of each job: {:?}",
+    // The cancelled job's process may be killed before it logs its start (the cancel follows the
+    // start at once, and a loaded machine can be slow to run a new process): at most one run.
+    assert!(
+        runs_of(&s["prompt"]) == 1 && runs_of(&s["cancelPrompt"]) <= 1,
+        "expected one run of the attached job and at most one of the cancelled: {:?}",
         report.fake_runs
     );
     let left: Vec<&FakeRun> = report
