@@ -27,6 +27,7 @@ pub mod settings;
 pub mod sys;
 pub mod texts;
 pub mod timing;
+pub mod tree;
 
 /// The binary's entry point: descendant role, launcher, or worker.
 pub fn main_entry() -> ! {

@@ -328,6 +328,17 @@ fn startup_noise(ctx: &Ctx, args: &Args, approval: &Approval, fresh_notice: bool
         err(texts::sunset_critical().as_bytes());
         return Err(ctx.exit(1));
     }
+    if crate::settings::include_directory_tree(&cwd) {
+        let mut roots = vec![cwd.clone()];
+        roots.extend(
+            args.array("include-directories")
+                .iter()
+                .map(|d| cwd.join(d)),
+        );
+        for w in crate::tree::unreadable_folder_warnings(&roots) {
+            err_line(&w);
+        }
+    }
     if ctx.scenario.environment.startup_noise {
         for l in texts::STARTUP_NOISE {
             err_line(l);

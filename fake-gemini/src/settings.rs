@@ -540,6 +540,15 @@ pub fn session_retention_enabled(cwd: &std::path::Path) -> bool {
     .unwrap_or(true)
 }
 
+/// `context.includeDirectoryTree` as the CLI merges it, `true` when none sets it: whether the
+/// first request's context holds the workspace's folder structure (and so whether it is scanned).
+pub fn include_directory_tree(cwd: &std::path::Path) -> bool {
+    highest_layer(Some(cwd), |v| {
+        v["context"]["includeDirectoryTree"].as_bool()
+    })
+    .unwrap_or(true)
+}
+
 /// Whether the merged `tools.allowed` is a non-empty list (it has no merge strategy: the highest
 /// layer that sets it wins), which makes the CLI print the `--allowed-tools` deprecation warning.
 pub fn tools_allowed_nonempty(cwd: &std::path::Path) -> bool {
