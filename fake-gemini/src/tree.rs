@@ -185,6 +185,17 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_denied_is_warned_about_and_other_errors_are_not() {
+        let dir = Path::new("/tmp/private");
+        let denied = std::io::Error::from_raw_os_error(EACCES);
+        assert_eq!(
+            warning(dir, &denied).as_deref(),
+            Some("Warning: Could not read directory /tmp/private: EACCES: permission denied, scandir '/tmp/private'")
+        );
+        assert!(warning(dir, &std::io::Error::from_raw_os_error(20)).is_none());
+    }
+
+    #[test]
     fn the_scan_stops_entering_folders_once_200_items_are_counted() {
         let d = tempfile::tempdir().unwrap();
         for i in 0..MAX_ITEMS {
