@@ -79,21 +79,33 @@ impl Scan {
 /// The warning for a folder that could not be read, as Node words the error (`EACCES`,
 /// `ENOENT` and `EPERM` are warned about; other errors end the scan silently here).
 fn warning(dir: &Path, e: &std::io::Error) -> Option<String> {
-    let what = match e.raw_os_error() {
-        Some(libc_code) if libc_code == EACCES => "EACCES: permission denied",
-        Some(libc_code) if libc_code == ENOENT => "ENOENT: no such file or directory",
-        Some(libc_code) if libc_code == EPERM => "EPERM: operation not permitted",
-        _ => return None,
-    };
+    let what = node_error(e)?;
     let path = dir.display();
     Some(format!(
         "Warning: Could not read directory {path}: {what}, scandir '{path}'"
     ))
 }
 
-const EPERM: i32 = 1;
-const ENOENT: i32 = 2;
-const EACCES: i32 = 13;
+/// Node's message for the errors the scan warns about.
+#[cfg(unix)]
+fn node_error(e: &std::io::Error) -> Option<&'static str> {
+    match e.raw_os_error()? {
+        libc::EACCES => Some("EACCES: permission denied"),
+        libc::ENOENT => Some("ENOENT: no such file or directory"),
+        libc::EPERM => Some("EPERM: operation not permitted"),
+        _ => None,
+    }
+}
+
+/// Node's message for the errors the scan warns about.
+#[cfg(not(unix))]
+fn node_error(e: &std::io::Error) -> Option<&'static str> {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => Some("EPERM: operation not permitted"),
+        std::io::ErrorKind::NotFound => Some("ENOENT: no such file or directory"),
+        _ => None,
+    }
+}
 
 /// ICU's root order of the ASCII punctuation and symbols, which all sort before digits and
 /// letters.
@@ -185,14 +197,15 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_folder_denied_is_warned_about_and_other_errors_are_not() {
         let dir = Path::new("/tmp/private");
-        let denied = std::io::Error::from_raw_os_error(EACCES);
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
         assert_eq!(
             warning(dir, &denied).as_deref(),
             Some("Warning: Could not read directory /tmp/private: EACCES: permission denied, scandir '/tmp/private'")
         );
-        assert!(warning(dir, &std::io::Error::from_raw_os_error(20)).is_none());
+        assert!(warning(dir, &std::io::Error::from_raw_os_error(libc::ENOTDIR)).is_none());
     }
 
     #[test]
