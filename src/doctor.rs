@@ -23,6 +23,11 @@ use crate::gemini::settings::{self, Layer, SystemFile};
 
 /// The oldest CLI the server works with: 0.40.0 brought `--skip-trust`.
 pub const MIN_VERSION: (u64, u64, u64) = (0, 40, 0);
+/// The newest CLI the server was run against (the real CLI, in the test suites).
+pub const OBSERVED_VERSION: (u64, u64, u64) = (0, 61, 0);
+/// The newest CLI release whose changes the server handles from its release notes (fake-gemini
+/// plays them; not run against the real release here).
+pub const NEWEST_KNOWN_VERSION: (u64, u64, u64) = (0, 64, 0);
 /// Most bytes kept of a probe's output: `--help` is about 10 KiB.
 const PROBE_OUTPUT_CAP: usize = 1024 * 1024;
 /// The upgrade command, in every fix that needs it.
@@ -194,6 +199,8 @@ impl Report {
                 "via": self.via,
                 "version": self.version,
                 "minimumVersion": format_version(MIN_VERSION),
+                "testedVersions": {"observed": [format_version(MIN_VERSION), format_version(OBSERVED_VERSION)],
+                    "fromReleaseNotes": format!("{}.x", minor(NEWEST_KNOWN_VERSION))},
                 "versionProbe": self.version_probe.json(),
                 "helpProbe": self.help_probe.json(),
                 "capabilities": self.capabilities.iter().map(|(c, found)| {
@@ -247,6 +254,12 @@ impl Report {
                     format!("{v} (--version took {:.1} s)", duration.as_secs_f64()),
                 (_, probe) => probe_text(probe),
             }
+        ));
+        t.push_str(&format!(
+            "  tested with      {} to {} (run here); up to {}.x (from release notes)\n",
+            format_version(MIN_VERSION),
+            format_version(OBSERVED_VERSION),
+            minor(NEWEST_KNOWN_VERSION)
         ));
         t.push_str(&format!(
             "  --help           {}\n",
@@ -360,6 +373,29 @@ pub fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
         })
 }
 
+/// `X.Y`, the release line of a version.
+fn minor((a, b, _): (u64, u64, u64)) -> String {
+    format!("{a}.{b}")
+}
+
+/// The warning for a CLI newer than every release the server knows (it may still work: the
+/// server reads what it does not know leniently).
+fn untested(text: &str, v: (u64, u64, u64)) -> Option<String> {
+    (minor_of(v) > minor_of(NEWEST_KNOWN_VERSION)).then(|| {
+        format!(
+            "the Gemini CLI is {text}, newer than the releases this server was tested with ({} to {} run here, up to {}.x from their release notes); if calls misbehave, `npm install -g @google/gemini-cli@{}` and report what changed",
+            format_version(MIN_VERSION),
+            format_version(OBSERVED_VERSION),
+            minor(NEWEST_KNOWN_VERSION),
+            format_version(OBSERVED_VERSION),
+        )
+    })
+}
+
+fn minor_of((a, b, _): (u64, u64, u64)) -> (u64, u64) {
+    (a, b)
+}
+
 fn format_version((a, b, c): (u64, u64, u64)) -> String {
     format!("{a}.{b}.{c}")
 }
@@ -463,6 +499,9 @@ pub async fn run(inputs: Inputs) -> Report {
     };
 
     let version = version_problems(&version_probe, &help_probe, &mut problems);
+    if let Some(w) = version.as_ref().and_then(|(text, v)| untested(text, *v)) {
+        warnings.push(w);
+    }
     let capabilities = capability_problems(help_probe.output(), &mut problems);
     warnings.extend(config.unread.iter().cloned());
     let (auth_variables, oauth_credentials) = auth_variables(&inputs);

@@ -98,6 +98,35 @@ fn a_cli_older_than_0_40_fails_with_the_upgrade() {
 }
 
 #[test]
+fn a_cli_newer_than_the_tested_releases_is_a_warning_not_a_problem() {
+    let (out, _home) = doctor(&["--json"], &[("FAKE_GEMINI_VERSION", "0.65.1")]);
+    let r = json_report(&out);
+    assert_eq!(out.status.code(), Some(0), "{r:#}");
+    assert_eq!(r["problems"], serde_json::json!([]));
+    assert_eq!(
+        r["cli"]["testedVersions"]["observed"],
+        serde_json::json!(["0.40.0", "0.61.0"])
+    );
+    let warnings = r["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| {
+            let w = w.as_str().unwrap();
+            w.contains("0.65.1, newer than the releases") && w.contains("up to 0.64.x")
+        }),
+        "{warnings:?}"
+    );
+    // The newest release known from its notes, a preview included, is no warning.
+    let (out, _home) = doctor(&["--json"], &[("FAKE_GEMINI_VERSION", "0.64.0-preview.0")]);
+    let r = json_report(&out);
+    assert!(
+        !r["warnings"]
+            .to_string()
+            .contains("newer than the releases"),
+        "{r:#}"
+    );
+}
+
+#[test]
 fn version_0_40_passes_without_the_optional_session_id() {
     let (out, _home) = doctor(&["--json"], &[("FAKE_GEMINI_VERSION", "0.40.0")]);
     let r = json_report(&out);
