@@ -19,6 +19,7 @@ pub mod log;
 pub mod options;
 pub mod output;
 pub mod proc;
+pub mod releases;
 pub mod run;
 pub mod scenario;
 pub mod security;

@@ -133,7 +133,10 @@ impl Agent {
     pub(crate) fn respond(&self, id: &Value, result: Result<Value, Value>, msg: &Value) {
         match result {
             Ok(r) => self.send(&json!({"jsonrpc": "2.0", "id": id, "result": r})),
-            Err(e) => {
+            Err(mut e) => {
+                if crate::releases::has(&self.version, crate::releases::ACP_ERRORS_AS_TEXT) {
+                    e = wire::as_text_error(e);
+                }
                 self.stderr_line(&wire::error_log_line("request", msg, &e));
                 self.send(&json!({"jsonrpc": "2.0", "id": id, "error": e}));
             }

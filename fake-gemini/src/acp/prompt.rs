@@ -771,11 +771,16 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, id: (i64, usize), p: &Pe
             {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
             {"optionId": "cancel", "name": "Reject", "kind": "reject_once"}
         ]);
+        let tool_call = json!({"toolCallId": call_id, "status": "pending", "title": title,
+            "content": content, "locations": locations, "kind": k});
+        if crate::releases::has(&agent.version, crate::releases::PENDING_TOOL_CALL_FIRST) {
+            let mut update = tool_call.clone();
+            update["sessionUpdate"] = json!("tool_call");
+            agent.update(&s.id, update);
+        }
         let answer = agent.client_request(
             "session/request_permission",
-            json!({"sessionId": s.id, "options": options, "toolCall": {
-                "toolCallId": call_id, "status": "pending", "title": title,
-                "content": content, "locations": locations, "kind": k}}),
+            json!({"sessionId": s.id, "options": options, "toolCall": tool_call}),
         );
         if answer.get("error").is_some() {
             // The SDK rejects with the plain error object; `String(e)` is all that is left.
@@ -798,12 +803,20 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, id: (i64, usize), p: &Pe
             _ => return failed("Invalid permission response"),
         };
         match chosen {
-            // Rejected: the model is told, the client gets no update (as the source does).
+            // Rejected: the model is told; 0.61 sends the client no update (as the source does),
+            // 0.62 a failed one (PR#29439).
             "cancel" => {
+                if crate::releases::has(&agent.version, crate::releases::PENDING_TOOL_CALL_FIRST) {
+                    agent.update(
+                        &s.id,
+                        json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                        "status": "failed", "content": [text_content(&format!("Tool \"{name}\" was canceled by the user."))], "kind": k}),
+                    );
+                }
                 return record(
                     "cancelled",
                     &format!("Tool \"{name}\" was canceled by the user."),
-                )
+                );
             }
             "proceed_once" | "modify_with_editor" => {}
             // "Allow for this session" on an edit switches the session to autoEdit, a privileged

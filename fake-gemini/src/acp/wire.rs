@@ -109,6 +109,19 @@ pub fn error(code: i64, message: &str, data: Option<Value>) -> Value {
     Value::Object(e)
 }
 
+/// An agent method's error as 0.62 sends it (`crate::releases::ACP_ERRORS_AS_TEXT`): an API
+/// error (its HTTP status as the code) becomes `-32000` with the message alone; the SDK's own
+/// errors (parse, method not found, parameters against the schema) stay.
+pub fn as_text_error(e: Value) -> Value {
+    let code = e["code"].as_i64().unwrap_or_default();
+    let message = e["message"].as_str().unwrap_or_default();
+    if (400..=599).contains(&code) {
+        error(-32000, message, None)
+    } else {
+        e
+    }
+}
+
 /// The SDK's `RequestError.methodNotFound`.
 pub fn method_not_found(method: &str) -> Value {
     error(

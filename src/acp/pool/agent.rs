@@ -49,6 +49,22 @@ pub(super) fn cancelled(when: &str) -> Failure {
     Failure::cancelled(format!("the request was cancelled {when}"))
 }
 
+/// The HTTP status of an API error the agent passed on: its code on CLI 0.61; from 0.62, which
+/// sends every such error as `-32000` with its text only (release notes), the status the text
+/// carries (the API's JSON error body, or a leading `429 `).
+fn http_status(code: i64, message: &str) -> Option<u16> {
+    let status = |n: i64| u16::try_from(n).ok().filter(|c| (400..=599).contains(c));
+    status(code)
+        .or_else(|| {
+            let body: serde_json::Value = serde_json::from_str(message.trim()).ok()?;
+            status(body["error"]["code"].as_i64()?)
+        })
+        .or_else(|| {
+            let (head, _) = message.split_once(' ')?;
+            status(head.trim_end_matches(':').parse().ok()?)
+        })
+}
+
 /// A failed ACP exchange as a tool failure: an API error carries its HTTP status as the code
 /// and is classified as on the one-shot path (`ErrorKind::from_http`).
 pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Failure {
@@ -58,10 +74,11 @@ pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Fai
             unsupported_login(message).unwrap_or_default(),
         ),
         AcpError::Rpc { code, message } => {
-            let status = u16::try_from(*code).ok().filter(|c| (400..=599).contains(c));
+            let status = http_status(*code, message);
             let kind = ErrorKind::from_http(status, message).unwrap_or(ErrorKind::Error);
-            // As on the one-shot path: an API error's exit is its HTTP status & 0xFF.
-            let exit = status.map_or(1, |s| i32::from(s & 0xFF));
+            // As on the one-shot path: an API error's exit is its HTTP status & 0xFF; a status
+            // the text does not carry is its kind's (a 429 told by its words is still 173).
+            let exit = status.map_or(kind.exit_code(), |s| i32::from(s & 0xFF));
             Failure::with_exit(kind, exit, format!("{doing}: {message} (ACP error {code})"))
                 .with_retry_delay(crate::gemini::outcome::retry_delay_ms(message))
         }
@@ -104,6 +121,18 @@ pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Fai
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_api_errors_status_is_its_code_or_what_its_text_carries() {
+        assert_eq!(http_status(503, "Service Unavailable"), Some(503));
+        let body =
+            r#"{"error":{"code":500,"message":"Internal error encountered.","status":"INTERNAL"}}"#;
+        assert_eq!(http_status(-32000, body), Some(500));
+        assert_eq!(http_status(-32000, "429 Too Many Requests"), Some(429));
+        assert_eq!(http_status(-32000, "Session not found: abc"), None);
+        assert_eq!(http_status(-32000, "1000 tokens exceed the limit"), None);
+        assert_eq!(http_status(-32603, "Internal error"), None);
+    }
     use std::path::PathBuf;
 
     /// Every flag and variable of an agent with every option set is in the inventory.

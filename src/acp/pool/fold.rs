@@ -128,7 +128,9 @@ pub(super) fn absorb(
                         &mut tools.last_mut().expect("pushed").1
                     }
                 };
-                // An update changes only the fields it names.
+                // An update changes only the fields it names; a call the user rejected stays
+                // rejected when the agent then reports it failed (CLI 0.62 and later do).
+                let rejected = entry["permission"] == "rejected";
                 for (key, value) in [
                     ("title", call.title.as_ref().map(|v| json!(v))),
                     ("kind", call.kind.as_ref().map(|v| json!(v))),
@@ -136,7 +138,9 @@ pub(super) fn absorb(
                     ("locations", call.locations.as_ref().map(|v| json!(v))),
                 ] {
                     if let Some(value) = value {
-                        entry[key] = value;
+                        if !(rejected && key == "status" && value == "failed") {
+                            entry[key] = value;
+                        }
                     }
                 }
                 let output = call.output();
@@ -222,6 +226,39 @@ mod tests {
         assert_eq!(calls[0]["title"], "ls");
         assert_eq!(calls[0]["output"], "a b");
         assert_eq!(calls[1]["status"], "rejected");
+    }
+
+    #[test]
+    fn a_rejected_call_the_agent_then_reports_failed_stays_rejected() {
+        // CLI 0.62 and later: the pending tool call first, the question, then a failed update.
+        let mut answer = Answer::default();
+        let mut tools = Vec::new();
+        absorb(
+            &mut answer,
+            &mut tools,
+            Inbound::Update(json!({"sessionUpdate": "tool_call",
+            "toolCallId": "t1", "status": "pending", "title": "rm -rf build", "kind": "execute"})),
+        );
+        absorb(
+            &mut answer,
+            &mut tools,
+            Inbound::Permission {
+                tool_call: json!({"toolCallId": "t1", "title": "rm -rf build", "kind": "execute"}),
+                options: json!([]),
+                allowed: false,
+                outcome: json!({"outcome": "selected", "optionId": "cancel"}),
+                decided_by: Some("user"),
+            },
+        );
+        absorb(
+            &mut answer,
+            &mut tools,
+            Inbound::Update(json!({"sessionUpdate": "tool_call_update",
+            "toolCallId": "t1", "status": "failed", "kind": "execute"})),
+        );
+        assert_eq!(tools.len(), 1, "{tools:?}");
+        assert_eq!(tools[0].1["status"], "rejected");
+        assert_eq!(tools[0].1["permission"], "rejected");
     }
 
     #[test]
