@@ -15,6 +15,12 @@ pub const PENDING_TOOL_CALL_FIRST: Version = (0, 62, 0);
 /// longer its code (0.62.0 release notes: "errors reach the client as -32000 with text only").
 pub const ACP_ERRORS_AS_TEXT: Version = (0, 62, 0);
 
+/// ACP: a prompt's answer carries ACP's `usage` (token counts) and a `usage_update` session
+/// update precedes it (0.64.0-preview.0 release notes: "ACP emits usage_update notifications
+/// (token counts from PromptResponse.usage)"; the shapes are the ACP schema's, `used` and `size`
+/// for the update).
+pub const USAGE_UPDATE: Version = (0, 64, 0);
+
 /// Whether `version` (a CLI version string; unparsable reads as 0.61.0) has the change that came
 /// with `since`.
 pub fn has(version: &str, since: Version) -> bool {

@@ -31,6 +31,14 @@ pub(crate) enum SessionUpdate {
         #[serde(default)]
         entries: Vec<Value>,
     },
+    /// How much of the model's context window the session uses (ACP's `usage_update`; the CLI
+    /// sends it from 0.64, by its release notes).
+    UsageUpdate {
+        /// Tokens in the context.
+        used: u64,
+        /// The context window, in tokens.
+        size: u64,
+    },
     /// Any other kind (the user's own message echoed, mode and command updates, a newer kind).
     #[serde(other)]
     Other,

@@ -421,7 +421,14 @@ impl Agent {
         // the next one is `Not currently generating` (observed by the ACP differential suite).
         self.running.fetch_add(1, Ordering::SeqCst);
         std::thread::spawn(move || {
-            let result = prompt::run(&agent, &s, &id, &msg["params"], &p);
+            let mut result = prompt::run(&agent, &s, &id, &msg["params"], &p);
+            if crate::releases::has(&agent.version, crate::releases::USAGE_UPDATE) {
+                if let Ok(answer) = result.as_mut() {
+                    if let Some(update) = wire::with_usage(answer) {
+                        agent.update(&s.id, update);
+                    }
+                }
+            }
             agent.respond(&id, result, &msg);
             agent.running.fetch_sub(1, Ordering::SeqCst);
         });

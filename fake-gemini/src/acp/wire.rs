@@ -122,6 +122,27 @@ pub fn as_text_error(e: Value) -> Value {
     }
 }
 
+/// The context window of the emulated models, in tokens.
+const CONTEXT_WINDOW: u64 = 1_048_576;
+
+/// A prompt's answer as 0.64 ends it (`crate::releases::USAGE_UPDATE`): the turn's token counts
+/// also as ACP's `usage` (`inputTokens`, `outputTokens`, `totalTokens`); returns the
+/// `usage_update` session update sent before the answer (`used`: the turn's tokens, `size`: the
+/// model's context window), or `None` for an answer without counts (a cancelled turn).
+pub fn with_usage(answer: &mut Value) -> Option<Value> {
+    let count = &answer["_meta"]["quota"]["token_count"];
+    let (input, output) = (
+        count["input_tokens"].as_u64()?,
+        count["output_tokens"].as_u64()?,
+    );
+    answer["usage"] = json!({"inputTokens": input, "outputTokens": output,
+        "totalTokens": input + output});
+    Some(
+        json!({"sessionUpdate": "usage_update", "used": input + output,
+        "size": CONTEXT_WINDOW}),
+    )
+}
+
 /// The SDK's `RequestError.methodNotFound`.
 pub fn method_not_found(method: &str) -> Value {
     error(

@@ -72,6 +72,8 @@ pub struct Answer {
     pub plan: Vec<Value>,
     /// The session's model.
     pub model: String,
+    /// The last `usage_update`: tokens in the context and the context window.
+    pub context: Option<(u64, u64)>,
     /// The agent's pid.
     pub pid: u32,
 }

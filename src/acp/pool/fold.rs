@@ -157,6 +157,10 @@ pub(super) fn absorb(
                 answer.plan = entries;
                 None
             }
+            SessionUpdate::UsageUpdate { used, size } => {
+                answer.context = Some((used, size));
+                None
+            }
             SessionUpdate::Other => None,
         },
         Inbound::Question { .. } => None,

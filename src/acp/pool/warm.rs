@@ -503,25 +503,46 @@ fn answered(
             answer: answer.last_turn,
             session_id: Some(session.id.clone()),
             model: Some(session.model.clone()).filter(|m| !m.is_empty()),
-            stats: stats(result),
+            stats: stats(result, answer.context),
             duration,
             exit_code: 0,
         }),
     }
 }
 
-/// The turn's token counts (`_meta.quota` of the prompt's answer) as statistics: totals first,
-/// then the per-model counts.
-fn stats(result: &Value) -> Option<Value> {
-    let quota = result.get("_meta")?.get("quota")?;
-    let count = |key: &str| quota["token_count"][key].as_u64();
-    let (input, output) = (count("input_tokens"), count("output_tokens"));
-    Some(json!({
-        "total_tokens": input.unwrap_or(0) + output.unwrap_or(0),
+/// The turn's token counts as statistics: totals first, then the per-model counts (`_meta.quota`
+/// of the prompt's answer), then what the agent's `usage_update` said of the context window. ACP's
+/// own `usage` (CLI 0.64 and later, by its release notes) is preferred for the totals, which then
+/// also count thoughts and cached reads where it gives them.
+fn stats(result: &Value, context: Option<(u64, u64)>) -> Option<Value> {
+    let quota = result.get("_meta").and_then(|m| m.get("quota"));
+    let usage = result.get("usage").filter(|u| u.is_object());
+    if quota.is_none() && usage.is_none() && context.is_none() {
+        return None;
+    }
+    let count = |key: &str| quota.and_then(|q| q["token_count"][key].as_u64());
+    let acp = |key: &str| usage.and_then(|u| u[key].as_u64());
+    let input = acp("inputTokens").or_else(|| count("input_tokens"));
+    let output = acp("outputTokens").or_else(|| count("output_tokens"));
+    let mut stats = json!({
+        "total_tokens": acp("totalTokens").unwrap_or(input.unwrap_or(0) + output.unwrap_or(0)),
         "input_tokens": input,
         "output_tokens": output,
-        "models": quota.get("model_usage").cloned().unwrap_or(Value::Null),
-    }))
+        "models": quota.and_then(|q| q.get("model_usage")).cloned().unwrap_or(Value::Null),
+    });
+    for (key, name) in [
+        ("thoughtTokens", "thought_tokens"),
+        ("cachedReadTokens", "cached_read_tokens"),
+        ("cachedWriteTokens", "cached_write_tokens"),
+    ] {
+        if let Some(n) = acp(key) {
+            stats[name] = json!(n);
+        }
+    }
+    if let Some((used, size)) = context {
+        stats["context"] = json!({"used": used, "size": size});
+    }
+    Some(stats)
 }
 
 #[cfg(test)]
@@ -533,9 +554,24 @@ mod tests {
         let result = json!({"stopReason": "end_turn", "_meta": {"quota": {
             "token_count": {"input_tokens": 12, "output_tokens": 30},
             "model_usage": [{"model": "gemini-2.5-flash", "token_count": {"input_tokens": 12, "output_tokens": 30}}]}}});
-        let s = stats(&result).expect("stats");
+        let s = stats(&result, None).expect("stats");
         assert_eq!(s["total_tokens"], 42);
         assert_eq!(s["models"][0]["model"], "gemini-2.5-flash");
-        assert_eq!(stats(&json!({"stopReason": "end_turn"})), None);
+        assert_eq!(s.get("context"), None);
+        assert_eq!(stats(&json!({"stopReason": "end_turn"}), None), None);
+    }
+
+    #[test]
+    fn acp_usage_and_the_context_window_join_the_statistics() {
+        let result = json!({"stopReason": "end_turn",
+            "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 19, "thoughtTokens": 4},
+            "_meta": {"quota": {"token_count": {"input_tokens": 10, "output_tokens": 5},
+                "model_usage": [{"model": "m", "token_count": {"input_tokens": 10, "output_tokens": 5}}]}}});
+        let s = stats(&result, Some((19, 1_048_576))).expect("stats");
+        assert_eq!(s["total_tokens"], 19, "ACP's total counts the thoughts");
+        assert_eq!(s["thought_tokens"], 4);
+        assert_eq!(s["models"][0]["model"], "m");
+        assert_eq!(s["context"], json!({"used": 19, "size": 1_048_576}));
+        assert_eq!(s.get("cached_read_tokens"), None);
     }
 }
