@@ -34,7 +34,11 @@ fn run(argv: Vec<String>) -> Phase<i32> {
     let (mut ctx, marker_from_args) = start(argv)?;
     let args = parse(&ctx)?;
     if args.flag("acp") || args.flag("experimental-acp") {
-        // ACP mode: no prompt, no stdin window, no exit 41/55; the agent serves JSON-RPC on stdio.
+        // ACP mode: no prompt, no stdin window, no exit 41/55; the agent serves JSON-RPC on stdio
+        // (once it no longer asks for a restart: `FAKE_GEMINI_SCENARIO`'s `relaunches`).
+        if let Some(code) = asks_for_restart(&ctx) {
+            return Err(code);
+        }
         return Ok(crate::acp::serve(&ctx, &args));
     }
     headless(&ctx, &args)?;
@@ -73,6 +77,9 @@ fn run(argv: Vec<String>) -> Phase<i32> {
     if ctx.prompt.is_empty() || ctx.scenario.environment.stdin == StdinTiming::NoInput {
         err_line(texts::NO_INPUT);
         return Err(ctx.exit(42));
+    }
+    if let Some(code) = asks_for_restart(&ctx) {
+        return Err(code);
     }
     if let Some(code) = scripted_process(&ctx) {
         return Ok(code);
@@ -404,6 +411,38 @@ fn read_input(ctx: &mut Ctx, args: &Args, format: Format, marker_from_args: bool
 }
 
 /// A scenario that scripts the process's output and exit code directly.
+/// Under `GEMINI_CLI_NO_RELAUNCH` no launcher restarts the CLI: the process itself exits 199
+/// ("restart me", what the launcher would act on) the scenario's `relaunches` times, counted per
+/// prompt (an agent's, `--acp`, has none) across runs in `<FAKE_GEMINI_STATE>/tmp/fake-gemini/`, before
+/// a run goes on. Returns the exit code when the run ends here.
+fn asks_for_restart(ctx: &Ctx) -> Option<i32> {
+    let wanted = ctx.scenario.process.relaunches;
+    if wanted == 0 || std::env::var_os("GEMINI_CLI_NO_RELAUNCH").is_none() {
+        return None;
+    }
+    let dir = crate::session::state_dir().join("tmp").join("fake-gemini");
+    let file = dir.join(format!(
+        "relaunches-{}",
+        crate::ids::sha256_hex(ctx.prompt.as_bytes())
+    ));
+    let done: u32 = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0);
+    if done >= wanted {
+        return None;
+    }
+    let counted =
+        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, (done + 1).to_string()));
+    Some(match counted {
+        Ok(()) => ctx.exit(proc::RELAUNCH_EXIT_CODE),
+        Err(e) => ctx.fake_error(&format!(
+            "cannot count the restarts in {}: {e}",
+            dir.display()
+        )),
+    })
+}
+
 fn scripted_process(ctx: &Ctx) -> Option<i32> {
     let p = &ctx.scenario.process;
     if p.stdout.is_none() && p.stderr.is_none() && p.exit_code.is_none() {

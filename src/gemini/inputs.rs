@@ -83,6 +83,10 @@ pub const CHILD_ENV: [(&str, &str); 4] = [
     (env::NO_RELAUNCH, "1"),
 ];
 
+/// The CLI's "restart me" exit: its launcher starts it again; under `GEMINI_CLI_NO_RELAUNCH`
+/// there is no launcher, and whoever started it must.
+pub const RESTART_EXIT_CODE: i32 = 199;
+
 /// The warm backend's agent: its flags before the call's own, and the variable it adds.
 pub const ACP_ARGS: [&str; 2] = [flag::ACP, flag::SKIP_TRUST];
 /// Without trust an untrusted folder silently downgrades yolo and auto_edit to default.

@@ -22,7 +22,7 @@ use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::command::{self, PromptRequest};
 use crate::gemini::launch::{spawn_failure, Launch};
 use crate::gemini::outcome::{CancelCause, Success};
-use crate::gemini::process::{self, RunOutput};
+use crate::gemini::process::{self, RunOutput, RunSpec};
 use crate::gemini::session;
 use crate::oneshot::{self, Attempt};
 use crate::progress::Progress;
@@ -193,6 +193,17 @@ fn failed(job: &Job, mut f: Failure, started: Instant) -> Failure {
         );
     }
     f
+}
+
+/// How many times a run is restarted when the CLI asks for it.
+const RESTARTS: u32 = 2;
+
+/// Whether a one-shot run ended asking to be restarted, before any tool ran: exit 199, which the
+/// CLI's own launcher answers by starting it again, and which the server, running the CLI as one
+/// process (`GEMINI_CLI_NO_RELAUNCH`), must answer itself.
+fn asks_for_restart(ran: &oneshot::Ran) -> bool {
+    !ran.tools_ran
+        && matches!(&ran.result, Err(f) if f.exit_code == crate::gemini::inputs::RESTART_EXIT_CODE)
 }
 
 /// What the last attempt left for the report.
@@ -481,20 +492,15 @@ impl Runner {
             ),
         };
         let spec = launch.spec(&self.config, &job.cwd, invocation.args, invocation.stdin);
-        let ran = oneshot::run(
-            spec,
-            Attempt {
-                progress,
-                limits,
-                resume,
-                full_output: job.full_output,
-                debug: job.debug,
-                queued_for: started.elapsed(),
-            },
-            run_ct.child_token(),
-            || self.cause(),
-        )
-        .await;
+        let attempt = || Attempt {
+            progress,
+            limits,
+            resume,
+            full_output: job.full_output,
+            debug: job.debug,
+            queued_for: started.elapsed(),
+        };
+        let ran = self.run_restarting(spec, attempt, run_ct).await;
         Attempted {
             result: ran.result.map(Answer::of),
             tools_ran: ran.tools_ran,
@@ -503,6 +509,31 @@ impl Runner {
                 debug: ran.debug,
                 approvals: Vec::new(),
             },
+        }
+    }
+
+    /// Runs `spec` once, and again (at most [`RESTARTS`] times) while the CLI ends asking to be
+    /// restarted.
+    async fn run_restarting<'a>(
+        &self,
+        spec: RunSpec,
+        attempt: impl Fn() -> Attempt<'a>,
+        run_ct: &CancellationToken,
+    ) -> oneshot::Ran {
+        let mut restarts = 0;
+        loop {
+            let next = attempt();
+            let progress = next.progress;
+            let ran = oneshot::run(spec.clone(), next, run_ct.child_token(), || self.cause()).await;
+            if restarts == RESTARTS || !asks_for_restart(&ran) || run_ct.is_cancelled() {
+                return ran;
+            }
+            restarts += 1;
+            tracing::info!(restarts, "the CLI asked to be restarted (exit 199)");
+            progress.event(
+                "the Gemini CLI asked to be restarted; restarting it".into(),
+                false,
+            );
         }
     }
 

@@ -49,6 +49,9 @@ use crate::gemini::session::{self as cli_session, StartGates};
 use crate::progress::Progress;
 use crate::sync::lock;
 
+/// How many times an agent that exits 199 at start ("restart me") is started again.
+const AGENT_RESTARTS: u32 = 2;
+
 /// All agents of the server.
 pub struct Pool {
     config: Config,
@@ -394,26 +397,36 @@ impl Pool {
         let _gate = self.start_gate(slot, ct).await?;
         self.make_room(&slot.key);
         let spec = self.spec(&slot.key)?;
-        let agent = Connection::start(&spec, self.config.kill_grace)
-            .map_err(|e| spawn_failure(e, "gemini --acp"))?;
         let init = json!({
             "protocolVersion": 1,
             // No `fs` (nor terminal) capability: the agent uses its own file system tools.
             "clientCapabilities": {},
             "clientInfo": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
         });
-        let answer = tokio::select! {
-            r = agent.request("initialize", init, Some(self.config.acp.request_timeout)) => r,
-            _ = ct.cancelled() => {
-                agent.kill();
-                return Err(cancelled("while the agent was starting"));
-            }
-        };
-        let result = match answer {
-            Ok(r) => r,
-            Err(e) => {
-                agent.kill();
-                return Err(agent_failure(&agent, e, "starting the agent"));
+        let mut restarts = 0;
+        let (agent, result) = loop {
+            let agent = Connection::start(&spec, self.config.kill_grace)
+                .map_err(|e| spawn_failure(e, "gemini --acp"))?;
+            let answer = tokio::select! {
+                r = agent.request("initialize", init.clone(), Some(self.config.acp.request_timeout)) => r,
+                _ = ct.cancelled() => {
+                    agent.kill();
+                    return Err(cancelled("while the agent was starting"));
+                }
+            };
+            match answer {
+                Ok(r) => break (agent, r),
+                // Exit 199: the CLI asks to be started again, as its own launcher would.
+                Err(AcpError::Exited(how))
+                    if how.ends_with("exit 199") && restarts < AGENT_RESTARTS =>
+                {
+                    restarts += 1;
+                    tracing::info!(restarts, "the ACP agent asked to be restarted (exit 199)");
+                }
+                Err(e) => {
+                    agent.kill();
+                    return Err(agent_failure(&agent, e, "starting the agent"));
+                }
             }
         };
         let mut st = lock(&slot.state);
