@@ -223,6 +223,13 @@ impl ChildEnv {
     }
 }
 
+/// The login type the settings a CLI started from `spec` in `cwd` select
+/// (`security.auth.selectedType` of the highest layer that sets one), and the file that does.
+pub(crate) fn selected_type_for(cwd: &Path, spec: &RunSpec) -> Option<(String, PathBuf)> {
+    let env = ChildEnv::of(spec);
+    Seen::for_start(cwd, |k: &str| env.var(k)).selected
+}
+
 /// [`with_auth_fix`] for a CLI started from `spec` (the warm backend's agent).
 pub(crate) fn with_auth_fix_for(f: Failure, cwd: &Path, spec: &RunSpec) -> Failure {
     with_auth_fix(f, cwd, &ChildEnv::of(spec))

@@ -269,6 +269,11 @@ impl Agent {
                 ),
             ));
         }
+        // Another type than the one selected: the cached Google login goes first, whatever
+        // follows (0.61.0's `authenticate`, read in its bundle).
+        if selected_auth_type().is_some_and(|t| t != method) {
+            clear_cached_credentials();
+        }
         let meta = &params["_meta"];
         if let Some(g) = meta.get("gateway") {
             let base_ok = g.get("baseUrl").is_none_or(Value::is_string);
@@ -343,6 +348,8 @@ impl Agent {
             *self.api_key.lock().expect("lock") = Some(k.to_string());
         }
         *self.authenticated.lock().expect("lock") = Some(method.to_string());
+        // The type is saved as the user's own choice (0.61.0's `authenticate`).
+        select_auth_type(method);
         Ok(json!({}))
     }
 
@@ -535,6 +542,59 @@ fn selected_auth_type() -> Option<String> {
         .as_str()
         .or_else(|| v["selectedAuthType"].as_str())
         .map(String::from)
+}
+
+/// `clearCachedCredentialFile`: the cached login (`oauth_creds.json`) removed, the active Google
+/// account moved to the old ones in `google_accounts.json`.
+fn clear_cached_credentials() {
+    let dir = crate::sys::home_dir().join(".gemini");
+    let _ = std::fs::remove_file(dir.join("oauth_creds.json"));
+    let accounts = dir.join("google_accounts.json");
+    let Some(mut v) = std::fs::read_to_string(&accounts)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    else {
+        return;
+    };
+    if let Some(active) = v["active"].as_str().map(String::from) {
+        if !v["old"].is_array() {
+            v["old"] = json!([]);
+        }
+        let old = v["old"].as_array_mut().expect("an array");
+        if !old.iter().any(|o| o == active.as_str()) {
+            old.push(json!(active));
+        }
+        v["active"] = Value::Null;
+        let _ = std::fs::write(&accounts, serde_json::to_string_pretty(&v).expect("json"));
+    }
+}
+
+/// `settings.setValue(User, "security.auth.selectedType", method)`: the user's settings file
+/// rewritten with the type (created when missing; a file that does not parse is left alone).
+fn select_auth_type(method: &str) {
+    let path = crate::sys::home_dir().join(".gemini").join("settings.json");
+    let mut v = match std::fs::read_to_string(&path) {
+        Ok(t) => match crate::settings::parse(&t) {
+            Ok(v) if v.is_object() => v,
+            _ => return,
+        },
+        Err(_) => json!({}),
+    };
+    for key in ["security", "auth"] {
+        let at = if key == "security" {
+            &mut v
+        } else {
+            &mut v["security"]
+        };
+        if !at[key].is_object() {
+            at[key] = json!({});
+        }
+    }
+    v["security"]["auth"]["selectedType"] = json!(method);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::write(&path, serde_json::to_string_pretty(&v).expect("json"));
 }
 
 /// Runs the agent until stdin ends; returns the exit code (0).

@@ -52,6 +52,27 @@ use crate::sync::lock;
 /// How many times an agent that exits 199 at start ("restart me") is started again.
 const AGENT_RESTARTS: u32 = 2;
 
+/// The failure of an agent whose selected login does not work, where authenticating with the
+/// environment's `method` would cost the user that login: the fix names both ways out.
+fn kept_login(message: &str, selected: &str, file: &std::path::Path, method: &str) -> Failure {
+    let file = file.display();
+    let or_remove = if method == "gemini-api-key" {
+        ", or remove it"
+    } else {
+        ""
+    };
+    Failure::new(
+        ErrorKind::AuthRequired,
+        format!(
+            "the Gemini CLI cannot use the login its settings select (`security.auth.selectedType` \"{selected}\" in {file}): {}. The server does not switch the agent to {method}: that would delete the cached credentials of the selected login and rewrite the setting",
+            message.trim_end_matches('.')
+        ),
+    )
+    .with_fix(format!(
+        "set `security.auth.selectedType` to \"{method}\" in {file}{or_remove} to use the server's {method}; or, to keep the {selected} login, run `gemini` in a terminal and log in again"
+    ))
+}
+
 /// All agents of the server.
 pub struct Pool {
     config: Config,
@@ -468,6 +489,17 @@ impl Pool {
                     Err(_) => f,
                 });
             };
+            // `authenticate` with another type than the settings select deletes that type's
+            // cached credentials and rewrites the user's setting (CLI 0.61's agent, read in its
+            // source): the user's login is theirs to change, as on the one-shot path.
+            if let Ok(spec) = self.spec(&slot.key) {
+                if let Some((selected, file)) =
+                    crate::gemini::auth::selected_type_for(&slot.key.cwd, &spec)
+                        .filter(|(selected, _)| selected != method)
+                {
+                    return Err(kept_login(message, &selected, &file, method));
+                }
+            }
             agent
                 .request("authenticate", json!({"methodId": method}), t)
                 .await
