@@ -316,7 +316,16 @@ impl Connection {
         params: Value,
         timeout: Option<Duration>,
     ) -> Result<Value, AcpError> {
-        let (rx, _) = self.start_request(method, params)?;
+        let (rx, _) = match self.start_request(method, params) {
+            Ok(sent) => sent,
+            // Ending (its stdout closed, say) but not yet reaped: its exit and stderr say why, and
+            // they come within the kill's grace.
+            Err(AcpError::Exited(_)) => {
+                self.dead.cancelled().await;
+                return Err(AcpError::Exited(self.exit().unwrap_or_default()));
+            }
+            Err(e) => return Err(e),
+        };
         let wait = async {
             rx.await
                 .unwrap_or_else(|_| Err(AcpError::Exited(self.exit().unwrap_or_default())))
