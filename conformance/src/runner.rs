@@ -95,6 +95,9 @@ pub struct RunConfig {
     /// The protocol version of every case that pins none of its own, instead of the profile's
     /// default (`2026-07-28`: every such case runs without the handshake).
     pub era_override: Option<String>,
+    /// The Gemini CLI version fake-gemini reports (`FAKE_GEMINI_VERSION`) in every case that
+    /// sets none of its own: a release after 0.61 plays the changes its notes name.
+    pub cli_version: Option<String>,
     /// The real Gemini CLI to run instead of fake-gemini (the real-CLI lane): each case gets a
     /// scripted API of its own (`fake_gemini::api`) playing the case's scenario and prompt
     /// markers, and the CLI is pointed at it with a fake key. Cases marked `fake-only` are
@@ -578,6 +581,10 @@ fn build_command(
     // where the real CLI keeps it and a target looks for it.
     let dir_vars = Vars::new(profile, &dirs.work, &dirs.home);
     env.extend(fake.env.iter().map(|(k, v)| (k.clone(), dir_vars.str(v))));
+    if let Some(v) = &cfg.cli_version {
+        env.entry("FAKE_GEMINI_VERSION".into())
+            .or_insert_with(|| v.clone());
+    }
     let gemini = match (&cfg.real_cli, api) {
         (Some(real), Some(api)) if fake.binary == GeminiBinary::Fake => {
             // The real CLI, offline: a fake key and the case's own scripted API.
@@ -1730,6 +1737,7 @@ mod tests {
             timeout_scale: 1.0,
             keep_dirs: false,
             era_override: None,
+            cli_version: None,
             real_cli,
         }
     }

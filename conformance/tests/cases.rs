@@ -2,7 +2,8 @@
 //! workspace's `geminicli-mcp` and judged against `baseline/geminicli-mcp.toml`, and again (as
 //! `backend-acp/<id>`) with its warm backend, judged against `baseline/geminicli-mcp-acp.toml`, and
 //! (as `era-2026/<id>`, the one-shot backend) at protocol version 2026-07-28 when the case pins no
-//! version of its own, judged against `baseline/geminicli-mcp-2026.toml`; plus the self-test, which runs chosen cases against the deliberately broken target and checks they fail
+//! version of its own and with fake-gemini playing the newest CLI release it knows when the case
+//! sets no version, judged against `baseline/geminicli-mcp-2026.toml`; plus the self-test, which runs chosen cases against the deliberately broken target and checks they fail
 //! (and pass when it is not broken).
 //!
 //! Baseline mapping: a listed case that fails is reported as ignored with the baseline's reason; a
@@ -58,6 +59,10 @@ impl Backend {
     }
 }
 
+/// The newest CLI release fake-gemini plays (from its release notes), which the `era-2026/` lane
+/// runs every case against.
+const NEWEST_CLI: &str = "0.64.0-preview.0";
+
 /// The baseline file of this workspace's server (one-shot backend).
 fn baseline_path() -> PathBuf {
     Backend::Oneshot.baseline_path()
@@ -96,6 +101,8 @@ fn server_config(backend: Backend) -> Result<&'static RunConfig, String> {
             keep_dirs: std::env::var_os("GEMINI_MCP_CONFORMANCE_KEEP_DIRS").is_some(),
             era_override: (backend == Backend::Era2026)
                 .then(|| gemini_mcp_conformance::profile::NO_INITIALIZE_ERA.to_string()),
+            // The newest protocol with the newest CLI release fake-gemini plays.
+            cli_version: (backend == Backend::Era2026).then(|| NEWEST_CLI.to_string()),
             real_cli: None,
         })
     })
@@ -124,6 +131,7 @@ fn broken_config(mode: &str) -> RunConfig {
         },
         keep_dirs: false,
         era_override: None,
+        cli_version: None,
         real_cli: None,
     }
 }

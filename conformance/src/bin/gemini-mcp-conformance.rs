@@ -63,6 +63,11 @@ struct Args {
     /// profile does not list skips those cases.
     #[arg(long, value_name = "VERSION")]
     era: Option<String>,
+    /// The Gemini CLI version fake-gemini reports in every case that sets none of its own, e.g.
+    /// --cli-version 0.64.0-preview.0: the changes of the releases after 0.61 that fake-gemini
+    /// plays (its README) are then played in every case.
+    #[arg(long, value_name = "VERSION")]
+    cli_version: Option<String>,
     /// Multiplies every timeout and window: raise it on a slow or loaded machine.
     #[arg(
         long,
@@ -172,6 +177,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         timeout_scale: args.timeout_scale,
         keep_dirs: args.keep_dirs,
         era_override: args.era.clone(),
+        cli_version: args.cli_version.clone(),
         real_cli: match &args.real_cli {
             Some(p) => Some(
                 std::fs::canonicalize(p)
