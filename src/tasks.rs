@@ -14,7 +14,10 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// Tokio's clock (the system's outside a runtime): the tests run the store on a paused one.
+use tokio::time::Instant;
 
 use rmcp::model::{DetailedTask, InputRequest, JsonObject, Task, TaskPayload, TaskStatus};
 use rmcp::ErrorData as McpError;
@@ -603,7 +606,7 @@ mod tests {
         panic!("task {id} did not finish");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_task_runs_then_holds_its_result() {
         let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
         let task = tasks
@@ -624,7 +627,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn the_status_message_follows_the_run() {
         let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -650,7 +653,7 @@ mod tests {
             .starts_with("finished after"));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn cancel_reaches_the_run_and_the_task_reads_cancelled() {
         let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
         let task = tasks
@@ -664,7 +667,7 @@ mod tests {
         assert_eq!(done.status(), TaskStatus::Cancelled);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn another_owner_cannot_see_a_task() {
         let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
         let task = tasks
@@ -676,7 +679,7 @@ mod tests {
         assert!(tasks.get(Some("a"), &task.task_id).is_ok());
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_question_makes_the_task_input_required_until_it_is_answered() {
         let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
         let request: InputRequest = serde_json::from_value(serde_json::json!({
@@ -714,7 +717,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_full_store_evicts_finished_tasks_and_refuses_when_all_run() {
         let tasks = Tasks::new(limits(60_000, 2), &CancellationToken::new());
         let first = tasks.start(None, |_| async { result("1") }).unwrap();
@@ -743,7 +746,7 @@ mod tests {
         hold.cancel();
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_running_task_nobody_asks_about_is_cancelled_and_forgotten() {
         let tasks = Tasks::new(limits(100, 8), &CancellationToken::new());
         let (tx, rx) = tokio::sync::oneshot::channel::<bool>();
@@ -763,7 +766,7 @@ mod tests {
         assert!(tasks.get(None, &task.task_id).is_err());
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_run_outlives_the_retention_while_the_client_asks() {
         let tasks = Tasks::new(limits(100, 8), &CancellationToken::new());
         let task = tasks
@@ -777,7 +780,7 @@ mod tests {
         assert!(done.task.ttl_ms.unwrap() >= 400, "{:?}", done.task.ttl_ms);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_finished_task_is_forgotten_after_its_retention() {
         let tasks = Tasks::new(limits(50, 8), &CancellationToken::new());
         let task = tasks.start(None, |_| async { result("x") }).unwrap();
@@ -794,7 +797,7 @@ mod tests {
         })
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_key_held_attaches_for_the_same_arguments_and_refuses_others() {
         let tasks = Tasks::new(limits(60_000, 8), &CancellationToken::new());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -844,7 +847,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_store_full_of_running_jobs_refuses_a_start() {
         let tasks = Tasks::new(limits(60_000, 1), &CancellationToken::new());
         let running = tasks.start_job(None, label("k1", "p"), |h| async move {
