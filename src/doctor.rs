@@ -77,7 +77,7 @@ pub const CAPABILITIES: [Capability; 5] = [
     Capability {
         name: flag::ACP,
         required: false,
-        purpose: "Agent Client Protocol mode: the warm agents of the `acp` tool set",
+        purpose: "Agent Client Protocol mode: the warm agents of the prompt tools (without it they run one-shot) and of the `acp` tool set",
     },
     Capability {
         name: "--session-id",

@@ -149,7 +149,8 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// The built-in profile of geminicli-mcp, the reference contract.
+    /// The built-in profile of geminicli-mcp, the reference contract, on its one-shot backend (one
+    /// CLI process per call, as the contract's own server runs them).
     pub fn geminicli_mcp() -> Profile {
         let map = |pairs: &[(&str, &str)]| {
             pairs
@@ -192,7 +193,9 @@ impl Profile {
                 ("env-policy", "GEMINICLI_MCP_ENV"),
                 ("env-pass", "GEMINICLI_MCP_ENV_PASS"),
             ]),
-            env: BTreeMap::new(),
+            // The contract's own run model, one CLI per call: the server's default is its warm
+            // backend (`geminicli-mcp-acp`).
+            env: BTreeMap::from([("GEMINICLI_MCP_BACKEND".to_string(), "oneshot".to_string())]),
             call_arguments: BTreeMap::new(),
             answer: AnswerRule::Exact,
             features: [
@@ -221,8 +224,8 @@ impl Profile {
     }
 
     /// geminicli-mcp with its warm backend answering the prompt tools
-    /// (`GEMINICLI_MCP_BACKEND=acp`): long-lived `gemini --acp` agents instead of one CLI per
-    /// call.
+    /// (`GEMINICLI_MCP_BACKEND=acp`, its default): long-lived `gemini --acp` agents instead of one
+    /// CLI per call.
     pub fn geminicli_mcp_acp() -> Profile {
         let mut p = Profile::geminicli_mcp();
         p.name = "geminicli-mcp-acp".into();

@@ -23,9 +23,10 @@ pub(super) const DEFAULT_MAX_SESSIONS: u32 = 32;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Backend {
     /// One CLI process per call (`gemini -p`).
-    #[default]
     Oneshot,
-    /// Long-lived `gemini --acp` agents, a fresh session per call.
+    /// Long-lived `gemini --acp` agents, a fresh session per call (the default: a call skips the
+    /// CLI's start-up of seconds); a call whose agent cannot start runs one-shot.
+    #[default]
     Acp,
 }
 
@@ -80,7 +81,7 @@ impl Default for AcpConfig {
             idle: Duration::from_millis(DEFAULT_IDLE_MS),
             max_turns: DEFAULT_MAX_TURNS,
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
-            backend: Backend::Oneshot,
+            backend: Backend::Acp,
             max_agents: None,
             max_prompts: DEFAULT_MAX_PROMPTS,
             spare_sessions: DEFAULT_SPARE_SESSIONS,
@@ -165,10 +166,14 @@ mod tests {
     #[test]
     fn the_backend_and_the_pool_bounds() {
         let d = config(&[]);
-        assert_eq!(d.backend, Backend::Oneshot);
+        assert_eq!(d.backend, Backend::Acp, "warm by default");
         assert_eq!(
             (d.max_agents, d.max_prompts, d.spare_sessions),
             (None, 16, 2)
+        );
+        assert_eq!(
+            config(&[("GEMINICLI_MCP_BACKEND", " OneShot ")]).backend,
+            Backend::Oneshot
         );
         let c = config(&[
             ("GEMINICLI_MCP_BACKEND", " ACP "),
@@ -182,7 +187,7 @@ mod tests {
         assert_eq!(c.max_prompts, 16, "zero prompts is not");
         assert_eq!(
             config(&[("GEMINICLI_MCP_BACKEND", "x")]).backend,
-            Backend::Oneshot
+            Backend::Acp
         );
     }
 }

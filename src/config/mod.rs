@@ -298,7 +298,7 @@ mod tests {
             ("GEMINICLI_MCP_ACP_SPARE_SESSIONS", "0"),
         ]);
         assert_eq!(c.max_concurrency, 4, "the default applies");
-        assert_eq!(c.acp.backend, Backend::Oneshot);
+        assert_eq!(c.acp.backend, Backend::Acp, "the default applies");
         let named: Vec<&str> = c
             .unread
             .iter()

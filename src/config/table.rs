@@ -329,7 +329,7 @@ pub const SETTINGS: &[Setting] = &[
             FlagValue::OneOf(&["oneshot", "acp"]),
             "oneshot or acp: what answers the prompt tools",
         ),
-        help: "oneshot (default) or acp: what answers the prompt tools.",
+        help: "acp (default: warm agents, one-shot when one cannot start) or oneshot (one CLI per call): what answers the prompt tools.",
         kind: Kind::Config(|c| json!(c.acp.backend.as_str())),
     },
     Setting {

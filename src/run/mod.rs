@@ -142,6 +142,8 @@ pub(crate) struct Report {
     pub repaired: Option<bool>,
     /// `approval_mode: "ask"`: each permission the agent asked for, and who decided it.
     pub approvals: Vec<Value>,
+    /// The call ran one-shot on the warm backend: why its agent could not.
+    pub ran_one_shot: Option<String>,
 }
 
 impl Report {
@@ -152,6 +154,8 @@ impl Report {
             events,
             debug,
             approvals,
+            no_agent: _,
+            ran_one_shot,
         } = std::mem::take(&mut retried.left);
         let events = match job.surface {
             // Every attempt's messages, in order: the transcript of the whole call.
@@ -174,6 +178,7 @@ impl Report {
             saved: None,
             repaired: None,
             approvals,
+            ran_one_shot,
         }
     }
 }
@@ -212,6 +217,10 @@ struct Last {
     events: Option<Vec<Value>>,
     debug: Option<Value>,
     approvals: Vec<Value>,
+    /// The warm attempt found no agent, for a reason a one-shot run does not share.
+    no_agent: bool,
+    /// The attempt ran one-shot on the warm backend: why its agent could not.
+    ran_one_shot: Option<String>,
 }
 
 /// A finished prompt call.
@@ -341,12 +350,31 @@ impl Runner {
         started: Instant,
     ) -> Attempted<Answer, Last> {
         if !self.warm(job, &request) {
-            self.oneshot_attempt(job, request, limits, run_ct, progress, started)
-                .await
-        } else {
-            self.warm_attempt(job, request, limits, run_ct, progress)
-                .await
+            return self
+                .oneshot_attempt(job, request, limits, run_ct, progress, started)
+                .await;
         }
+        let warm = self
+            .warm_attempt(job, request.clone(), limits, run_ct, progress)
+            .await;
+        // An agent that cannot start leaves a prompt tool's call to a one-shot run, said in the
+        // result; `ask` needs the agent, and the `acp` set is the agent.
+        if !warm.left.no_agent || job.surface != Surface::Reference || job.asking.is_some() {
+            return warm;
+        }
+        let why = warm.result.err().map(|f| f.message).unwrap_or_default();
+        progress
+            .say(format!(
+                "the Gemini ACP agent could not start; running this call one-shot ({why})"
+            ))
+            .await;
+        let mut done = self
+            .oneshot_attempt(job, request, limits, run_ct, progress, started)
+            .await;
+        done.left.ran_one_shot = Some(format!(
+            "the warm backend's agent could not start, so this call ran one-shot (one CLI process, its start-up paid): {why}"
+        ));
+        done
     }
 
     /// Runs a prompt call to its end, on its backend, under the retry and fallback policy; then
@@ -507,7 +535,7 @@ impl Runner {
             left: Last {
                 events: ran.events,
                 debug: ran.debug,
-                approvals: Vec::new(),
+                ..Last::default()
             },
         }
     }
@@ -594,6 +622,8 @@ impl Runner {
                 events: ran.events,
                 debug: ran.debug,
                 approvals: ran.approvals,
+                no_agent: ran.no_agent,
+                ran_one_shot: None,
             },
         }
     }

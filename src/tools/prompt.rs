@@ -468,6 +468,7 @@ pub(crate) fn extras(
         debug: report.debug.and_then(object),
         retry_policy: report.policy.and_then(object),
         repaired: report.repaired,
+        ran_one_shot: report.ran_one_shot,
         approvals: Some(report.approvals).filter(|a| !a.is_empty()),
         saved: SaveFields::of(report.saved),
         ..PromptResult::default()

@@ -172,7 +172,8 @@ fn a_barrage_of_malformed_lines_gets_one_answer_per_id_and_nothing_but_json_rpc(
 
 #[test]
 fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_answered() {
-    let mut h = Harness::start(&[]);
+    // One-shot: the test counts the CLI runs in the fake's log.
+    let mut h = Harness::start(&[("GEMINICLI_MCP_BACKEND", "oneshot")]);
     let call = |text: &str| {
         json!({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {"name": "gemini_prompt",
             "arguments": {"prompt": format!("[[fake-gemini:success text={text} delay-ms=1000]]")}}})

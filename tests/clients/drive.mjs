@@ -567,10 +567,14 @@ async function main() {
       : [],
     done: model.ended && exit.code === 0,
     elapsed_ms: elapsed,
-    // A `jobs` scenario: fake-gemini's runs (their pid and prompt), and the pids of its log still
-    // alive 5 s after the client exited.
+    // A `jobs` scenario: fake-gemini's runs (their pid and prompt: a one-shot process's, or a
+    // warm agent's `session/prompt`), and the pids of its log still alive 5 s after the client
+    // exited.
     fake_runs: fakeRecords(run)
-      .filter((r) => r.event === "invocation")
+      .filter(
+        (r) => (r.event === "invocation" && r.argv && !r.argv.includes("--acp")) ||
+          (r.event === "acp-request" && r.method === "session/prompt"),
+      )
       .map(({ pid, prompt }) => ({ pid, prompt })),
     left_running: exit.left ?? [],
   };

@@ -38,7 +38,7 @@
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
 //! GEMINICLI_MCP_KEEP_CLIENT_RUNS=1 cargo nextest run …   # keep each run's folder (config, logs)
-//! GEMINICLI_MCP_BACKEND=acp cargo nextest run …        # the same through the warm backend
+//! GEMINICLI_MCP_BACKEND=oneshot cargo nextest run …    # the same through the one-shot backend
 //! ```
 
 mod setup;
@@ -62,7 +62,8 @@ struct Report {
     elicitations: Vec<Value>,
     done: bool,
     elapsed_ms: u64,
-    /// fake-gemini's runs, when the scenario logs them (`jobs`).
+    /// fake-gemini's runs, when the scenario logs them (`jobs`): one-shot processes and the
+    /// prompts of warm agents.
     fake_runs: Vec<FakeRun>,
     /// The pids of fake-gemini's log still alive 5 s after the client exited (`jobs`).
     left_running: Vec<u32>,

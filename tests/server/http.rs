@@ -45,6 +45,12 @@ impl HttpServer {
         HttpServer::start_with(&[], &[], None)
     }
 
+    /// [`HttpServer::start`] on the one-shot backend, for tests that count the CLI runs in the
+    /// fake's log (a warm agent logs its ACP requests there instead).
+    fn one_shot() -> HttpServer {
+        HttpServer::start_with(&["--backend", "oneshot"], &[], None)
+    }
+
     /// [`HttpServer::start`] with `args` and `env` added and, on unix, the open-file limit (soft
     /// and hard) set to `fd_limit` in the child before it runs.
     fn start_with(args: &[&str], env: &[(&str, &str)], fd_limit: Option<u64>) -> HttpServer {
@@ -272,7 +278,7 @@ fn a_foreign_host_is_refused_even_with_the_token() {
 
 #[test]
 fn a_tool_call_over_http_answers_and_the_token_stays_out_of_the_child() {
-    let server = HttpServer::start();
+    let server = HttpServer::one_shot();
     let (status, headers, body) = server.post(&[("Authorization", BEARER)], &initialize());
     assert_eq!(status, 200, "{body}");
     let init = messages(&body);
@@ -405,7 +411,7 @@ fn poll_task(server: &HttpServer, task: &str, done: impl Fn(&str) -> bool) -> Va
 
 #[test]
 fn a_task_made_over_sessionless_http_is_polled_to_the_plain_calls_result_and_cancelled() {
-    let server = HttpServer::start();
+    let server = HttpServer::one_shot();
     let call = post_stateless(
         &server,
         1,
@@ -617,7 +623,7 @@ fn refuses_to_start_without_a_token_or_on_a_public_address() {
 #[cfg(unix)]
 #[test]
 fn sigterm_kills_the_runs_of_every_http_client_and_exits_0() {
-    let mut server = HttpServer::start();
+    let mut server = HttpServer::one_shot();
     // Two clients, each with a call whose CLI ignores SIGTERM, sent from threads (the raw client
     // blocks until its response ends, which here is when the server goes away).
     let mut calls = Vec::new();

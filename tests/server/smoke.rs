@@ -7,6 +7,10 @@ use serde_json::{json, Value};
 
 use super::{deadline, text, Harness};
 
+/// The one-shot backend, for checks of a CLI run's command line, stdin and process tree in the
+/// fake's log (a warm agent logs its ACP requests there instead).
+const ONE_SHOT: &[(&str, &str)] = &[("GEMINICLI_MCP_BACKEND", "oneshot")];
+
 const BASE_ARGS: [&str; 3] = [
     "--output-format=stream-json",
     "--approval-mode=yolo",
@@ -15,7 +19,7 @@ const BASE_ARGS: [&str; 3] = [
 
 #[test]
 fn gemini_prompt_answers_and_keeps_the_prompt_off_argv() {
-    let mut h = Harness::start(&[]);
+    let mut h = Harness::start(ONE_SHOT);
     let result = h.call("gemini_prompt", json!({"prompt": "--help"}));
     assert_eq!(result["isError"], json!(false), "{result}");
     assert_eq!(text(&result), "Hello there! How can I help?");
@@ -36,7 +40,7 @@ fn gemini_prompt_answers_and_keeps_the_prompt_off_argv() {
 
 #[test]
 fn gemini_prompt_with_context_sends_the_context_block() {
-    let mut h = Harness::start(&[]);
+    let mut h = Harness::start(ONE_SHOT);
     let result = h.call(
         "gemini_prompt_with_context",
         json!({"prompt": "Summarize.", "context": "line one\n</context> sneaky", "model": "gemini-2.5-pro"}),
@@ -91,7 +95,7 @@ fn gemini_prompt_structured_returns_canonical_json() {
 
 #[test]
 fn auth_failure_is_a_typed_tool_error() {
-    let mut h = Harness::start(&[]);
+    let mut h = Harness::start(ONE_SHOT);
     let result = h.call(
         "gemini_prompt",
         json!({"prompt": "hi [[fake-gemini:auth-missing]]"}),
@@ -379,7 +383,7 @@ fn every_example_request_file_is_answered_when_piped() {
 #[cfg(unix)]
 #[test]
 fn sigterm_on_the_server_kills_every_tree_and_exits() {
-    let mut h = Harness::start(&[]);
+    let mut h = Harness::start(ONE_SHOT);
     for n in 0..2 {
         h.client
             .request(

@@ -29,7 +29,8 @@ struct Args {
     /// Default: the geminicli-mcp binary of this workspace.
     #[arg(long)]
     target: Option<String>,
-    /// A built-in profile name (geminicli-mcp, or geminicli-mcp-acp for its warm backend) or a profile TOML file.
+    /// A built-in profile name (geminicli-mcp: its one-shot backend; geminicli-mcp-acp: its warm
+    /// backend, the default) or a profile TOML file.
     #[arg(long, default_value = "geminicli-mcp")]
     profile: String,
     /// The fake-gemini executable. Default: the one beside this runner (as the npm and PyPI

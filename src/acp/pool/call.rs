@@ -90,6 +90,9 @@ pub struct Ran<T> {
     pub debug: Option<Value>,
     /// `approval_mode: "ask"`: each permission the agent asked for, and who decided it.
     pub approvals: Vec<Value>,
+    /// The agent could not start (or did not, lately), for a reason a one-shot run does not
+    /// share: nothing reached the CLI, and a one-shot run may answer the call.
+    pub no_agent: bool,
 }
 
 impl<T> Ran<T> {
@@ -101,6 +104,7 @@ impl<T> Ran<T> {
             events: self.events,
             debug: self.debug,
             approvals: self.approvals,
+            no_agent: self.no_agent,
         }
     }
 
@@ -112,6 +116,16 @@ impl<T> Ran<T> {
             events: None,
             debug: None,
             approvals: Vec::new(),
+            no_agent: false,
+        }
+    }
+
+    /// A prompt that found no agent: it could not start, for a reason a one-shot run does not
+    /// share ([`super::one_shot_may_answer`]).
+    pub fn no_agent(f: crate::error::Failure) -> Self {
+        Ran {
+            no_agent: true,
+            ..Ran::refused(f)
         }
     }
 }

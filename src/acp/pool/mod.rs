@@ -52,6 +52,20 @@ use crate::sync::lock;
 /// How many times an agent that exits 199 at start ("restart me") is started again.
 const AGENT_RESTARTS: u32 = 2;
 
+/// How long after an agent could not start its workspace's prompt-tool calls run one-shot
+/// without trying again (each try may wait out `GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS`).
+pub(crate) const START_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// Whether an agent that failed to start with `f` leaves a one-shot run a chance: it refused
+/// ACP mode or a flag of it, died or hung before answering `initialize`. A missing CLI, a login
+/// it cannot use, a refused path or a cancellation would fail a one-shot run alike.
+pub(crate) fn one_shot_may_answer(f: &Failure) -> bool {
+    matches!(
+        f.kind,
+        ErrorKind::Error | ErrorKind::Unknown | ErrorKind::CliTooOld
+    )
+}
+
 /// The failure of an agent whose selected login does not work, where authenticating with the
 /// environment's `method` would cost the user that login: the fix names both ways out.
 fn kept_login(message: &str, selected: &str, file: &std::path::Path, method: &str) -> Failure {
@@ -446,15 +460,45 @@ impl Pool {
                 }
                 Err(e) => {
                     agent.kill();
-                    return Err(agent_failure(&agent, e, "starting the agent"));
+                    let f = agent_failure(&agent, e, "starting the agent");
+                    if one_shot_may_answer(&f) && !ct.is_cancelled() {
+                        tracing::warn!(
+                            workspace = %slot.key.cwd.display(),
+                            "the Gemini ACP agent could not start ({}); the prompt tools run one-shot there for {} s",
+                            f.message,
+                            START_RETRY_AFTER.as_secs()
+                        );
+                        lock(&slot.state).start_failed = Some((Instant::now(), f.clone()));
+                    }
+                    return Err(f);
                 }
             }
         };
         let mut st = lock(&slot.state);
+        st.start_failed = None;
         st.agent_info = result.get("agentInfo").cloned().unwrap_or(Value::Null);
         st.drop_agent();
         st.agent = Some(agent.clone());
         Ok(agent)
+    }
+
+    /// An `auth_required` failure with the fix a one-shot run's would get: the settings file
+    /// whose leftover `selectedType` stops the agent's key, when that is the obstacle.
+    fn login_fix(&self, slot: &Slot, f: Failure) -> Failure {
+        if f.kind != ErrorKind::AuthRequired || f.fix.is_some() {
+            return f;
+        }
+        match self.spec(&slot.key) {
+            Ok(spec) => crate::gemini::auth::with_auth_fix_for(f, &slot.key.cwd, &spec),
+            Err(_) => f,
+        }
+    }
+
+    /// Why the slot's agent could not start, when that was under [`START_RETRY_AFTER`] ago.
+    fn failed_lately(&self, slot: &Slot) -> Option<Failure> {
+        let st = lock(&slot.state);
+        let (at, f) = st.start_failed.as_ref()?;
+        (at.elapsed() < START_RETRY_AFTER).then(|| f.clone())
     }
 
     /// The command line and environment of an agent ([`agent_spec`]).

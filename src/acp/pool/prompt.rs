@@ -49,7 +49,8 @@ impl Pool {
         let mut ran = Ran::refused(cancelled("before its turn"));
         ran.result = self
             .prompt_locked(&slot, call, ct, progress, &mut ran)
-            .await;
+            .await
+            .map_err(|f| self.login_fix(&slot, f));
         ran
     }
 

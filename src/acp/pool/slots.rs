@@ -48,6 +48,9 @@ pub(super) struct State {
     /// Calls using the agent now: it is not stopped while one runs.
     pub(super) running: usize,
     pub(super) last_used: Option<Instant>,
+    /// When the agent last could not start, and why: the prompt tools' calls run one-shot
+    /// meanwhile ([`super::START_RETRY_AFTER`]).
+    pub(super) start_failed: Option<(Instant, crate::error::Failure)>,
 }
 
 impl State {

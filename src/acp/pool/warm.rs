@@ -91,7 +91,7 @@ impl Pool {
         });
         let _using = Using::new(&slot);
         let queued = started.elapsed();
-        match self
+        let mut ran = match self
             .warm_turn(&slot, call.clone(), ct, progress, started, queued)
             .await
         {
@@ -111,7 +111,9 @@ impl Pool {
             }
             Err(lost) => WarmRan::refused(lost),
             Ok(ran) => ran,
-        }
+        };
+        ran.result = ran.result.map_err(|f| self.login_fix(&slot, f));
+        ran
     }
 
     /// A slot under `GEMINICLI_MCP_MAX_PROMPTS`; a call that has to wait says so.
@@ -167,8 +169,14 @@ impl Pool {
         started: Instant,
         queued: Duration,
     ) -> Result<WarmRan, Failure> {
+        if let Some(f) = self.failed_lately(slot) {
+            return Ok(WarmRan::no_agent(f));
+        }
         let agent = match self.agent(slot, ct).await {
             Ok(a) => a,
+            Err(f) if super::one_shot_may_answer(&f) && !ct.is_cancelled() => {
+                return Ok(WarmRan::no_agent(f))
+            }
             Err(f) => return Ok(WarmRan::refused(f)),
         };
         let ready = match self.ready(slot, &agent, &call, ct, progress).await {
@@ -231,6 +239,7 @@ impl Pool {
             events: outcome.1,
             debug,
             approvals,
+            no_agent: false,
         })
     }
 

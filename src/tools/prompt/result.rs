@@ -67,6 +67,9 @@ pub(crate) struct PromptResult {
     /// What the retry and fallback policy did.
     #[serde(rename = "retryPolicy", skip_serializing_if = "Option::is_none")]
     pub retry_policy: Option<Map<String, Value>>,
+    /// The warm backend's agent could not start and this call ran one-shot: why.
+    #[serde(rename = "ranOneShot", skip_serializing_if = "Option::is_none")]
+    pub ran_one_shot: Option<String>,
     /// gemini_prompt_structured with repair: whether the one repair turn made the answer validate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repaired: Option<bool>,

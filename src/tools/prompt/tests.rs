@@ -177,6 +177,7 @@ fn every_field_the_renderer_fills_is_declared() {
         saved: Some(Ok("/w/a.md".into())),
         repaired: Some(true),
         approvals: vec![json!({"permission": "approved", "decidedBy": "user"})],
+        ran_one_shot: Some("the warm backend's agent could not start".into()),
     };
     let success = |answer: String| Success {
         answer,
