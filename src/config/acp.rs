@@ -18,6 +18,11 @@ pub(super) const DEFAULT_SPARE_SESSIONS: usize = 2;
 /// Default number of sessions an agent makes or loads before it is replaced (each costs the agent
 /// ~1.8 MB it never gives back, and starts the user's MCP servers again, which live as long as it).
 pub(super) const DEFAULT_MAX_SESSIONS: u32 = 32;
+/// Default resident memory (MiB) past which an agent is replaced at its first idle moment: a fresh
+/// real agent holds 210-270 MB; one that leaks (CLI 0.62 keeps each model request's history when
+/// telemetry is off, ~1.17 MB a turn by its bug report) or holds huge sessions is started afresh
+/// long before Node's own heap limit ends it mid-turn.
+pub(super) const DEFAULT_MAX_AGENT_MB: u64 = 1024;
 
 /// Which backend answers the prompt tools (`GEMINICLI_MCP_BACKEND`, `--backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,6 +77,8 @@ pub struct AcpConfig {
     pub spare_sessions: usize,
     /// `GEMINICLI_MCP_ACP_MAX_SESSIONS`: sessions an agent opens before it is replaced.
     pub max_sessions: u32,
+    /// `GEMINICLI_MCP_ACP_MAX_AGENT_MB`: resident memory past which an agent is replaced.
+    pub max_agent_mb: u64,
 }
 
 impl Default for AcpConfig {
@@ -86,6 +93,7 @@ impl Default for AcpConfig {
             max_prompts: DEFAULT_MAX_PROMPTS,
             spare_sessions: DEFAULT_SPARE_SESSIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_agent_mb: DEFAULT_MAX_AGENT_MB,
         }
     }
 }
@@ -129,6 +137,7 @@ impl AcpConfig {
             max_sessions: positive("GEMINICLI_MCP_ACP_MAX_SESSIONS")
                 .and_then(|v| u32::try_from(v).ok())
                 .unwrap_or(d.max_sessions),
+            max_agent_mb: positive("GEMINICLI_MCP_ACP_MAX_AGENT_MB").unwrap_or(d.max_agent_mb),
         }
     }
 }

@@ -377,6 +377,13 @@ pub const SETTINGS: &[Setting] = &[
         kind: Kind::Config(|c| json!(c.acp.max_sessions)),
     },
     Setting {
+        name: "GEMINICLI_MCP_ACP_MAX_AGENT_MB",
+        flag: None,
+        help: "An agent whose resident memory has grown past this many MiB is replaced at its \
+               first idle moment (1024; measured on Linux).",
+        kind: Kind::Config(|c| json!(c.acp.max_agent_mb)),
+    },
+    Setting {
         name: "GEMINICLI_MCP_ASK_TIMEOUT_MS",
         flag: None,
         help: "approval_mode ask: how long a question waits for the user's answer before the tool \

@@ -31,6 +31,36 @@ pub(super) fn agent_spec(launch: &Launch, config: &Config, key: &Key) -> Result<
     Ok(spec)
 }
 
+/// The resident memory of process `pid` in MiB, where the platform lets the server read it
+/// without another process: Linux's `/proc/<pid>/status`. Elsewhere `None`, and agents are
+/// replaced by their session count alone.
+pub(super) fn resident_mib(pid: u32) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        vm_rss_mib(&status)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// `VmRSS` of a `/proc/<pid>/status` text, in MiB (the kernel writes it in kB).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn vm_rss_mib(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmRSS:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024)
+}
+
 /// The browser-free method to authenticate with, from the environment the agent inherits.
 pub(super) fn auth_method() -> Option<&'static str> {
     let set = |n: &str| std::env::var_os(n).is_some_and(|v| !v.is_empty());
@@ -121,6 +151,18 @@ pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Fai
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resident_memory_is_read_from_vm_rss() {
+        let status = "Name:\tnode\nVmPeak:\t 999999 kB\nVmRSS:\t  262144 kB\nRssAnon:\t 1 kB\n";
+        assert_eq!(vm_rss_mib(status), Some(256));
+        assert_eq!(vm_rss_mib("Name:\tzombie\n"), None, "a zombie has no VmRSS");
+        #[cfg(target_os = "linux")]
+        assert!(
+            resident_mib(std::process::id()).is_some(),
+            "this test's own process"
+        );
+    }
 
     #[test]
     fn an_api_errors_status_is_its_code_or_what_its_text_carries() {

@@ -25,7 +25,7 @@ pub mod warm;
 pub use call::{Answer, Block, Call, Ran};
 pub use fold::Fold;
 
-use agent::{agent_failure, agent_spec, auth_method, cancelled};
+use agent::{agent_failure, agent_spec, auth_method, cancelled, resident_mib};
 use slots::{retire, Key, Session, Slot, Using};
 
 use std::collections::HashMap;
@@ -248,8 +248,9 @@ impl Pool {
             .clone()
     }
 
-    /// Stops agents unused for `idle`, and agents that have opened `max_sessions` sessions as
-    /// soon as they run nothing (the next call starts a fresh one); never one in use.
+    /// Stops agents unused for `idle`, and agents that have opened `max_sessions` sessions or
+    /// grown past `max_agent_mb` of resident memory as soon as they run nothing (the next call
+    /// starts a fresh one); never one in use.
     fn stop_idle(&self, idle: Duration) {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
         for slot in slots {
@@ -260,7 +261,15 @@ impl Pool {
             if st.agent.is_none() || st.running > 0 || st.replenishing {
                 continue;
             }
-            let worn = st.opened >= self.config.acp.max_sessions;
+            let grown = st
+                .agent
+                .as_ref()
+                .and_then(|a| resident_mib(a.pid()))
+                .filter(|mib| *mib > self.config.acp.max_agent_mb);
+            if let Some(mib) = grown {
+                tracing::info!(cwd = %slot.key.cwd.display(), mib, "ACP agent past GEMINICLI_MCP_ACP_MAX_AGENT_MB: replacing it");
+            }
+            let worn = st.opened >= self.config.acp.max_sessions || grown.is_some();
             if worn || st.last_used.is_some_and(|t| t.elapsed() >= idle) {
                 tracing::debug!(cwd = %slot.key.cwd.display(), worn, "ACP agent idle or worn: stopping it");
                 if let Some(agent) = st.drop_agent() {
