@@ -7,7 +7,7 @@
 //! SOAK_CALLS=500 SOAK_SEED=7 cargo run --example soak                 # a shorter run
 //! ```
 //!
-//! Scenarios: `success`, a small `flood-stdout` (64 KiB, or 2 MiB past a 1 MiB cap, ending as
+//! The server runs on its one-shot backend. Scenarios: `success`, a small `flood-stdout` (64 KiB, or 2 MiB past a 1 MiB cap, ending as
 //! `output_limit`), `hang` cancelled after a few milliseconds, `crash`, `non-utf8`, and `relaunch`
 //! (the worker prints a chunk and hangs) cancelled too. Afterwards, with the server idle: the open
 //! file descriptors are those of the warm-up, RSS grew by less than 5 MiB, no fake-gemini the log
@@ -166,6 +166,9 @@ fn main() {
         .env("FAKE_GEMINI_LOG", &log)
         .env("GEMINICLI_MCP_KILL_GRACE_MS", "20")
         .env("GEMINICLI_MCP_MAX_OUTPUT_BYTES", CAP.to_string())
+        // Its scenarios are process faults of one CLI per call (a crash, a relaunch, a hang
+        // cancelled), and its checks count those processes.
+        .env("GEMINICLI_MCP_BACKEND", "oneshot")
         .current_dir(dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
