@@ -248,33 +248,40 @@ impl Pool {
             .clone()
     }
 
-    /// Stops agents unused for `idle`, and agents that have opened `max_sessions` sessions or
-    /// grown past `max_agent_mb` of resident memory as soon as they run nothing (the next call
-    /// starts a fresh one); never one in use.
+    /// Stops agents unused for `idle`, and worn ones ([`Pool::stop_if_worn`]).
     fn stop_idle(&self, idle: Duration) {
         let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
         for slot in slots {
-            let Ok(_busy) = slot.busy.try_lock() else {
-                continue;
-            };
-            let mut st = lock(&slot.state);
-            if st.agent.is_none() || st.running > 0 || st.replenishing {
-                continue;
-            }
-            let grown = st
-                .agent
-                .as_ref()
-                .and_then(|a| resident_mib(a.pid()))
-                .filter(|mib| *mib > self.config.acp.max_agent_mb);
-            if let Some(mib) = grown {
-                tracing::info!(cwd = %slot.key.cwd.display(), mib, "ACP agent past GEMINICLI_MCP_ACP_MAX_AGENT_MB: replacing it");
-            }
-            let worn = st.opened >= self.config.acp.max_sessions || grown.is_some();
-            if worn || st.last_used.is_some_and(|t| t.elapsed() >= idle) {
-                tracing::debug!(cwd = %slot.key.cwd.display(), worn, "ACP agent idle or worn: stopping it");
-                if let Some(agent) = st.drop_agent() {
-                    agent.kill();
-                }
+            self.stop_if_worn(&slot, Some(idle));
+        }
+    }
+
+    /// Stops the slot's agent when it runs nothing (no call, no spare being made) and has opened
+    /// `max_sessions` sessions, grown past `max_agent_mb` of resident memory or, given `idle`,
+    /// been unused that long: the next call starts a fresh one. Called when a call ends and on
+    /// the pool's tick; never stops an agent in use.
+    fn stop_if_worn(&self, slot: &Slot, idle: Option<Duration>) {
+        let Ok(_busy) = slot.busy.try_lock() else {
+            return;
+        };
+        let mut st = lock(&slot.state);
+        if st.agent.is_none() || st.running > 0 || st.replenishing {
+            return;
+        }
+        let grown = st
+            .agent
+            .as_ref()
+            .and_then(|a| resident_mib(a.pid()))
+            .filter(|mib| *mib > self.config.acp.max_agent_mb);
+        if let Some(mib) = grown {
+            tracing::info!(cwd = %slot.key.cwd.display(), mib, "ACP agent past GEMINICLI_MCP_ACP_MAX_AGENT_MB: replacing it");
+        }
+        let worn = st.opened >= self.config.acp.max_sessions || grown.is_some();
+        let unused = idle.is_some_and(|idle| st.last_used.is_some_and(|t| t.elapsed() >= idle));
+        if worn || unused {
+            tracing::debug!(cwd = %slot.key.cwd.display(), worn, "ACP agent idle or worn: stopping it");
+            if let Some(agent) = st.drop_agent() {
+                agent.kill();
             }
         }
     }

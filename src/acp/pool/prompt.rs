@@ -41,8 +41,8 @@ impl Pool {
             servers: call.servers.clone(),
             dirs: call.dirs.clone(),
         });
-        let _using = Using::new(&slot);
-        let _busy = tokio::select! {
+        let using = Using::new(&slot);
+        let busy = tokio::select! {
             g = slot.busy.lock() => g,
             _ = ct.cancelled() => return Ran::refused(cancelled("while another prompt ran in this workspace")),
         };
@@ -51,6 +51,8 @@ impl Pool {
             .prompt_locked(&slot, call, ct, progress, &mut ran)
             .await
             .map_err(|f| self.login_fix(&slot, f));
+        drop((busy, using));
+        self.stop_if_worn(&slot, None);
         ran
     }
 

@@ -89,7 +89,7 @@ impl Pool {
             servers: call.servers.clone(),
             dirs: call.dirs.clone(),
         });
-        let _using = Using::new(&slot);
+        let using = Using::new(&slot);
         let queued = started.elapsed();
         let mut ran = match self
             .warm_turn(&slot, call.clone(), ct, progress, started, queued)
@@ -113,6 +113,8 @@ impl Pool {
             Ok(ran) => ran,
         };
         ran.result = ran.result.map_err(|f| self.login_fix(&slot, f));
+        drop(using);
+        self.stop_if_worn(&slot, None);
         ran
     }
 
