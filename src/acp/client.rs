@@ -121,6 +121,9 @@ async fn drain_stderr(mut stderr: tokio::process::ChildStderr, s: Arc<Shared>) {
     s.stderr_done.cancel();
 }
 
+/// The largest line buffer the reader keeps between messages (1 MiB).
+const KEPT_LINE_CAPACITY: usize = 1 << 20;
+
 /// Reads stdout: every line is one JSON-RPC message; anything else is ignored (the agent's stdout
 /// carries only JSON-RPC, but a stray line must not end the connection). A line past `cap` stops
 /// the agent; stdout's end fires `eof`.
@@ -152,7 +155,13 @@ async fn read_messages(
             );
             break;
         }
-        dispatch(&s, &reply, Message::parse(&line));
+        let message = Message::parse(&line);
+        // The buffer of a huge line (an answer of many MiB in one chunk) is freed before the
+        // message is folded into the answer, and not kept for the agent's life.
+        if line.capacity() > KEPT_LINE_CAPACITY {
+            line = Vec::new();
+        }
+        dispatch(&s, &reply, message);
     }
     // stdout closed: the agent is finished as a peer, whatever its process does.
     eof.cancel();
@@ -441,7 +450,7 @@ impl Message {
     /// Classifies one line of the agent's stdout (trailing newline allowed). Never fails: a
     /// stray line must not end the connection.
     pub fn parse(line: &[u8]) -> Message {
-        let Ok(msg) = serde_json::from_slice::<Value>(line) else {
+        let Ok(mut msg) = serde_json::from_slice::<Value>(line) else {
             return Message::Ignored;
         };
         let method = msg.get("method").and_then(Value::as_str);
@@ -463,7 +472,11 @@ impl Message {
             }
             (Some("session/update"), None) => Message::Update {
                 session: session(&msg["params"]),
-                update: msg["params"]["update"].clone(),
+                // Taken, not copied: an answer chunk may be many MiB.
+                update: msg
+                    .get_mut("params")
+                    .and_then(|p| p.get_mut("update"))
+                    .map_or(Value::Null, Value::take),
             },
             (Some("session/request_permission"), Some(id)) => Message::Permission {
                 id,

@@ -4,22 +4,26 @@
 //! schema crate has no such fallback for unknown update kinds, content blocks or stop reasons, so
 //! an agent one release ahead of it would fail to parse; these types stay small and lenient.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::Value;
 
-/// One `session/update`'s `update`.
+/// One `session/update`'s `update`, its text borrowed from the message (a chunk may be many MiB).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
-pub(crate) enum SessionUpdate {
+pub(crate) enum SessionUpdate<'a> {
     /// A piece of the agent's answer.
     AgentMessageChunk {
         /// Its content (text, or a block the server does not read).
-        content: ContentBlock,
+        #[serde(borrow)]
+        content: ContentBlock<'a>,
     },
     /// A piece of the agent's thinking.
     AgentThoughtChunk {
         /// Its content.
-        content: ContentBlock,
+        #[serde(borrow)]
+        content: ContentBlock<'a>,
     },
     /// A tool call starts.
     ToolCall(ToolCall),
@@ -44,10 +48,10 @@ pub(crate) enum SessionUpdate {
     Other,
 }
 
-impl SessionUpdate {
+impl<'a> SessionUpdate<'a> {
     /// Reads an update; one whose known kind has fields of the wrong type reads as `Other`, as an
     /// unknown kind does (the transcript keeps it as sent).
-    pub(crate) fn read(update: &Value) -> SessionUpdate {
+    pub(crate) fn read(update: &'a Value) -> SessionUpdate<'a> {
         SessionUpdate::deserialize(update).unwrap_or(SessionUpdate::Other)
     }
 }
@@ -55,18 +59,19 @@ impl SessionUpdate {
 /// A content block: text is read, every other kind (image, audio, resource) is not.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum ContentBlock {
+pub(crate) enum ContentBlock<'a> {
     /// Text.
     Text {
         /// The text.
-        text: String,
+        #[serde(borrow)]
+        text: Cow<'a, str>,
     },
     /// Any other kind.
     #[serde(other)]
     Other,
 }
 
-impl ContentBlock {
+impl ContentBlock<'_> {
     /// The text, or nothing.
     pub(crate) fn text(&self) -> &str {
         match self {
@@ -119,7 +124,7 @@ impl ToolCall {
             content: each("content")
                 .into_iter()
                 .flatten()
-                .filter_map(|c| ToolCallContent::deserialize(c).ok())
+                .filter_map(ToolCallContent::read)
                 .collect(),
         }
     }
@@ -129,7 +134,7 @@ impl ToolCall {
         self.content
             .iter()
             .filter_map(|c| match c {
-                ToolCallContent::Content { content } => Some(content.text()),
+                ToolCallContent::Content { text } => Some(text.as_str()),
                 ToolCallContent::Other => None,
             })
             .collect()
@@ -147,17 +152,31 @@ pub(crate) struct Location {
 }
 
 /// A piece of a tool call's output.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug, Clone)]
 pub(crate) enum ToolCallContent {
-    /// A content block.
+    /// A content block: its text (none for an image, audio or a resource).
     Content {
-        /// The block.
-        content: ContentBlock,
+        /// The block's text.
+        text: String,
     },
     /// A diff or a terminal, which the server does not read.
-    #[serde(other)]
     Other,
+}
+
+impl ToolCallContent {
+    /// Reads a piece; one of kind `content` whose block is no object with a `type` is none.
+    fn read(piece: &Value) -> Option<ToolCallContent> {
+        match piece.get("type").and_then(Value::as_str) {
+            Some("content") => {
+                let block = ContentBlock::deserialize(piece.get("content")?).ok()?;
+                Some(ToolCallContent::Content {
+                    text: block.text().to_owned(),
+                })
+            }
+            Some(_) => Some(ToolCallContent::Other),
+            None => None,
+        }
+    }
 }
 
 /// One option of a permission request.
@@ -292,23 +311,28 @@ mod tests {
 
     #[test]
     fn updates_read_by_kind_and_an_unknown_kind_or_shape_is_other() {
-        let chunk = SessionUpdate::read(
-            &json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}}),
-        );
+        let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}});
+        let chunk = SessionUpdate::read(&chunk);
         assert!(
-            matches!(chunk, SessionUpdate::AgentMessageChunk { ref content } if content.text() == "Hi")
+            matches!(
+                chunk,
+                SessionUpdate::AgentMessageChunk {
+                    content: ContentBlock::Text {
+                        text: Cow::Borrowed("Hi")
+                    }
+                }
+            ),
+            "a chunk's text is borrowed from the message, not copied: {chunk:?}"
         );
-        let image = SessionUpdate::read(
-            &json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "…"}}),
-        );
+        let image = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "…"}});
+        let image = SessionUpdate::read(&image);
         assert!(
             matches!(image, SessionUpdate::AgentMessageChunk { ref content } if content.text().is_empty())
         );
-        let call = SessionUpdate::read(
-            &json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+        let call = json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
             "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "out"}},
-            {"type": "diff", "path": "/a", "newText": "x"}]}),
-        );
+            {"type": "diff", "path": "/a", "newText": "x"}]});
+        let call = SessionUpdate::read(&call);
         match call {
             SessionUpdate::ToolCallUpdate(t) => {
                 assert_eq!(t.tool_call_id, "t1");
@@ -318,8 +342,9 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let odd = SessionUpdate::read(&json!({"sessionUpdate": "tool_call", "toolCallId": "t2",
-            "title": "ls", "status": 3, "locations": [{"path": "/a"}, {"line": 2}]}));
+        let odd = json!({"sessionUpdate": "tool_call", "toolCallId": "t2",
+            "title": "ls", "status": 3, "locations": [{"path": "/a"}, {"line": 2}]});
+        let odd = SessionUpdate::read(&odd);
         match odd {
             SessionUpdate::ToolCall(t) => {
                 assert_eq!(

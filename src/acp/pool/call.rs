@@ -59,9 +59,9 @@ pub struct Answer {
     pub session_id: String,
     /// The agent's message chunks, concatenated.
     pub messages: String,
-    /// The message chunks since the last tool event: the last model turn's text, what a one-shot
-    /// run answers.
-    pub last_turn: String,
+    /// Where in `messages` the chunks since the last tool event start: the last model turn's
+    /// text, what a one-shot run answers (an offset, not a copy: an answer may be tens of MiB).
+    pub last_turn_start: usize,
     /// Thought chunks, concatenated.
     pub thought: String,
     /// `end_turn`, `max_tokens`, `max_turn_requests`, `refusal` or `cancelled`.

@@ -111,7 +111,6 @@ pub(super) fn absorb(
         Inbound::Update(u) => match SessionUpdate::read(&u) {
             SessionUpdate::AgentMessageChunk { content } => {
                 answer.messages.push_str(content.text());
-                answer.last_turn.push_str(content.text());
                 None
             }
             SessionUpdate::AgentThoughtChunk { content } => {
@@ -119,7 +118,7 @@ pub(super) fn absorb(
                 Some(format!("thinking: {}", preview(content.text())))
             }
             SessionUpdate::ToolCall(call) | SessionUpdate::ToolCallUpdate(call) => {
-                answer.last_turn.clear();
+                answer.last_turn_start = answer.messages.len();
                 let id = call.tool_call_id.clone();
                 let entry = match tools.iter_mut().find(|(i, _)| *i == id) {
                     Some((_, v)) => v,

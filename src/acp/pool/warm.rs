@@ -413,14 +413,14 @@ impl Pool {
             cancelled: by_client,
             stopped,
         } = turn;
-        let (answer, events) = fold.finish(end);
+        let (mut answer, events) = fold.finish(end);
         let duration = started.elapsed();
+        // Shared by a failure's partial answer and a success's text: one copy of the messages.
+        let messages = std::sync::Arc::new(std::mem::take(&mut answer.messages));
         let facts = RunFacts {
             session_id: Some(session.id.clone()),
             model: Some(session.model.clone()).filter(|m| !m.is_empty()),
-            partial_response: Some(answer.messages.clone())
-                .filter(|m| !m.is_empty())
-                .map(std::sync::Arc::new),
+            partial_response: Some(messages.clone()).filter(|m| !m.is_empty()),
             duration_ms: duration.as_millis() as u64,
             ..RunFacts::default()
         };
@@ -442,7 +442,7 @@ impl Pool {
             return (Err(f.with_run(facts)), events);
         }
         let result = match outcome {
-            Ok(result) => answered(&result, answer, session, duration, facts),
+            Ok(result) => answered(&result, &answer, messages, session, duration, facts),
             Err(e) => {
                 let f = turn_failure(slot, agent, &session.id, e, facts);
                 if let (ErrorKind::RateLimited, Some(ms)) = (f.kind, f.retry_delay_ms) {
@@ -485,7 +485,8 @@ fn debug_report(
 /// too large to send, no answer text).
 fn answered(
     result: &Value,
-    answer: Answer,
+    answer: &Answer,
+    messages: std::sync::Arc<String>,
     session: &Session,
     duration: Duration,
     facts: RunFacts,
@@ -502,16 +503,23 @@ fn answered(
             ErrorKind::TurnLimit,
             "the agent stopped the turn at its limit of model requests (stop reason `max_turn_requests`); the partial answer is in the result".into(),
         ),
-        "max_tokens" if answer.messages.is_empty() => refused(
+        "max_tokens" if messages.is_empty() => refused(
             ErrorKind::InputTooLarge,
             "the prompt does not fit the model's context window: the agent sent nothing to the model (stop reason `max_tokens`); shorten the prompt or its context".into(),
         ),
-        _ if answer.last_turn.trim().is_empty() => refused(
+        _ if messages[answer.last_turn_start..].trim().is_empty() => refused(
             ErrorKind::EmptyResponse,
             format!("the agent's turn ended without answer text (stop reason `{stop}`)"),
         ),
         _ => Ok(Success {
-            answer: answer.last_turn,
+            answer: {
+                // The failure's copy of the messages is gone: take them, keep the last turn.
+                drop(facts);
+                let mut text =
+                    std::sync::Arc::try_unwrap(messages).unwrap_or_else(|m| m.as_ref().clone());
+                text.drain(..answer.last_turn_start);
+                text
+            },
             session_id: Some(session.id.clone()),
             model: Some(session.model.clone()).filter(|m| !m.is_empty()),
             stats: stats(result, answer.context),
