@@ -530,7 +530,8 @@ fn after_chunk(
     None
 }
 
-/// The API error body the CLI passes on as the JSON-RPC message (observed for 400).
+/// The API error body the CLI passes on as the JSON-RPC message (observed for 400; a 404 goes as
+/// code 500 with its text).
 fn api_error(status: u16, message: Option<&str>, model: &str) -> Value {
     // The same defaults the headless run prints (answer.rs).
     let (state, default_msg) = match status {
@@ -542,6 +543,11 @@ fn api_error(status: u16, message: Option<&str>, model: &str) -> Value {
         _ => ("INTERNAL", "Internal error encountered.".into()),
     };
     let m = message.map(String::from).unwrap_or(default_msg);
+    if status == 404 {
+        // The agent answers an unknown model's 404 as code 500 with the API's text alone
+        // (observed with 0.61 through the server's real-CLI lane).
+        return wire::error(500, &m, None);
+    }
     let body = json!({"error": {"code": status, "message": m, "status": state}}).to_string();
     wire::error(status as i64, &body, None)
 }

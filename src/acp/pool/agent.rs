@@ -95,6 +95,26 @@ fn http_status(code: i64, message: &str) -> Option<u16> {
         })
 }
 
+/// An API error the agent answered a request with, as a tool failure: its HTTP status as the
+/// code, classified as on the one-shot path (`ErrorKind::from_http`).
+fn rpc_failure(code: i64, message: &str, doing: &str) -> Failure {
+    let mut status = http_status(code, message);
+    // CLI 0.61's agent answers an API error whose status it does not read as 500, its text
+    // the API's (an unknown model's 404, observed): that text decides when it names the
+    // error.
+    if status == Some(500) && ErrorKind::from_http(None, message).is_some() {
+        status = None;
+    }
+    let kind = ErrorKind::from_http(status, message)
+        .or_else(|| (code == 500).then_some(ErrorKind::ServerError))
+        .unwrap_or(ErrorKind::Error);
+    // As on the one-shot path: an API error's exit is its HTTP status & 0xFF; a status
+    // the text does not carry is its kind's (a 429 told by its words is still 173).
+    let exit = status.map_or(kind.exit_code(), |s| i32::from(s & 0xFF));
+    Failure::with_exit(kind, exit, format!("{doing}: {message} (ACP error {code})"))
+        .with_retry_delay(crate::gemini::outcome::retry_delay_ms(message))
+}
+
 /// A failed ACP exchange as a tool failure: an API error carries its HTTP status as the code
 /// and is classified as on the one-shot path (`ErrorKind::from_http`).
 pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Failure {
@@ -103,15 +123,7 @@ pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Fai
             ErrorKind::AuthUnsupported,
             unsupported_login(message).unwrap_or_default(),
         ),
-        AcpError::Rpc { code, message } => {
-            let status = http_status(*code, message);
-            let kind = ErrorKind::from_http(status, message).unwrap_or(ErrorKind::Error);
-            // As on the one-shot path: an API error's exit is its HTTP status & 0xFF; a status
-            // the text does not carry is its kind's (a 429 told by its words is still 173).
-            let exit = status.map_or(kind.exit_code(), |s| i32::from(s & 0xFF));
-            Failure::with_exit(kind, exit, format!("{doing}: {message} (ACP error {code})"))
-                .with_retry_delay(crate::gemini::outcome::retry_delay_ms(message))
-        }
+        AcpError::Rpc { code, message } => rpc_failure(*code, message, doing),
         AcpError::Exited(how) => {
             // What the CLI printed as it ended says why, as on the one-shot path: a CLI too old
             // for a flag of the agent's command line, a login it cannot use, a broken settings
@@ -174,6 +186,20 @@ mod tests {
         assert_eq!(http_status(-32000, "Session not found: abc"), None);
         assert_eq!(http_status(-32000, "1000 tokens exceed the limit"), None);
         assert_eq!(http_status(-32603, "Internal error"), None);
+    }
+
+    /// What CLI 0.61's agent sent for an unknown model through the real-CLI lane: code 500, the
+    /// API's text.
+    #[test]
+    fn an_unknown_models_404_sent_as_500_is_model_not_found() {
+        let f = rpc_failure(
+            500,
+            "models/gemini-3.8-flash is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.",
+            "running the prompt",
+        );
+        assert_eq!(f.kind, ErrorKind::ModelNotFound, "{}", f.message);
+        let f = rpc_failure(500, "Internal error encountered.", "running the prompt");
+        assert_eq!((f.kind, f.exit_code), (ErrorKind::ServerError, 244));
     }
     use std::path::PathBuf;
 
