@@ -498,8 +498,14 @@ fn real_cli_agent_memory(real: &RealCli<'_>) {
         let mut server = real.start("", more);
         let mut pids = std::collections::BTreeSet::new();
         let mut cells = Vec::new();
+        // The calls answered by an agent other than the one before.
+        let (mut changed, mut last) = (Vec::new(), 0);
         for n in 1..=300 {
             let pid = call(&mut server);
+            if last != 0 && pid != last {
+                changed.push(n.to_string());
+            }
+            last = pid;
             pids.insert(pid);
             if [1, 50, 300].contains(&n) {
                 // The agent of the last call, or the one that replaced it at the call's end.
@@ -508,9 +514,10 @@ fn real_cli_agent_memory(real: &RealCli<'_>) {
             }
         }
         println!(
-            "| real CLI, warm agent's RSS after 1 / 50 / 300 calls, {label} | {} | {} agents | |",
+            "| real CLI, warm agent's RSS after 1 / 50 / 300 calls, {label} | {} | {} agents | a new agent from calls {} |",
             cells.join(" / "),
-            pids.len()
+            pids.len(),
+            if changed.is_empty() { "—".to_string() } else { changed.join(", ") }
         );
     }
     let mut server = real.start("", &[("GEMINICLI_MCP_ACP_IDLE_MS", "3000")]);
