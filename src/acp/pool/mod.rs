@@ -54,12 +54,12 @@ const AGENT_RESTARTS: u32 = 2;
 
 /// How long after an agent could not start its workspace's prompt-tool calls run one-shot
 /// without trying again (each try may wait out `GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS`).
-pub(crate) const START_RETRY_AFTER: Duration = Duration::from_secs(300);
+const START_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 /// Whether an agent that failed to start with `f` leaves a one-shot run a chance: it refused
 /// ACP mode or a flag of it, died or hung before answering `initialize`. A missing CLI, a login
 /// it cannot use, a refused path or a cancellation would fail a one-shot run alike.
-pub(crate) fn one_shot_may_answer(f: &Failure) -> bool {
+fn one_shot_may_answer(f: &Failure) -> bool {
     matches!(
         f.kind,
         ErrorKind::Error | ErrorKind::Unknown | ErrorKind::CliTooOld
@@ -544,10 +544,7 @@ impl Pool {
                     format!("the Gemini CLI has no usable authentication ({message}); the server never opens a browser"),
                 );
                 // The fix for what the agent's settings and environment hold, as on one-shot.
-                return Err(match self.spec(&slot.key) {
-                    Ok(spec) => crate::gemini::auth::with_auth_fix_for(f, &slot.key.cwd, &spec),
-                    Err(_) => f,
-                });
+                return Err(self.login_fix(slot, f));
             };
             // `authenticate` with another type than the settings select deletes that type's
             // cached credentials and rewrites the user's setting (CLI 0.61's agent, read in its
