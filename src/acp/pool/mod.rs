@@ -361,7 +361,7 @@ impl Pool {
         for slot in lock(&self.slots).values() {
             if slot.key.cwd == cwd {
                 retire(slot, id);
-                lock(&slot.state).spares.retain(|s| s.id != id);
+                lock(&slot.state).spares.retain(|s| s.session.id != id);
             }
         }
     }

@@ -30,6 +30,14 @@ pub(super) struct Session {
     pub(super) mode: ApprovalMode,
 }
 
+/// A fresh session made ahead of time, never prompted.
+pub(super) struct Spare {
+    pub(super) session: Session,
+    /// Whether its chat file, holding no message, was on disk when it was made: a CLI start's
+    /// clean-up may have deleted it since, and a spare whose file is gone is not used.
+    pub(super) file: bool,
+}
+
 #[derive(Default)]
 pub(super) struct State {
     pub(super) agent: Option<Arc<Connection>>,
@@ -40,7 +48,7 @@ pub(super) struct State {
     /// Every session the running agent holds (made or loaded), by id.
     pub(super) known: HashMap<String, Session>,
     /// Fresh sessions made ahead of time for the prompt tools, never prompted.
-    pub(super) spares: Vec<Session>,
+    pub(super) spares: Vec<Spare>,
     /// Whether a task is making spares.
     pub(super) replenishing: bool,
     /// Sessions the running agent made or loaded (it is replaced past `max_sessions`).

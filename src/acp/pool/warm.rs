@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agent::cancelled;
 use super::call::{Answer, Call, Ran};
-use super::slots::{Key, Session, Slot, Using};
+use super::slots::{Key, Session, Slot, Spare, Using};
 use super::turn::{
     deadline_failure, output_cap_failure, prompt_blocks, start_turn, turn_failure, Stop, Turn,
 };
@@ -278,18 +278,17 @@ impl Pool {
             }
             None => {
                 let spare = self.spare(slot, ct).await?;
-                let (session, origin, gate) = match spare {
-                    Some(s) => (s, Origin::Spare, cli_session::unshared_gate()),
-                    None => {
-                        // A new session's file holds no message until its prompt is recorded,
-                        // and a CLI start's clean-up meanwhile would delete it.
-                        let gate = if cleanup_may_run(&slot.key.cwd) {
-                            self.start_gate(slot, ct).await?
-                        } else {
-                            cli_session::unshared_gate()
-                        };
-                        (self.new_session(slot, agent).await?, Origin::New, gate)
-                    }
+                // A session that holds no message is what a CLI start's clean-up deletes: the
+                // workspace's start gate keeps the server's own starts out from here until the
+                // prompt is recorded, and a spare whose file went meanwhile is not used.
+                let gate = if cleanup_may_run(&slot.key.cwd) {
+                    self.start_gate(slot, ct).await?
+                } else {
+                    cli_session::unshared_gate()
+                };
+                let (session, origin) = match self.usable_spare(slot, spare) {
+                    Some(s) => (s, Origin::Spare),
+                    None => (self.new_session(slot, agent).await?, Origin::New),
                 };
                 let guard = self.session_lock(&session.id).lock_owned().await;
                 (session, origin, guard, Some(gate))
@@ -317,12 +316,12 @@ impl Pool {
 
     /// A spare session of the slot's agent: one ready, else the one being made (its `session/new`
     /// is ahead of any this call would send), else none.
-    async fn spare(&self, slot: &Slot, ct: &CancellationToken) -> Result<Option<Session>, Failure> {
+    async fn spare(&self, slot: &Slot, ct: &CancellationToken) -> Result<Option<Spare>, Failure> {
         loop {
             let made = slot.spare_made.notified();
             tokio::pin!(made);
             made.as_mut().enable();
-            if let Some(s) = self.take_spare(slot) {
+            if let Some(s) = lock(&slot.state).spares.pop() {
                 return Ok(Some(s));
             }
             if !lock(&slot.state).replenishing {
@@ -335,22 +334,29 @@ impl Pool {
         }
     }
 
-    /// A spare session of the slot's agent, unless a CLI start's clean-up could have deleted its
-    /// file meanwhile (then every spare is dropped: the agent keeps them in memory, unused).
-    fn take_spare(&self, slot: &Slot) -> Option<Session> {
-        if lock(&slot.state).spares.is_empty() {
-            return None;
+    /// `first`, else another spare of the slot's agent, whose chat file is still what it was
+    /// made with: a spare whose file a CLI start's clean-up deleted (another agent's start, a
+    /// listing, the user's own `gemini` in the project) would record its prompt in a file
+    /// without a header, which the next start deletes with the session. Called with the
+    /// workspace's start gate held (where a start could delete anything), so no start of the
+    /// server's falls between this look and the prompt; the agent keeps a dropped spare in
+    /// memory, unused.
+    fn usable_spare(&self, slot: &Slot, first: Option<Spare>) -> Option<Session> {
+        let mut next = first;
+        loop {
+            let spare = next.take().or_else(|| lock(&slot.state).spares.pop())?;
+            if !spare.file || cli_session::exposed(&slot.key.cwd, &spare.session.id) {
+                return Some(spare.session);
+            }
+            tracing::debug!("a spare session's file was deleted by a CLI start: not used");
         }
-        if cleanup_may_run(&slot.key.cwd) {
-            lock(&slot.state).spares.clear();
-            return None;
-        }
-        lock(&slot.state).spares.pop()
     }
 
     /// Makes spare sessions in the background until the slot's agent holds
     /// `GEMINICLI_MCP_ACP_SPARE_SESSIONS` of them, in approval mode `mode` (the last call's).
-    /// None while a CLI start's clean-up could delete a session that holds no message.
+    /// Each `session/new` passes the workspace's start gate, as a call's would: whether the
+    /// spare's message-less file is on disk is read before any start of the server's can
+    /// delete it.
     fn replenish(self: &Arc<Self>, slot: &Arc<Slot>, agent: &Arc<Connection>, mode: ApprovalMode) {
         let want = self.config.acp.spare_sessions;
         {
@@ -362,27 +368,45 @@ impl Pool {
         }
         let (pool, slot, agent) = (self.clone(), slot.clone(), agent.clone());
         tokio::spawn(async move {
-            while pool.wants_spare(&slot, &agent, want) && !cleanup_may_run(&slot.key.cwd) {
-                let Ok(mut session) = pool.new_session(&slot, &agent).await else {
+            while pool.wants_spare(&slot, &agent, want) {
+                let Some(spare) = pool.make_spare(&slot, &agent, mode).await else {
                     break;
                 };
-                if pool
-                    .align(&agent, &mut session, mode, None, false)
-                    .await
-                    .is_err()
-                {
-                    break;
-                }
                 {
                     let mut st = lock(&slot.state);
-                    st.known.insert(session.id.clone(), session.clone());
-                    st.spares.push(session);
+                    st.known
+                        .insert(spare.session.id.clone(), spare.session.clone());
+                    st.spares.push(spare);
                 }
                 slot.spare_made.notify_waiters();
             }
             lock(&slot.state).replenishing = false;
             slot.spare_made.notify_waiters();
         });
+    }
+
+    /// One spare session of the slot's agent, in approval mode `mode`; `None` when the agent
+    /// fails it or the server shuts down.
+    async fn make_spare(
+        &self,
+        slot: &Slot,
+        agent: &Connection,
+        mode: ApprovalMode,
+    ) -> Option<Spare> {
+        let (mut session, file) = {
+            let _gate = if cleanup_may_run(&slot.key.cwd) {
+                self.start_gate(slot, &self.shutdown).await.ok()?
+            } else {
+                cli_session::unshared_gate()
+            };
+            let session = self.new_session(slot, agent).await.ok()?;
+            let file = cli_session::exposed(&slot.key.cwd, &session.id);
+            (session, file)
+        };
+        self.align(agent, &mut session, mode, None, false)
+            .await
+            .ok()?;
+        Some(Spare { session, file })
     }
 
     /// Whether the slot's agent (still `agent`) should get one more spare.
