@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The conformance suite's real-CLI lane: every case whose behaviour the real Gemini CLI can show,
 # run against geminicli-mcp with the real CLI (offline, a fake key, each case's own scripted API:
-# fake-gemini-api in the runner's process) in place of fake-gemini, on the one-shot backend and on
-# the warm backend (`gemini --acp` agents). Cases marked `fake-only`
+# fake-gemini-api in the runner's process) in place of fake-gemini, on the warm backend (the
+# default: `gemini --acp` agents) and on the one-shot backend, the same cases on each. Cases marked `fake-only`
 # (a fault or fact only the fake can make) are skipped, saying why.
 #
 # Usage: .ci/real-cli-lane.sh GEMINI [BIN_DIR [GLOB ...]]
@@ -27,20 +27,10 @@ runner=("$bins/gemini-mcp-conformance" --target "$bins/geminicli-mcp"
   --timeout-scale 2 -j 2)
 start=$SECONDS
 who="$(id -un) (TMPDIR=${TMPDIR:-unset})"
+echo "real-CLI lane as $who: the warm backend (the default)"
+# No baseline: what the warm backend's baseline lists fails on the fake's log or its clock, which
+# this lane does not read or script.
+"${runner[@]}" --profile geminicli-mcp-acp "${select[@]}"
 echo "real-CLI lane as $who: the one-shot backend"
 "${runner[@]}" "${select[@]}"
-# The warm backend serves every prompt tool from its agents: the cases of its own areas and of
-# sessions (which its agents keep in memory and the CLI on disk).
-warm=()
-for glob in 'acp/*' 'warm/*' 'sessions/*'; do
-  if [[ $# -eq 0 ]] || [[ " $* " == *" $glob "* ]]; then
-    warm+=(--run "$glob")
-  fi
-done
-if [[ ${#warm[@]} -gt 0 ]]; then
-  echo "real-CLI lane as $who: the warm backend"
-  # No baseline: what the warm backend's baseline lists fails on the fake's log or its clock, which
-  # this lane does not read or script.
-  "${runner[@]}" --profile geminicli-mcp-acp "${warm[@]}"
-fi
 echo "real-CLI lane as $who: $((SECONDS - start)) s"
