@@ -12,7 +12,17 @@ use crate::ids::sha256_hex;
 
 /// Env vars whose values are logged in clear.
 pub fn value_logged(name: &str) -> bool {
-    matches!(name, "NO_COLOR" | "TERM" | "NO_BROWSER" | "CI") || name.starts_with("GEMINI_CLI_")
+    matches!(
+        name,
+        "NO_COLOR"
+            | "TERM"
+            | "NO_BROWSER"
+            | "CI"
+            | "GEMINI_TELEMETRY_ENABLED"
+            | "GEMINI_TELEMETRY_TARGET"
+            | "GEMINI_TELEMETRY_OUTFILE"
+            | "GEMINI_TELEMETRY_LOG_PROMPTS"
+    ) || name.starts_with("GEMINI_CLI_")
 }
 
 fn append(record: &Value) {

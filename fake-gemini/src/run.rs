@@ -315,7 +315,13 @@ fn startup_noise(ctx: &Ctx, args: &Args, approval: &Approval, fresh_notice: bool
     for w in deprecated {
         err_line(w);
     }
-    approval.config_loads();
+    // Telemetry starts between the two configuration loads (observed: its notice falls between
+    // their YOLO notices).
+    approval.config_load(true);
+    if crate::settings::telemetry_enabled(&cwd) {
+        err_line(texts::METRIC_READER_DEPRECATED);
+    }
+    approval.config_load(true);
     let refused = ctx.scenario.environment.auth == Auth::Unsupported;
     if refused {
         err(texts::sunset_report().as_bytes());

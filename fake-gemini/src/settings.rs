@@ -549,6 +549,23 @@ pub fn include_directory_tree(cwd: &std::path::Path) -> bool {
     .unwrap_or(true)
 }
 
+/// Whether telemetry is on: `GEMINI_TELEMETRY_ENABLED` as the CLI parses a boolean flag (`true`
+/// or `1`, `false` or `0`, anything else unset), else `telemetry.enabled` as the CLI merges it,
+/// off when none sets it (0.61's `resolveTelemetrySettings`, read in its bundle).
+pub fn telemetry_enabled(cwd: &std::path::Path) -> bool {
+    let flag = std::env::var("GEMINI_TELEMETRY_ENABLED").ok();
+    match flag
+        .as_deref()
+        .map(str::trim)
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("true" | "1") => true,
+        Some("false" | "0") => false,
+        _ => highest_layer(Some(cwd), |v| v["telemetry"]["enabled"].as_bool()).unwrap_or(false),
+    }
+}
+
 /// Whether the merged `tools.allowed` is a non-empty list (it has no merge strategy: the highest
 /// layer that sets it wins), which makes the CLI print the `--allowed-tools` deprecation warning.
 pub fn tools_allowed_nonempty(cwd: &std::path::Path) -> bool {

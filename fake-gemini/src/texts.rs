@@ -38,6 +38,10 @@ pub const YOLO: &str = "YOLO mode is enabled. All tool calls will be automatical
 pub const ALLOWED_TOOLS_DEPRECATED: &str = "Warning: --allowed-tools cli argument and tools.allowed in settings.json are deprecated and will be removed in 1.0: Migrate to Policy Engine: https://geminicli.com/docs/core/policy-engine/";
 /// Printed on almost every real run (no bundled ripgrep).
 pub const RIPGREP: &str = "Ripgrep is not available. Falling back to GrepTool.";
+/// Printed once at start-up while telemetry is on (its OpenTelemetry SDK's deprecation notice;
+/// observed on 0.61.0 in one-shot and ACP runs, with `GEMINI_TELEMETRY_ENABLED=true`).
+pub const METRIC_READER_DEPRECATED: &str =
+    "The 'metricReader' option is deprecated. Please use 'metricReaders' instead.";
 /// The random start-up metrics noise (about 8 % of real runs).
 pub const STARTUP_NOISE: [&str; 2] = [
     "[STARTUP] Phase 'cleanup_ops' was started but never ended. Skipping metrics.",

@@ -635,6 +635,10 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         agent.stderr_line(&l);
     }
     agent.config_noise(initial_mode);
+    // Telemetry starts between the two loads, as in a one-shot run.
+    if std::env::current_dir().is_ok_and(|cwd| crate::settings::telemetry_enabled(&cwd)) {
+        agent.stderr_line(crate::texts::METRIC_READER_DEPRECATED);
+    }
     agent.config_noise(initial_mode);
     agent.untrusted_noise();
     // `gemini --acp` runs the start-up clean-up of every CLI start before its ACP branch: with

@@ -775,6 +775,19 @@ pub const CASES: &[Case] = &[
         )
     },
     Case {
+        set_env: &[
+            ("GEMINI_TELEMETRY_ENABLED", "true"),
+            ("GEMINI_TELEMETRY_TARGET", "local"),
+            ("GEMINI_TELEMETRY_OUTFILE", "/dev/null"),
+            ("GEMINI_TELEMETRY_LOG_PROMPTS", "false"),
+        ],
+        ..server(
+            "server/telemetry-to-the-null-device",
+            Shape::Server,
+            "[[fake-gemini:success]]",
+        )
+    },
+    Case {
         system_file: Some(server_defaults(Place::Target)),
         ..server(
             "server/system-defaults-where-root-owned",
