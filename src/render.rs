@@ -630,6 +630,12 @@ mod tests {
     }
 
     #[test]
+    fn the_telemetry_notice_the_server_provokes_is_not_shown() {
+        let tail = "The 'metricReader' option is deprecated. Please use 'metricReaders' instead.\nRipgrep is not available. Falling back to GrepTool.\nError: settings.json is broken\n";
+        assert_eq!(stderr_shown(tail), "Error: settings.json is broken");
+    }
+
+    #[test]
     fn a_failure_says_the_same_in_text_and_structure_without_the_clis_noise() {
         let answers = Answers::default();
         let stderr = "Warning: Basic terminal detected (TERM=dumb).\nYOLO mode is enabled. All tool calls will be automatically approved.\nRipgrep is not available. Falling back to GrepTool.\nError when talking to Gemini API Full report available at: /tmp/x/gemini-client-error-Turn.json TerminalQuotaError: You have exhausted your daily quota on this model.\n    at classifyGoogleError (file:///cli/bundle/chunk.js:1:2)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)\n    at async Turn.run (file:///cli/bundle/chunk.js:3:4)\n";

@@ -58,6 +58,16 @@ pub mod env {
     pub const SYSTEM_DEFAULTS_PATH: &str = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH";
     /// `TMPDIR`, `TEMP` and `TMP`: the run's private temporary directory.
     pub const TMP: [&str; 3] = ["TMPDIR", "TEMP", "TMP"];
+    /// `GEMINI_TELEMETRY_ENABLED`.
+    pub const TELEMETRY_ENABLED: &str = "GEMINI_TELEMETRY_ENABLED";
+    /// `GEMINI_TELEMETRY_TARGET`.
+    pub const TELEMETRY_TARGET: &str = "GEMINI_TELEMETRY_TARGET";
+    /// `GEMINI_TELEMETRY_OUTFILE`.
+    pub const TELEMETRY_OUTFILE: &str = "GEMINI_TELEMETRY_OUTFILE";
+    /// `GEMINI_TELEMETRY_LOG_PROMPTS`.
+    pub const TELEMETRY_LOG_PROMPTS: &str = "GEMINI_TELEMETRY_LOG_PROMPTS";
+    /// The prefix of every variable of the CLI's telemetry.
+    pub const TELEMETRY_PREFIX: &str = "GEMINI_TELEMETRY_";
     /// `GEMINICLI_MCP_RUN`: the mark by which the server finds a run's processes that left its
     /// process group (Linux).
     pub const RUN_MARK: &str = "GEMINICLI_MCP_RUN";
@@ -91,6 +101,26 @@ pub const RESTART_EXIT_CODE: i32 = 199;
 pub const ACP_ARGS: [&str; 2] = [flag::ACP, flag::SKIP_TRUST];
 /// Without trust an untrusted folder silently downgrades yolo and auto_edit to default.
 pub const ACP_ENV: [(&str, &str); 1] = [(env::TRUST_WORKSPACE, "true")];
+
+/// The null device, where the agents' telemetry goes.
+#[cfg(not(windows))]
+pub const NULL_DEVICE: &str = "/dev/null";
+/// The null device, where the agents' telemetry goes.
+#[cfg(windows)]
+pub const NULL_DEVICE: &str = "NUL";
+
+/// What an agent gets where the user configured no telemetry of their own: telemetry on, to a
+/// local file that is the null device, prompts not logged. CLI 0.62 keeps each model request's
+/// history in a buffer only the telemetry drains (its bug report: about 1.17 MB a turn with
+/// telemetry off; the fix, #26404, was closed unmerged); this is that report's workaround. With an
+/// outfile the CLI exports to the file only, whatever OTLP endpoint the environment names (0.61's
+/// bundle: `useOtlp = !!endpoint && !outfile`); the target `local` rules out Google Cloud.
+pub const TELEMETRY_ENV: [(&str, &str); 4] = [
+    (env::TELEMETRY_ENABLED, "true"),
+    (env::TELEMETRY_TARGET, "local"),
+    (env::TELEMETRY_OUTFILE, NULL_DEVICE),
+    (env::TELEMETRY_LOG_PROMPTS, "false"),
+];
 
 /// The settings key the server's system-defaults file sets.
 pub const RETENTION_KEY: &str = "general.sessionRetention.enabled";
@@ -361,6 +391,38 @@ pub const INVENTORY: &[Input] = &[
         "trusts the agent's folder: without it an untrusted folder downgrades yolo and auto_edit",
         &["server/trust-workspace-variable"],
     ),
+    input(
+        env::TELEMETRY_ENABLED,
+        Env,
+        &["true"],
+        &[Warm],
+        "telemetry on where the user set none: CLI 0.62 keeps every request's history while it is off",
+        &["server/telemetry-to-the-null-device"],
+    ),
+    input(
+        env::TELEMETRY_TARGET,
+        Env,
+        &["local"],
+        &[Warm],
+        "the agent's telemetry stays on the machine",
+        &["server/telemetry-to-the-null-device"],
+    ),
+    input(
+        env::TELEMETRY_OUTFILE,
+        Env,
+        &[NULL_DEVICE],
+        &[Warm],
+        "the agent's telemetry goes to the null device, and to no OTLP endpoint",
+        &["server/telemetry-to-the-null-device"],
+    ),
+    input(
+        env::TELEMETRY_LOG_PROMPTS,
+        Env,
+        &["false"],
+        &[Warm],
+        "no prompt text in the telemetry",
+        &["server/telemetry-to-the-null-device"],
+    ),
     Input {
         verdict: Verdict::HonouredWhereRootOwned,
         ..input(
@@ -533,7 +595,7 @@ mod tests {
         for arg in ACP_ARGS {
             check_arg(arg, By::Warm).unwrap();
         }
-        for (name, value) in CHILD_ENV.iter().chain(&ACP_ENV) {
+        for (name, value) in CHILD_ENV.iter().chain(&ACP_ENV).chain(&TELEMETRY_ENV) {
             let entry = find(name).unwrap();
             assert!(entry.values.contains(value), "{name}={value}");
         }

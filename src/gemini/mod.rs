@@ -1,7 +1,7 @@
 //! What both backends share about the Gemini CLI: finding and starting it (`resolve`,
 //! `environment`, `launch`), what is handed to it (`inputs`, `command`), supervising the process
 //! tree (`process`), reading what it printed (`events`, `outcome`), its logins (`auth`) and
-//! settings (`settings`), and its sessions on disk (`session`, `retention`). The one-shot backend
+//! settings (`settings`, `telemetry`), and its sessions on disk (`session`, `retention`). The one-shot backend
 //! is `crate::oneshot`, the warm one `crate::acp`; neither imports the other.
 
 pub(crate) mod auth;
@@ -16,3 +16,4 @@ pub(crate) mod resolve;
 pub(crate) mod retention;
 pub(crate) mod session;
 pub(crate) mod settings;
+pub(crate) mod telemetry;

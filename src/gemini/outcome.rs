@@ -466,10 +466,10 @@ fn strip_ansi(line: &str) -> String {
 /// Lines the CLI 0.61 prints before or beside any outcome, which are never a failure's reason
 /// (`line` trimmed, ANSI stripped): the terminal warnings, start-up timing, a skipped system
 /// settings file (its `sudo chmod` advice is about that file, not the failure), the untrusted
-/// folder's overrides, the choice between two keys, a deprecated flag. Texts from the CLI's bundle
+/// folder's overrides, the choice between two keys, a deprecated flag or telemetry option. Texts from the CLI's bundle
 /// and runs. The one list: a failure's message and the stderr tail it shows both skip these.
 pub(crate) fn is_notice(line: &str) -> bool {
-    const NOTICES: [&str; 15] = [
+    const NOTICES: [&str; 16] = [
         "Warning: Basic terminal detected",
         "Warning: 256-color support not detected",
         "Warning: True color (24-bit) support not detected",
@@ -485,6 +485,8 @@ pub(crate) fn is_notice(line: &str) -> bool {
         "Both GOOGLE_API_KEY and GEMINI_API_KEY are set",
         "Skipping project agents due to untrusted folder",
         "Project hooks disabled because the folder is not trusted",
+        // Telemetry's SDK, on in the agents where the user set none (`gemini::telemetry`).
+        "The 'metricReader' option is deprecated",
     ];
     NOTICES.iter().any(|n| line.starts_with(n))
 }

@@ -28,6 +28,11 @@ pub(super) fn agent_spec(launch: &Launch, config: &Config, key: &Key) -> Result<
     let mut spec = launch.spec(config, &key.cwd, args, Vec::new());
     spec.env
         .extend(inputs::ACP_ENV.iter().map(|(k, v)| (k.into(), v.into())));
+    spec.env.extend(
+        crate::gemini::telemetry::agent_env(&key.cwd)
+            .iter()
+            .map(|(k, v)| (k.into(), v.into())),
+    );
     Ok(spec)
 }
 
