@@ -44,6 +44,18 @@ impl Agent {
         }
     }
 
+    /// What the start-up prints once the system files are read: the config loaded twice (the
+    /// notices appear twice), telemetry started between the two loads as in a one-shot run, then
+    /// the folder's and the tools' notices.
+    fn startup_noise(&self, requested_mode: &str) {
+        self.config_noise(requested_mode);
+        if std::env::current_dir().is_ok_and(|cwd| crate::settings::telemetry_enabled(&cwd)) {
+            self.stderr_line(crate::texts::METRIC_READER_DEPRECATED);
+        }
+        self.config_noise(requested_mode);
+        self.untrusted_noise();
+    }
+
     /// The config's noise: the YOLO notice, the trust downgrade of any mode but `default` (the
     /// headless rule, observed there for plan too), and the two-keys warning of its auth (observed
     /// in ACP on 0.61.0; where the real agent's asynchronous start-up lines fall among these
@@ -634,13 +646,7 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
     for l in crate::settings::skipped_system_files() {
         agent.stderr_line(&l);
     }
-    agent.config_noise(initial_mode);
-    // Telemetry starts between the two loads, as in a one-shot run.
-    if std::env::current_dir().is_ok_and(|cwd| crate::settings::telemetry_enabled(&cwd)) {
-        agent.stderr_line(crate::texts::METRIC_READER_DEPRECATED);
-    }
-    agent.config_noise(initial_mode);
-    agent.untrusted_noise();
+    agent.startup_noise(initial_mode);
     // `gemini --acp` runs the start-up clean-up of every CLI start before its ACP branch: with
     // the loss bug on, every session file of the project (the cwd) that holds no message yet
     // goes, a new session's made by another run included.
