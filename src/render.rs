@@ -15,7 +15,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{json, Map, Value};
 
 use crate::answers::Answers;
-use crate::error::{Failure, PARTIAL_TEXT_CHARS};
+use crate::error::{ErrorKind, Failure, PARTIAL_TEXT_CHARS};
 use crate::gemini::outcome;
 
 /// The stderr tail a failure shows by default (the whole kept tail with `debug`).
@@ -195,7 +195,7 @@ impl Render<'_> {
             let total_chars = text.chars().count();
             let (id, _) = self.answers.keep(text.to_string(), total_chars);
             let f = Failure::new(
-                crate::error::ErrorKind::ResultTooLarge,
+                ErrorKind::ResultTooLarge,
                 format!(
                     "the structured answer is {} bytes of JSON, more than one result may hold ({} bytes, GEMINICLI_MCP_RESULT_BUDGET_BYTES); a structured answer is never cut. Its JSON text is kept: read it with {READ_ANSWER} answer_id={id} offset=0, or ask for less",
                     text.len(),
@@ -370,7 +370,19 @@ impl Render<'_> {
         sc.insert("error".into(), json!(text));
         sc.insert("errorKind".into(), json!(f.kind.as_str()));
         sc.insert("exitCode".into(), json!(f.exit_code));
-        let fix = f.fix();
+        let stderr = if self.debug {
+            f.run.stderr_tail.trim_end().to_string()
+        } else if f.kind.stderr_helps() {
+            stderr_shown(&f.run.stderr_tail)
+        } else {
+            String::new()
+        };
+        // The kind's fix points at the stderr tail: where none is shown, only at the message.
+        let fix = if f.fix() == ErrorKind::Error.fix() && stderr.is_empty() {
+            "read the message; call again if it looks transient"
+        } else {
+            f.fix()
+        };
         sc.insert("fix".into(), json!(fix));
         let _ = write!(text, "\nfix: {fix}");
         if let Some(ms) = f.retry_delay_ms {
@@ -394,13 +406,6 @@ impl Render<'_> {
             let _ = write!(text, "\n--- raw response ---\n{raw}");
             sc.insert("rawResponse".into(), json!(raw));
         }
-        let stderr = if self.debug {
-            f.run.stderr_tail.trim_end().to_string()
-        } else if f.kind.stderr_helps() {
-            stderr_shown(&f.run.stderr_tail)
-        } else {
-            String::new()
-        };
         if !stderr.is_empty() {
             let _ = write!(text, "\n--- stderr (tail) ---\n{stderr}");
             sc.insert("stderrTail".into(), json!(stderr));
@@ -627,6 +632,30 @@ mod tests {
             small.structured_content.unwrap(),
             json!({"json": [1], "sessionId": "s", "model": "m"})
         );
+    }
+
+    #[test]
+    fn the_fix_names_a_stderr_tail_only_where_one_is_shown() {
+        let answers = Answers::default();
+        let fix_of = |tail: &str| {
+            let f = Failure::with_exit(ErrorKind::Error, 1, "the Gemini ACP agent ended").with_run(
+                RunFacts {
+                    stderr_tail: tail.into(),
+                    ..RunFacts::default()
+                },
+            );
+            let r = render(&answers, DEFAULT_BUDGET_BYTES).failure(&f);
+            r.structured_content.unwrap()["fix"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(
+            fix_of("Ripgrep is not available. Falling back to GrepTool.\n"),
+            "read the message; call again if it looks transient",
+            "only notices: no tail shown"
+        );
+        assert_eq!(fix_of("Error: disk full\n"), ErrorKind::Error.fix());
     }
 
     #[test]
