@@ -187,6 +187,24 @@ impl Harness {
     }
 }
 
+impl Harness {
+    /// Waits until fake-gemini has logged a record that `wanted` accepts and returns it.
+    pub fn wait_for_record(&self, wanted: impl Fn(&Value) -> bool) -> Value {
+        let end = deadline();
+        loop {
+            if let Some(r) = self.log_records().into_iter().find(|r| wanted(r)) {
+                return r;
+            }
+            assert!(
+                Instant::now() < end,
+                "no such record: {:?}",
+                self.log_records()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// A test that panics with a server running shows what the server said on stderr.
 impl Drop for Harness {
     fn drop(&mut self) {

@@ -202,8 +202,10 @@ fn cancelling_a_hung_call_kills_its_tree_and_sends_no_response() {
             Some(json!({"name": "gemini_prompt", "arguments": {"prompt": "wait [[fake-gemini:hang]]"}})),
         )
         .unwrap();
-    let runs = h.wait_for_runs(1);
-    let pid = runs[0]["pid"].as_i64().expect("pid logged");
+    // The call hangs in its prompt: the agent has logged the `session/prompt` it froze in (a
+    // cancellation before that finds an idle agent, which rightly lives on).
+    let prompt = h.wait_for_record(|r| r["method"] == "session/prompt");
+    let pid = prompt["pid"].as_i64().expect("pid logged");
     h.client
         .notify(
             "notifications/cancelled",
