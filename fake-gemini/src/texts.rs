@@ -69,6 +69,10 @@ pub const QUOTA_RETRYABLE: &str = "Resource has been exhausted (e.g. check quota
 pub const CRITICAL: &str = "An unexpected critical error occurred:";
 /// Loop detection warning.
 pub const LOOP_DETECTED: &str = "Loop detected, stopping execution";
+/// How the CLI's loop detection's own message to the model begins: it suppresses the repeated
+/// response and sends this as the user's text (observed on 0.61:
+/// `System: Potential loop detected. Details: Repeated tool call: … Please take a step back …`).
+pub const LOOP_NUDGE: &str = "System: Potential loop detected.";
 /// Cancellation (from source).
 pub const CANCELLED: &str = "Operation cancelled.";
 /// Sandbox image failure, observed with `--sandbox` and no docker.

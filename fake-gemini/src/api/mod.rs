@@ -336,20 +336,29 @@ fn handle(req: &http::Request, w: &mut TcpStream, shared: &Shared) -> io::Result
 /// prompts of a resumed session do not count: a new prompt without a marker gets the default
 /// scenario, as fake-gemini, which reads only its own prompt, gives it.
 fn prompt_texts(body: &Value) -> impl Iterator<Item = &str> {
-    let has_text = |c: &&Value| {
-        c["parts"]
-            .as_array()
-            .is_some_and(|ps| ps.iter().any(|p| p["text"].is_string()))
-    };
     body["contents"]
         .as_array()
         .into_iter()
         .flatten()
         .rev()
-        .find(|c| c["role"] == "user" && has_text(c))
+        .find(|c| is_prompt(c))
         .into_iter()
         .flat_map(|c| c["parts"].as_array().into_iter().flatten().rev())
         .filter_map(|p| p["text"].as_str())
+}
+
+/// Whether a content is a prompt: the user's, with text, and not the CLI's loop detection
+/// telling the model it repeats itself (the answer to that keeps its prompt's scenario and goes
+/// on counting its turns, as a tool's result does).
+fn is_prompt(content: &Value) -> bool {
+    content["role"] == "user"
+        && content["parts"].as_array().is_some_and(|ps| {
+            ps.iter().any(|p| {
+                p["text"]
+                    .as_str()
+                    .is_some_and(|t| !t.starts_with(crate::texts::LOOP_NUDGE))
+            })
+        })
 }
 
 /// The scenario of a request (the newest marker of its prompt, else the default), and the model a
@@ -381,12 +390,7 @@ fn turn_index(body: &Value) -> usize {
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    let last_prompt = contents.iter().rposition(|c| {
-        c["role"] == "user"
-            && c["parts"]
-                .as_array()
-                .is_some_and(|ps| ps.iter().any(|p| p.get("text").is_some()))
-    });
+    let last_prompt = contents.iter().rposition(is_prompt);
     let after = last_prompt.map_or(0, |i| i + 1);
     contents[after..]
         .iter()
@@ -679,6 +683,19 @@ mod tests {
             {"role": "user", "parts": [{"text": "new"}]}
         ]});
         assert_eq!(turn_index(&resumed), 0);
+        let nudged = json!({"contents": [
+            {"role": "user", "parts": [{"text": "[[fake-gemini:loop-detected]]"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "x"}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "x"}}]},
+            {"role": "model", "parts": [{"text": "[The previous response was interrupted before it completed.]"}]},
+            {"role": "user", "parts": [{"text": "System: Potential loop detected. Details: Repeated tool call: x. Please take a step back."}]}
+        ]});
+        assert_eq!(turn_index(&nudged), 2, "the loop nudge is not a prompt");
+        assert_eq!(
+            select_with(&nudged, &Config::default()).unwrap().0,
+            "loop-detected",
+            "the answer to the loop nudge keeps its prompt's scenario"
+        );
     }
 
     #[test]
