@@ -27,6 +27,10 @@ pub enum ErrorKind {
     ConfigError,
     /// `maxSessionTurns` reached (53).
     TurnLimit,
+    /// The CLI's loop detection ended the turn: the model kept repeating one tool call or one
+    /// stretch of text (one-shot: a `Loop detected, stopping execution` warning beside a success,
+    /// exit 0; warm: stop reason `max_turn_requests` where no `maxSessionTurns` is set).
+    LoopDetected,
     /// A fatal tool error, e.g. no space left (54).
     ToolError,
     /// The workspace is not trusted (55; cannot happen with `--skip-trust` unless the CLI ignores it).
@@ -76,13 +80,14 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in the order of the table in docs/errors.md.
-    pub const ALL: [ErrorKind; 27] = [
+    pub const ALL: [ErrorKind; 28] = [
         ErrorKind::Error,
         ErrorKind::AuthRequired,
         ErrorKind::InputValidation,
         ErrorKind::SandboxError,
         ErrorKind::ConfigError,
         ErrorKind::TurnLimit,
+        ErrorKind::LoopDetected,
         ErrorKind::ToolError,
         ErrorKind::UntrustedWorkspace,
         ErrorKind::Cancelled,
@@ -115,6 +120,7 @@ impl ErrorKind {
             ErrorKind::SandboxError => "sandbox_error",
             ErrorKind::ConfigError => "config_error",
             ErrorKind::TurnLimit => "turn_limit",
+            ErrorKind::LoopDetected => "loop_detected",
             ErrorKind::ToolError => "tool_error",
             ErrorKind::UntrustedWorkspace => "untrusted_workspace",
             ErrorKind::Cancelled => "cancelled",
@@ -167,6 +173,7 @@ impl ErrorKind {
             | ErrorKind::InputTooLarge
             | ErrorKind::Incomplete
             | ErrorKind::SchemaMismatch
+            | ErrorKind::LoopDetected
             | ErrorKind::ResultTooLarge => 0,
             ErrorKind::OutputLimit => 137,
             ErrorKind::SpawnFailed => 127,
@@ -239,6 +246,7 @@ impl ErrorKind {
             ErrorKind::SandboxError => "check the CLI's sandbox (docker or podman must run where the server runs), or call without sandbox",
             ErrorKind::ConfigError => "fix the settings file the message names",
             ErrorKind::TurnLimit => "start a new session, or raise model.maxSessionTurns in the CLI's settings",
+            ErrorKind::LoopDetected => "call again with a narrower or reworded prompt; a new session (without session_id) leaves the repeated turns behind",
             ErrorKind::ToolError => "fix what the tool reported (often: free disk space)",
             ErrorKind::UntrustedWorkspace => "the server passes --skip-trust; set GEMINI_CLI_TRUST_WORKSPACE=true in its env if your CLI ignores it",
             ErrorKind::Cancelled => "call again if the work is still wanted",

@@ -176,6 +176,11 @@ fn from_result(
     exit: i32,
 ) -> Result<Success, Reported> {
     if result.is_success() {
+        // The CLI reports the end its loop detection made as a warning beside a success; what
+        // the model said before it is the partial answer (observed on 0.61).
+        if transcript.errors.iter().any(|(_, m)| m == LOOP_DETECTED) {
+            return Err((ErrorKind::LoopDetected, loop_detected(LOOP_DETECTED), None));
+        }
         let dropped = result.nothing_was_sent() && transcript.answer().is_empty();
         if dropped || stderr.contains("stdin input truncated") {
             return Err((
@@ -232,6 +237,16 @@ fn from_result(
             None,
         ),
     })
+}
+
+/// The warning of the CLI's loop detection in stream-json (an `error` event, severity `warning`).
+const LOOP_DETECTED: &str = "Loop detected, stopping execution";
+
+/// The message of a turn the CLI's loop detection ended, with what the CLI said of it.
+pub(crate) fn loop_detected(said: &str) -> String {
+    format!(
+        "the Gemini CLI's loop detection ended the turn ({said}): the model kept repeating one tool call or one stretch of text, so the answer stops short"
+    )
 }
 
 /// The reason of Google's refusal of the CLI's login for individual accounts (since 2026-06-18:
@@ -559,6 +574,24 @@ mod tests {
         assert_eq!(
             kind(Some(Termination::Exited(0)), &stdout, ""),
             (ErrorKind::InputTooLarge, 0)
+        );
+    }
+
+    #[test]
+    fn a_success_the_loop_detection_ended_is_loop_detected_with_the_partial_answer() {
+        // As 0.61 prints it (s_sjson_loop_detected): the warning, then a success.
+        let stdout = format!("{INIT}{{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Listing again.\",\"delta\":true}}\n{{\"type\":\"error\",\"severity\":\"warning\",\"message\":\"Loop detected, stopping execution\"}}\n{{\"type\":\"result\",\"status\":\"success\",\"stats\":{{\"total_tokens\":600,\"models\":{{\"m\":{{}}}}}}}}\n");
+        let (o, t) = run(Some(Termination::Exited(0)), &stdout, "");
+        let f = classify(&o, t, CancelCause::Client, None).expect_err("not a success");
+        assert_eq!((f.kind, f.exit_code), (ErrorKind::LoopDetected, 0));
+        assert!(
+            f.message.contains("Loop detected, stopping execution"),
+            "{}",
+            f.message
+        );
+        assert_eq!(
+            f.run.partial_response.as_deref().map(String::as_str),
+            Some("Listing again.")
         );
     }
 

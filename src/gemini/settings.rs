@@ -354,6 +354,22 @@ pub(crate) fn selected_type(settings: &Map<String, Value>) -> Option<&str> {
         .as_str()
 }
 
+/// Whether a CLI reading `layers` may end a turn at `model.maxSessionTurns`: a layer sets it to
+/// a count (0 or more; the default -1 is no limit), or cannot be read (it may). 0.61 gives an ACP
+/// turn that limit ended and one its loop detection ended the same stop reason, so this is what
+/// tells them apart.
+pub(crate) fn session_turns_may_be_limited(layers: &[LayerFile]) -> bool {
+    layers.iter().any(|l| match &l.content {
+        Err(_) => true,
+        Ok(None) => false,
+        Ok(Some(s)) => s
+            .get("model")
+            .and_then(|m| m.get("maxSessionTurns"))
+            .and_then(Value::as_f64)
+            .is_some_and(|n| n >= 0.0),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,6 +386,28 @@ mod tests {
 
     fn chain(dirs: &[(&str, Owner)]) -> Vec<(PathBuf, Owner)> {
         dirs.iter().map(|(p, o)| (PathBuf::from(p), *o)).collect()
+    }
+
+    #[test]
+    fn only_a_count_or_an_unreadable_layer_may_limit_session_turns() {
+        let layer = |content: Result<Option<Value>, String>| LayerFile {
+            layer: Layer::User,
+            path: "/home/u/.gemini/settings.json".into(),
+            content: content.map(|c| c.and_then(|v| v.as_object().cloned())),
+            check: SystemFile::Read,
+        };
+        let unlimited = [
+            layer(Ok(Some(json!({"model": {"maxSessionTurns": -1}})))),
+            layer(Ok(Some(json!({"model": {"name": "gemini-2.5-pro"}})))),
+            layer(Ok(None)),
+        ];
+        assert!(!session_turns_may_be_limited(&unlimited));
+        let limited = [layer(Ok(Some(json!({"model": {"maxSessionTurns": 0}}))))];
+        assert!(session_turns_may_be_limited(&limited), "0 is a limit");
+        assert!(
+            session_turns_may_be_limited(&[layer(Err("bad JSON".into()))]),
+            "an unreadable layer may set it"
+        );
     }
 
     #[test]

@@ -466,7 +466,15 @@ impl Pool {
             return (Err(f.with_run(facts)), events);
         }
         let result = match outcome {
-            Ok(result) => answered(&result, &answer, messages, session, duration, facts),
+            Ok(result) => answered(
+                &slot.key.cwd,
+                &result,
+                &answer,
+                messages,
+                session,
+                duration,
+                facts,
+            ),
             Err(e) => {
                 let f = turn_failure(slot, agent, &session.id, e, facts);
                 if let (ErrorKind::RateLimited, Some(ms)) = (f.kind, f.retry_delay_ms) {
@@ -508,6 +516,7 @@ fn debug_report(
 /// failure its stop reason means (`cancelled` by the agent itself, `max_turn_requests`, a prompt
 /// too large to send, no answer text).
 fn answered(
+    cwd: &std::path::Path,
     result: &Value,
     answer: &Answer,
     messages: std::sync::Arc<String>,
@@ -523,10 +532,10 @@ fn answered(
             ErrorKind::Error,
             "the agent cancelled the prompt on its own (stop reason `cancelled`)".into(),
         ),
-        "max_turn_requests" => refused(
-            ErrorKind::TurnLimit,
-            "the agent stopped the turn at its limit of model requests (stop reason `max_turn_requests`); the partial answer is in the result".into(),
-        ),
+        "max_turn_requests" => {
+            let (kind, message) = turn_requests_limited(cwd);
+            refused(kind, message)
+        }
         "max_tokens" if messages.is_empty() => refused(
             ErrorKind::InputTooLarge,
             "the prompt does not fit the model's context window: the agent sent nothing to the model (stop reason `max_tokens`); shorten the prompt or its context".into(),
@@ -550,6 +559,24 @@ fn answered(
             duration,
             exit_code: 0,
         }),
+    }
+}
+
+/// What stop reason `max_turn_requests` means for an agent started in `cwd`. 0.61 gives it to a
+/// turn `model.maxSessionTurns` ended and to one its loop detection ended: where no settings
+/// layer sets that limit, only the loop detection can have ended it.
+fn turn_requests_limited(cwd: &std::path::Path) -> (ErrorKind, String) {
+    let layers = crate::gemini::settings::layers(cwd, |k| std::env::var_os(k));
+    if crate::gemini::settings::session_turns_may_be_limited(&layers) {
+        (
+            ErrorKind::TurnLimit,
+            "the agent ended the turn early (stop reason `max_turn_requests`): the session reached model.maxSessionTurns of the CLI's settings, or the CLI's loop detection saw the model repeat itself".into(),
+        )
+    } else {
+        (
+            ErrorKind::LoopDetected,
+            crate::gemini::outcome::loop_detected("stop reason `max_turn_requests`"),
+        )
     }
 }
 
