@@ -30,10 +30,7 @@ who="$(id -un) (TMPDIR=${TMPDIR:-unset})"
 echo "real-CLI lane as $who: the warm backend (the default)"
 # No baseline: what the warm backend's baseline lists fails on the fake's log or its clock, which
 # this lane does not read or script.
-# Two cases are left out there: the scripted API's 4 MiB line and 2 MiB answer repeat one alphabet,
-# which the CLI's loop detection in ACP mode takes for a model stuck in a loop (docs/acp.md).
-"${runner[@]}" --profile geminicli-mcp-acp "${select[@]}" \
-  --skip 'output/long-line' --skip 'output/flood-below-cap-answers'
+"${runner[@]}" --profile geminicli-mcp-acp "${select[@]}"
 echo "real-CLI lane as $who: the one-shot backend"
 "${runner[@]}" "${select[@]}"
 echo "real-CLI lane as $who: $((SECONDS - start)) s"
