@@ -697,3 +697,35 @@ fn the_protocol_stops_at_the_tools() {
         "the check sees a deep file that names rmcp, and lets the MCP layer"
     );
 }
+
+/// Most lines a file of the server's `src/` may hold: past it a file holds more than one concern
+/// (split it by concern; a module's unit tests go in its own `tests.rs`).
+const MAX_FILE_LINES: usize = 800;
+
+/// The files under `src` longer than `max` lines, with their lengths.
+fn long_files(src: &Path, max: usize) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files
+        .iter()
+        .filter_map(|f| {
+            let n = std::fs::read_to_string(f).expect("read").lines().count();
+            (n > max).then(|| format!("{} ({n} lines)", f.strip_prefix(src).unwrap().display()))
+        })
+        .collect()
+}
+
+#[test]
+fn no_file_of_the_server_is_over_800_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let long = long_files(&src, MAX_FILE_LINES);
+    assert!(long.is_empty(), "split by concern: {long:?}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("short.rs"), "fn a() {}\n".repeat(3)).expect("write");
+    std::fs::write(dir.path().join("long.rs"), "fn a() {}\n".repeat(4)).expect("write");
+    assert_eq!(
+        long_files(dir.path(), 3),
+        ["long.rs (4 lines)"],
+        "the check sees a file one line over"
+    );
+}
