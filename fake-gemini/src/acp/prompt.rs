@@ -386,6 +386,8 @@ fn model_run(
             last.chunks.clear();
         }
     }
+    // The turn the model keeps repeating, when it does.
+    let mut repeated = None;
     if sc.model.loop_detected {
         // The model repeats its tool call: the CLI's loop detection stops the 5th response.
         if let Some(t) = turns
@@ -399,6 +401,7 @@ fn model_run(
             for _ in calls..4 {
                 turns.push(t.clone());
             }
+            repeated = Some(t);
         }
     }
     let max_turns = sc.environment.max_session_turns;
@@ -486,6 +489,23 @@ fn model_run(
         return failure(agent, f, p, &usage, false, &requested);
     }
     if sc.model.loop_detected {
+        // The 5th response's words reach the client before its repeated call is suppressed;
+        // the model, nudged ("Potential loop detected …"), says them once more with the same
+        // call, and the turn ends (observed on 0.61).
+        let words: Vec<&String> = repeated
+            .iter()
+            .flat_map(|t| {
+                if t.chunks.is_empty() {
+                    t.text.iter().collect::<Vec<_>>()
+                } else {
+                    t.chunks.iter().collect()
+                }
+            })
+            .filter(|c| !c.is_empty())
+            .collect();
+        for c in words.iter().chain(&words) {
+            agent.update(&s.id, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": c}}));
+        }
         return Ok(usage.result("max_turn_requests"));
     }
     if max_turns.is_some_and(|m| turns.len() as u32 > m) {

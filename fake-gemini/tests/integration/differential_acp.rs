@@ -207,6 +207,17 @@ pub fn cases() -> Vec<AcpCase> {
             ]),
             false,
         ),
+        // The model repeats its call: the loop detection suppresses the 5th, nudges the model,
+        // and ends the turn `max_turn_requests` when it repeats again.
+        case(
+            "loop-detected",
+            script(vec![
+                open(),
+                prompt(2, "[[fake-gemini:loop-detected]]"),
+                vec![Step::Close],
+            ]),
+            false,
+        ),
         case(
             "permission-allow",
             script(vec![
