@@ -302,7 +302,15 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
-pub(crate) use crate::structured::ValidationIssue;
+/// One problem with a structured answer (a `schema_mismatch` failure's `validationErrors`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationIssue {
+    /// JSON pointer into the candidate value (empty for the root or when nothing parsed).
+    pub instance_path: String,
+    /// What is wrong, long quotes elided to about `structured::MAX_ISSUE_MESSAGE_CHARS`
+    /// characters.
+    pub message: String,
+}
 
 /// What the run behind a failure left: everything a failure reports besides its kind, exit code
 /// and message. Empty for a failure decided before anything ran.

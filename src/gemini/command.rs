@@ -6,8 +6,18 @@ use std::ffi::OsString;
 pub(crate) use crate::config::SlashCommands;
 use crate::error::Failure;
 use crate::gemini::inputs::flag;
-pub(crate) use crate::names::{validate_model, validate_server_name};
+use crate::names;
 use crate::structured::{self, PreparedSchema};
+
+/// Checks a model name before it reaches the CLI's argv (`input_validation` when refused).
+pub(crate) fn validate_model(model: &str) -> Result<(), Failure> {
+    names::validate_model(model).map_err(Failure::invalid_input)
+}
+
+/// Checks an MCP server name before it reaches the CLI's argv (`input_validation` when refused).
+pub(crate) fn validate_server_name(name: &str) -> Result<(), Failure> {
+    names::validate_server_name(name).map_err(Failure::invalid_input)
+}
 
 /// The CLI reads at most this many bytes of stdin (it truncates the rest and then drops the
 /// prompt without calling the API), so longer prompts are refused before spawning.

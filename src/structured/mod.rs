@@ -42,6 +42,7 @@ pub use template::{
     REPAIR_TEMPLATE, STRUCTURED_INSTRUCTION,
 };
 
+pub use crate::error::ValidationIssue;
 use build::Built;
 use serde_json::Value;
 use spans::Span;
@@ -96,15 +97,6 @@ impl FailureReason {
             FailureReason::TooLarge => "the response's JSON is too large to validate",
         }
     }
-}
-
-/// One problem with an answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValidationIssue {
-    /// JSON pointer into the candidate value (empty for the root or when nothing parsed).
-    pub instance_path: String,
-    /// What is wrong, long quotes elided to about [`MAX_ISSUE_MESSAGE_CHARS`] characters.
-    pub message: String,
 }
 
 /// Where a candidate came from; earlier stages are trusted more when choosing what to report.
