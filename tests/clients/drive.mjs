@@ -4,7 +4,7 @@
 // shown for each tool call.
 //
 //   node tests/clients/drive.mjs --client claude|codex|gemini --server PATH --fake PATH \
-//        --scenario plain|error|long|long-cjk|slow|jobs|ask --work DIR [--timeout-ms N] \
+//        --scenario plain|error|loop|long|long-cjk|slow|jobs|ask --work DIR [--timeout-ms N] \
 //        [--stream-results N] [--tasks] [--elicit DECISION]
 //
 // Claude Code only: `--stream-results N` runs it with stream-json input and output and keeps its

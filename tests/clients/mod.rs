@@ -225,17 +225,18 @@ fn plain(client: &str) {
     );
 }
 
-/// A failure reaches the model short, naming its kind and reason, without stack frames, and
-/// flagged as an error where the client has a flag.
-fn error(client: &str) {
-    let Some(report) = drive(client, "error") else {
+/// A failure reaches the model short, naming its kind and reason (and the partial answer, where
+/// the scenario has one), without stack frames, and flagged as an error where the client has a
+/// flag.
+fn error(client: &str, name: &str) {
+    let Some(report) = drive(client, name) else {
         return;
     };
-    let s = scenario("error");
+    let s = scenario(name);
     let call = only_call(&report, &s);
     let seen = call.seen();
-    for want in [&s["kind"], &s["reason"]] {
-        let want = want.as_str().unwrap();
+    for want in [&s["kind"], &s["reason"], &s["partial"]] {
+        let Some(want) = want.as_str() else { continue };
         assert!(seen.contains(want), "{client} showed no {want:?}: {seen}");
     }
     assert!(
@@ -736,7 +737,13 @@ macro_rules! client_tests {
             #[test]
             #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
             fn error() {
-                super::error(stringify!($client));
+                super::error(stringify!($client), "error");
+            }
+
+            #[test]
+            #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+            fn loop_detected() {
+                super::error(stringify!($client), "loop");
             }
 
             #[test]
