@@ -288,7 +288,7 @@ pub(crate) async fn call(
     let pool = env.runner.pool();
     match name {
         GEMINI => gemini(&env, arguments).await,
-        LIST_SESSIONS => env.render.value(json!({"sessions": pool.sessions()})),
+        LIST_SESSIONS => env.render.value(json!({"sessions": pool.sessions().await})),
         RESET_SESSION => {
             let reset = async {
                 let a: ResetArgs = args::decode(arguments)?;
@@ -297,7 +297,7 @@ pub(crate) async fn call(
                     Some(raw) => Some(env.roots.workspace("cd", Some(raw)).await?),
                     None => None,
                 };
-                Ok::<_, Failure>(pool.reset(cwd.as_ref()))
+                Ok::<_, Failure>(pool.reset(cwd.as_ref()).await)
             };
             match reset.await {
                 Ok(dropped) => env.render.value(json!({"reset": dropped

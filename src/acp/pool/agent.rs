@@ -1,5 +1,7 @@
 //! An agent process: its command line and environment, the auth method it is told to use, and
-//! the failure its death or a refused request reports.
+//! the failure its death or a refused request reports; which agent a call goes to (its key).
+
+use std::path::PathBuf;
 
 use crate::acp::client::{AcpError, Connection};
 use crate::config::Config;
@@ -9,7 +11,14 @@ use crate::gemini::outcome::unsupported_login;
 use crate::gemini::process::RunSpec;
 use crate::gemini::{command, inputs};
 
-use super::slots::Key;
+/// Which agent a call goes to: the workspace, the MCP servers it may load and the directories
+/// it may read besides the workspace (start-up flags: ACP has no per-session field for either).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Key {
+    pub(super) cwd: PathBuf,
+    pub(super) servers: Vec<String>,
+    pub(super) dirs: Vec<PathBuf>,
+}
 
 /// The command line and environment of an agent of `launch` for `key`: a call's environment,
 /// trust given, no browser.

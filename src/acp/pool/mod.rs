@@ -7,12 +7,15 @@
 //! `session/load` one at a time server-wide (the CLI's `projects.json` lock backs off
 //! exponentially when they overlap).
 //!
-//! By concern: this file holds the pool (its slots, agents started and stopped, sessions made);
-//! `slots` a workspace's slot and what its agent holds; `agent` an agent's command line and
-//! failures; `call` a prompt's request and answer; `turn` one turn on an agent, for both uses;
-//! `fold` the turn's messages folded into the answer; `prompt` the `acp` set's prompt; `warm` the
-//! prompt tools on the warm backend. Their imports run one way: `slots` and `call` at the
-//! bottom, then `agent`, `fold` and `turn`, this file, and `prompt` and `warm` on top.
+//! By concern: this file holds the pool (its slots, agents started, sessions made, and what
+//! spans agents: the start gates, the server-wide order of `session/new` and `session/load`,
+//! the prompt bound, the rate-limit pause); `agent` an agent's key, command line and failures;
+//! `slots` a workspace's slot and the task that owns what its agent holds (its sessions, spares
+//! and counts, its start and stop: calls send it commands); `call` a prompt's request and
+//! answer; `turn` one turn on an agent, for both uses; `fold` the turn's messages folded into
+//! the answer; `prompt` the `acp` set's prompt; `warm` the prompt tools on the warm backend.
+//! Their imports run one way: `agent` and `call` at the bottom, then `slots`, `fold` and
+//! `turn`, this file, and `prompt` and `warm` on top.
 
 mod agent;
 mod call;
@@ -25,14 +28,13 @@ pub mod warm;
 pub use call::{Answer, Block, Call, Ran};
 pub use fold::Fold;
 
-use agent::{agent_failure, agent_spec, auth_method, cancelled, resident_mib};
-use slots::{retire, Key, Session, Slot, Using};
+use agent::{agent_failure, agent_spec, auth_method, cancelled, Key};
+use slots::{Session, Slot, Start, Using, Wear};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -51,10 +53,6 @@ use crate::sync::lock;
 
 /// How many times an agent that exits 199 at start ("restart me") is started again.
 const AGENT_RESTARTS: u32 = 2;
-
-/// How long after an agent could not start its workspace's prompt-tool calls run one-shot
-/// without trying again (each try may wait out `GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS`).
-const START_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 /// Whether an agent that failed to start with `f` leaves a one-shot run a chance: it refused
 /// ACP mode or a flag of it, died or hung before answering `initialize`. A missing CLI, a login
@@ -87,12 +85,13 @@ fn kept_login(message: &str, selected: &str, file: &std::path::Path, method: &st
     ))
 }
 
-/// All agents of the server.
+/// All agents of the server: a slot per workspace (and start flags), each with the task that
+/// keeps its agent and sessions ([`slots`]); what spans agents stays here.
 pub struct Pool {
     config: Config,
+    /// The slots by key: looked up, never held across a wait.
     slots: Mutex<HashMap<Key, Arc<Slot>>>,
     shutdown: CancellationToken,
-    reaper: AtomicBool,
     /// The workspaces' start gates, shared with the one-shot runs: an agent's start-up deletes
     /// the project's session files that hold no message yet, as every CLI start does.
     starts: Arc<StartGates>,
@@ -116,7 +115,6 @@ impl Pool {
         Pool {
             slots: Mutex::default(),
             shutdown,
-            reaper: AtomicBool::new(false),
             starts,
             opened: Mutex::default(),
             session_ops: tokio::sync::Mutex::new(()),
@@ -212,142 +210,65 @@ impl Pool {
         }
     }
 
-    fn slot(self: &Arc<Self>, key: Key) -> Arc<Slot> {
-        if !self.reaper.swap(true, Ordering::SeqCst) {
-            let pool = Arc::downgrade(self);
-            let shutdown = self.shutdown.clone();
-            let idle = self.config.acp.idle;
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(
-                    (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30)),
-                );
-                loop {
-                    tokio::select! {
-                        _ = shutdown.cancelled() => {
-                            if let Some(pool) = pool.upgrade() { pool.stop_all(); }
-                            return;
-                        }
-                        _ = tick.tick() => {}
-                    }
-                    let Some(pool) = pool.upgrade() else { return };
-                    pool.stop_idle(idle);
-                }
-            });
-        }
+    /// The slot of `key`, its task started on first use.
+    fn slot(&self, key: Key) -> Arc<Slot> {
+        let wear = Wear {
+            max_sessions: self.config.acp.max_sessions,
+            max_agent_mb: self.config.acp.max_agent_mb,
+            idle: self.config.acp.idle,
+        };
         lock(&self.slots)
             .entry(key.clone())
-            .or_insert_with(|| {
-                Arc::new(Slot {
-                    key,
-                    busy: tokio::sync::Mutex::new(()),
-                    starting: tokio::sync::Mutex::new(()),
-                    spare_made: tokio::sync::Notify::new(),
-                    state: Mutex::default(),
-                })
-            })
+            .or_insert_with(|| Slot::start(key, wear, self.shutdown.clone()))
             .clone()
     }
 
-    /// Stops agents unused for `idle`, and worn ones ([`Pool::stop_if_worn`]).
-    fn stop_idle(&self, idle: Duration) {
-        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
-        for slot in slots {
-            self.stop_if_worn(&slot, Some(idle));
-        }
-    }
-
-    /// Stops the slot's agent when it runs nothing (no call, no spare being made) and has opened
-    /// `max_sessions` sessions, grown past `max_agent_mb` of resident memory or, given `idle`,
-    /// been unused that long: the next call starts a fresh one. Called when a call ends and on
-    /// the pool's tick; never stops an agent in use.
-    fn stop_if_worn(&self, slot: &Slot, idle: Option<Duration>) {
-        let Ok(_busy) = slot.busy.try_lock() else {
-            return;
-        };
-        let mut st = lock(&slot.state);
-        if st.agent.is_none() || st.running > 0 || st.replenishing {
-            return;
-        }
-        let grown = st
-            .agent
-            .as_ref()
-            .and_then(|a| resident_mib(a.pid()))
-            .filter(|mib| *mib > self.config.acp.max_agent_mb);
-        if let Some(mib) = grown {
-            tracing::info!(cwd = %slot.key.cwd.display(), mib, "ACP agent past GEMINICLI_MCP_ACP_MAX_AGENT_MB: replacing it");
-        }
-        let worn = st.opened >= self.config.acp.max_sessions || grown.is_some();
-        let unused = idle.is_some_and(|idle| st.last_used.is_some_and(|t| t.elapsed() >= idle));
-        if worn || unused {
-            tracing::debug!(cwd = %slot.key.cwd.display(), worn, "ACP agent idle or worn: stopping it");
-            if let Some(agent) = st.drop_agent() {
-                agent.kill();
-            }
-        }
+    /// The slots, for a look at each.
+    fn all_slots(&self) -> Vec<Arc<Slot>> {
+        lock(&self.slots).values().cloned().collect()
     }
 
     /// Each real agent holds hundreds of MiB: with GEMINICLI_MCP_MAX_AGENTS agents running, the
-    /// least recently used idle one is stopped before another starts. Agents running a prompt
-    /// are never stopped for this, so a burst over the bound still runs.
-    fn make_room(&self, starting: &Key) {
-        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
-        let running = slots
-            .iter()
-            .filter(|s| lock(&s.state).agent.as_ref().is_some_and(|a| !a.is_dead()))
-            .count();
+    /// least recently used idle one is stopped before another starts. Agents in use are never
+    /// stopped for this, so a burst over the bound still runs.
+    async fn make_room(&self, starting: &Key) {
         let bound = self
             .config
             .acp
             .max_agents
             .unwrap_or(self.config.max_concurrency);
+        let mut running = 0;
+        let mut candidates = Vec::new();
+        for slot in self.all_slots() {
+            let Some(facts) = slot.room_facts().await.filter(|f| f.alive) else {
+                continue;
+            };
+            running += 1;
+            if slot.key != *starting {
+                candidates.push((facts.last_used, slot));
+            }
+        }
         if running < bound.max(1) {
             return;
         }
-        let mut candidates: Vec<(Option<Instant>, Arc<Slot>)> = slots
-            .iter()
-            .filter(|s| s.key != *starting)
-            .filter_map(|s| {
-                let st = lock(&s.state);
-                st.agent.as_ref().filter(|a| !a.is_dead())?;
-                Some((st.last_used, s.clone()))
-            })
-            .collect();
         candidates.sort_by_key(|(used, _)| *used);
         for (_, slot) in candidates {
-            let Ok(_busy) = slot.busy.try_lock() else {
-                continue;
-            };
-            let mut st = lock(&slot.state);
-            if st.running > 0 {
-                continue;
-            }
-            tracing::debug!(cwd = %slot.key.cwd.display(), "ACP agent limit reached: stopping the least recently used agent");
-            if let Some(agent) = st.drop_agent() {
-                agent.kill();
-            }
-            return;
-        }
-    }
-
-    /// Stops every agent (server shutdown).
-    pub fn stop_all(&self) {
-        for slot in lock(&self.slots).values() {
-            if let Some(agent) = lock(&slot.state).drop_agent() {
-                agent.kill();
+            if slot.stop_for_room().await {
+                return;
             }
         }
     }
 
     /// Forgets the session of `cwd` (every workspace when `None`); the next call starts a fresh
     /// one. Returns the workspaces and sessions dropped.
-    pub fn reset(&self, cwd: Option<&PathBuf>) -> Vec<(PathBuf, String)> {
+    pub async fn reset(&self, cwd: Option<&PathBuf>) -> Vec<(PathBuf, String)> {
         let mut dropped = Vec::new();
-        for slot in lock(&self.slots).values() {
+        for slot in self.all_slots() {
             if cwd.is_some_and(|c| *c != slot.key.cwd) {
                 continue;
             }
-            if let Some(s) = lock(&slot.state).session.take() {
-                dropped.push((slot.key.cwd.clone(), s.id));
+            if let Some(id) = slot.reset().await {
+                dropped.push((slot.key.cwd.clone(), id));
             }
         }
         dropped
@@ -358,45 +279,25 @@ impl Pool {
     pub fn forget(&self, cwd: &std::path::Path, id: &str) {
         // Its files are gone: no clock minute to wait out before the load that finds it gone.
         lock(&self.opened).remove(&(cwd.to_path_buf(), id.to_string()));
-        for slot in lock(&self.slots).values() {
+        for slot in self.all_slots() {
             if slot.key.cwd == cwd {
-                retire(slot, id);
-                lock(&slot.state).spares.retain(|s| s.session.id != id);
+                slot.forget(id);
             }
         }
     }
 
     /// The sessions held: workspace, id, turns, model, approval mode.
-    pub fn sessions(&self) -> Vec<Value> {
-        let mut list: Vec<Value> = lock(&self.slots)
-            .values()
-            .filter_map(|slot| {
-                let st = lock(&slot.state);
-                let s = st.session.as_ref()?;
-                Some(json!({
-                    "workspace": slot.key.cwd.display().to_string(),
-                    "session_id": s.id,
-                    "turn_count": s.turns,
-                    "model": s.model,
-                    "approval_mode": s.mode.as_str(),
-                    "agent_pid": st.agent.as_ref().map(|a| a.pid()),
-                    "allowed_mcp_servers": slot.key.servers,
-                }))
-            })
-            .collect();
-        list.sort_by(|a, b| a["workspace"].as_str().cmp(&b["workspace"].as_str()));
-        list
-    }
-
-    /// What the agents said about themselves and their models (the first running one).
-    pub fn models(&self) -> (Value, Value) {
-        for slot in lock(&self.slots).values() {
-            let st = lock(&slot.state);
-            if st.agent.as_ref().is_some_and(|a| !a.is_dead()) && !st.models.is_null() {
-                return (st.models.clone(), st.agent_info.clone());
+    pub async fn sessions(&self) -> Vec<Value> {
+        let mut list = Vec::new();
+        for slot in self.all_slots() {
+            if let Some(mut s) = slot.listing().await {
+                s["workspace"] = json!(slot.key.cwd.display().to_string());
+                s["allowed_mcp_servers"] = json!(slot.key.servers);
+                list.push(s);
             }
         }
-        (Value::Null, Value::Null)
+        list.sort_by(|a, b| a["workspace"].as_str().cmp(&b["workspace"].as_str()));
+        list
     }
 
     /// Makes sure an agent runs for `cwd` (for `list_models`), and returns its models and info.
@@ -411,42 +312,65 @@ impl Pool {
             dirs: Vec::new(),
         });
         let _using = Using::new(&slot);
-        let _busy = tokio::select! {
-            g = slot.busy.lock() => g,
+        let _lease = tokio::select! {
+            l = slot.lease() => l?,
             _ = ct.cancelled() => return Err(cancelled("while waiting for the agent")),
         };
         let agent = self.agent(&slot, &ct).await?;
-        if lock(&slot.state).models.is_null() {
+        if slot.described().await?.0.is_null() {
             let session = self.new_session(&slot, &agent).await?;
-            let mut st = lock(&slot.state);
-            st.session = Some(session);
+            slot.record(session, true);
         }
-        lock(&slot.state).last_used = Some(Instant::now());
-        let st = lock(&slot.state);
-        Ok((st.models.clone(), st.agent_info.clone()))
+        slot.described().await
     }
 
-    /// The slot's agent, started when there is none or it died.
+    /// The slot's agent: the running one, else one this call starts, else the one another call
+    /// is starting, waited for.
     async fn agent(&self, slot: &Slot, ct: &CancellationToken) -> Result<Arc<Connection>, Failure> {
-        let _starting = tokio::select! {
-            g = slot.starting.lock() => g,
+        let start = tokio::select! {
+            s = slot.agent() => s?,
             _ = ct.cancelled() => return Err(cancelled("while the agent was starting")),
         };
-        {
-            let mut st = lock(&slot.state);
-            match &st.agent {
-                Some(a) if !a.is_dead() => return Ok(a.clone()),
-                Some(_) => {
-                    st.drop_agent();
+        let ticket = match start {
+            Start::Running(agent) => return Ok(agent),
+            Start::Failed(f) => return Err(*f),
+            Start::Yours(ticket) => ticket,
+        };
+        match self.start_agent(slot, ct).await {
+            Ok((agent, info)) => {
+                ticket.done(Ok((agent.clone(), info)), false);
+                Ok(agent)
+            }
+            // Cancelled: the ticket, dropped, passes the start to the next call waiting.
+            Err(f) if ct.is_cancelled() => Err(f),
+            Err(f) => {
+                let remember = one_shot_may_answer(&f);
+                if remember {
+                    tracing::warn!(
+                        workspace = %slot.key.cwd.display(),
+                        "the Gemini ACP agent could not start ({}); the prompt tools run one-shot there for {} s",
+                        f.message,
+                        slots::START_RETRY_AFTER.as_secs()
+                    );
                 }
-                None => {}
+                ticket.done(Err(f.clone()), remember);
+                Err(f)
             }
         }
+    }
+
+    /// Starts an agent for the slot: the process, and `initialize` answered; what it said of
+    /// itself.
+    async fn start_agent(
+        &self,
+        slot: &Slot,
+        ct: &CancellationToken,
+    ) -> Result<(Arc<Connection>, Value), Failure> {
         // Held from before the spawn until `initialize` is answered: by then the agent's
         // start-up clean-up (which deletes the project's session files that hold no message
         // yet) is done, so it cannot take a new one-shot session with it, nor the reverse.
         let _gate = self.start_gate(slot, ct).await?;
-        self.make_room(&slot.key);
+        self.make_room(&slot.key).await;
         let spec = self.spec(&slot.key)?;
         let init = json!({
             "protocolVersion": 1,
@@ -455,7 +379,7 @@ impl Pool {
             "clientInfo": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
         });
         let mut restarts = 0;
-        let (agent, result) = loop {
+        loop {
             let agent = Connection::start(&spec, self.config.kill_grace)
                 .map_err(|e| spawn_failure(e, "gemini --acp"))?;
             let answer = tokio::select! {
@@ -466,7 +390,10 @@ impl Pool {
                 }
             };
             match answer {
-                Ok(r) => break (agent, r),
+                Ok(r) => {
+                    let info = r.get("agentInfo").cloned().unwrap_or(Value::Null);
+                    return Ok((agent, info));
+                }
                 // Exit 199: the CLI asks to be started again, as its own launcher would.
                 Err(AcpError::Exited(how))
                     if how.ends_with("exit 199") && restarts < AGENT_RESTARTS =>
@@ -476,26 +403,10 @@ impl Pool {
                 }
                 Err(e) => {
                     agent.kill();
-                    let f = agent_failure(&agent, e, "starting the agent");
-                    if one_shot_may_answer(&f) && !ct.is_cancelled() {
-                        tracing::warn!(
-                            workspace = %slot.key.cwd.display(),
-                            "the Gemini ACP agent could not start ({}); the prompt tools run one-shot there for {} s",
-                            f.message,
-                            START_RETRY_AFTER.as_secs()
-                        );
-                        lock(&slot.state).start_failed = Some((Instant::now(), f.clone()));
-                    }
-                    return Err(f);
+                    return Err(agent_failure(&agent, e, "starting the agent"));
                 }
             }
-        };
-        let mut st = lock(&slot.state);
-        st.start_failed = None;
-        st.agent_info = result.get("agentInfo").cloned().unwrap_or(Value::Null);
-        st.drop_agent();
-        st.agent = Some(agent.clone());
-        Ok(agent)
+        }
     }
 
     /// An `auth_required` failure with the fix a one-shot run's would get: the settings file
@@ -508,13 +419,6 @@ impl Pool {
             Ok(spec) => crate::gemini::auth::with_auth_fix_for(f, &slot.key.cwd, &spec),
             Err(_) => f,
         }
-    }
-
-    /// Why the slot's agent could not start, when that was under [`START_RETRY_AFTER`] ago.
-    fn failed_lately(&self, slot: &Slot) -> Option<Failure> {
-        let st = lock(&slot.state);
-        let (at, f) = st.start_failed.as_ref()?;
-        (at.elapsed() < START_RETRY_AFTER).then(|| f.clone())
     }
 
     /// The command line and environment of an agent ([`agent_spec`]).
@@ -567,18 +471,14 @@ impl Pool {
         let read = SessionResult::read(&result);
         let id = read.session_id.clone();
         lock(&self.opened).insert((slot.key.cwd.clone(), id.clone()), SystemTime::now());
-        let model = read.model();
-        lock(&slot.state).models = result.get("models").cloned().unwrap_or(Value::Null);
-        let mode = ApprovalMode::from_acp_id(read.mode());
         let session = Session {
             id,
             turns: 0,
-            model,
-            mode,
+            model: read.model(),
+            mode: ApprovalMode::from_acp_id(read.mode()),
         };
-        let mut st = lock(&slot.state);
-        st.opened += 1;
-        st.known.insert(session.id.clone(), session.clone());
+        let models = result.get("models").cloned().unwrap_or(Value::Null);
+        slot.opened(session.clone(), Some(models));
         Ok(session)
     }
 }

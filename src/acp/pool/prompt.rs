@@ -16,10 +16,11 @@ use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::progress::Progress;
 use crate::sync::lock;
 
+use super::agent::Key;
 use super::agent::{agent_failure, cancelled};
 use super::call::{Answer, Call, Ran};
 use super::fold::Fold;
-use super::slots::{Key, Session, Slot, Using};
+use super::slots::{Session, Slot, Using};
 use super::turn::{
     deadline_failure, is_content, observe, output_cap_failure, prompt_blocks, put,
     remove_load_stubs, start_turn, turn_failure, AbortOnDrop, PromptGuard, Stop, Turn,
@@ -42,8 +43,11 @@ impl Pool {
             dirs: call.dirs.clone(),
         });
         let using = Using::new(&slot);
-        let busy = tokio::select! {
-            g = slot.busy.lock() => g,
+        let lease = tokio::select! {
+            l = slot.lease() => match l {
+                Ok(l) => l,
+                Err(f) => return Ran::refused(f),
+            },
             _ = ct.cancelled() => return Ran::refused(cancelled("while another prompt ran in this workspace")),
         };
         let mut ran = Ran::refused(cancelled("before its turn"));
@@ -51,8 +55,7 @@ impl Pool {
             .prompt_locked(&slot, call, ct, progress, &mut ran)
             .await
             .map_err(|f| self.login_fix(&slot, f));
-        drop((busy, using));
-        self.stop_if_worn(&slot, None);
+        drop((lease, using));
         ran
     }
 
@@ -98,14 +101,9 @@ impl Pool {
         let end = turn.end();
         let (mut answer, events) = turn.fold.finish(end);
         ran.events = events;
-        {
-            let mut st = lock(&slot.state);
-            if let Some(s) = st.session.as_mut().filter(|s| s.id == sid) {
-                s.turns += 1;
-            }
-            if agent.is_dead() {
-                st.drop_agent();
-            }
+        slot.prompted(&sid, true);
+        if agent.is_dead() {
+            slot.died(&agent);
         }
         let facts = |answer: Answer| RunFacts {
             session_id: Some(sid.clone()),
@@ -155,14 +153,7 @@ impl Pool {
         ct: &CancellationToken,
         progress: &Progress,
     ) -> Result<(Session, Option<OwnedMutexGuard<()>>), Failure> {
-        let (current, held) = {
-            let st = lock(&slot.state);
-            let held = call
-                .session_id
-                .as_ref()
-                .and_then(|id| st.known.get(id).cloned());
-            (st.session.clone(), held)
-        };
+        let (current, held) = slot.sessions(call.session_id.as_deref()).await?;
         let mut loaded = false;
         let mut fresh_gate = None;
         let mut session = match (&call.session_id, current) {
@@ -189,7 +180,7 @@ impl Pool {
                 self.new_session(slot, agent).await?
             }
         };
-        lock(&slot.state).session = Some(session.clone());
+        slot.record(session.clone(), true);
         self.align(
             agent,
             &mut session,
@@ -198,9 +189,7 @@ impl Pool {
             loaded,
         )
         .await?;
-        let mut st = lock(&slot.state);
-        st.known.insert(session.id.clone(), session.clone());
-        st.session = Some(session.clone());
+        slot.record(session.clone(), true);
         Ok((session, fresh_gate))
     }
 
@@ -273,12 +262,7 @@ impl Pool {
                     model: SessionResult::read(&result).model(),
                     mode: ApprovalMode::from_acp_id(SessionResult::read(&result).mode()),
                 };
-                let mut st = lock(&slot.state);
-                if let Some(m) = result.get("models") {
-                    st.models = m.clone();
-                }
-                st.opened += 1;
-                st.known.insert(session.id.clone(), session.clone());
+                slot.opened(session.clone(), result.get("models").cloned());
                 Ok(session)
             }
             Err(AcpError::Rpc { code, message }) if code == -32603 || code == -32602 => {

@@ -19,7 +19,7 @@ use crate::progress::{preview, Progress};
 use super::agent::agent_failure;
 use super::call::{Answer, Block};
 use super::fold::Fold;
-use super::slots::{retire, Session, Slot};
+use super::slots::{Session, Slot};
 
 /// Puts a permission question to the call's user: the asker's reply within its timeout (then a
 /// rejection), or `cannot_ask` when the client has no way to be asked.
@@ -172,7 +172,7 @@ pub(super) fn turn_failure(
     let wedged = is_wedge(&e);
     let mut f = agent_failure(agent, e, "running the prompt");
     if wedged {
-        retire(slot, sid);
+        slot.retire(sid);
         f = f.note(WEDGE_NOTE);
     }
     let stderr = f.run.stderr_tail.clone();

@@ -13,8 +13,9 @@ use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::cancelled;
+use super::agent::Key;
 use super::call::{Answer, Call, Ran};
-use super::slots::{Key, Session, Slot, Spare, Using};
+use super::slots::{Session, Slot, Spare, Using};
 use super::turn::{
     deadline_failure, output_cap_failure, prompt_blocks, start_turn, turn_failure, Stop, Turn,
 };
@@ -114,7 +115,6 @@ impl Pool {
         };
         ran.result = ran.result.map_err(|f| self.login_fix(&slot, f));
         drop(using);
-        self.stop_if_worn(&slot, None);
         ran
     }
 
@@ -171,7 +171,7 @@ impl Pool {
         started: Instant,
         queued: Duration,
     ) -> Result<WarmRan, Failure> {
-        if let Some(f) = self.failed_lately(slot) {
+        if let Some(f) = slot.failed_lately().await {
             return Ok(WarmRan::no_agent(f));
         }
         let agent = match self.agent(slot, ct).await {
@@ -187,7 +187,7 @@ impl Pool {
             Err(f) if agent.is_dead() => return Err(f),
             Err(f) => return Ok(WarmRan::refused(f)),
         };
-        self.replenish(slot, &agent, call.mode);
+        self.replenish(slot, &agent, call.mode).await;
         let prepared = started.elapsed();
         let Ready {
             session,
@@ -220,14 +220,9 @@ impl Pool {
         };
         let tools_ran = turn.fold.tools_ran();
         let approvals = turn.fold.approvals();
-        {
-            let mut st = lock(&slot.state);
-            if let Some(s) = st.known.get_mut(&sid) {
-                s.turns += 1;
-            }
-            if agent.is_dead() {
-                st.drop_agent();
-            }
+        slot.prompted(&sid, false);
+        if agent.is_dead() {
+            slot.died(&agent);
         }
         let end = turn.end();
         let outcome = self.outcome(slot, &agent, &session, turn, &call, started);
@@ -261,7 +256,7 @@ impl Pool {
                     g = self.session_lock(asked).lock_owned() => g,
                     _ = ct.cancelled() => return Err(cancelled("while another prompt ran in this session")),
                 };
-                let held = lock(&slot.state).known.get(asked).cloned();
+                let (_, held) = slot.sessions(Some(asked)).await?;
                 match held {
                     Some(s) => (s, Origin::Held, guard, None),
                     None => {
@@ -277,7 +272,10 @@ impl Pool {
                 }
             }
             None => {
-                let spare = self.spare(slot, ct).await?;
+                let spare = tokio::select! {
+                    s = slot.take_spare(true) => s?,
+                    _ = ct.cancelled() => return Err(cancelled("while its session was being made")),
+                };
                 // A session that holds no message is what a CLI start's clean-up deletes: the
                 // workspace's start gate keeps the server's own starts out from here until the
                 // prompt is recorded, and a spare whose file went meanwhile is not used.
@@ -286,7 +284,7 @@ impl Pool {
                 } else {
                     cli_session::unshared_gate()
                 };
-                let (session, origin) = match self.usable_spare(slot, spare) {
+                let (session, origin) = match usable_spare(slot, spare).await {
                     Some(s) => (s, Origin::Spare),
                     None => (self.new_session(slot, agent).await?, Origin::New),
                 };
@@ -303,9 +301,7 @@ impl Pool {
             barrier,
         )
         .await?;
-        lock(&slot.state)
-            .known
-            .insert(session.id.clone(), session.clone());
+        slot.record(session.clone(), false);
         Ok(Ready {
             session,
             origin,
@@ -314,74 +310,30 @@ impl Pool {
         })
     }
 
-    /// A spare session of the slot's agent: one ready, else the one being made (its `session/new`
-    /// is ahead of any this call would send), else none.
-    async fn spare(&self, slot: &Slot, ct: &CancellationToken) -> Result<Option<Spare>, Failure> {
-        loop {
-            let made = slot.spare_made.notified();
-            tokio::pin!(made);
-            made.as_mut().enable();
-            if let Some(s) = lock(&slot.state).spares.pop() {
-                return Ok(Some(s));
-            }
-            if !lock(&slot.state).replenishing {
-                return Ok(None);
-            }
-            tokio::select! {
-                _ = made => {}
-                _ = ct.cancelled() => return Err(cancelled("while its session was being made")),
-            }
-        }
-    }
-
-    /// `first`, else another spare of the slot's agent, whose chat file is still what it was
-    /// made with: a spare whose file a CLI start's clean-up deleted (another agent's start, a
-    /// listing, the user's own `gemini` in the project) would record its prompt in a file
-    /// without a header, which the next start deletes with the session. Called with the
-    /// workspace's start gate held (where a start could delete anything), so no start of the
-    /// server's falls between this look and the prompt; the agent keeps a dropped spare in
-    /// memory, unused.
-    fn usable_spare(&self, slot: &Slot, first: Option<Spare>) -> Option<Session> {
-        let mut next = first;
-        loop {
-            let spare = next.take().or_else(|| lock(&slot.state).spares.pop())?;
-            if !spare.file || cli_session::exposed(&slot.key.cwd, &spare.session.id) {
-                return Some(spare.session);
-            }
-            tracing::debug!("a spare session's file was deleted by a CLI start: not used");
-        }
-    }
-
     /// Makes spare sessions in the background until the slot's agent holds
     /// `GEMINICLI_MCP_ACP_SPARE_SESSIONS` of them, in approval mode `mode` (the last call's).
     /// Each `session/new` passes the workspace's start gate, as a call's would: whether the
     /// spare's message-less file is on disk is read before any start of the server's can
     /// delete it.
-    fn replenish(self: &Arc<Self>, slot: &Arc<Slot>, agent: &Arc<Connection>, mode: ApprovalMode) {
+    async fn replenish(
+        self: &Arc<Self>,
+        slot: &Arc<Slot>,
+        agent: &Arc<Connection>,
+        mode: ApprovalMode,
+    ) {
         let want = self.config.acp.spare_sessions;
-        {
-            let mut st = lock(&slot.state);
-            if want == 0 || st.replenishing || st.spares.len() >= want {
-                return;
-            }
-            st.replenishing = true;
+        if !slot.begin_spares(want).await {
+            return;
         }
         let (pool, slot, agent) = (self.clone(), slot.clone(), agent.clone());
         tokio::spawn(async move {
-            while pool.wants_spare(&slot, &agent, want) {
+            while !pool.shutdown.is_cancelled() && slot.wants_spare(&agent, want).await {
                 let Some(spare) = pool.make_spare(&slot, &agent, mode).await else {
                     break;
                 };
-                {
-                    let mut st = lock(&slot.state);
-                    st.known
-                        .insert(spare.session.id.clone(), spare.session.clone());
-                    st.spares.push(spare);
-                }
-                slot.spare_made.notify_waiters();
+                slot.spare_made(&agent, spare);
             }
-            lock(&slot.state).replenishing = false;
-            slot.spare_made.notify_waiters();
+            slot.end_spares();
         });
     }
 
@@ -407,16 +359,6 @@ impl Pool {
             .await
             .ok()?;
         Some(Spare { session, file })
-    }
-
-    /// Whether the slot's agent (still `agent`) should get one more spare.
-    fn wants_spare(&self, slot: &Slot, agent: &Arc<Connection>, want: usize) -> bool {
-        let st = lock(&slot.state);
-        !self.shutdown.is_cancelled()
-            && !agent.is_dead()
-            && st.agent.as_ref().is_some_and(|a| Arc::ptr_eq(a, agent))
-            && st.spares.len() < want
-            && st.opened < self.config.acp.max_sessions
     }
 
     /// The turn as a one-shot run's outcome: the answer with the session, model and token
@@ -486,6 +428,27 @@ impl Pool {
             }
         };
         (result, events)
+    }
+}
+
+/// `first`, else another spare of the slot's agent, whose chat file is still what it was
+/// made with: a spare whose file a CLI start's clean-up deleted (another agent's start, a
+/// listing, the user's own `gemini` in the project) would record its prompt in a file
+/// without a header, which the next start deletes with the session. Called with the
+/// workspace's start gate held (where a start could delete anything), so no start of the
+/// server's falls between this look and the prompt; the agent keeps a dropped spare in
+/// memory, unused.
+async fn usable_spare(slot: &Slot, first: Option<Spare>) -> Option<Session> {
+    let mut next = first;
+    loop {
+        let spare = match next.take() {
+            Some(s) => s,
+            None => slot.take_spare(false).await.ok()??,
+        };
+        if !spare.file || cli_session::exposed(&slot.key.cwd, &spare.session.id) {
+            return Some(spare.session);
+        }
+        tracing::debug!("a spare session's file was deleted by a CLI start: not used");
     }
 }
 
