@@ -7,9 +7,10 @@
 //! `session/load` one at a time server-wide (the CLI's `projects.json` lock backs off
 //! exponentially when they overlap).
 //!
-//! By concern: this file holds the pool (its slots, agents started, sessions made, and what
-//! spans agents: the start gates, the server-wide order of `session/new` and `session/load`,
-//! the prompt bound, the rate-limit pause); `agent` an agent's key, command line and failures;
+//! By concern: this file holds the pool (its slots; agents started; sessions made, loaded and
+//! put in a call's mode and model; what spans agents: the start gates, the server-wide order of
+//! `session/new` and `session/load`, the prompt bound, the rate-limit pause); `agent` an agent's
+//! key, command line and failures;
 //! `slots` a workspace's slot and the task that owns what its agent holds (its sessions, spares
 //! and counts, its start and stop: calls send it commands); `call` a prompt's request and
 //! answer; `turn` one turn on an agent, for both uses; `fold` the turn's messages folded into
@@ -481,4 +482,94 @@ impl Pool {
         slot.opened(session.clone(), Some(models));
         Ok(session)
     }
+
+    /// Puts `session` in approval mode `mode` and on `model` (when given), each only when it
+    /// differs — the mode also when `barrier`: after a load the agent may still be replaying
+    /// history (0.61 sends it after the response), and one more round trip, answered in order
+    /// after those lines, is the barrier past which they have all been dropped, before the
+    /// prompt's route exists.
+    async fn align(
+        &self,
+        agent: &Connection,
+        session: &mut Session,
+        mode: ApprovalMode,
+        model: Option<&str>,
+        barrier: bool,
+    ) -> Result<(), Failure> {
+        let t = Some(self.config.acp.request_timeout);
+        if barrier || session.mode != mode {
+            agent
+                .request(
+                    "session/set_mode",
+                    json!({"sessionId": session.id, "modeId": mode.acp_id()}),
+                    t,
+                )
+                .await
+                .map_err(|e| agent_failure(agent, e, "setting the approval mode"))?;
+            session.mode = mode;
+        }
+        if let Some(model) = model.filter(|m| *m != session.model) {
+            agent
+                .request(
+                    "session/set_model",
+                    json!({"sessionId": session.id, "modelId": model}),
+                    t,
+                )
+                .await
+                .map_err(|e| agent_failure(agent, e, "setting the model"))?;
+            session.model = model.to_string();
+        }
+        Ok(())
+    }
+
+    /// `session/load` of `asked`; a session the agent does not know is `session_not_found`.
+    async fn load(
+        &self,
+        slot: &Slot,
+        agent: &Connection,
+        asked: &str,
+    ) -> Result<Session, Failure> {
+        // History replayed during the load arrives before its answer, while nothing routes
+        // this session: none of it leaks into the answer.
+        agent.unroute(asked);
+        let _one_at_a_time = self.session_ops.lock().await;
+        let r = agent
+            .request(
+                "session/load",
+                json!({"sessionId": asked, "cwd": slot.key.cwd, "mcpServers": []}),
+                Some(self.config.acp.request_timeout),
+            )
+            .await;
+        // A failed load leaves its stub too (in the wrong project, for a session of another).
+        remove_load_stubs(&slot.key.cwd, asked).await;
+        match r {
+            Ok(result) => {
+                lock(&self.opened)
+                    .insert((slot.key.cwd.clone(), asked.to_string()), SystemTime::now());
+                let session = Session {
+                    id: asked.to_string(),
+                    turns: 0,
+                    model: SessionResult::read(&result).model(),
+                    mode: ApprovalMode::from_acp_id(SessionResult::read(&result).mode()),
+                };
+                slot.opened(session.clone(), result.get("models").cloned());
+                Ok(session)
+            }
+            Err(AcpError::Rpc { code, message }) if code == -32603 || code == -32602 => {
+                Err(Failure::new(
+                    ErrorKind::SessionNotFound,
+                    format!("session {asked} cannot be loaded in this workspace: {message}"),
+                ))
+            }
+            Err(e) => Err(agent_failure(agent, e, "loading the session")),
+        }
+    }
+}
+
+/// Removes the stub that Gemini CLI 0.61's `session/load` leaves in the current minute's chat file
+/// (two headers, no message; later prompts go to the session's own file): the next CLI start in
+/// the project would otherwise delete every file of the session, the real one included.
+async fn remove_load_stubs(cwd: &std::path::Path, id: &str) {
+    let what = "the stub a session load left";
+    cli_session::tidy_stubs(cwd, id, cli_session::remove_stubs, what).await;
 }

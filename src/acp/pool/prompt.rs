@@ -2,17 +2,16 @@
 //! workspace's, or one loaded for a `session_id`), its model and mode aligned, and the turn.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::client::{AcpError, Connection, Inbound};
-use crate::acp::wire::{stop_reason, SessionResult};
-use crate::approval::ApprovalMode;
+use crate::acp::wire::stop_reason;
 use crate::deadline::Deadlines;
-use crate::error::{ErrorKind, Failure, RunFacts};
+use crate::error::{Failure, RunFacts};
 use crate::progress::Progress;
 use crate::sync::lock;
 
@@ -22,8 +21,8 @@ use super::call::{Answer, Call, Ran};
 use super::fold::Fold;
 use super::slots::{Session, Slot, Using};
 use super::turn::{
-    deadline_failure, is_content, observe, output_cap_failure, prompt_blocks, put,
-    remove_load_stubs, start_turn, turn_failure, AbortOnDrop, PromptGuard, Stop, Turn,
+    deadline_failure, is_content, observe, output_cap_failure, prompt_blocks, put, start_turn,
+    turn_failure, AbortOnDrop, PromptGuard, Stop, Turn,
 };
 use super::Pool;
 
@@ -191,88 +190,6 @@ impl Pool {
         .await?;
         slot.record(session.clone(), true);
         Ok((session, fresh_gate))
-    }
-
-    /// Puts `session` in approval mode `mode` and on `model` (when given), each only when it
-    /// differs — the mode also when `barrier`: after a load the agent may still be replaying
-    /// history (0.61 sends it after the response), and one more round trip, answered in order
-    /// after those lines, is the barrier past which they have all been dropped, before the
-    /// prompt's route exists.
-    pub(super) async fn align(
-        &self,
-        agent: &Connection,
-        session: &mut Session,
-        mode: ApprovalMode,
-        model: Option<&str>,
-        barrier: bool,
-    ) -> Result<(), Failure> {
-        let t = Some(self.config.acp.request_timeout);
-        if barrier || session.mode != mode {
-            agent
-                .request(
-                    "session/set_mode",
-                    json!({"sessionId": session.id, "modeId": mode.acp_id()}),
-                    t,
-                )
-                .await
-                .map_err(|e| agent_failure(agent, e, "setting the approval mode"))?;
-            session.mode = mode;
-        }
-        if let Some(model) = model.filter(|m| *m != session.model) {
-            agent
-                .request(
-                    "session/set_model",
-                    json!({"sessionId": session.id, "modelId": model}),
-                    t,
-                )
-                .await
-                .map_err(|e| agent_failure(agent, e, "setting the model"))?;
-            session.model = model.to_string();
-        }
-        Ok(())
-    }
-
-    /// `session/load` of `asked`; a session the agent does not know is `session_not_found`.
-    pub(super) async fn load(
-        &self,
-        slot: &Slot,
-        agent: &Connection,
-        asked: &str,
-    ) -> Result<Session, Failure> {
-        // History replayed during the load arrives before its answer, while nothing routes
-        // this session: none of it leaks into the answer.
-        agent.unroute(asked);
-        let _one_at_a_time = self.session_ops.lock().await;
-        let r = agent
-            .request(
-                "session/load",
-                json!({"sessionId": asked, "cwd": slot.key.cwd, "mcpServers": []}),
-                Some(self.config.acp.request_timeout),
-            )
-            .await;
-        // A failed load leaves its stub too (in the wrong project, for a session of another).
-        remove_load_stubs(&slot.key.cwd, asked).await;
-        match r {
-            Ok(result) => {
-                lock(&self.opened)
-                    .insert((slot.key.cwd.clone(), asked.to_string()), SystemTime::now());
-                let session = Session {
-                    id: asked.to_string(),
-                    turns: 0,
-                    model: SessionResult::read(&result).model(),
-                    mode: ApprovalMode::from_acp_id(SessionResult::read(&result).mode()),
-                };
-                slot.opened(session.clone(), result.get("models").cloned());
-                Ok(session)
-            }
-            Err(AcpError::Rpc { code, message }) if code == -32603 || code == -32602 => {
-                Err(Failure::new(
-                    ErrorKind::SessionNotFound,
-                    format!("session {asked} cannot be loaded in this workspace: {message}"),
-                ))
-            }
-            Err(e) => Err(agent_failure(agent, e, "loading the session")),
-        }
     }
 
     /// Sends the prompt and follows the turn to its end: updates folded in and reported as

@@ -203,14 +203,6 @@ pub(super) fn is_content(inbound: &Inbound) -> bool {
     }
 }
 
-/// Removes the stub that Gemini CLI 0.61's `session/load` leaves in the current minute's chat file
-/// (two headers, no message; later prompts go to the session's own file): the next CLI start in
-/// the project would otherwise delete every file of the session, the real one included.
-pub(super) async fn remove_load_stubs(cwd: &std::path::Path, id: &str) {
-    let what = "the stub a session load left";
-    cli_session::tidy_stubs(cwd, id, cli_session::remove_stubs, what).await;
-}
-
 /// The prompt's content blocks, in order: text; context as an embedded resource; an image as a
 /// file link (the agent reads it as the one-shot CLI reads an `@` reference) or as an image block
 /// of the file's bytes, its MIME type from its extension (checked when the call was decoded).
