@@ -251,8 +251,9 @@ fn main() {
         Some("overhead-vs") => Some(Box::new(|| {
             let other = std::env::args()
                 .nth(2)
-                .expect("overhead-vs OTHER_SERVER_BINARY");
-            overhead_against(server_bin, Path::new(&other), fake, state);
+                .expect("overhead-vs OTHER_SERVER_BINARY [oneshot|acp]");
+            let backend = std::env::args().nth(3).unwrap_or_else(|| "oneshot".into());
+            overhead_against(server_bin, Path::new(&other), &backend, fake, state);
         })),
         _ => None,
     };
@@ -753,13 +754,16 @@ fn call_overhead(server: &mut Server, fake: &Path, state: &Path) {
     );
 }
 
-/// The per-call overhead of this server against another build of it (`overhead-vs OTHER`): both
-/// servers answer the same call in interleaved pairs, one run, so the machine's noise falls on
-/// both alike.
-fn overhead_against(server_bin: &Path, other_bin: &Path, fake: &Path, state: &Path) {
-    let this = Server::start(server_bin, fake, state);
-    let other = Server::start(other_bin, fake, state);
-    let label = format!("this build vs {}", other_bin.display());
+/// The per-call overhead of this server against another build of it (`overhead-vs OTHER
+/// [BACKEND]`, the one-shot backend unless `acp` is named): both servers answer the same call in
+/// interleaved pairs, one run, so the machine's noise falls on both alike. On the warm backend
+/// each server starts its agent on the pairs' first call, and each later call takes a spare
+/// session of it.
+fn overhead_against(server_bin: &Path, other_bin: &Path, backend: &str, fake: &Path, state: &Path) {
+    let env = [("GEMINICLI_MCP_BACKEND", backend)];
+    let this = Server::start_with(server_bin, fake, state, &env);
+    let other = Server::start_with(other_bin, fake, state, &env);
+    let label = format!("this build vs {}, backend {backend}", other_bin.display());
     interleaved(&label, this, other);
 }
 

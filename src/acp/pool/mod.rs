@@ -523,12 +523,7 @@ impl Pool {
     }
 
     /// `session/load` of `asked`; a session the agent does not know is `session_not_found`.
-    async fn load(
-        &self,
-        slot: &Slot,
-        agent: &Connection,
-        asked: &str,
-    ) -> Result<Session, Failure> {
+    async fn load(&self, slot: &Slot, agent: &Connection, asked: &str) -> Result<Session, Failure> {
         // History replayed during the load arrives before its answer, while nothing routes
         // this session: none of it leaks into the answer.
         agent.unroute(asked);
