@@ -410,6 +410,22 @@ impl Pool {
         }
     }
 
+    /// A prompt of `call` in `session` of `agent`, under the server's grace and output cap.
+    fn prompting<'a>(
+        &self,
+        agent: &'a Arc<Connection>,
+        session: &'a Session,
+        call: &'a Call,
+    ) -> turn::Prompting<'a> {
+        turn::Prompting {
+            agent,
+            session,
+            call,
+            grace: self.config.kill_grace,
+            cap: self.config.max_output_bytes,
+        }
+    }
+
     /// An `auth_required` failure with the fix a one-shot run's would get: the settings file
     /// whose leftover `selectedType` stops the agent's key, when that is the obstacle.
     fn login_fix(&self, slot: &Slot, f: Failure) -> Failure {

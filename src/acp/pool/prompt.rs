@@ -1,28 +1,21 @@
 //! One prompt of the `acp` set's `gemini` on its workspace's agent: the session it runs in (the
 //! workspace's, or one loaded for a `session_id`), its model and mode aligned, and the turn.
 
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
-use serde_json::{json, Value};
-use tokio::sync::{mpsc, OwnedMutexGuard};
+use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::client::{AcpError, Connection, Inbound};
+use crate::acp::client::Connection;
 use crate::acp::wire::stop_reason;
-use crate::deadline::Deadlines;
 use crate::error::{Failure, RunFacts};
 use crate::progress::Progress;
-use crate::sync::lock;
 
-use super::agent::Key;
-use super::agent::{agent_failure, cancelled};
+use super::agent::{cancelled, Key};
 use super::call::{Answer, Call, Ran};
-use super::fold::Fold;
 use super::slots::{Session, Slot, Using};
 use super::turn::{
-    deadline_failure, is_content, observe, output_cap_failure, prompt_blocks, put, start_turn,
-    turn_failure, AbortOnDrop, PromptGuard, Stop, Turn,
+    deadline_failure, output_cap_failure, prompt_blocks, start_turn, turn_failure, Stop,
 };
 use super::Pool;
 
@@ -84,16 +77,8 @@ impl Pool {
             call.full_output,
         );
         let turn = self
-            .turn(
-                &agent,
-                &session,
-                blocks,
-                fold,
-                call.limits,
-                ct,
-                progress,
-                call.asking.as_ref(),
-            )
+            .prompting(&agent, &session, &call)
+            .turn(blocks, fold, ct, progress)
             .await?;
         ran.tools_ran = turn.fold.tools_ran();
         ran.approvals = turn.fold.approvals();
@@ -190,122 +175,5 @@ impl Pool {
         .await?;
         slot.record(session.clone(), true);
         Ok((session, fresh_gate))
-    }
-
-    /// Sends the prompt and follows the turn to its end: updates folded in and reported as
-    /// progress, a cancellation (the client's, or a deadline of `limits` passing) sent on to the
-    /// agent, and the agent killed when it ignores it past the grace.
-    #[allow(clippy::too_many_arguments)]
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one select loop over the turn's sources (updates, the answer, the client's cancel, the deadlines, the output cap, the grace) reads best whole"
-    )]
-    pub(super) async fn turn(
-        &self,
-        agent: &Arc<Connection>,
-        session: &Session,
-        blocks: Vec<Value>,
-        mut fold: Fold,
-        limits: Deadlines,
-        ct: &CancellationToken,
-        progress: &Progress,
-        asking: Option<&crate::ask::Asking>,
-    ) -> Result<Turn, Failure> {
-        let started = Instant::now();
-        let first_content: Mutex<Option<Instant>> = Mutex::default();
-        let last_activity: Mutex<Option<Instant>> = Mutex::default();
-        let watch = crate::deadline::first_to_pass(
-            limits,
-            started,
-            || *lock(&first_content),
-            || *lock(&last_activity),
-        );
-        tokio::pin!(watch);
-        let mut stopped: Option<Stop> = None;
-        let cap = self.config.max_output_bytes;
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        agent.route(&session.id, session.mode, tx);
-        agent.ask(&session.id, asking.map(|a| a.ceiling));
-        // Questions being put to the user; dropped (a rejection) when the turn ends first.
-        let mut questions: Vec<AbortOnDrop<()>> = Vec::new();
-        let sid = session.id.clone();
-        let (mut reply, request_id) = agent
-            .start_request(
-                "session/prompt",
-                json!({"sessionId": sid, "prompt": blocks}),
-            )
-            .map_err(|e| agent_failure(agent, e, "sending the prompt"))?;
-        let mut guard = PromptGuard {
-            agent: agent.clone(),
-            session: sid.clone(),
-            grace: self.config.kill_grace,
-            request_id,
-            armed: true,
-        };
-        let mut cancel_sent: Option<tokio::time::Instant> = None;
-        let outcome = loop {
-            let grace_over = async {
-                match cancel_sent {
-                    Some(at) => tokio::time::sleep_until(at + self.config.kill_grace).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                Some(inbound) = rx.recv() => {
-                    let inbound = match inbound {
-                        Inbound::Question { question, reply } => {
-                            questions.push(put(question, reply, asking, progress));
-                            continue;
-                        }
-                        other => other,
-                    };
-                    let now = Instant::now();
-                    *lock(&last_activity) = Some(now);
-                    if is_content(&inbound) {
-                        lock(&first_content).get_or_insert(now);
-                    }
-                    observe(&mut fold, inbound, progress);
-                    if cancel_sent.is_none() && fold.bytes() > cap {
-                        tracing::debug!(cap, "the turn's answer passed the output cap: cancelling the prompt");
-                        agent.notify("session/cancel", json!({"sessionId": sid}));
-                        cancel_sent = Some(tokio::time::Instant::now());
-                        stopped = Some(Stop::OutputCap(cap));
-                    }
-                }
-                r = &mut reply => {
-                    // Updates sent before the answer are already queued: take them too.
-                    while let Ok(inbound) = rx.try_recv() {
-                        observe(&mut fold, inbound, progress);
-                    }
-                    break r.unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())));
-                }
-                _ = ct.cancelled(), if cancel_sent.is_none() => {
-                    agent.notify("session/cancel", json!({"sessionId": sid}));
-                    cancel_sent = Some(tokio::time::Instant::now());
-                }
-                passed = &mut watch, if cancel_sent.is_none() => {
-                    tracing::debug!(deadline = passed.name(), "a deadline passed: cancelling the prompt");
-                    agent.notify("session/cancel", json!({"sessionId": sid}));
-                    cancel_sent = Some(tokio::time::Instant::now());
-                    stopped = Some(Stop::Deadline(passed));
-                }
-                _ = grace_over => {
-                    tracing::warn!(pid = agent.pid(), "the agent did not stop after session/cancel: killing it");
-                    agent.kill();
-                    agent.ended().await;
-                    break Err(AcpError::Exited("killed after the cancel was ignored".into()));
-                }
-            }
-        };
-        guard.armed = false;
-        drop(questions);
-        agent.unroute(&sid);
-        Ok(Turn {
-            fold,
-            outcome,
-            cancelled: cancel_sent.is_some() && stopped.is_none(),
-            stopped,
-        })
     }
 }

@@ -2,12 +2,13 @@
 //! deadlines, cancellation and output cap, its permission questions put to the user, and the
 //! failure a turn that did not end well reports.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{json, Value};
-use tokio::sync::OwnedMutexGuard;
+use tokio::sync::{mpsc, OwnedMutexGuard};
+use tokio_util::sync::CancellationToken;
 
 use crate::acp::client::{AcpError, Connection, Inbound};
 use crate::acp::wire::{stop_reason, update_kind};
@@ -15,9 +16,10 @@ use crate::deadline::{Deadlines, Limit};
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::session::{self as cli_session};
 use crate::progress::{preview, Progress};
+use crate::sync::lock;
 
 use super::agent::agent_failure;
-use super::call::{Answer, Block};
+use super::call::{Answer, Block, Call};
 use super::fold::Fold;
 use super::slots::{Session, Slot};
 
@@ -101,6 +103,139 @@ impl Turn {
             }
             (Err(e), false) => json!({"kind": "error", "message": e.to_string()}),
         }
+    }
+}
+
+/// A prompt to send: the agent, the session, the call it answers (its deadlines, and how its
+/// user is asked), the grace a cancelled prompt gets before the agent is killed and the output cap
+/// (`GEMINICLI_MCP_MAX_OUTPUT_BYTES`).
+#[derive(Clone, Copy)]
+pub(super) struct Prompting<'a> {
+    pub(super) agent: &'a Arc<Connection>,
+    pub(super) session: &'a Session,
+    pub(super) call: &'a Call,
+    pub(super) grace: Duration,
+    pub(super) cap: usize,
+}
+
+impl Prompting<'_> {
+    /// Sends the prompt and follows the turn to its end: updates folded in and reported as
+    /// progress, a cancellation (the client's, or a deadline of `limits` passing) sent on to the
+    /// agent, and the agent killed when it ignores it past the grace.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one select loop over the turn's sources (updates, the answer, the client's cancel, the deadlines, the output cap, the grace) reads best whole"
+    )]
+    pub(super) async fn turn(
+        &self,
+        blocks: Vec<Value>,
+        mut fold: Fold,
+        ct: &CancellationToken,
+        progress: &Progress,
+    ) -> Result<Turn, Failure> {
+        let Prompting {
+            agent,
+            session,
+            call,
+            grace,
+            cap,
+        } = *self;
+        let (limits, asking) = (call.limits, call.asking.as_ref());
+        let started = Instant::now();
+        let first_content: Mutex<Option<Instant>> = Mutex::default();
+        let last_activity: Mutex<Option<Instant>> = Mutex::default();
+        let watch = crate::deadline::first_to_pass(
+            limits,
+            started,
+            || *lock(&first_content),
+            || *lock(&last_activity),
+        );
+        tokio::pin!(watch);
+        let mut stopped: Option<Stop> = None;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        agent.route(&session.id, session.mode, tx);
+        agent.ask(&session.id, asking.map(|a| a.ceiling));
+        // Questions being put to the user; dropped (a rejection) when the turn ends first.
+        let mut questions: Vec<AbortOnDrop<()>> = Vec::new();
+        let sid = session.id.clone();
+        let (mut reply, request_id) = agent
+            .start_request(
+                "session/prompt",
+                json!({"sessionId": sid, "prompt": blocks}),
+            )
+            .map_err(|e| agent_failure(agent, e, "sending the prompt"))?;
+        let mut guard = PromptGuard {
+            agent: agent.clone(),
+            session: sid.clone(),
+            grace,
+            request_id,
+            armed: true,
+        };
+        let mut cancel_sent: Option<tokio::time::Instant> = None;
+        let outcome = loop {
+            let grace_over = async {
+                match cancel_sent {
+                    Some(at) => tokio::time::sleep_until(at + grace).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                Some(inbound) = rx.recv() => {
+                    let inbound = match inbound {
+                        Inbound::Question { question, reply } => {
+                            questions.push(put(question, reply, asking, progress));
+                            continue;
+                        }
+                        other => other,
+                    };
+                    let now = Instant::now();
+                    *lock(&last_activity) = Some(now);
+                    if is_content(&inbound) {
+                        lock(&first_content).get_or_insert(now);
+                    }
+                    observe(&mut fold, inbound, progress);
+                    if cancel_sent.is_none() && fold.bytes() > cap {
+                        tracing::debug!(cap, "the turn's answer passed the output cap: cancelling the prompt");
+                        agent.notify("session/cancel", json!({"sessionId": sid}));
+                        cancel_sent = Some(tokio::time::Instant::now());
+                        stopped = Some(Stop::OutputCap(cap));
+                    }
+                }
+                r = &mut reply => {
+                    // Updates sent before the answer are already queued: take them too.
+                    while let Ok(inbound) = rx.try_recv() {
+                        observe(&mut fold, inbound, progress);
+                    }
+                    break r.unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())));
+                }
+                _ = ct.cancelled(), if cancel_sent.is_none() => {
+                    agent.notify("session/cancel", json!({"sessionId": sid}));
+                    cancel_sent = Some(tokio::time::Instant::now());
+                }
+                passed = &mut watch, if cancel_sent.is_none() => {
+                    tracing::debug!(deadline = passed.name(), "a deadline passed: cancelling the prompt");
+                    agent.notify("session/cancel", json!({"sessionId": sid}));
+                    cancel_sent = Some(tokio::time::Instant::now());
+                    stopped = Some(Stop::Deadline(passed));
+                }
+                _ = grace_over => {
+                    tracing::warn!(pid = agent.pid(), "the agent did not stop after session/cancel: killing it");
+                    agent.kill();
+                    agent.ended().await;
+                    break Err(AcpError::Exited("killed after the cancel was ignored".into()));
+                }
+            }
+        };
+        guard.armed = false;
+        drop(questions);
+        agent.unroute(&sid);
+        Ok(Turn {
+            fold,
+            outcome,
+            cancelled: cancel_sent.is_some() && stopped.is_none(),
+            stopped,
+        })
     }
 }
 

@@ -12,8 +12,7 @@ use serde_json::{json, Value};
 use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::cancelled;
-use super::agent::Key;
+use super::agent::{cancelled, Key};
 use super::call::{Answer, Call, Ran};
 use super::slots::{Session, Slot, Spare, Using};
 use super::turn::{
@@ -202,16 +201,8 @@ impl Pool {
         };
         let (_gate, fold) = start_turn(slot, &agent, &session, gate, progress, call.full_output);
         let turn = match self
-            .turn(
-                &agent,
-                &session,
-                blocks,
-                fold,
-                call.limits,
-                ct,
-                progress,
-                call.asking.as_ref(),
-            )
+            .prompting(&agent, &session, &call)
+            .turn(blocks, fold, ct, progress)
             .await
         {
             Ok(t) => t,
