@@ -1,7 +1,7 @@
 //! The slot's task kept to its rules, told commands as calls tell it: a reply is looked for after
 //! a later command's answer, so the task has handled everything sent before (its mailbox is in
 //! order). The clock is paused: a reply that never comes fails the test at once, its hour passed
-//! by the runtime.
+//! by the runtime. Where the task must hold an agent, a `sleep` process stands in for it.
 
 use super::*;
 use crate::error::ErrorKind;
@@ -197,4 +197,101 @@ async fn the_workspace_session_is_listed_counted_retired_and_reset() {
             .is_some(),
         "a reset keeps the session loadable on the agent"
     );
+}
+
+/// A stand-in agent: a process that lives until it is killed and says nothing (the slot's task
+/// never talks to its agent, it only holds it and kills it).
+#[cfg(unix)]
+fn idle_agent() -> Arc<Connection> {
+    let spec = crate::gemini::process::RunSpec {
+        program: PathBuf::from("sleep"),
+        args: vec!["600".into()],
+        env_clear: false,
+        env: Vec::new(),
+        env_remove: Vec::new(),
+        cwd: std::env::temp_dir(),
+        stdin: Vec::new(),
+        max_output_bytes: 1 << 20,
+        kill_grace: Duration::from_millis(100),
+        private_tmp: false,
+    };
+    Connection::start(&spec, Duration::from_millis(100)).expect("sleep starts")
+}
+
+/// The slot's agent, started as a call would: the ticket reported with `agent`.
+#[cfg(unix)]
+async fn running(slot: &Slot, agent: &Arc<Connection>) {
+    let first = ticket(within(slot.agent()).await.expect("first"));
+    first.done(Ok((agent.clone(), Value::Null)), false);
+    match within(slot.agent()).await.expect("answer") {
+        Start::Running(a) => assert!(Arc::ptr_eq(&a, agent)),
+        _ => panic!("the started agent is not the slot's"),
+    }
+}
+
+#[cfg(unix)]
+fn spare(id: &str) -> Spare {
+    Spare {
+        session: session(id),
+        file: false,
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test(start_paused = true)]
+async fn a_spare_goes_to_the_call_waiting_for_it_else_onto_the_shelf() {
+    let slot = slot();
+    let agent = idle_agent();
+    running(&slot, &agent).await;
+    assert!(within(slot.begin_spares(2)).await);
+    drop(told(&slot, |r| SpareCommand::TakeSpare(true, r).into()));
+    let waiting = told(&slot, |r| SpareCommand::TakeSpare(true, r).into());
+    slot.spare_made(&agent, spare("a"));
+    let got = within(waiting).await.expect("told").expect("a spare");
+    assert_eq!(got.session.id, "a", "the call still waiting gets it");
+    slot.spare_made(&agent, spare("b"));
+    let shelf = within(slot.take_spare(false)).await.expect("answer");
+    assert_eq!(
+        shelf.expect("kept").session.id,
+        "b",
+        "made with no call waiting: kept"
+    );
+    assert!(within(slot.take_spare(false))
+        .await
+        .expect("answer")
+        .is_none());
+    assert!(
+        within(slot.sessions(Some("b")))
+            .await
+            .expect("answer")
+            .1
+            .is_some(),
+        "the agent holds it"
+    );
+    agent.kill();
+}
+
+#[cfg(unix)]
+#[tokio::test(start_paused = true)]
+async fn a_spare_of_an_agent_no_longer_the_slots_is_dropped() {
+    let slot = slot();
+    let (old, new) = (idle_agent(), idle_agent());
+    running(&slot, &old).await;
+    assert!(within(slot.wants_spare(&old, 2)).await);
+    slot.died(&old);
+    assert!(
+        !within(slot.wants_spare(&old, 2)).await,
+        "no more spares for it"
+    );
+    running(&slot, &new).await;
+    slot.spare_made(&old, spare("stale"));
+    assert!(
+        within(slot.take_spare(false))
+            .await
+            .expect("answer")
+            .is_none(),
+        "a session of another process is no spare of this agent"
+    );
+    assert!(within(slot.wants_spare(&new, 2)).await);
+    new.kill();
 }
