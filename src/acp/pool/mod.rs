@@ -90,7 +90,8 @@ fn kept_login(message: &str, selected: &str, file: &std::path::Path, method: &st
 /// keeps its agent and sessions ([`slots`]); what spans agents stays here.
 pub struct Pool {
     config: Config,
-    /// The slots by key: looked up, never held across a wait.
+    /// The slots by key: looked up, never held across a wait; a vacant one no call holds is let
+    /// go of when a new key comes.
     slots: Mutex<HashMap<Key, Arc<Slot>>>,
     shutdown: CancellationToken,
     /// The workspaces' start gates, shared with the one-shot runs: an agent's start-up deletes
@@ -211,17 +212,23 @@ impl Pool {
         }
     }
 
-    /// The slot of `key`, its task started on first use.
+    /// The slot of `key`, its task started on first use. A new key first lets go of the slots
+    /// that keep nothing and that no call holds, so a server that sees many workspaces keeps a
+    /// task only for those with an agent (or a failed start to remember).
     fn slot(&self, key: Key) -> Arc<Slot> {
+        let mut slots = lock(&self.slots);
+        if let Some(slot) = slots.get(&key) {
+            return slot.clone();
+        }
+        slots::let_go_of_vacant(&mut slots);
         let wear = Wear {
             max_sessions: self.config.acp.max_sessions,
             max_agent_mb: self.config.acp.max_agent_mb,
             idle: self.config.acp.idle,
         };
-        lock(&self.slots)
-            .entry(key.clone())
-            .or_insert_with(|| Slot::start(key, wear, self.shutdown.clone()))
-            .clone()
+        let slot = Slot::start(key.clone(), wear, self.shutdown.clone());
+        slots.insert(key, slot.clone());
+        slot
     }
 
     /// The slots, for a look at each.

@@ -8,12 +8,14 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
+use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::acp::client::Connection;
 use crate::approval::ApprovalMode;
@@ -186,10 +188,20 @@ impl From<SpareCommand> for Command {
     }
 }
 
-/// A handle on a workspace's slot: its key and its task's mailbox.
+/// A handle on a workspace's slot: its key and its task's mailbox. The task ends when the slot
+/// is dropped (stopping an agent it still holds): the pool drops only a [`Slot::vacant`] one.
 pub(super) struct Slot {
     pub(super) key: Key,
     mail: mpsc::UnboundedSender<Command>,
+    /// Set by the task: it holds nothing worth keeping (see [`State::vacant`]).
+    vacant: Arc<AtomicBool>,
+    _ends_task: DropGuard,
+}
+
+/// Drops the slots that are vacant and held by no call: only the registry holds them, so no call
+/// can reach one between the look and the drop.
+pub(super) fn let_go_of_vacant(slots: &mut HashMap<Key, Arc<Slot>>) {
+    slots.retain(|_, slot| Arc::strong_count(slot) > 1 || !slot.vacant());
 }
 
 /// The failure of a call whose slot's task is gone: only the runtime shutting down ends it.
@@ -202,14 +214,28 @@ impl Slot {
     /// `shutdown` is cancelled.
     pub(super) fn start(key: Key, wear: Wear, shutdown: CancellationToken) -> Arc<Slot> {
         let (mail, inbox) = mpsc::unbounded_channel();
+        let vacant = Arc::new(AtomicBool::new(true));
+        let dropped = CancellationToken::new();
         let keeper = Keeper {
             cwd: key.cwd.clone(),
             wear,
             mail: mail.clone(),
+            vacant: vacant.clone(),
             state: State::default(),
         };
-        tokio::spawn(keeper.run(inbox, shutdown));
-        Arc::new(Slot { key, mail })
+        tokio::spawn(keeper.run(inbox, shutdown, dropped.clone()));
+        Arc::new(Slot {
+            key,
+            mail,
+            vacant,
+            _ends_task: dropped.drop_guard(),
+        })
+    }
+
+    /// Whether the slot keeps nothing (no agent, no use, no failed start to remember), as its
+    /// task last saw it: dropping it loses nothing, and the next call of its key makes another.
+    pub(super) fn vacant(&self) -> bool {
+        self.vacant.load(Ordering::Relaxed)
     }
 
     fn send(&self, command: impl Into<Command>) {
@@ -385,6 +411,23 @@ impl State {
         self.running > 0 || self.leased || self.replenishing || self.starting
     }
 
+    /// Nothing worth a task: no agent, nothing using the slot, no failed start remembered.
+    fn vacant(&self) -> bool {
+        self.agent.is_none() && !self.in_use() && self.start_failed.is_none()
+    }
+
+    /// The failed start remembered, while it is under [`START_RETRY_AFTER`] old.
+    fn failed_lately(&mut self) -> Option<Failure> {
+        if self
+            .start_failed
+            .as_ref()
+            .is_some_and(|(at, _)| at.elapsed() >= START_RETRY_AFTER)
+        {
+            self.start_failed = None;
+        }
+        self.start_failed.as_ref().map(|(_, f)| f.clone())
+    }
+
     fn retire(&mut self, id: &str) {
         self.known.remove(id);
         if self.session.as_ref().is_some_and(|s| s.id == id) {
@@ -398,6 +441,7 @@ struct Keeper {
     cwd: PathBuf,
     wear: Wear,
     mail: mpsc::UnboundedSender<Command>,
+    vacant: Arc<AtomicBool>,
     state: State,
 }
 
@@ -406,24 +450,33 @@ impl Keeper {
         mut self,
         mut inbox: mpsc::UnboundedReceiver<Command>,
         shutdown: CancellationToken,
+        dropped: CancellationToken,
     ) {
-        // The task holds a sender of its own (for tickets and leases), and the pool keeps its
-        // slots: it ends with the runtime, after the shutdown stopped its agent.
+        // The task holds a sender of its own (for tickets and leases), so its mailbox never
+        // closes: it ends when its slot is dropped, or with the runtime after the shutdown
+        // stopped its agent. It ticks only while it has an agent or a failed start to forget.
         let period = (self.wear.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stopped = false;
         loop {
+            let ticking = self.state.agent.is_some() || self.state.start_failed.is_some();
             tokio::select! {
                 _ = shutdown.cancelled(), if !stopped => {
                     stopped = true;
                     self.state.drop_agent();
                 }
-                _ = tick.tick() => self.stop_if_worn(true),
+                _ = dropped.cancelled() => break,
+                _ = tick.tick(), if ticking => {
+                    self.state.failed_lately();
+                    self.stop_if_worn(true);
+                }
                 command = inbox.recv() => match command {
                     Some(command) => self.handle(command),
                     None => break,
                 },
             }
+            self.vacant.store(self.state.vacant(), Ordering::Relaxed);
         }
         self.state.drop_agent();
     }
@@ -458,12 +511,7 @@ impl Keeper {
                 self.hand_start_on();
             }
             Command::FailedLately(reply) => {
-                let failed = st
-                    .start_failed
-                    .as_ref()
-                    .filter(|(at, _)| at.elapsed() < START_RETRY_AFTER)
-                    .map(|(_, f)| f.clone());
-                let _ = reply.send(failed);
+                let _ = reply.send(st.failed_lately());
             }
             Command::Lease(reply) => {
                 if st.leased {

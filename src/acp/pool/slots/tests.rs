@@ -295,3 +295,92 @@ async fn a_spare_of_an_agent_no_longer_the_slots_is_dropped() {
     assert!(within(slot.wants_spare(&new, 2)).await);
     new.kill();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_slot_is_vacant_only_while_it_keeps_nothing() {
+    let slot = slot();
+    settled(&slot).await;
+    assert!(slot.vacant(), "a new slot keeps nothing");
+    let first = ticket(within(slot.agent()).await.expect("first"));
+    settled(&slot).await;
+    assert!(!slot.vacant(), "a start under way");
+    first.done(Err(Failure::new(ErrorKind::Error, "no ACP")), true);
+    settled(&slot).await;
+    assert!(!slot.vacant(), "a failed start to remember");
+    tokio::time::sleep(START_RETRY_AFTER + Duration::from_secs(1)).await;
+    // The next tick forgets the failure: nothing asks the task in between.
+    tokio::time::sleep(Duration::from_secs(200)).await;
+    assert!(slot.vacant(), "the failure forgotten");
+    assert!(within(slot.failed_lately()).await.is_none());
+    let using = Using::new(&slot);
+    settled(&slot).await;
+    assert!(!slot.vacant(), "a call uses it");
+    drop(using);
+    settled(&slot).await;
+    assert!(slot.vacant());
+}
+
+#[cfg(unix)]
+#[tokio::test(start_paused = true)]
+async fn a_slot_with_an_agent_is_kept_until_the_agent_is_stopped_for_idleness() {
+    let slot = slot();
+    let agent = idle_agent();
+    running(&slot, &agent).await;
+    {
+        let _using = Using::new(&slot);
+    }
+    settled(&slot).await;
+    assert!(!slot.vacant(), "its agent is warm");
+    tokio::time::sleep(Duration::from_secs(600 + 200)).await;
+    assert!(agent.is_dead(), "stopped once idle");
+    assert!(slot.vacant(), "and then the slot keeps nothing");
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_vacant_slots_no_call_holds_are_let_go_of() {
+    let key = |cwd: &str| Key {
+        cwd: PathBuf::from(cwd),
+        servers: Vec::new(),
+        dirs: Vec::new(),
+    };
+    let wear = Wear {
+        max_sessions: 32,
+        max_agent_mb: 1024,
+        idle: Duration::from_secs(600),
+    };
+    let mut slots: HashMap<Key, Arc<Slot>> = ["/a", "/b", "/c"]
+        .into_iter()
+        .map(|cwd| {
+            (
+                key(cwd),
+                Slot::start(key(cwd), wear, CancellationToken::new()),
+            )
+        })
+        .collect();
+    let held = slots[&key("/b")].clone();
+    let starting = slots[&key("/c")].clone();
+    let _ticket = ticket(within(starting.agent()).await.expect("first"));
+    settled(&starting).await;
+    drop(starting);
+    let_go_of_vacant(&mut slots);
+    let mut kept: Vec<_> = slots.keys().map(|k| k.cwd.clone()).collect();
+    kept.sort();
+    assert_eq!(
+        kept,
+        [PathBuf::from("/b"), PathBuf::from("/c")],
+        "/a keeps nothing and no call holds it; a call holds /b; /c is starting its agent"
+    );
+    drop(held);
+}
+
+#[cfg(unix)]
+#[tokio::test(start_paused = true)]
+async fn a_slot_dropped_ends_its_task_and_stops_its_agent() {
+    let slot = slot();
+    let agent = idle_agent();
+    running(&slot, &agent).await;
+    drop(slot);
+    // The clock moves only once the task, woken by the drop, has run.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(agent.is_dead(), "the task stopped its agent as it ended");
+}
