@@ -6,18 +6,26 @@
 use super::*;
 use crate::error::ErrorKind;
 
-fn slot() -> Arc<Slot> {
-    let key = Key {
-        cwd: PathBuf::from("/w"),
+fn key(cwd: &str) -> Key {
+    Key {
+        cwd: PathBuf::from(cwd),
         servers: Vec::new(),
         dirs: Vec::new(),
-    };
+    }
+}
+
+/// A slot of `cwd` whose agent is stopped after 600 s unused.
+fn slot_of(cwd: &str) -> Arc<Slot> {
     let wear = Wear {
         max_sessions: 32,
         max_agent_mb: 1024,
         idle: Duration::from_secs(600),
     };
-    Slot::start(key, wear, CancellationToken::new())
+    Slot::start(key(cwd), wear, CancellationToken::new())
+}
+
+fn slot() -> Arc<Slot> {
+    slot_of("/w")
 }
 
 fn session(id: &str) -> Session {
@@ -338,24 +346,9 @@ async fn a_slot_with_an_agent_is_kept_until_the_agent_is_stopped_for_idleness() 
 
 #[tokio::test(start_paused = true)]
 async fn only_vacant_slots_no_call_holds_are_let_go_of() {
-    let key = |cwd: &str| Key {
-        cwd: PathBuf::from(cwd),
-        servers: Vec::new(),
-        dirs: Vec::new(),
-    };
-    let wear = Wear {
-        max_sessions: 32,
-        max_agent_mb: 1024,
-        idle: Duration::from_secs(600),
-    };
     let mut slots: HashMap<Key, Arc<Slot>> = ["/a", "/b", "/c"]
         .into_iter()
-        .map(|cwd| {
-            (
-                key(cwd),
-                Slot::start(key(cwd), wear, CancellationToken::new()),
-            )
-        })
+        .map(|cwd| (key(cwd), slot_of(cwd)))
         .collect();
     let held = slots[&key("/b")].clone();
     let starting = slots[&key("/c")].clone();
