@@ -86,6 +86,37 @@ fn kept_login(message: &str, selected: &str, file: &std::path::Path, method: &st
     ))
 }
 
+/// The sessions this server made or loaded, by workspace and id, with when. Only a session of
+/// the current clock minute matters (a load in that minute is what the CLI gets wrong), so each
+/// note forgets those of earlier minutes: with a fresh session a call, the map would grow by one
+/// a call.
+#[derive(Default)]
+struct Opened(HashMap<(PathBuf, String), SystemTime>);
+
+/// The clock minute of `t`, counted from the epoch.
+fn minute_of(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 60)
+}
+
+impl Opened {
+    fn note(&mut self, cwd: &std::path::Path, id: &str, at: SystemTime) {
+        let minute = minute_of(at);
+        self.0.retain(|_, t| minute_of(*t) >= minute);
+        self.0.insert((cwd.to_path_buf(), id.to_string()), at);
+    }
+
+    /// Whether session `id` of `cwd` was made or loaded in the clock minute of `now`.
+    fn in_minute_of(&self, cwd: &std::path::Path, id: &str, now: SystemTime) -> bool {
+        self.0
+            .get(&(cwd.to_path_buf(), id.to_string()))
+            .is_some_and(|t| minute_of(*t) == minute_of(now))
+    }
+
+    fn forget(&mut self, cwd: &std::path::Path, id: &str) {
+        self.0.remove(&(cwd.to_path_buf(), id.to_string()));
+    }
+}
+
 /// All agents of the server: a slot per workspace (and start flags), each with the task that
 /// keeps its agent and sessions ([`slots`]); what spans agents stays here.
 pub struct Pool {
@@ -99,7 +130,7 @@ pub struct Pool {
     starts: Arc<StartGates>,
     /// When this server made (or last loaded) each session: the minute a load must not happen
     /// in, when the session's chat files cannot be read.
-    opened: Mutex<HashMap<(PathBuf, String), SystemTime>>,
+    opened: Mutex<Opened>,
     /// Held around every `session/new` and `session/load`, server-wide.
     session_ops: tokio::sync::Mutex<()>,
     /// One lock per session in use: one prompt per session at a time.
@@ -180,9 +211,7 @@ impl Pool {
         let this_minute = cli_session::minute_stamp(now);
         // The files are what the CLI looks at; without them, what this server itself did.
         let clash = if minutes.is_empty() {
-            lock(&self.opened)
-                .get(&(cwd.to_path_buf(), id.to_string()))
-                .is_some_and(|t| cli_session::minute_stamp(*t) == this_minute)
+            lock(&self.opened).in_minute_of(cwd, id, now)
         } else {
             minutes.contains(&this_minute)
         };
@@ -286,7 +315,7 @@ impl Pool {
     /// with its id loads it, and finds it gone.
     pub fn forget(&self, cwd: &std::path::Path, id: &str) {
         // Its files are gone: no clock minute to wait out before the load that finds it gone.
-        lock(&self.opened).remove(&(cwd.to_path_buf(), id.to_string()));
+        lock(&self.opened).forget(cwd, id);
         for slot in self.all_slots() {
             if slot.key.cwd == cwd {
                 slot.forget(id);
@@ -494,7 +523,7 @@ impl Pool {
         let result = answer.map_err(|e| agent_failure(agent, e, "creating a session"))?;
         let read = SessionResult::read(&result);
         let id = read.session_id.clone();
-        lock(&self.opened).insert((slot.key.cwd.clone(), id.clone()), SystemTime::now());
+        lock(&self.opened).note(&slot.key.cwd, &id, SystemTime::now());
         let session = Session {
             id,
             turns: 0,
@@ -562,8 +591,7 @@ impl Pool {
         remove_load_stubs(&slot.key.cwd, asked).await;
         match r {
             Ok(result) => {
-                lock(&self.opened)
-                    .insert((slot.key.cwd.clone(), asked.to_string()), SystemTime::now());
+                lock(&self.opened).note(&slot.key.cwd, asked, SystemTime::now());
                 let session = Session {
                     id: asked.to_string(),
                     turns: 0,
@@ -590,4 +618,36 @@ impl Pool {
 async fn remove_load_stubs(cwd: &std::path::Path, id: &str) {
     let what = "the stub a session load left";
     cli_session::tidy_stubs(cwd, id, cli_session::remove_stubs, what).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn a_session_is_remembered_for_its_clock_minute_and_forgotten_after_it() {
+        let at = |secs: u64| UNIX_EPOCH + Duration::from_secs(secs);
+        let mut opened = Opened::default();
+        opened.note(Path::new("/w"), "a", at(600));
+        opened.note(Path::new("/w"), "b", at(659));
+        assert!(opened.in_minute_of(Path::new("/w"), "a", at(659)));
+        assert!(
+            !opened.in_minute_of(Path::new("/v"), "a", at(659)),
+            "another workspace's"
+        );
+        assert!(
+            !opened.in_minute_of(Path::new("/w"), "a", at(660)),
+            "the minute turned"
+        );
+        opened.note(Path::new("/w"), "c", at(660));
+        assert_eq!(
+            opened.0.len(),
+            1,
+            "a note forgets the sessions of earlier minutes"
+        );
+        assert!(opened.in_minute_of(Path::new("/w"), "c", at(719)));
+        opened.forget(Path::new("/w"), "c");
+        assert!(!opened.in_minute_of(Path::new("/w"), "c", at(719)));
+    }
 }
