@@ -3,14 +3,14 @@
 //! to the agent's own requests (permissions from the session's approval mode, no file system),
 //! and a supervisor that notices the exit and kills the whole tree.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::wire::{PermissionOption, PermissionRequest};
@@ -84,6 +84,10 @@ struct Shared {
     /// Fired when stderr reached its end: what the agent printed as it died is in the tail.
     stderr_done: CancellationToken,
     exit: Mutex<Option<String>>,
+    /// The prompts sent `session/cancel` and not answered yet ([`Connection::cancel_prompt`]).
+    cancelling: Mutex<HashSet<u64>>,
+    /// Told when one of them is answered.
+    settled: Notify,
 }
 
 /// Writes one line per message; a failed write means the agent is gone, which the supervisor
@@ -126,12 +130,12 @@ const KEPT_LINE_CAPACITY: usize = 1 << 20;
 
 /// Reads stdout: every line is one JSON-RPC message; anything else is ignored (the agent's stdout
 /// carries only JSON-RPC, but a stray line must not end the connection). A line past `cap` stops
-/// the agent; stdout's end fires `eof`.
+/// the agent (`stop`); stdout's end fires `eof`.
 async fn read_messages(
     stdout: tokio::process::ChildStdout,
     s: Arc<Shared>,
     reply: mpsc::UnboundedSender<Vec<u8>>,
-    eof: CancellationToken,
+    (eof, stop): (CancellationToken, CancellationToken),
     cap: u64,
     pid: u32,
 ) {
@@ -153,6 +157,7 @@ async fn read_messages(
                 cap,
                 "an ACP message went past the output cap: stopping the agent"
             );
+            stop.cancel();
             break;
         }
         let message = Message::parse(&line);
@@ -167,11 +172,16 @@ async fn read_messages(
     eof.cancel();
 }
 
-/// Owns the tree: on its exit or `kill`, ends all of it, says how, and fails every waiter.
+/// How long an agent whose stdout closed, unasked, has to exit by itself: one ending on its own
+/// (a crash, a refused start) closes stdout as it exits, and its own status says how it ended.
+const OWN_EXIT_WAIT: Duration = Duration::from_millis(500);
+
+/// Owns the tree: on its exit or `kill` (stdout's end, or `stop`: the server's asking), ends all
+/// of it, says how, and fails every waiter.
 async fn supervise(
     mut live: Live,
     s: Arc<Shared>,
-    kill: CancellationToken,
+    (kill, stop): (CancellationToken, CancellationToken),
     dead: CancellationToken,
     grace: Duration,
     pid: u32,
@@ -179,6 +189,14 @@ async fn supervise(
     let exited = tokio::select! {
         status = live.wait() => Some(status),
         _ = kill.cancelled() => None,
+    };
+    let exited = match exited {
+        None if !stop.is_cancelled() => tokio::select! {
+            status = live.wait() => Some(status),
+            _ = tokio::time::sleep(OWN_EXIT_WAIT) => None,
+            _ = stop.cancelled() => None,
+        },
+        exited => exited,
     };
     let status = match exited {
         Some(status) => {
@@ -192,7 +210,7 @@ async fn supervise(
         Some(Termination::Signaled(sig)) => format!("killed by signal {sig}"),
         None => "not reaped".into(),
     };
-    let how = match kill.is_cancelled() && exited.is_none() {
+    let how = match exited.is_none() {
         true => format!("stopped by the server, {how}"),
         false => how,
     };
@@ -213,7 +231,10 @@ pub struct Connection {
     out: mpsc::UnboundedSender<Vec<u8>>,
     shared: Arc<Shared>,
     next_id: AtomicU64,
+    /// Cancelled when the agent is ending: the server asked, or its stdout closed.
     kill: CancellationToken,
+    /// Cancelled when the server asked it to end.
+    stop: CancellationToken,
     dead: CancellationToken,
     pid: u32,
 }
@@ -238,8 +259,11 @@ impl Connection {
             stderr: Mutex::default(),
             stderr_done: CancellationToken::new(),
             exit: Mutex::default(),
+            cancelling: Mutex::default(),
+            settled: Notify::new(),
         });
         let kill = CancellationToken::new();
+        let stop = CancellationToken::new();
         let dead = CancellationToken::new();
         let (out, rx) = mpsc::unbounded_channel::<Vec<u8>>();
 
@@ -252,14 +276,14 @@ impl Connection {
             stdout,
             shared.clone(),
             out.clone(),
-            kill.clone(),
+            (kill.clone(), stop.clone()),
             cap,
             pid,
         ));
         tokio::spawn(supervise(
             live,
             shared.clone(),
-            kill.clone(),
+            (kill.clone(), stop.clone()),
             dead.clone(),
             grace,
             pid,
@@ -269,6 +293,7 @@ impl Connection {
             shared,
             next_id: AtomicU64::new(1),
             kill,
+            stop,
             dead,
             pid,
         }))
@@ -291,6 +316,7 @@ impl Connection {
 
     /// Starts the shutdown (polite signal, grace, tree kill); see [`Connection::ended`].
     pub fn kill(&self) {
+        self.stop.cancel();
         self.kill.cancel();
     }
 
@@ -377,6 +403,41 @@ impl Connection {
     /// Whether request `id` still waits for its answer.
     pub fn is_waiting(&self, id: u64) -> bool {
         lock(&self.shared.waiters).contains_key(&id)
+    }
+
+    /// Sends `session/cancel` for `session`, whose prompt is request `prompt`. Until the prompt
+    /// is answered the agent is [unsettled](Connection::unsettled): one that ignores the cancel
+    /// may be frozen, and whoever sent it kills the agent when its grace passes.
+    pub fn cancel_prompt(&self, session: &str, prompt: u64) {
+        if self.is_waiting(prompt) {
+            lock(&self.shared.cancelling).insert(prompt);
+            // Answered in between: the reader found nothing to remove.
+            if !self.is_waiting(prompt) && lock(&self.shared.cancelling).remove(&prompt) {
+                self.shared.settled.notify_waiters();
+            }
+        }
+        self.notify("session/cancel", json!({"sessionId": session}));
+    }
+
+    /// Whether a cancelled prompt of this running agent awaits its answer.
+    pub fn unsettled(&self) -> bool {
+        !self.is_dead() && !lock(&self.shared.cancelling).is_empty()
+    }
+
+    /// Resolves once no cancelled prompt awaits its answer, or the agent is ending.
+    pub async fn settled(&self) {
+        loop {
+            // Made before the look, so an answer in between still wakes it.
+            let answered = self.shared.settled.notified();
+            if !self.unsettled() {
+                return;
+            }
+            tokio::select! {
+                _ = answered => {}
+                _ = self.kill.cancelled() => return,
+                _ = self.dead.cancelled() => return,
+            }
+        }
     }
 
     /// Routes a session's updates and permission decisions to `tx` until [`Connection::unroute`];
@@ -503,6 +564,9 @@ fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Message) {
         Message::Response { id, answer } => {
             if let Some(w) = lock(&s.waiters).remove(&id) {
                 let _ = w.send(answer);
+            }
+            if lock(&s.cancelling).remove(&id) {
+                s.settled.notify_waiters();
             }
         }
         Message::Update { session, update } => {
@@ -683,110 +747,4 @@ fn answer(mode: ApprovalMode, request: &PermissionRequest) -> (Value, bool) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn request(kind: &str) -> Value {
-        json!({"toolCall": {"kind": kind}, "options": [
-            {"optionId": "proceed_always", "kind": "allow_always"},
-            {"optionId": "proceed_once", "kind": "allow_once"},
-            {"optionId": "cancel", "kind": "reject_once"}
-        ]})
-    }
-
-    #[test]
-    fn agent_lines_are_classified() {
-        let parse = |line: &str| Message::parse(line.as_bytes());
-        assert_eq!(
-            parse(r#"{"jsonrpc":"2.0","id":3,"error":{"code":429,"message":"quota"}}"#),
-            Message::Response {
-                id: 3,
-                answer: Err(AcpError::Rpc {
-                    code: 429,
-                    message: "quota".into()
-                })
-            }
-        );
-        assert_eq!(
-            parse("{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"stopReason\":\"end_turn\"}}\n"),
-            Message::Response {
-                id: 4,
-                answer: Ok(json!({"stopReason": "end_turn"}))
-            }
-        );
-        assert_eq!(
-            parse(
-                r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan"}}}"#
-            ),
-            Message::Update {
-                session: "s".into(),
-                update: json!({"sessionUpdate": "plan"})
-            }
-        );
-        assert!(matches!(
-            parse(r#"{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s"}}"#),
-            Message::Permission { id, session, .. } if id == json!(0) && session == "s"
-        ));
-        assert_eq!(
-            parse(r#"{"jsonrpc":"2.0","id":"r","method":"fs/read_text_file","params":{}}"#),
-            Message::Unsupported {
-                id: json!("r"),
-                method: "fs/read_text_file".into()
-            }
-        );
-        for ignored in [
-            "not json",
-            r#"{"jsonrpc":"2.0","id":"x","result":{}}"#,
-            r#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
-            r#"{"jsonrpc":"2.0","method":"session/cancel","params":{}}"#,
-            "[1,2]",
-        ] {
-            assert_eq!(parse(ignored), Message::Ignored, "{ignored}");
-        }
-    }
-
-    #[test]
-    fn permissions_follow_the_mode_never_the_first_option() {
-        let chosen = |mode, kind| permission(mode, &request(kind)).0["optionId"].clone();
-        assert_eq!(chosen(ApprovalMode::Yolo, "execute"), "proceed_once");
-        assert_eq!(chosen(ApprovalMode::AutoEdit, "edit"), "proceed_once");
-        assert_eq!(chosen(ApprovalMode::AutoEdit, "execute"), "cancel");
-        assert_eq!(chosen(ApprovalMode::Default, "edit"), "cancel");
-        assert_eq!(chosen(ApprovalMode::Plan, "read"), "cancel");
-        let none = json!({"toolCall": {"kind": "edit"}, "options": []});
-        assert_eq!(
-            permission(ApprovalMode::Default, &none).0,
-            json!({"outcome": "cancelled"})
-        );
-    }
-
-    /// Found by the `acp_messages` fuzz target (its input's permission request, verbatim): the
-    /// id `cancel` is offered twice, once without a kind. Answering it would leave the agent to
-    /// guess which one was meant; the reject must be unambiguous, else the answer is `cancelled`.
-    #[test]
-    fn an_option_id_offered_with_two_kinds_is_never_chosen() {
-        let line = r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"660fcb53-e1c0-4116-95a7-d3dd7ef2dfa8","options":[{"optionId":"proceed_always","name":"Allow for this session","kind":"allow_always"},{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Re_always"},{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Reject","kind":"reject_once"}],"toolCall":{"toolCallId":"write_file__write_file_1796006629215_0","status":"pending","title":"Writing to notes.txt","content":[{"type":"diff","path":"<CWD>/notes.txt","oldText":"","newText":"hi","_meta":{"kind":"add"}}],"locations":[{"path":"<CWD>/notes.txt"}],"kind":"edit"}}}"#;
-        let Message::Permission { params, .. } = Message::parse(line.as_bytes()) else {
-            panic!("not a permission request");
-        };
-        assert_eq!(
-            permission(ApprovalMode::Default, &params),
-            (json!({"outcome": "cancelled"}), false)
-        );
-        // The same id twice with one kind is no ambiguity.
-        assert_eq!(
-            permission(ApprovalMode::Yolo, &params).0,
-            json!({"outcome": "selected", "optionId": "proceed_once"})
-        );
-        // A reject id that is also "allow always" must not be sent as the refusal.
-        let trap = json!({"toolCall": {"kind": "edit"}, "options": [
-            {"optionId": "x", "kind": "allow_always"},
-            {"optionId": "x", "kind": "reject_once"},
-            {"optionId": "no", "kind": "reject_always"}
-        ]});
-        assert_eq!(
-            permission(ApprovalMode::Plan, &trap).0,
-            json!({"outcome": "selected", "optionId": "no"})
-        );
-    }
-}
+mod tests;

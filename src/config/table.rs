@@ -141,7 +141,7 @@ pub const SETTINGS: &[Setting] = &[
             FlagValue::AtLeast(1),
             "Time between SIGTERM and SIGKILL of a run's tree",
         ),
-        help: "Time between SIGTERM and SIGKILL of a run's tree (default 2000).",
+        help: "Time between SIGTERM and SIGKILL of a run's tree; on the warm backend also how long an agent has to answer a cancelled prompt before it is killed (default 2000).",
         kind: Kind::Config(|c| millis(c.kill_grace)),
     },
     Setting {

@@ -362,16 +362,36 @@ impl Pool {
     }
 
     /// The slot's agent: the running one, else one this call starts, else the one another call
-    /// is starting, waited for.
+    /// is starting, waited for. A running agent that has not answered a cancelled prompt's
+    /// `session/cancel` gets no new work until it does: one that ignores it is frozen and killed
+    /// when the kill grace passes, taking with it whatever it was sent meanwhile, so the call
+    /// waits and then goes to the next agent.
     async fn agent(&self, slot: &Slot, ct: &CancellationToken) -> Result<Arc<Connection>, Failure> {
-        let start = tokio::select! {
-            s = slot.agent() => s?,
-            _ = ct.cancelled() => return Err(cancelled("while the agent was starting")),
-        };
-        let ticket = match start {
-            Start::Running(agent) => return Ok(agent),
-            Start::Failed(f) => return Err(*f),
-            Start::Yours(ticket) => ticket,
+        let ticket = loop {
+            let start = tokio::select! {
+                s = slot.agent() => s?,
+                _ = ct.cancelled() => return Err(cancelled("while the agent was starting")),
+            };
+            match start {
+                Start::Running(agent) if agent.unsettled() => {
+                    tracing::debug!(
+                        pid = agent.pid(),
+                        "the agent has not answered a cancel: waiting before sending it work"
+                    );
+                    tokio::select! {
+                        _ = agent.settled() => {}
+                        _ = ct.cancelled() => return Err(cancelled("while the agent had not answered a cancel")),
+                    }
+                    if agent.is_dead() {
+                        slot.died(&agent);
+                        continue;
+                    }
+                    return Ok(agent);
+                }
+                Start::Running(agent) => return Ok(agent),
+                Start::Failed(f) => return Err(*f),
+                Start::Yours(ticket) => break ticket,
+            }
         };
         match self.start_agent(slot, ct).await {
             Ok((agent, info)) => {

@@ -197,7 +197,7 @@ impl Prompting<'_> {
                     observe(&mut fold, inbound, progress);
                     if cancel_sent.is_none() && fold.bytes() > cap {
                         tracing::debug!(cap, "the turn's answer passed the output cap: cancelling the prompt");
-                        agent.notify("session/cancel", json!({"sessionId": sid}));
+                        agent.cancel_prompt(&sid, request_id);
                         cancel_sent = Some(tokio::time::Instant::now());
                         stopped = Some(Stop::OutputCap(cap));
                     }
@@ -210,12 +210,12 @@ impl Prompting<'_> {
                     break r.unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())));
                 }
                 _ = ct.cancelled(), if cancel_sent.is_none() => {
-                    agent.notify("session/cancel", json!({"sessionId": sid}));
+                    agent.cancel_prompt(&sid, request_id);
                     cancel_sent = Some(tokio::time::Instant::now());
                 }
                 passed = &mut watch, if cancel_sent.is_none() => {
                     tracing::debug!(deadline = passed.name(), "a deadline passed: cancelling the prompt");
-                    agent.notify("session/cancel", json!({"sessionId": sid}));
+                    agent.cancel_prompt(&sid, request_id);
                     cancel_sent = Some(tokio::time::Instant::now());
                     stopped = Some(Stop::Deadline(passed));
                 }
@@ -410,8 +410,7 @@ impl Drop for PromptGuard {
             return;
         }
         self.agent.unroute(&self.session);
-        self.agent
-            .notify("session/cancel", json!({"sessionId": self.session}));
+        self.agent.cancel_prompt(&self.session, self.request_id);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let (agent, grace, id) = (self.agent.clone(), self.grace, self.request_id);
             runtime.spawn(async move {

@@ -1,0 +1,105 @@
+use super::*;
+
+fn request(kind: &str) -> Value {
+    json!({"toolCall": {"kind": kind}, "options": [
+        {"optionId": "proceed_always", "kind": "allow_always"},
+        {"optionId": "proceed_once", "kind": "allow_once"},
+        {"optionId": "cancel", "kind": "reject_once"}
+    ]})
+}
+
+#[test]
+fn agent_lines_are_classified() {
+    let parse = |line: &str| Message::parse(line.as_bytes());
+    assert_eq!(
+        parse(r#"{"jsonrpc":"2.0","id":3,"error":{"code":429,"message":"quota"}}"#),
+        Message::Response {
+            id: 3,
+            answer: Err(AcpError::Rpc {
+                code: 429,
+                message: "quota".into()
+            })
+        }
+    );
+    assert_eq!(
+        parse("{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"stopReason\":\"end_turn\"}}\n"),
+        Message::Response {
+            id: 4,
+            answer: Ok(json!({"stopReason": "end_turn"}))
+        }
+    );
+    assert_eq!(
+        parse(
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan"}}}"#
+        ),
+        Message::Update {
+            session: "s".into(),
+            update: json!({"sessionUpdate": "plan"})
+        }
+    );
+    assert!(matches!(
+        parse(r#"{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s"}}"#),
+        Message::Permission { id, session, .. } if id == json!(0) && session == "s"
+    ));
+    assert_eq!(
+        parse(r#"{"jsonrpc":"2.0","id":"r","method":"fs/read_text_file","params":{}}"#),
+        Message::Unsupported {
+            id: json!("r"),
+            method: "fs/read_text_file".into()
+        }
+    );
+    for ignored in [
+        "not json",
+        r#"{"jsonrpc":"2.0","id":"x","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/cancel","params":{}}"#,
+        "[1,2]",
+    ] {
+        assert_eq!(parse(ignored), Message::Ignored, "{ignored}");
+    }
+}
+
+#[test]
+fn permissions_follow_the_mode_never_the_first_option() {
+    let chosen = |mode, kind| permission(mode, &request(kind)).0["optionId"].clone();
+    assert_eq!(chosen(ApprovalMode::Yolo, "execute"), "proceed_once");
+    assert_eq!(chosen(ApprovalMode::AutoEdit, "edit"), "proceed_once");
+    assert_eq!(chosen(ApprovalMode::AutoEdit, "execute"), "cancel");
+    assert_eq!(chosen(ApprovalMode::Default, "edit"), "cancel");
+    assert_eq!(chosen(ApprovalMode::Plan, "read"), "cancel");
+    let none = json!({"toolCall": {"kind": "edit"}, "options": []});
+    assert_eq!(
+        permission(ApprovalMode::Default, &none).0,
+        json!({"outcome": "cancelled"})
+    );
+}
+
+/// Found by the `acp_messages` fuzz target (its input's permission request, verbatim): the
+/// id `cancel` is offered twice, once without a kind. Answering it would leave the agent to
+/// guess which one was meant; the reject must be unambiguous, else the answer is `cancelled`.
+#[test]
+fn an_option_id_offered_with_two_kinds_is_never_chosen() {
+    let line = r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"660fcb53-e1c0-4116-95a7-d3dd7ef2dfa8","options":[{"optionId":"proceed_always","name":"Allow for this session","kind":"allow_always"},{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Re_always"},{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Reject","kind":"reject_once"}],"toolCall":{"toolCallId":"write_file__write_file_1796006629215_0","status":"pending","title":"Writing to notes.txt","content":[{"type":"diff","path":"<CWD>/notes.txt","oldText":"","newText":"hi","_meta":{"kind":"add"}}],"locations":[{"path":"<CWD>/notes.txt"}],"kind":"edit"}}}"#;
+    let Message::Permission { params, .. } = Message::parse(line.as_bytes()) else {
+        panic!("not a permission request");
+    };
+    assert_eq!(
+        permission(ApprovalMode::Default, &params),
+        (json!({"outcome": "cancelled"}), false)
+    );
+    // The same id twice with one kind is no ambiguity.
+    assert_eq!(
+        permission(ApprovalMode::Yolo, &params).0,
+        json!({"outcome": "selected", "optionId": "proceed_once"})
+    );
+    // A reject id that is also "allow always" must not be sent as the refusal.
+    let trap = json!({"toolCall": {"kind": "edit"}, "options": [
+        {"optionId": "x", "kind": "allow_always"},
+        {"optionId": "x", "kind": "reject_once"},
+        {"optionId": "no", "kind": "reject_always"}
+    ]});
+    assert_eq!(
+        permission(ApprovalMode::Plan, &trap).0,
+        json!({"outcome": "selected", "optionId": "no"})
+    );
+}
