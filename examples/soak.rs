@@ -5,14 +5,23 @@
 //! ```sh
 //! cargo build --workspace && cargo run --example soak                 # 10,000 calls, seed 1
 //! SOAK_CALLS=500 SOAK_SEED=7 cargo run --example soak                 # a shorter run
+//! SOAK_BACKEND=acp cargo run --example soak                           # the warm backend
 //! ```
 //!
-//! The server runs on its one-shot backend. Scenarios: `success`, a small `flood-stdout` (64 KiB, or 2 MiB past a 1 MiB cap, ending as
-//! `output_limit`), `hang` cancelled after a few milliseconds, `crash`, `non-utf8`, and `relaunch`
-//! (the worker prints a chunk and hangs) cancelled too. Afterwards, with the server idle: the open
-//! file descriptors are those of the warm-up, RSS grew by less than 5 MiB, no fake-gemini the log
-//! names is alive, every call that was not cancelled was answered and no cancelled one was.
-//! Exits 1 when a check fails.
+//! The server runs on its one-shot backend, or with `SOAK_BACKEND=acp` on the warm one (the
+//! default of a user's server). Scenarios, one-shot: `success`, a small `flood-stdout` (16 KiB,
+//! or 2 MiB past a 1 MiB cap, ending as `output_limit`), `hang` cancelled after a few
+//! milliseconds, `crash`, `non-utf8`, and `relaunch` (the worker prints a chunk and hangs)
+//! cancelled too. Warm (a 64 KiB cap): `success`, an answer of 2,000 small messages and one of
+//! 20,000 that passes the cap (`trickle`), `crash`, a stream stalled after its first chunk
+//! (`hang-after-output after=1`) and an agent frozen whole (`hang`), both cancelled, and a daily
+//! quota run out; a call that crashes or freezes the agent runs alone (the calls beside it
+//! would end with the agent they share). Every call that was not cancelled must end as its
+//! scenario says (a success, `output_limit`, …).
+//! Afterwards, with the server idle: the open file descriptors are those of the warm-up, RSS grew
+//! by less than 5 MiB, no fake-gemini the log names is alive but the warm backend's one agent
+//! (and none once the server exited), every call that was not cancelled was answered and no
+//! cancelled one was. Exits 1 when a check fails.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -30,6 +39,8 @@ const WARM_UP: usize = 500;
 const IN_FLIGHT: usize = 8;
 /// Output cap given to the server, so floods past it stay small.
 const CAP: usize = 1 << 20;
+/// Output cap given to the server on the warm backend.
+const WARM_CAP: usize = 64 << 10;
 /// No answer this long after a call was sent fails the run.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the server is watched after the last answer for responses to cancelled calls.
@@ -79,8 +90,18 @@ impl Kind {
         }
     }
 
-    fn marker(self) -> String {
+    fn marker(self, warm: bool) -> String {
         match self {
+            // An answer of many small messages: under the warm cap, and past it.
+            Kind::FloodUnderCap if warm => {
+                "[[fake-gemini:trickle count=2000 interval-ms=0]]".into()
+            }
+            Kind::FloodOverCap if warm => {
+                "[[fake-gemini:trickle count=20000 interval-ms=0]]".into()
+            }
+            Kind::NonUtf8 if warm => "[[fake-gemini:quota-daily]]".into(),
+            Kind::HangCancel if warm => "[[fake-gemini:hang-after-output after=1]]".into(),
+            Kind::RelaunchCancel if warm => "[[fake-gemini:hang]]".into(),
             Kind::Success => "[[fake-gemini:success]]".into(),
             // Under the result budget (GEMINICLI_MCP_RESULT_BUDGET_BYTES): a longer answer would be kept in the
             // server's bounded store of long answers, growing RSS by design, not by a leak.
@@ -96,6 +117,25 @@ impl Kind {
     /// Scenarios that never end by themselves: the client cancels them.
     fn cancelled(self) -> bool {
         matches!(self, Kind::HangCancel | Kind::RelaunchCancel)
+    }
+
+    /// How a call of this kind that was not cancelled may end (`success`, or the `errorKind`).
+    fn expected(self, warm: bool) -> &'static str {
+        match self {
+            Kind::Success | Kind::FloodUnderCap => "success",
+            Kind::FloodOverCap => "output_limit",
+            Kind::Crash if warm => "error",
+            Kind::Crash => "unknown",
+            Kind::NonUtf8 if warm => "quota_exhausted",
+            Kind::NonUtf8 => "success",
+            Kind::HangCancel | Kind::RelaunchCancel => "(cancelled)",
+        }
+    }
+
+    /// On the warm backend, scenarios that end the one agent every call shares (it crashes, or
+    /// freezes and is killed): each runs alone, or the calls beside it would end with it.
+    fn ends_the_agent(self) -> bool {
+        matches!(self, Kind::Crash | Kind::RelaunchCancel)
     }
 }
 
@@ -154,21 +194,35 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
+    let warm = match std::env::var("SOAK_BACKEND").as_deref() {
+        Ok("acp") => true,
+        Ok("oneshot") | Err(_) => false,
+        Ok(other) => {
+            eprintln!("soak: SOAK_BACKEND is acp or oneshot, not {other:?}");
+            std::process::exit(2);
+        }
+    };
     let server_bin = gemini_mcp_conformance::bins::locate("geminicli-mcp");
     let fake = gemini_mcp_conformance::bins::locate("fake-gemini");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("fake.log");
-    println!("soak: {calls} calls, seed {seed}, {IN_FLIGHT} in flight, cap {CAP} bytes");
+    let backend = if warm { "acp" } else { "oneshot" };
+    // One-shot: a cancelled run's tree is killed 20 ms after SIGTERM, so the soak does not wait
+    // on hung trees. Warm: the same grace is how long a cancelled prompt's agent has to answer
+    // `session/cancel` before the server kills the agent every call shares, so the default.
+    let kill_grace_ms = if warm { "2000" } else { "20" };
+    // The warm backend caps a turn's answer as the one-shot one caps stdout; a smaller cap keeps
+    // the answer that passes it (thousands of messages) quick.
+    let cap = if warm { WARM_CAP } else { CAP };
+    println!("soak: {calls} calls on the {backend} backend, seed {seed}, {IN_FLIGHT} in flight, cap {cap} bytes");
 
     let child = Command::new(&server_bin)
         .env("GEMINI_CLI_BIN", &fake)
         .env("FAKE_GEMINI_STATE", dir.path())
         .env("FAKE_GEMINI_LOG", &log)
-        .env("GEMINICLI_MCP_KILL_GRACE_MS", "20")
-        .env("GEMINICLI_MCP_MAX_OUTPUT_BYTES", CAP.to_string())
-        // Its scenarios are process faults of one CLI per call (a crash, a relaunch, a hang
-        // cancelled), and its checks count those processes.
-        .env("GEMINICLI_MCP_BACKEND", "oneshot")
+        .env("GEMINICLI_MCP_KILL_GRACE_MS", kill_grace_ms)
+        .env("GEMINICLI_MCP_MAX_OUTPUT_BYTES", cap.to_string())
+        .env("GEMINICLI_MCP_BACKEND", backend)
         .current_dir(dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -194,23 +248,34 @@ fn main() {
     let mut pending: HashMap<Value, Pending> = HashMap::new();
     let mut cancelled: HashSet<Value> = HashSet::new();
     let mut answered_kinds: BTreeMap<String, usize> = BTreeMap::new();
+    // The first error's text of each (drawn kind → result).
+    let mut first_error: BTreeMap<String, String> = BTreeMap::new();
     let mut drawn: BTreeMap<Kind, usize> = BTreeMap::new();
     let mut failures: Vec<String> = Vec::new();
     let mut baseline: Option<(usize, u64)> = None;
     let mut sent = 0;
+    // The call drawn and not sent yet: on the warm backend one that ends the agent waits for
+    // the calls in flight to end.
+    let mut next: Option<Kind> = None;
 
     while sent < calls || !pending.is_empty() {
         let at_baseline = sent == WARM_UP && baseline.is_none();
         if at_baseline && pending.is_empty() {
-            // Idle between warm-up and the measured calls: cancelled trees are reaped by now.
-            std::thread::sleep(Duration::from_millis(300));
+            settle(&mut client, warm);
             baseline = Some((fd_count(pid), status_kib(pid, "VmRSS:")));
             continue;
         }
-        if sent < calls && pending.len() < IN_FLIGHT && !at_baseline {
-            let kind = Kind::draw(&mut rng);
+        let kind = *next.get_or_insert_with(|| Kind::draw(&mut rng));
+        let alone = warm && kind.ends_the_agent();
+        let room = if alone {
+            pending.is_empty()
+        } else {
+            pending.len() < IN_FLIGHT && !pending.values().any(|p| warm && p.kind.ends_the_agent())
+        };
+        if sent < calls && room && !at_baseline {
+            next = None;
             *drawn.entry(kind).or_default() += 1;
-            let prompt = format!("soak call {sent} {}", kind.marker());
+            let prompt = format!("soak call {sent} {}", kind.marker(warm));
             let id = client
                 .request(
                     "tools/call",
@@ -277,10 +342,21 @@ fn main() {
                 };
                 if p.kind.cancelled() {
                     failures.push(format!("{:?} call {id} ended by itself: {kind}", p.kind));
+                } else if kind != p.kind.expected(warm) {
+                    failures.push(format!(
+                        "{:?} call {id} ended {kind}, not {}: {m}",
+                        p.kind,
+                        p.kind.expected(warm)
+                    ));
                 }
-                *answered_kinds
-                    .entry(format!("{:?} → {kind}", p.kind))
-                    .or_default() += 1;
+                let key = format!("{:?} → {kind}", p.kind);
+                if kind != "success" {
+                    let text = m["result"]["structuredContent"]["error"].as_str();
+                    first_error
+                        .entry(key.clone())
+                        .or_insert_with(|| text.unwrap_or_default().chars().take(200).collect());
+                }
+                *answered_kinds.entry(key).or_default() += 1;
             }
         }
         if let Some((id, p)) = pending
@@ -311,6 +387,7 @@ fn main() {
         }
     }
 
+    settle(&mut client, warm);
     let (fd_before, rss_before) = baseline.unwrap_or((0, 0));
     let (fd_after, rss_after) = (fd_count(pid), status_kib(pid, "VmRSS:"));
     let hwm = status_kib(pid, "VmHWM:");
@@ -327,7 +404,10 @@ fn main() {
     println!("\ncalls drawn (kind: count): {drawn:?}");
     println!("answers (drawn kind → result: count):");
     for (k, n) in &answered_kinds {
-        println!("  {k}: {n}");
+        match first_error.get(k) {
+            Some(text) => println!("  {k}: {n} (the first: {text})"),
+            None => println!("  {k}: {n}"),
+        }
     }
     println!("cancelled: {}", cancelled.len());
     println!(
@@ -360,13 +440,21 @@ fn main() {
     if baseline.is_some() && rss_after > rss_before + MAX_RSS_GROWTH_KIB {
         failures.push(format!("RSS grew by {} KiB", rss_after - rss_before));
     }
-    if !alive.is_empty() {
+    // The warm backend keeps one agent, the server's child; the one-shot backend keeps nothing.
+    let agents = usize::from(warm);
+    if alive.len() > agents {
         failures.push(format!("fake-gemini processes alive: {alive:?}"));
     }
-    if !children.trim().is_empty() {
+    let strays: Vec<String> = children
+        .split_whitespace()
+        .filter_map(|c| c.parse::<u32>().ok())
+        .filter(|c| !alive.contains(c))
+        .map(command_line)
+        .filter(|line| !line.contains("--internal-watchdog"))
+        .collect();
+    if !strays.is_empty() {
         failures.push(format!(
-            "the server still has children: {}",
-            children.trim()
+            "the server has children besides its agent and watchdog: {strays:?}"
         ));
     }
     if !fake_log.fixture_failures.is_empty() {
@@ -382,6 +470,16 @@ fn main() {
     client.close_stdin();
     let exit = client.wait_exit(Instant::now() + Duration::from_secs(30));
     println!("server exit after stdin closed: {exit:?}");
+    let outlived = outliving(&pids, &log);
+    println!(
+        "fake-gemini alive once the server exited: {}",
+        outlived.len()
+    );
+    if !outlived.is_empty() {
+        failures.push(format!(
+            "fake-gemini processes outlived the server: {outlived:?}"
+        ));
+    }
     if !exit.is_some_and(|s| s.success()) {
         failures.push(format!("server exit: {exit:?}"));
     }
@@ -398,6 +496,48 @@ fn main() {
             println!("  - {f}");
         }
         std::process::exit(1);
+    }
+}
+
+/// The server idle, as at the warm-up's end and at the end alike: cancelled trees reaped, and on
+/// the warm backend an agent running (a crash leaves none until the next call) with its spare
+/// sessions made, so the descriptors and memory of the two points compare.
+fn settle(client: &mut Client, warm: bool) {
+    if warm {
+        let id = client
+            .request(
+                "tools/call",
+                Some(json!({"name": "gemini_prompt", "arguments": {"prompt": "settle [[fake-gemini:success]]"}})),
+            )
+            .unwrap();
+        client
+            .response(&id, Instant::now() + ANSWER_TIMEOUT)
+            .expect("the settling call answered");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+/// The command line of process `pid`, its arguments joined by spaces.
+fn command_line(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+    format!("{pid} {}", line.trim())
+}
+
+/// This run's fakes still alive a few seconds after the server exited (it stops its agent as
+/// it goes).
+fn outliving(pids: &[u32], log: &Path) -> Vec<u32> {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let alive: Vec<u32> = pids
+            .iter()
+            .copied()
+            .filter(|&p| alive_fake(p, log))
+            .collect();
+        if alive.is_empty() || Instant::now() >= until {
+            return alive;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
