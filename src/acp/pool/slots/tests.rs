@@ -237,6 +237,15 @@ async fn running(slot: &Slot, agent: &Arc<Connection>) {
     }
 }
 
+/// A new slot whose agent (an idle one) has started.
+#[cfg(unix)]
+async fn slot_with_agent() -> (Arc<Slot>, Arc<Connection>) {
+    let slot = slot();
+    let agent = idle_agent();
+    running(&slot, &agent).await;
+    (slot, agent)
+}
+
 #[cfg(unix)]
 fn spare(id: &str) -> Spare {
     Spare {
@@ -248,9 +257,7 @@ fn spare(id: &str) -> Spare {
 #[cfg(unix)]
 #[tokio::test(start_paused = true)]
 async fn a_spare_goes_to_the_call_waiting_for_it_else_onto_the_shelf() {
-    let slot = slot();
-    let agent = idle_agent();
-    running(&slot, &agent).await;
+    let (slot, agent) = slot_with_agent().await;
     assert!(within(slot.begin_spares(2)).await);
     drop(told(&slot, |r| SpareCommand::TakeSpare(true, r).into()));
     let waiting = told(&slot, |r| SpareCommand::TakeSpare(true, r).into());
@@ -331,9 +338,7 @@ async fn a_slot_is_vacant_only_while_it_keeps_nothing() {
 #[cfg(unix)]
 #[tokio::test(start_paused = true)]
 async fn a_slot_with_an_agent_is_kept_until_the_agent_is_stopped_for_idleness() {
-    let slot = slot();
-    let agent = idle_agent();
-    running(&slot, &agent).await;
+    let (slot, agent) = slot_with_agent().await;
     {
         let _using = Using::new(&slot);
     }
@@ -369,9 +374,7 @@ async fn only_vacant_slots_no_call_holds_are_let_go_of() {
 #[cfg(unix)]
 #[tokio::test(start_paused = true)]
 async fn a_slot_dropped_ends_its_task_and_stops_its_agent() {
-    let slot = slot();
-    let agent = idle_agent();
-    running(&slot, &agent).await;
+    let (slot, agent) = slot_with_agent().await;
     drop(slot);
     // The clock moves only once the task, woken by the drop, has run.
     tokio::time::sleep(Duration::from_secs(1)).await;
