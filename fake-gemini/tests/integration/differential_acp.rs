@@ -58,10 +58,13 @@ pub enum Step {
     /// Start the agent again in the same HOME and cwd (after `Close`).
     Restart,
     /// Before the next start, move past the clock minute of the last one: the real CLI names a
-    /// session's file after its minute, and a load in the same minute clobbers that file.
+    /// session's file after its minute, and a load in the same minute clobbers that file. The
+    /// real agent's side waits for the next clock minute; fake-gemini's clock is scripted
+    /// (`FAKE_GEMINI_NOW`), a minute on.
     NextMinute,
     /// Wait for the next clock minute unless most of this one is left, so what follows (a
-    /// session, a restart, its load) happens within one minute.
+    /// session, a restart, its load) happens within one minute. fake-gemini's scripted clock
+    /// stands at a minute's start already: its side does not wait.
     FreshMinute,
 }
 
@@ -482,8 +485,28 @@ struct Agent {
     stderr: PathBuf,
 }
 
+/// The clock fake-gemini is given in a case that moves across minutes (`FAKE_GEMINI_NOW`, in ms
+/// since the epoch): the start of the current minute, a second in, so that a case's
+/// `FreshMinute` needs no wait; `NextMinute` moves it a minute on. `None` for the real agent,
+/// which runs on the system clock, and in cases that do not move across minutes.
+fn scripted_clock(side: &Side, case: &AcpCase) -> Option<i64> {
+    let moves = case
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::NextMinute | Step::FreshMinute));
+    if !moves || !matches!(side, Side::Fake) {
+        return None;
+    }
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    Some(((secs - secs % 60 + 1) * 1000) as i64)
+}
+
 impl Agent {
-    fn start(side: &Side, sb: &Sandbox, args: &[&str], n: usize) -> Agent {
+    /// Starts the agent of `side`; `now` scripts fake-gemini's clock ([`scripted_clock`]).
+    fn start(side: &Side, sb: &Sandbox, args: &[&str], n: usize, now: Option<i64>) -> Agent {
         let mut cmd = match side {
             Side::Real(gemini) => {
                 let mut c = Command::new(gemini);
@@ -500,6 +523,9 @@ impl Agent {
             }
             Side::Fake => sb.cmd(&[]),
         };
+        if let Some(ms) = now {
+            cmd.env("FAKE_GEMINI_NOW", ms.to_string());
+        }
         cmd.arg("--acp").args(args);
         let stderr = sb.dir.path().join(format!("stderr-{n}"));
         cmd.stdin(Stdio::piped())
@@ -615,7 +641,8 @@ fn mask(sb: &Sandbox, s: &str) -> String {
 pub fn run(side: &Side, base_url: &str, scenarios: &Path, case: &AcpCase) -> String {
     let sb = sandbox(base_url, scenarios);
     let mut starts = 0;
-    let mut agent = Some(Agent::start(side, &sb, case.args, starts));
+    let mut now = scripted_clock(side, case);
+    let mut agent = Some(Agent::start(side, &sb, case.args, starts, now));
     let mut t = String::new();
     let mut sid = String::new();
     let mut last_request: Option<Value> = None;
@@ -638,15 +665,20 @@ pub fn run(side: &Side, base_url: &str, scenarios: &Path, case: &AcpCase) -> Str
         let Some(a) = agent.as_mut() else {
             if let Step::Restart = step {
                 if next_minute {
-                    // Sleep past the minute the previous agent started in.
-                    let wall = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .unwrap();
-                    std::thread::sleep(Duration::from_secs(61 - wall.as_secs() % 60));
+                    // Past the minute the previous agent started in: the scripted clock a
+                    // minute on, else a sleep.
+                    if let Some(ms) = now.as_mut() {
+                        *ms += 60_000;
+                    } else {
+                        let wall = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .unwrap();
+                        std::thread::sleep(Duration::from_secs(61 - wall.as_secs() % 60));
+                    }
                     next_minute = false;
                 }
                 starts += 1;
-                agent = Some(Agent::start(side, &sb, case.args, starts));
+                agent = Some(Agent::start(side, &sb, case.args, starts, now));
                 let _ = writeln!(t, "--- restart");
             } else if let Step::NextMinute = step {
                 next_minute = true;
@@ -733,6 +765,7 @@ pub fn run(side: &Side, base_url: &str, scenarios: &Path, case: &AcpCase) -> Str
                 t.push_str(&mask(&sb, &String::from_utf8_lossy(&stderr)));
                 agent = None;
             }
+            Step::FreshMinute if now.is_some() => {}
             Step::FreshMinute => {
                 let into = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
