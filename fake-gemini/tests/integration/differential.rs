@@ -3,8 +3,8 @@
 //! exit code, stdout and stderr after masking (the captures' own masking, `support::Sandbox::mask`).
 //!
 //! The real CLI is pinned in `fake-gemini/differential/CLI_VERSION` and installed from the npm
-//! registry into `$HOME/.cache/fake-gemini/differential/gemini-cli-<version>` when missing
-//! (`FAKE_GEMINI_REAL_CLI=/path/to/node_modules/.bin/gemini` uses an existing install instead;
+//! registry into `$HOME/.cache/fake-gemini/differential/gemini-cli-<version>` when missing, by
+//! one test process while the others wait (`FAKE_GEMINI_REAL_CLI=/path/to/node_modules/.bin/gemini` uses an existing install instead;
 //! its package.json must carry the pinned version). `old-version`'s cases run the real CLI of the
 //! version that scenario emulates (`OLD_CLI`), cached and installed the same way. Runs are
 //! sequential: one real CLI at a time.
@@ -65,24 +65,7 @@ fn real_cli_at(version: &str, may_override: bool) -> PathBuf {
                 .join(format!("gemini-cli-{version}"));
             let gemini = dir.join("node_modules/.bin/gemini");
             if installed_version(&gemini).as_deref() != Some(version.as_str()) {
-                std::fs::create_dir_all(&dir).expect("create the CLI cache dir");
-                eprintln!(
-                    "installing @google/gemini-cli@{version} into {}",
-                    dir.display()
-                );
-                let st = Command::new("npm")
-                    .args([
-                        "install",
-                        "--no-audit",
-                        "--no-fund",
-                        "--loglevel=error",
-                        "--prefix",
-                    ])
-                    .arg(&dir)
-                    .arg(format!("@google/gemini-cli@{version}"))
-                    .status()
-                    .expect("run npm (the differential suite needs node and npm)");
-                assert!(st.success(), "npm install failed: {st}");
+                install(&dir, &version);
             }
             gemini
         }
@@ -94,6 +77,100 @@ fn real_cli_at(version: &str, may_override: bool) -> PathBuf {
         gemini.display()
     );
     gemini
+}
+
+/// Installs `@google/gemini-cli@version` from npm as `dir`, safely beside other test processes
+/// doing the same (the differential tests run at once): under a lock beside `dir`, into a fresh
+/// folder renamed into place, so none installs twice into one prefix or sees half an install.
+fn install(dir: &Path, version: &str) {
+    let beside = |suffix: String| {
+        let mut name = dir.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    let _lock = InstallLock::take(&beside(".lock".into()));
+    if installed_version(&dir.join("node_modules/.bin/gemini")).as_deref() == Some(version) {
+        return; // another test process installed it while this one waited
+    }
+    let fresh = beside(format!(".partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&fresh);
+    std::fs::create_dir_all(&fresh).expect("create the CLI cache dir");
+    eprintln!(
+        "installing @google/gemini-cli@{version} into {}",
+        dir.display()
+    );
+    let st = Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(&fresh)
+        .arg(format!("@google/gemini-cli@{version}"))
+        .status()
+        .expect("run npm (the differential suite needs node and npm)");
+    assert!(st.success(), "npm install failed: {st}");
+    // A stale or other-version install is replaced whole.
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::rename(&fresh, dir).expect("move the install into place");
+}
+
+/// A lock held as a directory holding its owner's pid; one whose owner is gone is taken over.
+struct InstallLock(PathBuf);
+
+impl InstallLock {
+    fn take(path: &Path) -> InstallLock {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create the CLI cache dir");
+        }
+        loop {
+            match std::fs::create_dir(path) {
+                Ok(()) => {
+                    std::fs::write(path.join("pid"), std::process::id().to_string())
+                        .expect("write the install lock's pid");
+                    return InstallLock(path.to_path_buf());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read_to_string(path.join("pid"))
+                        .ok()
+                        .and_then(|p| p.trim().parse::<u32>().ok());
+                    match holder {
+                        Some(pid) if !alive(pid) => {
+                            let _ = std::fs::remove_dir_all(path);
+                        }
+                        // Held, or just made and its pid not yet written.
+                        _ => std::thread::sleep(Duration::from_millis(500)),
+                    }
+                }
+                Err(e) => panic!("take the install lock {}: {e}", path.display()),
+            }
+        }
+    }
+}
+
+impl Drop for InstallLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether a process of this pid runs (signal 0 checks without sending).
+#[cfg(unix)]
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 sends nothing; it only checks that the pid exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Elsewhere a lock's owner is taken to run: a lock left by a killed run is removed by hand.
+#[cfg(not(unix))]
+fn alive(_pid: u32) -> bool {
+    true
 }
 
 /// One comparison: a prompt (carrying the scenario marker) and the flags, for both sides.
