@@ -39,6 +39,8 @@ const PRODUCTS = {
     platformDescription: (p) => `The ${p} binary of geminicli-mcp`,
   },
   'fake-gemini': {
+    // Its folder in the repository (the server's is the root).
+    folder: 'fake-gemini',
     crates: ['fake-gemini/Cargo.toml', 'conformance/Cargo.toml'],
     binaries: ['fake-gemini', 'fake-gemini-api', 'gemini-mcp-conformance'],
     description:
@@ -47,6 +49,29 @@ const PRODUCTS = {
     platformDescription: (p) => `The ${p} binaries of fake-gemini and gemini-mcp-conformance`,
   },
 };
+
+/** The repository every package links to: the workspace's `repository` (Cargo.toml). */
+function workspaceRepository() {
+  const text = fs.readFileSync(path.join(root, 'Cargo.toml'), 'utf8');
+  const table = text.split(/^\[/m).find((s) => s.startsWith('workspace.package]'));
+  const m = table && table.match(/^repository\s*=\s*"([^"]+)"/m);
+  if (!m) throw new Error('Cargo.toml: no [workspace.package] repository');
+  return m[1];
+}
+
+/**
+ * Where a product's package points on npm's page: the repository (with the product's folder, so
+ * npm links its README), its README as the homepage and the issue tracker.
+ */
+function links(name) {
+  const repo = workspaceRepository();
+  const folder = PRODUCTS[name].folder;
+  return {
+    repository: { type: 'git', url: `git+${repo}.git`, ...(folder ? { directory: folder } : {}) },
+    homepage: folder ? `${repo}/tree/main/${folder}#readme` : `${repo}#readme`,
+    bugs: { url: `${repo}/issues` },
+  };
+}
 
 function crateVersion(manifest) {
   const text = fs.readFileSync(path.join(root, manifest), 'utf8');
@@ -104,6 +129,7 @@ function mainPackage(out, name, version) {
     ...common(version),
     ...(product.mcpName ? { mcpName: product.mcpName } : {}),
     description: product.description,
+    ...links(name),
     keywords: product.keywords,
     main: 'lib/index.js',
     bin: Object.fromEntries(product.binaries.map((b) => [b, `bin/${b}`])),
@@ -141,6 +167,7 @@ function platformPackage(out, name, version, { platform, dir: binDir }) {
     name: `${SCOPE}/${name}-${platform}`,
     ...common(version),
     description: product.platformDescription(platform),
+    ...links(name),
     os: [os],
     cpu: [cpu],
     ...(os === 'linux' ? { libc: [libc ?? 'glibc'] } : {}),

@@ -41,6 +41,9 @@ PRODUCTS = {
         "summary": "MCP server that lets any MCP client use Google's headless Gemini CLI as a supervised tool",
         "keywords": "mcp,mcp-server,gemini,gemini-cli,model-context-protocol",
         "topic": "Software Development",
+        # Its folder in the repository and its documentation there.
+        "folder": "",
+        "documentation": "docs",
     },
     "fake-gemini": {
         "crates": ["fake-gemini/Cargo.toml", "conformance/Cargo.toml"],
@@ -49,10 +52,38 @@ PRODUCTS = {
         "suite, for testing Gemini wrappers",
         "keywords": "gemini,gemini-cli,testing,fake,mcp,conformance",
         "topic": "Software Development :: Testing",
+        "folder": "fake-gemini",
+        "documentation": "fake-gemini/README.md",
     },
 }
 # A fixed time for every entry, so the same binaries give the same wheel.
 EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def workspace_repository():
+    """The repository every wheel links to: the workspace's `repository` (Cargo.toml)."""
+    text = (ROOT / "Cargo.toml").read_text(encoding="utf-8")
+    table = next((s for s in re.split(r"^\[", text, flags=re.M) if s.startswith("workspace.package]")), "")
+    m = re.search(r'^repository\s*=\s*"([^"]+)"', table, flags=re.M)
+    if not m:
+        raise SystemExit("Cargo.toml: no [workspace.package] repository")
+    return m.group(1)
+
+
+def project_urls(product):
+    """The wheel's links on PyPI's page: its home (the product's README), the source, the
+    documentation and the issue tracker."""
+    p = PRODUCTS[product]
+    repo = workspace_repository()
+    home = f"{repo}/tree/main/{p['folder']}#readme" if p["folder"] else f"{repo}#readme"
+    docs = p["documentation"]
+    kind = "blob" if docs.endswith(".md") else "tree"
+    return [
+        ("Homepage", home),
+        ("Source", repo),
+        ("Documentation", f"{repo}/{kind}/main/{docs}"),
+        ("Issues", f"{repo}/issues"),
+    ]
 
 
 def crate_version(manifest):
@@ -97,7 +128,8 @@ def metadata(product, version):
         f"Keywords: {p['keywords']}\n"
         "Classifier: License :: OSI Approved :: MIT License\n"
         f"Classifier: Topic :: {p['topic']}\n"
-        "Requires-Python: >=3.8\n"
+        + "".join(f"Project-URL: {label}, {url}\n" for label, url in project_urls(product))
+        + "Requires-Python: >=3.8\n"
         "Description-Content-Type: text/markdown\n"
         "\n" + readme
     )

@@ -6,9 +6,10 @@
 //! case run with the fake-gemini installed beside the runner, exit codes and, for npm's launcher,
 //! signals). The server's Claude Desktop bundle (`packaging/mcpb/build.mjs`) is built and
 //! unpacked, and its manifest checked. Only this machine's platform is packed. The MCP Registry's
-//! server.json is checked against the registry's schema (`registry`).
+//! server.json is checked against the registry's schema (`registry`), and the packages' READMEs
+//! link to documents that exist (`readme`).
 //!
-//! Ignored by default, but for `registry`: they need node and npm, or python3 with venv (each
+//! Ignored by default, but for `registry` and `readme`: they need node and npm, or python3 with venv (each
 //! test is skipped with a message without them), and pack about 100 MB of debug binaries.
 //!
 //! ```sh
@@ -17,6 +18,7 @@
 
 mod mcpb;
 mod npm;
+mod readme;
 mod registry;
 mod wheel;
 

@@ -57,6 +57,26 @@ fn install(root: &Path, product: &str, platform: &str) -> PathBuf {
     project
 }
 
+/// The installed package's package.json points npm's page at the repository (`CARGO_PKG_REPOSITORY`,
+/// the product's `folder` in it), its README and the issue tracker.
+fn assert_links_the_repository(package: &Path, folder: Option<&str>) {
+    let text = std::fs::read_to_string(package.join("package.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let repo = env!("CARGO_PKG_REPOSITORY");
+    assert_eq!(
+        json["repository"]["url"],
+        format!("git+{repo}.git"),
+        "{text}"
+    );
+    assert_eq!(json["repository"]["directory"].as_str(), folder, "{text}");
+    let home = match folder {
+        Some(f) => format!("{repo}/tree/main/{f}#readme"),
+        None => format!("{repo}#readme"),
+    };
+    assert_eq!(json["homepage"], home, "{text}");
+    assert_eq!(json["bugs"]["url"], format!("{repo}/issues"), "{text}");
+}
+
 /// Whether node and npm are here and a package is built for this platform (which it returns);
 /// says why not otherwise.
 fn npm_platform() -> Option<&'static str> {
@@ -79,6 +99,16 @@ fn installed_package_runs_its_binaries() {
     };
     let root = tempfile::tempdir().unwrap();
     let project = install(root.path(), "fake-gemini", platform);
+    assert_links_the_repository(
+        &project.join("node_modules/fake-gemini"),
+        Some("fake-gemini"),
+    );
+    assert_links_the_repository(
+        &project.join(format!(
+            "node_modules/@geminicli-mcp/fake-gemini-{platform}"
+        )),
+        Some("fake-gemini"),
+    );
 
     let version = run_ok(&mut npm(
         &project,
@@ -192,6 +222,7 @@ fn installed_server_package_serves_mcp_through_its_launcher() {
     };
     let root = tempfile::tempdir().unwrap();
     let project = install(root.path(), "geminicli-mcp", platform);
+    assert_links_the_repository(&project.join("node_modules/geminicli-mcp"), None);
 
     let version = run_ok(&mut npm(
         &project,

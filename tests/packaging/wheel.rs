@@ -67,6 +67,19 @@ fn install(root: &Path, product: &str, platform: &str) -> std::path::PathBuf {
     bin
 }
 
+/// The installed wheel's `Project-URL`s (what PyPI's page links to), as read by Python.
+fn project_urls(bin: &Path, product: &str) -> Vec<String> {
+    let out = run_ok(Command::new(bin.join("python")).args([
+        "-c",
+        "import importlib.metadata, sys; print('\\n'.join(importlib.metadata.metadata(sys.argv[1]).get_all('Project-URL')))",
+        product,
+    ]));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
 #[test]
 #[ignore = "builds and installs the wheel (python3 with venv); see tests/packaging"]
 fn installed_wheel_runs_its_binaries() {
@@ -75,6 +88,16 @@ fn installed_wheel_runs_its_binaries() {
     };
     let root = tempfile::tempdir().unwrap();
     let bin = install(root.path(), "fake-gemini", platform);
+    let repo = env!("CARGO_PKG_REPOSITORY");
+    assert_eq!(
+        project_urls(&bin, "fake-gemini"),
+        [
+            format!("Homepage, {repo}/tree/main/fake-gemini#readme"),
+            format!("Source, {repo}"),
+            format!("Documentation, {repo}/blob/main/fake-gemini/README.md"),
+            format!("Issues, {repo}/issues"),
+        ]
+    );
 
     let version = run_ok(Command::new(bin.join("fake-gemini")).arg("--version"));
     assert_eq!(
@@ -101,6 +124,16 @@ fn installed_server_wheel_serves_mcp() {
     };
     let root = tempfile::tempdir().unwrap();
     let bin = install(root.path(), "geminicli-mcp", platform);
+    let repo = env!("CARGO_PKG_REPOSITORY");
+    assert_eq!(
+        project_urls(&bin, "geminicli-mcp"),
+        [
+            format!("Homepage, {repo}#readme"),
+            format!("Source, {repo}"),
+            format!("Documentation, {repo}/tree/main/docs"),
+            format!("Issues, {repo}/issues"),
+        ]
+    );
     let exe = std::env::consts::EXE_SUFFIX;
     let version = run_ok(Command::new(bin.join(format!("geminicli-mcp{exe}"))).arg("--version"));
     assert_eq!(
