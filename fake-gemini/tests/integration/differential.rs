@@ -4,8 +4,8 @@
 //!
 //! The real CLI is pinned in `fake-gemini/differential/CLI_VERSION` and installed from the npm
 //! registry into `$HOME/.cache/fake-gemini/differential/gemini-cli-<version>` when missing, by
-//! one test process while the others wait (`FAKE_GEMINI_REAL_CLI=/path/to/node_modules/.bin/gemini` uses an existing install instead;
-//! its package.json must carry the pinned version). `old-version`'s cases run the real CLI of the
+//! one test process while the others wait (`FAKE_GEMINI_REAL_CLI=/path/to/node_modules/.bin/gemini`
+//! uses an existing install instead; its package.json must carry the pinned version). `old-version`'s cases run the real CLI of the
 //! version that scenario emulates (`OLD_CLI`), cached and installed the same way. Runs are
 //! sequential: one real CLI at a time.
 //!
@@ -120,6 +120,9 @@ fn install(dir: &Path, version: &str) {
 /// A lock held as a directory holding its owner's pid; one whose owner is gone is taken over.
 struct InstallLock(PathBuf);
 
+/// How long a lock may stand without its owner's pid before it counts as left behind.
+const UNOWNED_LOCK: Duration = Duration::from_secs(10);
+
 impl InstallLock {
     fn take(path: &Path) -> InstallLock {
         if let Some(parent) = path.parent() {
@@ -136,8 +139,17 @@ impl InstallLock {
                     let holder = std::fs::read_to_string(path.join("pid"))
                         .ok()
                         .and_then(|p| p.trim().parse::<u32>().ok());
+                    // A lock whose pid never came (its owner died between the two steps) is
+                    // as stale as one whose owner is gone.
+                    let unowned = holder.is_none()
+                        && std::fs::metadata(path)
+                            .and_then(|m| m.modified())
+                            .is_ok_and(|t| t.elapsed().unwrap_or_default() > UNOWNED_LOCK);
                     match holder {
                         Some(pid) if !alive(pid) => {
+                            let _ = std::fs::remove_dir_all(path);
+                        }
+                        _ if unowned => {
                             let _ = std::fs::remove_dir_all(path);
                         }
                         // Held, or just made and its pid not yet written.
