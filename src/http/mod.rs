@@ -271,8 +271,9 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
 /// The body read within [`MAX_BODY_BYTES`] ([`read_body`]), then the answers stdio gives
 /// (`transport::LineTransport`) to what the SDK cannot decode, through the same
 /// [`crate::transport::check_params`]: a `tools/call` whose arguments are not an object repaired to
-/// an `input_validation` result, any other request of a known method whose params do not decode
-/// answered -32602. Every other request is handed on unchanged.
+/// an `input_validation` result, any other request of a method the request's revision has whose
+/// params do not decode answered -32602. Every other request is handed on unchanged (a method a
+/// sessionless 2026-07-28 request's revision removed included: rmcp answers it 404, -32601).
 async fn repair(request: Request<Incoming>) -> Result<Request<Body>, Response<Body>> {
     let (mut parts, body) = request.into_parts();
     let mut bytes = match read_body(body, MAX_BODY_BYTES).await {
@@ -309,7 +310,7 @@ async fn repair(request: Request<Incoming>) -> Result<Request<Body>, Response<Bo
                 JsonRpcMessage::Request(r) => serde_json::to_value(&r.id).unwrap_or_default(),
                 _ => serde_json::Value::Null,
             };
-            match check_params(&bytes, message) {
+            match check_params(&bytes, message, sessionless_2026(&parts.headers)) {
                 Checked::Repaired(repaired) => {
                     if let Ok(text) = serde_json::to_vec(&repaired) {
                         bytes = Bytes::from(text);
@@ -334,6 +335,17 @@ async fn repair(request: Request<Incoming>) -> Result<Request<Body>, Response<Bo
         parts,
         http_body_util::BodyExt::boxed(http_body_util::Full::new(bytes)),
     ))
+}
+
+/// Whether the headers say a request is a sessionless 2026-07-28 one: no `Mcp-Session-Id` (that
+/// revision has no sessions) and an `MCP-Protocol-Version` of 2026-07-28 or later. The version in
+/// the request's `_meta`, when it names one, goes before this ([`crate::transport::check_params`]).
+fn sessionless_2026(headers: &hyper::HeaderMap) -> bool {
+    !headers.contains_key("mcp-session-id")
+        && headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(crate::transport::is_2026_or_later)
 }
 
 /// Longest request body over HTTP. Every argument at its largest fits as UTF-8 (a prompt with its

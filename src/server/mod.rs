@@ -287,12 +287,23 @@ impl ServerHandler for GeminiServer {
         self.negotiate_initialize(&request)
     }
 
+    /// The session's log level, on the revisions that have one: 2026-07-28 removed the method (a
+    /// request names its own level), so a request of that revision gets "method not found",
+    /// whatever its params ([`crate::transport::removed_from_revision`], the transports' rule).
     #[allow(deprecated)]
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        use rmcp::model::{ConstString, SetLevelRequestMethod};
+        if crate::transport::removed_from_revision(
+            SetLevelRequestMethod::VALUE,
+            &context.meta,
+            modern(&context),
+        ) {
+            return Err(McpError::method_not_found::<SetLevelRequestMethod>());
+        }
         crate::logging::set_level(&context.peer, request.level);
         Ok(())
     }

@@ -13,7 +13,7 @@ pub mod scan;
 use std::future::Future;
 use std::sync::Arc;
 
-use rmcp::model::{ClientRequest, GetMeta, JsonRpcMessage, ProtocolVersion};
+use rmcp::model::{ClientRequest, GetMeta, JsonRpcMessage, ProtocolVersion, RequestMetaObject};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
@@ -53,6 +53,9 @@ pub struct LineTransport<R, W> {
     /// Whether a request that opens rmcp's session (`initialize`, or one that names its protocol
     /// version in `_meta`) has been passed on.
     opened: bool,
+    /// Whether that request was a 2026-07-28 one (no `initialize`): the connection is on that
+    /// revision, which [`check_params`] reads for a request whose `_meta` names no version.
+    revision_2026: bool,
     write: Arc<tokio::sync::Mutex<W>>,
     /// Error replies still being written; awaited before EOF is reported.
     replies: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
@@ -75,6 +78,7 @@ where
             max_line,
             overflow: None,
             opened: false,
+            revision_2026: false,
             write: Arc::new(tokio::sync::Mutex::new(write)),
             replies: Vec::new(),
         }
@@ -220,10 +224,13 @@ where
             return Some(message);
         };
         let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
-        match check_params(text, message) {
+        match check_params(text, message, self.revision_2026) {
             Checked::Pass(message) | Checked::Repaired(message) => {
                 if let JsonRpcMessage::Request(r) = &message {
-                    self.opened |= opens_session(&r.request);
+                    if !self.opened && opens_session(&r.request) {
+                        self.opened = true;
+                        self.revision_2026 = names_revision_2026(&r.request);
+                    }
                 }
                 Some(message)
             }
@@ -277,14 +284,53 @@ const TYPED_METHODS: &[&str] = {
     ]
 };
 
+/// The methods the 2026-07-28 revision removed: the handshake, `ping`, the session's log level
+/// (a request names its own) and the subscriptions to one resource (`subscriptions/listen`
+/// replaced them). rmcp still decodes them, for the sessions of older revisions.
+pub const REMOVED_IN_2026: &[&str] = {
+    use rmcp::model::*;
+    &[
+        InitializeResultMethod::VALUE,
+        PingRequestMethod::VALUE,
+        SetLevelRequestMethod::VALUE,
+        SubscribeRequestMethod::VALUE,
+        UnsubscribeRequestMethod::VALUE,
+    ]
+};
+
+/// Whether `method` does not exist on the revision of a request: it is one the 2026-07-28
+/// revision removed ([`REMOVED_IN_2026`]), and the request is on that revision or a later one —
+/// by the version its `_meta` names or, when it names none, by its transport's (`revision_2026`:
+/// a stdio connection opened without `initialize`, a sessionless HTTP request whose
+/// `MCP-Protocol-Version` header names 2026-07-28). Such a request is "method not found" whatever
+/// its params (HTTP 404 when sessionless); on an older revision the method exists.
+pub fn removed_from_revision(method: &str, meta: &RequestMetaObject, revision_2026: bool) -> bool {
+    REMOVED_IN_2026.contains(&method)
+        && meta
+            .protocol_version()
+            .map_or(revision_2026, |v| is_2026_or_later(v.as_str()))
+}
+
+/// Whether a protocol version (or a version string of a header) is 2026-07-28 or later. Dates
+/// compare as text; a version the server does not know is answered by rmcp as such.
+pub fn is_2026_or_later(version: &str) -> bool {
+    version >= ProtocolVersion::V_2026_07_28.as_str()
+}
+
 /// The one check both transports (stdio and HTTP) make of a message rmcp decoded. rmcp reads a
 /// request of a method it knows whose params do not decode (`tasks/get` with a numeric
 /// `taskId`, `resources/read` with `uri: 5`) as a custom request, which it answers "method not
 /// found" — and sessionless HTTP sends that as 404, which a client reads as "session gone". Such a
 /// request is invalid params instead, except a `tools/call` whose `arguments` is not an object:
 /// that one is repaired to an `input_validation` tool result ([`repair_tool_call`]), like any
-/// bad argument.
-pub fn check_params(text: &[u8], message: RxJsonRpcMessage<RoleServer>) -> Checked {
+/// bad argument. A method the request's revision does not have ([`removed_from_revision`]) is
+/// passed on as it came, for rmcp's "method not found": its params cannot be wrong for a method
+/// that is not there. `revision_2026` is what the transport knows of the request's revision.
+pub fn check_params(
+    text: &[u8],
+    message: RxJsonRpcMessage<RoleServer>,
+    revision_2026: bool,
+) -> Checked {
     let JsonRpcMessage::Request(r) = &message else {
         return Checked::Pass(message);
     };
@@ -292,7 +338,9 @@ pub fn check_params(text: &[u8], message: RxJsonRpcMessage<RoleServer>) -> Check
         return Checked::Pass(message);
     };
     let method = custom.method.as_str();
-    if !TYPED_METHODS.contains(&method) {
+    if !TYPED_METHODS.contains(&method)
+        || removed_from_revision(method, r.request.get_meta(), revision_2026)
+    {
         return Checked::Pass(message);
     }
     if method == "tools/call" {
@@ -326,6 +374,16 @@ fn opens_session(request: &ClientRequest) -> bool {
                     .is_some_and(|v| ProtocolVersion::KNOWN_VERSIONS.contains(&v))
         }
     }
+}
+
+/// Whether a request that opens the session is a 2026-07-28 one: not `initialize`, and its
+/// `_meta` names that revision or a later one.
+fn names_revision_2026(request: &ClientRequest) -> bool {
+    !matches!(request, ClientRequest::InitializeRequest(_))
+        && request
+            .get_meta()
+            .protocol_version()
+            .is_some_and(|v| is_2026_or_later(v.as_str()))
 }
 
 /// `_meta` key the transport sets on a `tools/call` whose `arguments` is not an object (the SDK
@@ -515,6 +573,58 @@ mod tests {
         );
         assert_eq!(passed.len(), 1, "{passed:?}");
         assert_eq!(passed[0]["method"], "no/such");
+    }
+
+    #[tokio::test]
+    async fn a_method_2026_removed_is_passed_on_for_method_not_found_whatever_its_params() {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let input = lines(&[
+            // Opens a 2026-07-28 connection.
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":"open","method":"tools/list","params":{{{meta}}}}}"#
+            ),
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":"init","method":"initialize","params":{{{meta}}}}}"#
+            ),
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{{"uri":5,{meta}}}}}"#
+            ),
+            // No version in `_meta`: the connection's revision decides.
+            r#"{"jsonrpc":"2.0","id":"level","method":"logging/setLevel","params":{"level":5}}"#,
+            // A method the revision has: invalid params, answered here.
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":"read","method":"resources/read","params":{{"uri":5,{meta}}}}}"#
+            ),
+        ]);
+        let (passed, replies) = exchange(&input, MAX_LINE_BYTES).await;
+        let ids: Vec<&Value> = passed.iter().map(|m| &m["id"]).collect();
+        assert_eq!(
+            ids,
+            [
+                &json!("open"),
+                &json!("init"),
+                &json!("sub"),
+                &json!("level")
+            ]
+        );
+        assert_eq!(replies.len(), 1, "{replies:?}");
+        assert_eq!(answer_for(&replies, json!("read"))["error"]["code"], -32602);
+
+        // On a connection opened by `initialize`, the same params are invalid params.
+        let input = lines(&[
+            INITIALIZE,
+            r#"{"jsonrpc":"2.0","id":"level","method":"logging/setLevel","params":{"level":5}}"#,
+            r#"{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":5}}"#,
+        ]);
+        let (passed, replies) = exchange(&input, MAX_LINE_BYTES).await;
+        assert_eq!(passed.len(), 1, "{passed:?}");
+        for id in ["level", "sub"] {
+            assert_eq!(
+                answer_for(&replies, json!(id))["error"]["code"],
+                -32602,
+                "{id}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! The Streamable HTTP transport (`--http`): the bearer token refused and accepted, a foreign
 //! `Origin` refused, a repeated `Host` or `Origin` refused, the body limit, a tool call over
 //! HTTP against fake-gemini, a task made, polled and cancelled over sessionless 2026-07-28
-//! requests, and the connections' limits: the header-read and idle timeouts, the cap with its
+//! requests, the methods that revision removed (404, -32601) beside its own (-32602 for params
+//! that do not decode), and the connections' limits: the header-read and idle timeouts, the cap with its
 //! eviction, and a flood of idle connections under a known open-file limit. The client is a few
 //! lines of HTTP/1.1 over a `TcpStream` (`Connection: close` unless a test keeps a connection,
 //! [`Kept`]), so the wire is what gets tested.
@@ -485,6 +486,95 @@ fn a_task_made_over_sessionless_http_is_polled_to_the_plain_calls_result_and_can
         let bad = post_stateless(&server, id, "tasks/get", Some("5"), params);
         assert_eq!(bad["error"]["code"], -32602, "{bad}");
     }
+}
+
+/// Requests of the methods the 2026-07-28 revision removed, with params that decode and params
+/// that do not.
+fn removed_method_requests() -> Vec<(&'static str, Value)> {
+    vec![
+        ("initialize", json!({})),
+        ("initialize", json!({"protocolVersion": 5})),
+        ("ping", json!({})),
+        ("logging/setLevel", json!({"level": "info"})),
+        ("logging/setLevel", json!({"level": 5})),
+        ("logging/setLevel", json!({})),
+        ("resources/subscribe", json!({"uri": "gemini://answers/x"})),
+        ("resources/subscribe", json!({"uri": 5})),
+        (
+            "resources/unsubscribe",
+            json!({"uri": "gemini://answers/x"}),
+        ),
+        ("resources/unsubscribe", json!({})),
+    ]
+}
+
+/// The response to `id` in a body.
+fn response_to(id: u64, body: &str) -> Value {
+    messages(body)
+        .into_iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("no response to {id}: {body}"))
+}
+
+#[test]
+fn a_method_the_2026_revision_removed_is_404_method_not_found_on_its_requests_whatever_the_params()
+{
+    let server = HttpServer::start();
+    for (n, (method, params)) in removed_method_requests().into_iter().enumerate() {
+        let id = 10 + n as u64;
+        // `Mcp-Name` names the resource of a `resources/*` request, as the revision asks.
+        let name = params["uri"].as_str().map(str::to_owned);
+        let (headers, body) = stateless_request(id, method, name.as_deref(), params.clone());
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (status, _, text) = server.post(&headers, &body);
+        assert_eq!(status, 404, "{method} {params}: {text}");
+        let answer = response_to(id, &text);
+        assert_eq!(
+            answer["error"]["code"], -32601,
+            "{method} {params}: {answer}"
+        );
+    }
+    // A method the revision has answers params that do not decode with invalid params, under
+    // HTTP 200 (`post_stateless` checks it): never a 404, which reads as a session gone.
+    for (id, method, params) in [
+        (30, "tasks/get", json!({"taskId": 5})),
+        (31, "tasks/cancel", json!({"taskId": [1]})),
+        (
+            32,
+            "tasks/update",
+            json!({"taskId": "t", "inputResponses": "yes"}),
+        ),
+        (33, "resources/read", json!({"uri": 5})),
+    ] {
+        let answer = post_stateless(&server, id, method, Some("t"), params.clone());
+        assert_eq!(
+            answer["error"]["code"], -32602,
+            "{method} {params}: {answer}"
+        );
+    }
+    // In a session of an older revision the methods exist: params that do not decode are invalid
+    // params, and a level that decodes is set.
+    let session = new_session(&server);
+    for (id, method, params) in [
+        (40, "logging/setLevel", json!({"level": 5})),
+        (41, "resources/subscribe", json!({"uri": 5})),
+        (42, "resources/unsubscribe", json!({})),
+        (43, "initialize", json!({"protocolVersion": 5})),
+    ] {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let (status, _, text) = server.post(&with_session(&session), &request);
+        assert_eq!(status, 200, "{method} {params}: {text}");
+        let answer = response_to(id, &text);
+        assert_eq!(
+            answer["error"]["code"], -32602,
+            "{method} {params}: {answer}"
+        );
+    }
+    let request = json!({"jsonrpc": "2.0", "id": 44, "method": "logging/setLevel",
+                         "params": {"level": "info"}});
+    let (status, _, text) = server.post(&with_session(&session), &request);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(response_to(44, &text)["result"], json!({}), "{text}");
 }
 
 #[test]
