@@ -333,7 +333,8 @@ impl ServerHandler for GeminiServer {
                     "no stored answer at {} (answers are kept in memory, at most {MAX_STORED_ANSWERS}, oldest evicted first)",
                     request.uri
                 ),
-                None,
+                // The URI asked for, as the spec asks of a resource that is not there.
+                Some(json!({ "uri": request.uri })),
             )),
         }
     }

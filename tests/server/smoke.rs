@@ -320,6 +320,10 @@ fn long_answers_are_read_on_by_their_id_and_readable_as_resources() {
     let uri = link["uri"].as_str().unwrap().to_owned();
     let whole = h.rpc("resources/read", Some(json!({"uri": uri})));
     assert_eq!(whole["result"]["contents"][0]["text"], long.as_str());
+    // An answer not stored: an error that names the URI asked for in its data.
+    let missing = format!("{uri}0");
+    let none = h.rpc("resources/read", Some(json!({"uri": missing})));
+    assert_eq!(none["error"]["data"]["uri"], missing.as_str(), "{none}");
 }
 
 #[test]
