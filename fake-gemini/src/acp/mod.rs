@@ -4,6 +4,7 @@
 //! own thread so `session/cancel` and other requests keep flowing while it streams.
 
 mod agent;
+mod commands;
 mod prompt;
 pub mod wire;
 

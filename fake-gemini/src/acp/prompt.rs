@@ -8,6 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::agent::{freeze, AcpSession, Agent, Pending};
+use super::commands;
 use super::wire;
 use crate::answer::{over_context_window, resolve_model};
 use crate::scenario::{
@@ -194,6 +195,14 @@ pub(super) fn run(
         ));
     }
     let text = prompt_text(blocks);
+    // A command runs before the model (and any marker) is looked at: the model gets nothing.
+    if let Some(result) = commands::run(agent, s, blocks, p, |command| {
+        log::record(&json!({"event": "acp-request", "pid": std::process::id(),
+            "method": "session/prompt", "id": id, "sessionId": s.id, "prompt": text,
+            "blocks": blocks, "scenario": null, "params": {}, "command": command}));
+    }) {
+        return result;
+    }
     let marked = scenario::find_marker(&text);
     let from_marker = marked.is_some();
     let (name, sc, marker_params) = match marked {

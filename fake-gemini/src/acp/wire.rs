@@ -66,7 +66,7 @@ pub fn models(current: &str) -> Value {
 }
 
 /// The slash commands of `available_commands_update` (observed).
-const COMMANDS: &[(&str, &str)] = &[
+pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("memory", "Manage memory."),
     ("memory show", "Shows the current memory contents."),
     ("memory refresh", "Refreshes the memory from the source."),

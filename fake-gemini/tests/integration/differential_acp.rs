@@ -122,6 +122,15 @@ fn prompt(id: u64, text: &str) -> Vec<Step> {
     vec![prompt_msg(id, text), Step::Response(id)]
 }
 
+/// A prompt of these content blocks, and its response.
+fn prompt_blocks(id: u64, blocks: Value) -> Vec<Step> {
+    call(
+        id,
+        "session/prompt",
+        json!({"sessionId": "$SID", "prompt": blocks}),
+    )
+}
+
 fn select(option: &str) -> Step {
     Step::Answer(json!({"outcome": {"outcome": "selected", "optionId": option}}))
 }
@@ -460,6 +469,58 @@ pub fn cases() -> Vec<AcpCase> {
                     2,
                     "session/load",
                     json!({"sessionId": "$SID", "cwd": "$CWD", "mcpServers": []}),
+                ),
+                vec![Step::Close],
+            ]),
+            false,
+        ),
+        // The prompt texts the agent runs as its own commands (docs/acp.md, "Commands in a
+        // prompt"): `/` or `$` first after JavaScript's trim (a space, an ideographic space, a
+        // newline, the BOM, a tab, a no-break space), the command's word after it, spaces
+        // allowed between; each answers from the CLI with no model call. Escaped with a
+        // backslash, or cased otherwise, the text goes to the model.
+        case(
+            "commands",
+            script(vec![
+                open(),
+                prompt(2, " /init"),
+                prompt(3, "$ init"),
+                prompt(4, "\n/memory show"),
+                prompt(5, "\u{feff}/memory list"),
+                prompt(6, "\t/about"),
+                prompt(7, "\u{a0}/help"),
+                prompt(8, "$help"),
+                prompt(9, "\u{3000}/memory refresh"),
+                prompt(10, "/memory inbox"),
+                prompt(11, "/restore list"),
+                prompt(12, "/extensions"),
+                prompt(13, "/extensions explore"),
+                prompt(14, "/extensions enable x"),
+                prompt(15, " \\/init [[fake-gemini:success]]"),
+                prompt(16, "/INIT [[fake-gemini:success]]"),
+                vec![Step::Close],
+            ]),
+            true,
+        ),
+        // The agent's command text is the leading text blocks joined (a resource reads `@uri`
+        // there) up to an image; a template `GEMINI.md` in a fresh directory.
+        case(
+            "commands-in-blocks",
+            script(vec![
+                open(),
+                prompt_blocks(
+                    2,
+                    json!([{"type": "text", "text": " "}, {"type": "text", "text": "/init"}]),
+                ),
+                prompt_blocks(
+                    3,
+                    json!([{"type": "text", "text": "/memory list"},
+                    {"type": "resource", "resource": {"uri": "x://c", "mimeType": "text/plain", "text": "ctx"}}]),
+                ),
+                prompt_blocks(
+                    4,
+                    json!([{"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+                    {"type": "text", "text": "/about [[fake-gemini:success]]"}]),
                 ),
                 vec![Step::Close],
             ]),
