@@ -175,3 +175,13 @@ impl Agent {
         crate::sys::exit_now(99)
     }
 }
+
+/// `security.auth.selectedType` from `$HOME/.gemini/settings.json`.
+pub(crate) fn selected_auth_type() -> Option<String> {
+    let path = crate::sys::home_dir().join(".gemini").join("settings.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    v["security"]["auth"]["selectedType"]
+        .as_str()
+        .or_else(|| v["selectedAuthType"].as_str())
+        .map(String::from)
+}

@@ -121,9 +121,11 @@ pub(super) fn run(
         ("memory", Some(_)) => "The memory inbox requires Auto Memory. Enable it with: experimental.autoMemory = true in settings.".into(),
         ("extensions", Some(sub)) if sub != "list" => match extensions(sub, &args) {
             Some(text) => text,
-            // Installing or linking a source waits for a consent the agent never gets (0.61
-            // answers neither the prompt nor, observed through the server, the next call);
-            // the fake holds the prompt until it is cancelled.
+            // Installing or linking a source that exists asks a consent on the terminal first
+            // (in an untrusted folder too): 0.61 writes `Do you want to continue? [Y/n]: ` into its
+            // stdout, the ACP stream, and takes the client's next message on stdin for the
+            // answer (observed: "Installation cancelled"). The fake holds the prompt until it
+            // is cancelled.
             None => {
                 while !p.sleep(60_000) {}
                 return Some(Ok(json!({"stopReason": "cancelled"})));
@@ -158,11 +160,22 @@ fn init(cwd: &str) -> String {
     )
 }
 
-/// The `/extensions` subcommands with no extension installed; `None` for an install or link of
-/// a source, which does not answer.
+/// The `/extensions` subcommands with no extension installed; `None` for an install or a link of
+/// a source that exists, which waits for a consent.
 fn extensions(sub: &str, args: &[String]) -> Option<String> {
     let name = args.first().map(String::as_str);
+    let source = args.join(" ");
+    let local = !source.contains("://") && !source.starts_with("git@");
+    let missing = local && std::fs::metadata(&source).is_err();
     Some(match (sub, name) {
+        ("install", Some(_)) if source.contains([';', '&', '|', '`', '\'', '"']) => {
+            "Invalid source: contains disallowed characters.".into()
+        }
+        ("install", Some(_)) if missing => {
+            format!("Failed to install extension from \"{source}\": Install source not found.")
+        }
+        ("link", Some(_)) if missing => format!("Invalid source: {source}"),
+        ("link", None) => "Usage: /extensions link <source>".into(),
         ("explore", _) => {
             "View or install available extensions at https://geminicli.com/extensions/".into()
         }
@@ -196,7 +209,7 @@ fn about(agent: &Agent, s: &AcpSession) -> String {
         other => other,
     };
     let model = s.model.lock().expect("lock").clone();
-    let auth = super::selected_auth_type().unwrap_or_default();
+    let auth = super::agent::selected_auth_type().unwrap_or_default();
     let project = std::env::var("GOOGLE_CLOUD_PROJECT").unwrap_or_default();
     format!(
         "Gemini CLI Info:\n- Version: {}\n- OS: {os}\n- Sandbox: {sandbox}\n- Model: {model}\n- Auth Type: {auth}\n- GCP Project: {project}\n- IDE Client: \n- User Email: Unknown\n- Tier: Unknown",

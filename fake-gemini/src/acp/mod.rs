@@ -22,7 +22,7 @@ use crate::scenario::Auth;
 use crate::sys::env_is;
 use crate::{clock, ids, log, proc, session};
 
-use agent::{freeze, AcpSession, Agent, Pending, FROZEN};
+use agent::{freeze, selected_auth_type, AcpSession, Agent, Pending, FROZEN};
 
 impl Agent {
     fn session(&self, params: &Value) -> Result<Arc<AcpSession>, Value> {
@@ -545,16 +545,6 @@ impl Agent {
 /// A request whose answer never comes (an OAuth login waiting for a browser): the agent freezes.
 fn freeze_request() -> ! {
     freeze()
-}
-
-/// `security.auth.selectedType` from `$HOME/.gemini/settings.json`.
-fn selected_auth_type() -> Option<String> {
-    let path = crate::sys::home_dir().join(".gemini").join("settings.json");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    v["security"]["auth"]["selectedType"]
-        .as_str()
-        .or_else(|| v["selectedAuthType"].as_str())
-        .map(String::from)
 }
 
 /// `clearCachedCredentialFile`: the cached login (`oauth_creds.json`) removed, the active Google

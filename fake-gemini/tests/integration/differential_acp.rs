@@ -496,6 +496,11 @@ pub fn cases() -> Vec<AcpCase> {
                 prompt(12, "/extensions"),
                 prompt(13, "/extensions explore"),
                 prompt(14, "/extensions enable x"),
+                // A missing source. An install or link of a source that exists asks a consent
+                // on the agent's stdout and takes the next message for its answer: not compared.
+                prompt(17, "/extensions install $CWD/ext"),
+                prompt(18, "/extensions link $CWD/ext"),
+                prompt(21, "/extensions install a;b"),
                 prompt(15, " \\/init [[fake-gemini:success]]"),
                 prompt(16, "/INIT [[fake-gemini:success]]"),
                 vec![Step::Close],
