@@ -200,9 +200,10 @@ pub const SETTINGS: &[Setting] = &[
             FlagValue::OneOf(&["escape", "passthrough"]),
             "escape or passthrough",
         ),
-        help: "escape (default): a prompt starting with `/` is sent with a leading backslash so \
-               the CLI does not run it as a command; passthrough: sent as is (the CLI may run e.g. \
-               /memory show).",
+        help: "escape (default): a prompt the CLI would run as its own command (a leading `/`; \
+               on the warm agent `/` or `$` after leading spaces) is sent with a backslash before \
+               it; passthrough: sent as is to a yolo call (the CLI may run e.g. /memory show), \
+               escaped under any lower approval mode.",
         kind: Kind::Config(|c| {
             json!(match c.slash_commands {
                 SlashCommands::Escape => "escape",

@@ -90,13 +90,13 @@ pub(crate) struct Invocation {
 }
 
 /// Builds the invocation. `schema` is given for `gemini_prompt_structured` (already prepared, so
-/// its limits were checked).
+/// its limits were checked); `escape` is [`escape_for`]'s answer for the headless reader.
 pub(crate) fn build(
     request: &PromptRequest,
     schema: Option<&PreparedSchema>,
-    slash: SlashCommands,
+    escape: Option<Reader>,
 ) -> Result<Invocation, Failure> {
-    let (text, slash_escaped) = prompt_text(request, schema, slash)?;
+    let (text, slash_escaped) = prompt_text(request, schema, escape)?;
     check_names(request)?;
     let model = request.model.as_deref().filter(|m| !m.is_empty());
     if request.sandbox && text.len() >= SANDBOX_MAX_PROMPT_BYTES {
@@ -160,13 +160,13 @@ pub(crate) fn check_names(request: &PromptRequest) -> Result<(), Failure> {
 }
 
 /// The prompt's text as both backends send it: the prompt with its context (or the structured
-/// instructions), then the `@` references of its images; a leading slash escaped under
-/// [`SlashCommands::Escape`] (the second value says whether it was). Refused when empty or past
-/// what the CLI reads (its stdin cap, its token estimate's window).
+/// instructions), then the `@` references of its images; its command forms escaped for the
+/// reader `escape` names ([`escape_for`]; the second value says whether they were). Refused when
+/// empty or past what the CLI reads (its stdin cap, its token estimate's window).
 pub(crate) fn prompt_text(
     request: &PromptRequest,
     schema: Option<&PreparedSchema>,
-    slash: SlashCommands,
+    escape: Option<Reader>,
 ) -> Result<(String, bool), Failure> {
     if request.prompt.trim().is_empty() {
         return Err(Failure::invalid_input("prompt must be a non-empty string"));
@@ -183,10 +183,7 @@ pub(crate) fn prompt_text(
     } else {
         format!("{text}\n\n{}", request.image_refs.join(" "))
     };
-    let (text, slash_escaped) = match slash {
-        SlashCommands::Escape => escape_slash(text),
-        SlashCommands::Passthrough => (text, false),
-    };
+    let (text, slash_escaped) = escape_command(text, escape);
     if text.len() >= STDIN_CAP_BYTES {
         return Err(Failure::invalid_input(format!(
             "prompt is {} bytes of UTF-8 (with its context and instructions); the Gemini CLI reads at most {} bytes from stdin and drops longer input",
@@ -201,6 +198,86 @@ pub(crate) fn prompt_text(
         )));
     }
     Ok((text, slash_escaped))
+}
+
+/// Which of the CLI's two prompt readers gets a text: each has its own test for a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reader {
+    /// A headless run's input (stdin, the one-shot backend): [`is_slash_command`].
+    Headless,
+    /// An ACP agent's `session/prompt` (the warm backend): [`is_acp_command`].
+    Acp,
+}
+
+/// The one decision, for both backends, whether a prompt's command forms are escaped for
+/// `reader` (`Some`) or sent as is (`None`). `escape` (the default) escapes them. `passthrough`
+/// sends them as is only to a call that may change anything unasked — mode `yolo`, no `ask` —
+/// because a command the CLI runs from a prompt asks no approval (`/init` writes `GEMINI.md`,
+/// `/extensions install` installs): under any lower mode, the operator's ceiling or the caller's
+/// own, they are escaped as under `escape`.
+pub(crate) fn escape_for(
+    slash: SlashCommands,
+    reader: Reader,
+    mode: crate::approval::ApprovalMode,
+    asking: bool,
+) -> Option<Reader> {
+    let passes = slash == SlashCommands::Passthrough
+        && mode == crate::approval::ApprovalMode::Yolo
+        && !asking;
+    (!passes).then_some(reader)
+}
+
+/// `text` with its command form defused for `escape`'s reader: a backslash before the `/`
+/// (headless) or before the `/` or `$` that begins it after JavaScript's `trim()` (ACP); the
+/// second value says whether one was added. Everything else (and all under `None`) reaches the
+/// CLI unchanged.
+pub(crate) fn escape_command(text: String, escape: Option<Reader>) -> (String, bool) {
+    match escape {
+        None => (text, false),
+        Some(Reader::Headless) => escape_slash(text),
+        Some(Reader::Acp) => match text.find(|c: char| !is_js_whitespace(c)) {
+            Some(at) if is_acp_command(&text) => {
+                let mut out = String::with_capacity(text.len() + 1);
+                out.push_str(&text[..at]);
+                out.push('\\');
+                out.push_str(&text[at..]);
+                (out, true)
+            }
+            _ => (text, false),
+        },
+    }
+}
+
+/// Gemini CLI 0.61's ACP agent's test (`GeminiAgent.prompt`, `packages/cli/src/acp/acpSession.ts`
+/// in the bundle's `gemini-*.js`): the text of the prompt's leading text blocks, joined and
+/// JavaScript-`trim()`med, starting with `/` or `$` goes to `CommandHandler.handleCommand`, which
+/// runs it when the word after that character (spaces allowed between) names a command of its
+/// registry (`memory`, `extensions`, `init`, `restore`, `about`, `help`; docs/acp.md). Any text
+/// so starting is treated as one, whatever the word: a later CLI's new command is covered too.
+pub(crate) fn is_acp_command(text: &str) -> bool {
+    text.trim_start_matches(is_js_whitespace)
+        .starts_with(['/', '$'])
+}
+
+/// What JavaScript's `String.prototype.trim()` removes: ECMAScript's WhiteSpace (tab, vertical
+/// tab, form feed, space, no-break space, the byte order mark U+FEFF and every other `Zs`
+/// character) and LineTerminator (LF, CR, U+2028, U+2029). Not Rust's `char::is_whitespace`,
+/// which leaves U+FEFF and takes U+0085.
+pub(crate) fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{9}'..='\u{d}'
+            | ' '
+            | '\u{a0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200a}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+            | '\u{feff}'
+    )
 }
 
 /// Gemini CLI 0.61 runs a headless input as a slash command when its very first character is
@@ -225,6 +302,7 @@ pub(crate) fn is_slash_command(input: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approval::ApprovalMode;
     use crate::error::ErrorKind;
     use rstest::rstest;
     use serde_json::json;
@@ -245,7 +323,7 @@ mod tests {
 
     #[test]
     fn prompt_goes_to_stdin_and_argv_carries_flags_only() {
-        let inv = build(&req("--help"), None, SlashCommands::Escape).unwrap();
+        let inv = build(&req("--help"), None, Some(Reader::Headless)).unwrap();
         assert_eq!(
             args(&inv),
             vec![
@@ -261,10 +339,10 @@ mod tests {
     fn model_is_one_argument() {
         let mut r = req("hi");
         r.model = Some("gemini-2.5-pro".into());
-        let inv = build(&r, None, SlashCommands::Escape).unwrap();
+        let inv = build(&r, None, Some(Reader::Headless)).unwrap();
         assert_eq!(args(&inv).last().unwrap(), "--model=gemini-2.5-pro");
         r.model = Some(String::new());
-        let inv = build(&r, None, SlashCommands::Escape).unwrap();
+        let inv = build(&r, None, Some(Reader::Headless)).unwrap();
         assert_eq!(inv.args.len(), 3, "an empty model means the CLI's default");
     }
 
@@ -278,7 +356,7 @@ mod tests {
     fn bad_models_are_refused(#[case] model: &str) {
         let mut r = req("hi");
         r.model = Some(model.into());
-        let f = build(&r, None, SlashCommands::Escape).unwrap_err();
+        let f = build(&r, None, Some(Reader::Headless)).unwrap_err();
         assert_eq!((f.kind, f.exit_code), (ErrorKind::InputValidation, 42));
     }
 
@@ -294,7 +372,7 @@ mod tests {
     #[test]
     fn empty_prompt_is_refused() {
         for p in ["", "   ", "\n\t"] {
-            let f = build(&req(p), None, SlashCommands::Escape).unwrap_err();
+            let f = build(&req(p), None, Some(Reader::Headless)).unwrap_err();
             assert_eq!(
                 f.first_line(),
                 "[error exit=42] input_validation: prompt must be a non-empty string"
@@ -306,11 +384,11 @@ mod tests {
     fn oversized_prompt_is_refused_by_utf8_bytes() {
         // 3 bytes per character: under the cap in characters, over it in bytes.
         let prompt = "€".repeat(STDIN_CAP_BYTES / 3 + 1);
-        let f = build(&req(&prompt), None, SlashCommands::Escape).unwrap_err();
+        let f = build(&req(&prompt), None, Some(Reader::Headless)).unwrap_err();
         assert_eq!(f.kind, ErrorKind::InputValidation);
         let ok = "a".repeat(1024 * 1024);
         assert_eq!(
-            build(&req(&ok), None, SlashCommands::Escape)
+            build(&req(&ok), None, Some(Reader::Headless))
                 .unwrap()
                 .stdin
                 .len(),
@@ -321,20 +399,20 @@ mod tests {
     #[test]
     fn prompt_over_the_token_window_is_refused_by_utf16_units() {
         let at = "a".repeat(MAX_PROMPT_UTF16_UNITS);
-        assert!(build(&req(&at), None, SlashCommands::Escape).is_ok());
+        assert!(build(&req(&at), None, Some(Reader::Headless)).is_ok());
         let over = "a".repeat(MAX_PROMPT_UTF16_UNITS + 1);
-        let f = build(&req(&over), None, SlashCommands::Escape).unwrap_err();
+        let f = build(&req(&over), None, Some(Reader::Headless)).unwrap_err();
         assert_eq!((f.kind, f.exit_code), (ErrorKind::InputValidation, 42));
         assert!(f.message.contains("4128768"), "{}", f.message);
         // Two UTF-16 units each, four UTF-8 bytes: under the stdin cap, over the window.
         let emoji = "😀".repeat(MAX_PROMPT_UTF16_UNITS / 2 + 1);
         assert!(emoji.len() < STDIN_CAP_BYTES);
-        let f = build(&req(&emoji), None, SlashCommands::Escape).unwrap_err();
+        let f = build(&req(&emoji), None, Some(Reader::Headless)).unwrap_err();
         assert!(f.message.contains("UTF-16"), "{}", f.message);
         // The context counts too.
         let mut r = req("q");
         r.context = Some("a".repeat(MAX_PROMPT_UTF16_UNITS));
-        assert!(build(&r, None, SlashCommands::Escape).is_err());
+        assert!(build(&r, None, Some(Reader::Headless)).is_err());
     }
 
     #[test]
@@ -349,17 +427,17 @@ mod tests {
         let mut r = req("hi");
         r.sandbox = true;
         r.allowed_mcp_server_names = vec!["github".into(), "my.server_1".into()];
-        let inv = build(&r, None, SlashCommands::Escape).unwrap();
+        let inv = build(&r, None, Some(Reader::Headless)).unwrap();
         let a = args(&inv);
         assert!(a.contains(&"--sandbox=true".to_string()));
         assert!(a.contains(&"--allowed-mcp-server-names=github".to_string()));
         r.prompt = "a".repeat(SANDBOX_MAX_PROMPT_BYTES);
-        assert!(build(&r, None, SlashCommands::Escape).is_err());
+        assert!(build(&r, None, Some(Reader::Headless)).is_err());
         r.prompt = "a".repeat(SANDBOX_MAX_PROMPT_BYTES - 1);
-        assert!(build(&r, None, SlashCommands::Escape).is_ok());
+        assert!(build(&r, None, Some(Reader::Headless)).is_ok());
         for bad in ["a,b", "", "-x", "a b"] {
             r.allowed_mcp_server_names = vec![bad.into()];
-            assert!(build(&r, None, SlashCommands::Escape).is_err(), "{bad}");
+            assert!(build(&r, None, Some(Reader::Headless)).is_err(), "{bad}");
         }
     }
 
@@ -367,14 +445,14 @@ mod tests {
     fn context_is_wrapped() {
         let mut r = req("q");
         r.context = Some("c".into());
-        let inv = build(&r, None, SlashCommands::Escape).unwrap();
+        let inv = build(&r, None, Some(Reader::Headless)).unwrap();
         assert_eq!(inv.stdin, b"<context>\nc\n</context>\n\nq");
     }
 
     #[test]
     fn structured_prompt_carries_the_instruction() {
         let schema = structured::Schema::prepare(&json!({"type": "object"})).unwrap();
-        let inv = build(&req("q"), Some(&schema), SlashCommands::Escape).unwrap();
+        let inv = build(&req("q"), Some(&schema), Some(Reader::Headless)).unwrap();
         let text = String::from_utf8(inv.stdin).unwrap();
         assert!(text.starts_with("q\n\n"));
         assert!(text.ends_with("{\"type\":\"object\"}"));
@@ -392,10 +470,81 @@ mod tests {
     #[case("a /path", "a /path", false)]
     #[case("@Override public void x()", "@Override public void x()", false)]
     fn slash_prompts_are_escaped(#[case] input: &str, #[case] sent: &str, #[case] escaped: bool) {
-        let inv = build(&req(input), None, SlashCommands::Escape).unwrap();
+        let inv = build(&req(input), None, Some(Reader::Headless)).unwrap();
         assert_eq!(String::from_utf8(inv.stdin).unwrap(), sent);
         assert_eq!(inv.slash_escaped, escaped);
-        let inv = build(&req(input), None, SlashCommands::Passthrough).unwrap();
+        let inv = build(&req(input), None, None).unwrap();
         assert_eq!(String::from_utf8(inv.stdin).unwrap(), input);
+    }
+
+    /// The ACP agent's forms (docs/acp.md): `/` or `$` first after JavaScript's trim, which takes
+    /// every Unicode space, line breaks and the BOM; the backslash goes before that character.
+    #[rstest]
+    #[case(" /init", " \\/init", true)]
+    #[case("/init", "\\/init", true)]
+    #[case("\u{3000}/init", "\u{3000}\\/init", true)]
+    #[case("$ init", "\\$ init", true)]
+    #[case("$help", "\\$help", true)]
+    #[case("\n/memory show", "\n\\/memory show", true)]
+    #[case("\u{feff}/memory list", "\u{feff}\\/memory list", true)]
+    #[case("\t/about", "\t\\/about", true)]
+    #[case("\u{a0}/help", "\u{a0}\\/help", true)]
+    #[case(
+        "\u{2028}\u{205f}\u{b}\u{c}\r/extensions install /x",
+        "\u{2028}\u{205f}\u{b}\u{c}\r\\/extensions install /x",
+        true
+    )]
+    #[case("//memory show", "\\//memory show", true)]
+    #[case("\u{85}/init", "\u{85}/init", false)]
+    #[case("\u{200b}/init", "\u{200b}/init", false)]
+    #[case("\\/init", "\\/init", false)]
+    #[case("a /init", "a /init", false)]
+    #[case("@GEMINI.md", "@GEMINI.md", false)]
+    fn acp_command_forms_are_escaped(
+        #[case] input: &str,
+        #[case] sent: &str,
+        #[case] escaped: bool,
+    ) {
+        let (text, did) = prompt_text(&req(input), None, Some(Reader::Acp)).unwrap();
+        assert_eq!((text.as_str(), did), (sent, escaped));
+        assert!(!is_acp_command(&text), "{text:?} is still a command");
+        assert_eq!(is_acp_command(input), escaped);
+    }
+
+    /// JavaScript's `trim()` set, character by character (ECMAScript's WhiteSpace and
+    /// LineTerminator, with Unicode 15's `Zs`).
+    #[test]
+    fn js_whitespace_is_ecmascripts() {
+        let js: Vec<u32> = (0..=0x10ffff_u32)
+            .filter_map(char::from_u32)
+            .filter(|c| is_js_whitespace(*c))
+            .map(u32::from)
+            .collect();
+        let expected = [
+            0x9, 0xa, 0xb, 0xc, 0xd, 0x20, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004,
+            0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000,
+            0xfeff,
+        ];
+        assert_eq!(js, expected);
+    }
+
+    /// `passthrough` holds only under `yolo` without `ask`: below it a command would act unasked.
+    #[rstest]
+    #[case(SlashCommands::Escape, ApprovalMode::Yolo, false, true)]
+    #[case(SlashCommands::Passthrough, ApprovalMode::Yolo, false, false)]
+    #[case(SlashCommands::Passthrough, ApprovalMode::Yolo, true, true)]
+    #[case(SlashCommands::Passthrough, ApprovalMode::AutoEdit, false, true)]
+    #[case(SlashCommands::Passthrough, ApprovalMode::Default, false, true)]
+    #[case(SlashCommands::Passthrough, ApprovalMode::Plan, false, true)]
+    fn passthrough_never_passes_a_ceiling(
+        #[case] slash: SlashCommands,
+        #[case] mode: ApprovalMode,
+        #[case] asking: bool,
+        #[case] escapes: bool,
+    ) {
+        for reader in [Reader::Headless, Reader::Acp] {
+            let got = escape_for(slash, reader, mode, asking);
+            assert_eq!(got, escapes.then_some(reader));
+        }
     }
 }

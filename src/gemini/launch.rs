@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn every_input_a_launch_hands_the_cli_is_in_the_inventory() {
         use crate::approval::ApprovalMode;
-        use crate::gemini::command::{self, PromptRequest, SlashCommands};
+        use crate::gemini::command::{self, PromptRequest};
         use crate::gemini::inputs::{self, By};
         let dir = std::env::temp_dir();
         let mut seen = std::collections::BTreeSet::new();
@@ -213,7 +213,7 @@ mod tests {
                 allowed_mcp_server_names: vec!["github".into()],
                 ..PromptRequest::default()
             };
-            let inv = command::build(&request, None, SlashCommands::Escape).unwrap();
+            let inv = command::build(&request, None, Some(command::Reader::Headless)).unwrap();
             for arg in &inv.args {
                 let arg = arg.to_string_lossy();
                 inputs::check_arg(&arg, By::OneShot).unwrap();

@@ -19,7 +19,7 @@ use crate::approval::ApprovalMode;
 use crate::config::{Backend, Config};
 use crate::deadline::Deadlines;
 use crate::error::{ErrorKind, Failure, RunFacts};
-use crate::gemini::command::{self, PromptRequest};
+use crate::gemini::command::{self, PromptRequest, Reader};
 use crate::gemini::launch::{spawn_failure, Launch};
 use crate::gemini::outcome::{CancelCause, Success};
 use crate::gemini::process::{self, RunOutput, RunSpec};
@@ -465,11 +465,11 @@ impl Runner {
             tools_ran: false,
             left: Last::default(),
         };
-        let invocation =
-            match command::build(&request, job.schema.as_deref(), self.config.slash_commands) {
-                Ok(i) => i,
-                Err(f) => return refused(f),
-            };
+        let escape = self.escape(job, Reader::Headless);
+        let invocation = match command::build(&request, job.schema.as_deref(), escape) {
+            Ok(i) => i,
+            Err(f) => return refused(f),
+        };
         // Resolved per call: a CLI installed (or PATH fixed) after start-up is found.
         let launch = match Launch::resolve(&self.config) {
             Ok(l) => l,
@@ -628,25 +628,30 @@ impl Runner {
         }
     }
 
-    /// The prompt's blocks on a warm agent. A prompt tool's text is exactly what a one-shot run
-    /// would read on stdin (context block, structured instructions and the slash escape
-    /// included), its images file links; the `acp` set's prompt goes as given, its context as an
-    /// embedded resource and its image as an image block.
+    /// The call's command escape for `reader` ([`command::escape_for`], for both backends).
+    fn escape(&self, job: &Job, reader: Reader) -> Option<Reader> {
+        let asking = job.asking.is_some();
+        command::escape_for(self.config.slash_commands, reader, job.mode, asking)
+    }
+
+    /// The prompt's blocks on a warm agent. A prompt tool's text is what a one-shot run would
+    /// read on stdin (context block, structured instructions), its command forms escaped for
+    /// the ACP agent, its images file links; the `acp` set's prompt goes as given but for that
+    /// escape, its context as an embedded resource and its image as an image block. Only the
+    /// first block can start a command: every later one reads `@…` there (docs/acp.md).
     fn blocks(&self, job: &Job, request: &PromptRequest) -> Result<Vec<Block>, Failure> {
         command::check_names(request)?;
+        let escape = self.escape(job, Reader::Acp);
         if job.surface == Surface::Agent {
-            let mut blocks = vec![Block::Text(request.prompt.clone())];
+            let (text, _) = command::escape_command(request.prompt.clone(), escape);
+            let mut blocks = vec![Block::Text(text)];
             blocks.extend(request.context.clone().map(Block::Context));
             blocks.extend(request.images.iter().cloned().map(Block::Image));
             return Ok(blocks);
         }
         let mut text_only = request.clone();
         text_only.image_refs.clear();
-        let (text, _) = command::prompt_text(
-            &text_only,
-            job.schema.as_deref(),
-            self.config.slash_commands,
-        )?;
+        let (text, _) = command::prompt_text(&text_only, job.schema.as_deref(), escape)?;
         let mut blocks = vec![Block::Text(text)];
         blocks.extend(request.images.iter().cloned().map(Block::Link));
         Ok(blocks)
