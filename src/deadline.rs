@@ -28,6 +28,19 @@ impl Deadlines {
         }
     }
 
+    /// These limits after `spent` of them went by (a wait before the run): the first-content and
+    /// total ones shortened, never below a millisecond; inactivity, which restarts with the run,
+    /// as it is.
+    pub fn less(self, spent: Duration) -> Deadlines {
+        let left =
+            |d: Option<Duration>| d.map(|d| d.saturating_sub(spent).max(Duration::from_millis(1)));
+        Deadlines {
+            first_content: left(self.first_content),
+            inactivity: self.inactivity,
+            total: left(self.total),
+        }
+    }
+
     /// Whether any limit is set.
     pub fn any(&self) -> bool {
         self.first_content.is_some() || self.inactivity.is_some() || self.total.is_some()

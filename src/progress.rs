@@ -12,6 +12,7 @@ use std::pin::Pin;
 
 use crate::sync::lock;
 use tokio::sync::Notify;
+use tokio::time::Instant as TokioInstant;
 use tokio_util::sync::CancellationToken;
 
 /// Shortest interval between two content progress notifications (urgent ones and heartbeats
@@ -108,6 +109,11 @@ struct State {
     first_content: Option<Instant>,
     /// The run's session, once known.
     session_id: Option<String>,
+    /// Waiting at the workspace's start gate: since when, since when its holder holds it, and
+    /// the longest hold (tokio's clock, which the gate's leases run on).
+    gate: Option<(TokioInstant, TokioInstant, Duration)>,
+    /// The run's new session may be deleted by another CLI start: why.
+    session_at_risk: Option<String>,
     dirty: bool,
     urgent: bool,
 }
@@ -157,6 +163,32 @@ impl Progress {
             s.queued = true;
             s.urgent = true;
         });
+    }
+
+    /// The call waits at its workspace's start gate (`Some((since, held_since, bound))`: since
+    /// when it waits, since when the gate's holder holds it, the longest hold), or no longer.
+    pub fn at_gate(&self, wait: Option<(TokioInstant, TokioInstant, Duration)>) {
+        self.update(|s| {
+            s.urgent |= s.gate.is_none() && wait.is_some();
+            s.gate = wait;
+        });
+    }
+
+    /// What the call says while it waits at the start gate (none: it does not wait).
+    #[cfg(test)]
+    pub(crate) fn gate_message(&self) -> Option<String> {
+        let s = lock(&self.shared.state);
+        s.gate.is_some().then(|| status(&s))
+    }
+
+    /// Records that the run's new session may be deleted by another CLI start, and why.
+    pub fn session_at_risk(&self, why: String) {
+        lock(&self.shared.state).session_at_risk = Some(why);
+    }
+
+    /// Why the run's new session may be deleted by another CLI start, when it may.
+    pub fn at_risk(&self) -> Option<String> {
+        lock(&self.shared.state).session_at_risk.clone()
     }
 
     /// The call's run started (again, for a retry: the clock restarts).
@@ -295,7 +327,7 @@ impl Progress {
 
     fn message(&self, s: &State) -> String {
         let body = match (self.shared.style, &s.latest) {
-            (Style::Events, Some(latest)) if !s.queued => latest.clone(),
+            (Style::Events, Some(latest)) if !s.queued && s.gate.is_none() => latest.clone(),
             _ => status(s),
         };
         self.with_note(body)
@@ -348,6 +380,14 @@ impl Drop for Reporter {
 
 /// The summary of a run so far.
 fn status(s: &State) -> String {
+    if let Some((since, held, bound)) = s.gate {
+        return format!(
+            "queued: waiting for another call in this workspace to start (for {}s; its run has held the start gate for {}s, at most {}s)",
+            since.elapsed().as_secs(),
+            held.elapsed().as_secs(),
+            bound.as_secs_f64(),
+        );
+    }
     if s.queued {
         return "queued: waiting for a free Gemini slot (GEMINICLI_MCP_MAX_CONCURRENCY)".into();
     }

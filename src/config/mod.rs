@@ -19,6 +19,7 @@ pub use tasks::TaskLimits;
 pub use values::{
     Config, EnvPolicy, SlashCommands, DEFAULT_BUDGET_BYTES, DEFAULT_EOF_GRACE_MS,
     DEFAULT_HEARTBEAT_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_START_GATE_MS,
 };
 
 /// Command line of the server binary. Every setting is also an environment variable (MCP clients
@@ -429,6 +430,7 @@ mod tests {
             "GEMINICLI_MCP_STRUCTURED_REPAIR",
             "GEMINICLI_MCP_BACKEND",
             "GEMINICLI_MCP_ASK_TIMEOUT_MS",
+            "GEMINICLI_MCP_START_GATE_MS",
             "GEMINICLI_MCP_TASKS",
             "GEMINICLI_MCP_TASK_RETENTION_MS",
             "GEMINICLI_MCP_MAX_TASKS",
@@ -444,7 +446,9 @@ mod tests {
         assert_eq!(d.tasks.retention, Duration::from_millis(600_000));
         assert_eq!(d.tasks.max_tasks, 64);
         assert_eq!(d.ask_timeout, Duration::from_millis(120_000));
+        assert_eq!(d.start_gate, Duration::from_millis(15_000));
         let c = config(&[
+            ("GEMINICLI_MCP_START_GATE_MS", "1500"),
             ("GEMINICLI_MCP_TASKS", "Off"),
             ("GEMINICLI_MCP_TASK_RETENTION_MS", "1500"),
             ("GEMINICLI_MCP_MAX_TASKS", "3"),
@@ -454,6 +458,7 @@ mod tests {
         assert_eq!(c.tasks.retention, Duration::from_millis(1500));
         assert_eq!(c.tasks.max_tasks, 3);
         assert_eq!(c.ask_timeout, Duration::from_millis(2500));
+        assert_eq!(c.start_gate, Duration::from_millis(1500));
         // A typo keeps tasks on and the defaults.
         let t = config(&[
             ("GEMINICLI_MCP_TASKS", "maybe"),

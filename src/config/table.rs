@@ -385,6 +385,13 @@ pub const SETTINGS: &[Setting] = &[
         kind: Kind::Config(|c| json!(c.acp.max_agent_mb)),
     },
     Setting {
+        name: "GEMINICLI_MCP_START_GATE_MS",
+        flag: None,
+        help: "Longest time a new run holds its workspace's start gate before its CLI has recorded \
+               the prompt; then the next call there starts (default 15000).",
+        kind: Kind::Config(|c| millis(c.start_gate)),
+    },
+    Setting {
         name: "GEMINICLI_MCP_ASK_TIMEOUT_MS",
         flag: None,
         help: "approval_mode ask: how long a question waits for the user's answer before the tool \

@@ -25,6 +25,9 @@ pub const DEFAULT_BUDGET_BYTES: usize = 40_000;
 pub(crate) const MIN_BUDGET_BYTES: usize = 4_096;
 /// Default time an `ask` question waits for the user's answer.
 pub(crate) const DEFAULT_ASK_TIMEOUT_MS: u64 = 120_000;
+/// Default longest hold of a workspace's start gate: a healthy 0.61 start has recorded its prompt
+/// in 2 to 5 s, the user's MCP servers connected.
+pub const DEFAULT_START_GATE_MS: u64 = 15_000;
 
 /// How a prompt that starts with `/` reaches the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +102,8 @@ pub struct Config {
     pub tasks: TaskLimits,
     /// How long an `ask` question waits for the user (`GEMINICLI_MCP_ASK_TIMEOUT_MS`).
     pub ask_timeout: Duration,
+    /// The longest hold of a workspace's start gate (`GEMINICLI_MCP_START_GATE_MS`).
+    pub start_gate: Duration,
     /// The variables set to something the settings did not understand, and what was wrong
     /// (`GEMINICLI_MCP_BACKEND is not oneshot or acp`): their defaults apply, and the server logs
     /// each once at start.
@@ -123,6 +128,7 @@ impl Default for Config {
             acp: AcpConfig::default(),
             tasks: TaskLimits::default(),
             ask_timeout: Duration::from_millis(DEFAULT_ASK_TIMEOUT_MS),
+            start_gate: Duration::from_millis(DEFAULT_START_GATE_MS),
             unread: Vec::new(),
         }
     }
@@ -188,6 +194,9 @@ impl Config {
             ask_timeout: positive("GEMINICLI_MCP_ASK_TIMEOUT_MS")
                 .map(Duration::from_millis)
                 .unwrap_or(d.ask_timeout),
+            start_gate: positive("GEMINICLI_MCP_START_GATE_MS")
+                .map(Duration::from_millis)
+                .unwrap_or(d.start_gate),
             unread: Vec::new(),
         }
     }

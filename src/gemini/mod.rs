@@ -8,6 +8,7 @@ pub(crate) mod auth;
 pub(crate) mod command;
 pub(crate) mod environment;
 pub mod events;
+pub(crate) mod gate;
 pub mod inputs;
 pub(crate) mod launch;
 pub(crate) mod outcome;

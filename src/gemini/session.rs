@@ -13,15 +13,12 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use crate::error::Failure;
-use crate::gemini::retention;
-use crate::progress::Progress;
 
 /// Checks a session id: a UUID in its canonical 8-4-4-4-12 hexadecimal form. `latest` and list
 /// indexes are refused: indexes shift with every resume, and `latest` is whatever ran last.
@@ -169,66 +166,6 @@ pub(crate) fn exposed(workspace: &Path, session_id: &str) -> bool {
         == Some(false)
 }
 
-/// How often a held start gate looks at the new session's file.
-const GATE_POLL: Duration = Duration::from_millis(20);
-
-/// Holds a new session's start gate, in a task of its own, until no other start can delete that
-/// session: content arrives (the CLI records the prompt before it sends it), or the run's session
-/// has a file that has recorded the prompt, or has no file (a CLI that writes it later has
-/// nothing to lose: 0.61 writes the header before its `init` event and before answering
-/// `session/new`), or the run ends (the returned [`HeldGate`] is dropped). Before the gate
-/// opens, a stub the session left in another minute's file goes ([`remove_stubs_once_recorded`]).
-/// The session id and the content come from the call's `progress`, fed by either backend.
-pub(crate) fn hold_start_gate(
-    gate: tokio::sync::OwnedMutexGuard<()>,
-    workspace: PathBuf,
-    progress: Progress,
-) -> HeldGate {
-    let ended = CancellationToken::new();
-    tokio::spawn(hold_until_safe(gate, workspace, progress, ended.clone()));
-    HeldGate(ended)
-}
-
-/// A new session's start gate, held by [`hold_start_gate`]'s task; dropping it tells the task
-/// the run is over, and the task tidies the session's files and opens the gate.
-#[derive(Debug)]
-pub(crate) struct HeldGate(CancellationToken);
-
-impl Drop for HeldGate {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
-
-async fn hold_until_safe(
-    gate: tokio::sync::OwnedMutexGuard<()>,
-    workspace: PathBuf,
-    progress: Progress,
-    ended: CancellationToken,
-) {
-    let mut tick = tokio::time::interval(GATE_POLL);
-    loop {
-        tokio::select! {
-            _ = progress.content() => break,
-            _ = ended.cancelled() => break,
-            _ = tick.tick() => {}
-        }
-        let Some(id) = progress.session_id() else {
-            continue;
-        };
-        // A new session's file is a few hundred bytes: read in place.
-        if !exposed(&workspace, &id) {
-            break;
-        }
-    }
-    if let Some(id) = progress.session_id() {
-        let why = "a new session's stub in an earlier minute's file";
-        tidy_stubs(&workspace, &id, remove_stubs_once_recorded, why).await;
-    }
-    tracing::debug!(workspace = %workspace.display(), "start gate released");
-    drop(gate);
-}
-
 /// Runs `remove` (a stub remover: [`remove_stubs`], [`remove_stubs_once_recorded`]) on the chat
 /// directory of `workspace` for session `id`, off the async threads, and logs what it removed
 /// (`what`: whose stubs they were). No known chat directory: nothing to remove.
@@ -321,46 +258,6 @@ pub(crate) fn file_minutes(chats: &Path, session_id: &str) -> Vec<String> {
         }
     }
     minutes
-}
-
-/// One start gate per workspace, shared by the one-shot runs and the ACP agents: every CLI start
-/// (`gemini --acp` included) deletes each session file of its project that holds no message yet,
-/// so nothing may start in a workspace while a new session there is in that state (observed on
-/// 0.61, `fake-gemini/differential/concurrent-sessions.py`). The gate opens at once only where
-/// the settings the CLI will read turn that clean-up off ([`retention::cleanup_may_run`]).
-#[derive(Debug, Default)]
-pub struct StartGates {
-    gates: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-impl StartGates {
-    /// Takes the gate of `workspace` (canonicalised when possible, so every caller agrees on
-    /// the key). `None` when `cancel` fired while waiting.
-    pub async fn lock(
-        &self,
-        workspace: &Path,
-        cancel: &CancellationToken,
-    ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        if !retention::cleanup_may_run(workspace, home.as_deref()) {
-            // Nothing a start of the server's does can lose a session: a gate of its own.
-            return Some(unshared_gate());
-        }
-        let key = fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-        let gate = workspace_entry(&mut crate::sync::lock(&self.gates), key);
-        tokio::select! {
-            guard = gate.lock_owned() => Some(guard),
-            _ = cancel.cancelled() => None,
-        }
-    }
-}
-
-/// A gate nobody else takes: what a new session holds (for [`hold_start_gate`]'s tidying) where
-/// no CLI start of the server's can delete it.
-pub(crate) fn unshared_gate() -> tokio::sync::OwnedMutexGuard<()> {
-    Arc::new(tokio::sync::Mutex::new(()))
-        .try_lock_owned()
-        .expect("a new mutex is free")
 }
 
 /// Past this many entries, a per-workspace lock map drops the locks nobody holds or waits for.

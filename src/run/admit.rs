@@ -6,11 +6,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, RwLock, Semaphore};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, RwLock, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Failure;
-use crate::gemini::session::{self, StartGates};
+use crate::gemini::gate::{self, GateWait, StartGates, StartGuard, Waiter};
+use crate::gemini::session;
 use crate::progress::Progress;
 
 /// A held workspace lock (released on drop).
@@ -43,12 +46,17 @@ pub(crate) struct Admission {
 }
 
 impl Admission {
-    /// `max_concurrency` slots; `shutdown` ends every wait as a shutdown.
-    pub(crate) fn new(max_concurrency: usize, shutdown: CancellationToken) -> Self {
+    /// `max_concurrency` slots; start gates held `start_gate` at most; `shutdown` ends every
+    /// wait as a shutdown.
+    pub(crate) fn new(
+        max_concurrency: usize,
+        start_gate: Duration,
+        shutdown: CancellationToken,
+    ) -> Self {
         Admission {
             slots: Arc::new(Semaphore::new(max_concurrency.max(1))),
             workspaces: Mutex::default(),
-            starts: Arc::new(StartGates::default()),
+            starts: Arc::new(StartGates::new(start_gate)),
             shutdown,
         }
     }
@@ -97,16 +105,22 @@ impl Admission {
         }
     }
 
-    /// Takes the start gate of `workspace`.
+    /// Takes the start gate of `workspace`; the wait shows in the `waiter`'s progress and ends
+    /// with its deadlines.
     pub(crate) async fn start_gate(
         &self,
         workspace: &Path,
         cancel: &CancellationToken,
-    ) -> Result<OwnedMutexGuard<()>, Failure> {
+        waiter: Waiter<'_>,
+    ) -> Result<StartGuard, Failure> {
+        let began = std::time::Instant::now();
         self.starts
-            .lock(workspace, cancel)
+            .lock(workspace, cancel, waiter)
             .await
-            .ok_or_else(|| self.waited_out(Wait::Workspace))
+            .map_err(|w| match w {
+                GateWait::Cancelled => self.waited_out(Wait::Workspace),
+                GateWait::Deadline(limit) => gate::deadline_failure(limit, waiter, began),
+            })
     }
 
     /// A slot under the concurrency bound; a call that has to wait says so in `progress`.

@@ -20,10 +20,10 @@ use crate::config::{Backend, Config};
 use crate::deadline::Deadlines;
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::command::{self, PromptRequest, Reader};
+use crate::gemini::gate::{self, Waiter};
 use crate::gemini::launch::{spawn_failure, Launch};
 use crate::gemini::outcome::{CancelCause, Success};
 use crate::gemini::process::{self, RunOutput, RunSpec};
-use crate::gemini::session;
 use crate::oneshot::{self, Attempt};
 use crate::progress::Progress;
 use crate::structured::{self, PreparedSchema};
@@ -144,6 +144,9 @@ pub(crate) struct Report {
     pub approvals: Vec<Value>,
     /// The call ran one-shot on the warm backend: why its agent could not.
     pub ran_one_shot: Option<String>,
+    /// The run's new session may be deleted by another CLI start (its start gate's lease ran
+    /// out before its prompt was recorded): why.
+    pub session_at_risk: Option<String>,
 }
 
 impl Report {
@@ -179,6 +182,7 @@ impl Report {
             repaired: None,
             approvals,
             ran_one_shot,
+            session_at_risk: None,
         }
     }
 }
@@ -278,7 +282,7 @@ pub(crate) struct Runner {
 impl Runner {
     /// A runner; cancelling `shutdown` ends every run and every wait.
     pub(crate) fn new(config: Config, shutdown: CancellationToken) -> Self {
-        let admission = Admission::new(config.max_concurrency, shutdown.clone());
+        let admission = Admission::new(config.max_concurrency, config.start_gate, shutdown.clone());
         let pool = Arc::new(Pool::new(
             config.clone(),
             shutdown.clone(),
@@ -423,6 +427,7 @@ impl Runner {
         .await;
         progress.flush().await;
         let (mut report, tools_ran) = (Report::of(&job, &mut retried), retried.tools_ran);
+        report.session_at_risk = progress.at_risk();
         let result = match retried.result {
             Ok(answer) => match self.finish(&job, answer).await {
                 Err(f) if self.may_repair(&job, &f, tools_ran) => {
@@ -494,14 +499,19 @@ impl Runner {
                 .admission
                 .workspace(&job.cwd, resume.is_some(), run_ct)
                 .await?;
-            let gate = self.admission.start_gate(&job.cwd, run_ct).await?;
+            let waiting = Instant::now();
+            let waiter = Waiter::new(progress, limits);
+            let gate = self.admission.start_gate(&job.cwd, run_ct, waiter).await?;
+            let waited = waiting.elapsed();
             let permit = self.admission.slot(progress, run_ct).await?;
-            Ok::<_, Failure>((workspace, gate, permit))
+            Ok::<_, Failure>((workspace, (gate, waited), permit))
         };
-        let (_workspace, gate, _permit) = match admitted.await {
+        let (_workspace, (gate, waited), _permit) = match admitted.await {
             Ok(a) => a,
             Err(f) => return refused(f),
         };
+        // The time spent at the gate counts against the call's first-content and total deadlines.
+        let limits = limits.less(waited);
         if let Err(f) = paths_unchanged(job, &request) {
             return refused(f);
         }
@@ -512,7 +522,7 @@ impl Runner {
             Some(_) => (Some(gate), None),
             None => (
                 None,
-                Some(session::hold_start_gate(
+                Some(gate::hold_start_gate(
                     gate,
                     job.cwd.clone(),
                     progress.clone(),
@@ -785,7 +795,10 @@ impl Runner {
         let (run_ct, _unlink) = self.run_token(ct);
         let untracked = Progress::new(None, crate::progress::Style::Summary, None);
         let _workspace = self.admission.workspace(cwd, true, &run_ct).await?;
-        let _gate = self.admission.start_gate(cwd, &run_ct).await?;
+        let _gate = self
+            .admission
+            .start_gate(cwd, &run_ct, Waiter::default())
+            .await?;
         let _permit = self.admission.slot(&untracked, &run_ct).await?;
         let spec = launch.spec(&self.config, cwd, args, Vec::new());
         let out = process::run(spec, run_ct, None)

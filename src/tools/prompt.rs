@@ -469,6 +469,7 @@ pub(crate) fn extras(
         retry_policy: report.policy.and_then(object),
         repaired: report.repaired,
         ran_one_shot: report.ran_one_shot,
+        session_at_risk: report.session_at_risk,
         approvals: Some(report.approvals).filter(|a| !a.is_empty()),
         saved: SaveFields::of(report.saved),
         ..PromptResult::default()

@@ -45,10 +45,11 @@ use super::wire::SessionResult;
 use crate::approval::ApprovalMode;
 use crate::config::Config;
 use crate::error::{ErrorKind, Failure};
+use crate::gemini::gate::{self, GateWait, StartGates, StartGuard, Waiter};
 use crate::gemini::launch::{spawn_failure, Launch};
 use crate::gemini::outcome::unsupported_login;
 use crate::gemini::process::RunSpec;
-use crate::gemini::session::{self as cli_session, StartGates};
+use crate::gemini::session as cli_session;
 use crate::progress::Progress;
 use crate::sync::lock;
 
@@ -175,11 +176,18 @@ impl Pool {
         &self,
         slot: &Slot,
         ct: &CancellationToken,
-    ) -> Result<tokio::sync::OwnedMutexGuard<()>, Failure> {
+        waiter: Waiter<'_>,
+    ) -> Result<StartGuard, Failure> {
+        let began = std::time::Instant::now();
         self.starts
-            .lock(&slot.key.cwd, ct)
+            .lock(&slot.key.cwd, ct, waiter)
             .await
-            .ok_or_else(|| cancelled("while another Gemini CLI started in this workspace"))
+            .map_err(|w| match w {
+                GateWait::Cancelled => {
+                    cancelled("while another Gemini CLI started in this workspace")
+                }
+                GateWait::Deadline(limit) => gate::deadline_failure(limit, waiter, began),
+            })
     }
 
     /// Waits, when session `id` was made (or last loaded) in the current clock minute, until
@@ -426,7 +434,7 @@ impl Pool {
         // Held from before the spawn until `initialize` is answered: by then the agent's
         // start-up clean-up (which deletes the project's session files that hold no message
         // yet) is done, so it cannot take a new one-shot session with it, nor the reverse.
-        let _gate = self.start_gate(slot, ct).await?;
+        let _gate = self.start_gate(slot, ct, Waiter::default()).await?;
         self.make_room(&slot.key).await;
         let spec = self.spec(&slot.key)?;
         let init = json!({

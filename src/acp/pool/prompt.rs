@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::client::Connection;
 use crate::acp::wire::stop_reason;
 use crate::error::{Failure, RunFacts};
+use crate::gemini::gate::{StartGuard, Waiter};
 use crate::progress::Progress;
 
 use super::agent::{cancelled, Key};
@@ -136,7 +136,7 @@ impl Pool {
         call: &Call,
         ct: &CancellationToken,
         progress: &Progress,
-    ) -> Result<(Session, Option<OwnedMutexGuard<()>>), Failure> {
+    ) -> Result<(Session, Option<StartGuard>), Failure> {
         let (current, held) = slot.sessions(call.session_id.as_deref()).await?;
         let mut loaded = false;
         let mut fresh_gate = None;
@@ -153,14 +153,16 @@ impl Pool {
                 if s.turns == 0 {
                     // Made (by list_models) but never prompted: its file may still hold no
                     // message.
-                    fresh_gate = Some(self.start_gate(slot, ct).await?);
+                    let waiter = Waiter::new(progress, call.limits);
+                    fresh_gate = Some(self.start_gate(slot, ct, waiter).await?);
                 }
                 s
             }
             (None, _) => {
                 // A new session's file holds no message until the agent records the first
                 // prompt, and any CLI start in the project meanwhile deletes it.
-                fresh_gate = Some(self.start_gate(slot, ct).await?);
+                let waiter = Waiter::new(progress, call.limits);
+                fresh_gate = Some(self.start_gate(slot, ct, waiter).await?);
                 self.new_session(slot, agent).await?
             }
         };

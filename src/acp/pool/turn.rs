@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, OwnedMutexGuard};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::client::{AcpError, Connection, Inbound};
 use crate::acp::wire::{stop_reason, update_kind};
 use crate::deadline::{Deadlines, Limit};
 use crate::error::{ErrorKind, Failure, RunFacts};
-use crate::gemini::session::{self as cli_session};
+use crate::gemini::gate::{self, StartGuard};
 use crate::progress::{preview, Progress};
 use crate::sync::lock;
 
@@ -276,13 +276,12 @@ pub(super) fn start_turn(
     slot: &Slot,
     agent: &Connection,
     session: &Session,
-    gate: Option<OwnedMutexGuard<()>>,
+    gate: Option<StartGuard>,
     progress: &Progress,
     transcript: bool,
-) -> (Option<cli_session::HeldGate>, Fold) {
+) -> (Option<gate::HeldGate>, Fold) {
     progress.set_session(session.id.clone());
-    let held =
-        gate.map(|gate| cli_session::hold_start_gate(gate, slot.key.cwd.clone(), progress.clone()));
+    let held = gate.map(|g| gate::hold_start_gate(g, slot.key.cwd.clone(), progress.clone()));
     let fold = Fold::new(
         Answer {
             session_id: session.id.clone(),

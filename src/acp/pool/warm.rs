@@ -22,6 +22,7 @@ use super::Pool;
 use crate::acp::client::Connection;
 use crate::approval::ApprovalMode;
 use crate::error::{ErrorKind, Failure, RunFacts};
+use crate::gemini::gate::{self, StartGuard, Waiter};
 use crate::gemini::outcome::Success;
 use crate::gemini::retention;
 use crate::gemini::session as cli_session;
@@ -58,8 +59,8 @@ struct Ready {
     _lock: OwnedMutexGuard<()>,
     /// For a session never prompted: the workspace's start gate when a CLI start's clean-up
     /// could delete it, else a gate of its own; held until its prompt is recorded (see
-    /// `cli_session::hold_start_gate`).
-    gate: Option<OwnedMutexGuard<()>>,
+    /// `gate::hold_start_gate`).
+    gate: Option<StartGuard>,
 }
 
 /// Whether a CLI started in `cwd` may delete session files that hold no message yet.
@@ -271,9 +272,10 @@ impl Pool {
                 // workspace's start gate keeps the server's own starts out from here until the
                 // prompt is recorded, and a spare whose file went meanwhile is not used.
                 let gate = if cleanup_may_run(&slot.key.cwd) {
-                    self.start_gate(slot, ct).await?
+                    self.start_gate(slot, ct, Waiter::new(progress, call.limits))
+                        .await?
                 } else {
-                    cli_session::unshared_gate()
+                    gate::unshared_gate()
                 };
                 let (session, origin) = match usable_spare(slot, spare).await {
                     Some(s) => (s, Origin::Spare),
@@ -338,9 +340,11 @@ impl Pool {
     ) -> Option<Spare> {
         let (mut session, file) = {
             let _gate = if cleanup_may_run(&slot.key.cwd) {
-                self.start_gate(slot, &self.shutdown).await.ok()?
+                self.start_gate(slot, &self.shutdown, Waiter::default())
+                    .await
+                    .ok()?
             } else {
-                cli_session::unshared_gate()
+                gate::unshared_gate()
             };
             let session = self.new_session(slot, agent).await.ok()?;
             let file = cli_session::exposed(&slot.key.cwd, &session.id);

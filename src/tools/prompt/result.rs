@@ -70,6 +70,10 @@ pub(crate) struct PromptResult {
     /// The warm backend's agent could not start and this call ran one-shot: why.
     #[serde(rename = "ranOneShot", skip_serializing_if = "Option::is_none")]
     pub ran_one_shot: Option<String>,
+    /// The run's CLI had not recorded the prompt when its workspace's start gate opened for the
+    /// next call (GEMINICLI_MCP_START_GATE_MS): why its session may have been deleted.
+    #[serde(rename = "sessionAtRisk", skip_serializing_if = "Option::is_none")]
+    pub session_at_risk: Option<String>,
     /// gemini_prompt_structured with repair: whether the one repair turn made the answer validate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repaired: Option<bool>,
