@@ -127,13 +127,26 @@ async fn serve(config: Config) -> anyhow::Result<i32> {
     let kill_wait = config.kill_grace + EXIT_SLACK;
     let server = GeminiServer::new(config.clone(), cwd, shutdown.clone());
     let (read, write) = rmcp::transport::stdio_pipes();
+    let eof = CancellationToken::new();
     let transport = GraceTransport::new(
         LineTransport::new(read, write),
         InFlight::new(),
         config.eof_grace,
         config.kill_grace,
         shutdown.clone(),
-    );
+    )
+    .on_eof(eof.clone());
+    // After EOF nobody can read a task's result: every running task is cancelled at once, and
+    // the grace is left to the plain calls in flight.
+    tokio::spawn({
+        let (server, shutdown) = (server.clone(), shutdown.clone());
+        async move {
+            tokio::select! {
+                _ = eof.cancelled() => server.cancel_tasks(),
+                _ = shutdown.cancelled() => {}
+            }
+        }
+    });
     tracing::debug!(
         version = env!("CARGO_PKG_VERSION"),
         max_concurrency = config.max_concurrency,

@@ -448,6 +448,20 @@ impl Tasks {
         Ok(())
     }
 
+    /// Cancels every running task (the end of the server); how many were running.
+    pub(crate) fn cancel_all(&self) -> usize {
+        let mut store = self.lock();
+        let mut n = 0;
+        for e in store.entries.values_mut() {
+            if let State::Working { cancel, .. } = &e.state {
+                cancel.cancel();
+                e.status_message = Some("cancelling".into());
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// `tasks/update`: the answer to the task's pending question, when `responses` holds its
     /// key; unknown and already answered keys are ignored, as the extension asks.
     pub(crate) fn update(

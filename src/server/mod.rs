@@ -513,6 +513,14 @@ impl GeminiServer {
         }
     }
 
+    /// Cancels every running task and job (stdin reached EOF: nobody can read their results).
+    pub fn cancel_tasks(&self) {
+        let n = self.inner.tasks.cancel_all();
+        if n > 0 {
+            tracing::info!(tasks = n, "stdin closed: cancelling the running tasks");
+        }
+    }
+
     /// Waits until no call is in progress.
     pub async fn idle(&self) {
         self.inner.runner.idle().await;

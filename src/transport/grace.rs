@@ -66,6 +66,8 @@ pub struct GraceTransport<T> {
     kill_grace: Duration,
     shutdown: CancellationToken,
     eof_deadline: Option<Instant>,
+    /// Cancelled when stdin reaches EOF (the server cancels its tasks then).
+    eof: CancellationToken,
 }
 
 impl<T> GraceTransport<T> {
@@ -84,7 +86,14 @@ impl<T> GraceTransport<T> {
             kill_grace,
             shutdown,
             eof_deadline: None,
+            eof: CancellationToken::new(),
         }
+    }
+
+    /// `eof` is cancelled as soon as stdin reaches EOF, before the grace.
+    pub fn on_eof(mut self, eof: CancellationToken) -> Self {
+        self.eof = eof;
+        self
     }
 
     async fn after_eof(&mut self) {
@@ -152,6 +161,7 @@ where
                         "stdin closed"
                     );
                     self.eof_deadline = Some(Instant::now() + self.eof_grace);
+                    self.eof.cancel();
                 }
             }
         }

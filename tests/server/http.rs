@@ -1370,3 +1370,110 @@ fn a_job_outlives_the_connection_that_started_it_and_is_its_sessions_alone() {
         "{done}"
     );
 }
+
+/// A sessionless 2026-07-28 `tools/call` of `gemini_prompt` from a client that does not declare
+/// the tasks extension (a plain call), posted from a thread: its response message, once the
+/// server sends it or goes away.
+fn plain_call_in_thread(
+    server: &HttpServer,
+    id: u64,
+    prompt: &str,
+) -> std::sync::mpsc::Receiver<Option<Value>> {
+    let (headers, mut body) = stateless_request(
+        id,
+        "tools/call",
+        Some("gemini_prompt"),
+        json!({"name": "gemini_prompt", "arguments": {"prompt": prompt}}),
+    );
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let probe = HttpClient {
+        addr: server.addr.clone(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (_, _, text) = probe.post(&headers, &body);
+        let _ = tx.send(messages(&text).into_iter().find(|m| m["id"] == id));
+    });
+    rx
+}
+
+/// Every pid the fake's log names (a one-shot run's, or the agent's on the warm backend).
+fn logged_pids(log: &std::path::Path) -> Vec<i64> {
+    let mut pids: Vec<i64> = read_log(log)
+        .iter()
+        .filter_map(|r| r["pid"].as_i64())
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// A run stuck before its CLI recorded the prompt, as a task, holds the workspace's start gate
+/// for GEMINICLI_MCP_START_GATE_MS at most: a plain call behind it starts and answers (one-shot:
+/// on the warm backend `hang` freezes the agent the next call would share). Then, with the stuck
+/// task and a stuck plain call in flight, SIGTERM ends the server with exit 0 and nothing left.
+#[cfg(unix)]
+#[rstest::rstest]
+#[case::one_shot("oneshot")]
+#[case::warm("acp")]
+fn a_stuck_task_costs_only_its_own_call_and_sigterm_ends_everything(#[case] backend: &str) {
+    let mut server = HttpServer::start_with(
+        &["--backend", backend],
+        &[("GEMINICLI_MCP_START_GATE_MS", "800")],
+        None,
+    );
+    let call = post_stateless(
+        &server,
+        1,
+        "tools/call",
+        Some("gemini_prompt"),
+        json!({"name": "gemini_prompt", "arguments": {"prompt": "[[fake-gemini:hang]]"}}),
+    );
+    assert_eq!(call["result"]["resultType"], "task", "{call}");
+    let end = deadline();
+    while read_log(&server.log).is_empty() {
+        assert!(Instant::now() < end, "the stuck run never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if backend == "oneshot" {
+        let next = plain_call_in_thread(
+            &server,
+            2,
+            "[[fake-gemini:success text=\"past the stuck task\"]]",
+        );
+        let answered = next
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the call behind the stuck task answered within 5 s")
+            .expect("an answer");
+        assert_eq!(
+            answered["result"]["content"][0]["text"], "past the stuck task",
+            "{answered}"
+        );
+    }
+    let held = plain_call_in_thread(&server, 3, "[[fake-gemini:hang]]");
+    std::thread::sleep(Duration::from_millis(300));
+    let pids = logged_pids(&server.log);
+    assert!(!pids.is_empty());
+    // SAFETY: plain signal to the server process this test spawned.
+    assert_eq!(
+        unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let end = deadline();
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < end, "the server did not exit on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    for pid in logged_pids(&server.log) {
+        assert!(
+            super::gone(pid),
+            "fake-gemini {pid} outlived the server's SIGTERM"
+        );
+    }
+    let _ = held.recv_timeout(Duration::from_secs(5));
+}
