@@ -30,7 +30,7 @@ use crate::config::DEFAULT_START_GATE_MS;
 use crate::deadline::{Deadlines, Limit};
 use crate::error::{ErrorKind, Failure};
 use crate::gemini::retention;
-use crate::gemini::session::{self, exposed, remove_stubs_once_recorded, tidy_stubs};
+use crate::gemini::session::{self, remove_stubs_once_recorded, tidy_stubs};
 use crate::progress::Progress;
 
 /// One start gate per workspace, shared by the one-shot runs and the ACP agents.
@@ -247,14 +247,16 @@ pub(crate) fn unshared_gate() -> StartGuard {
 
 /// How often a held start gate looks at the new session's file.
 const GATE_POLL: Duration = Duration::from_millis(20);
+/// How often once its lease ran out.
+const GATE_POLL_PAST_LEASE: Duration = Duration::from_millis(250);
 
 /// Holds a new session's start gate, in a task of its own, until no other start can delete that
 /// session: content arrives (the CLI records the prompt before it sends it), or the run's session
 /// has a file that has recorded the prompt, or has no file (a CLI that writes it later has
 /// nothing to lose: 0.61 writes the header before its `init` event and before answering
-/// `session/new`), or the run ends (the returned [`HeldGate`] is dropped), or the gate's lease
-/// runs out: then, when the session's file still holds no prompt, the run's progress and its
-/// result say its session may be deleted by the next start. Before the gate opens, a stub the
+/// `session/new`), or the run ends (the returned [`HeldGate`] is dropped). Its lease runs out
+/// first when the CLI is stuck: then other starts go ahead, and while the session's file holds no
+/// prompt the run's progress and its result say it may be deleted by them. Before the gate opens, a stub the
 /// session left in another minute's file goes ([`remove_stubs_once_recorded`]). The session id
 /// and the content come from the call's `progress`, fed by either backend.
 pub(crate) fn hold_start_gate(
@@ -287,27 +289,38 @@ async fn hold_until_safe(
     let mut tick = tokio::time::interval(GATE_POLL);
     let expires = tokio::time::sleep_until(gate.expires());
     tokio::pin!(expires);
+    // Past the lease, another start may go ahead: the run is watched on, more slowly, until its
+    // session is safe, and says once that it may be lost while it is not.
+    let (mut expired, mut told, mut seen) = (false, false, false);
     loop {
         tokio::select! {
-            _ = progress.content() => {
-                tracing::debug!("the run's content arrived");
-                break;
-            }
+            _ = progress.content() => break,
             _ = ended.cancelled() => break,
-            _ = &mut expires => {
-                lease_ran_out(&gate, &workspace, &progress).await;
-                break;
+            _ = &mut expires, if !expired => {
+                expired = true;
+                tick = tokio::time::interval(GATE_POLL_PAST_LEASE);
+                tracing::debug!("the start gate's lease ran out before the run's prompt was recorded");
             }
             _ = tick.tick() => {}
         }
         let Some(id) = progress.session_id() else {
+            // No session yet (0.61 writes its file after the MCP servers answered).
             continue;
         };
-        // A new session's file is a few hundred bytes: read in place.
-        if !exposed(&workspace, &id) {
-            tracing::debug!("the new session's file is safe from a start's clean-up");
+        // A new session's file is a few hundred bytes: read in place. Recorded: safe. No file:
+        // nothing to lose, unless it was there and holding no prompt (another start deleted it).
+        let recorded = session::gemini_dir()
+            .and_then(|g| session::chats_dir(&g, &workspace))
+            .and_then(|chats| session::prompt_recorded(&chats, &id));
+        let lost = recorded.is_none() && seen;
+        if expired && !told && gate.shared() && (recorded == Some(false) || lost) {
+            told = true;
+            say_at_risk(&gate, &id, &progress).await;
+        }
+        if recorded != Some(false) {
             break;
         }
+        seen = true;
     }
     if let Some(id) = progress.session_id() {
         let why = "a new session's stub in an earlier minute's file";
@@ -317,23 +330,11 @@ async fn hold_until_safe(
     drop(gate);
 }
 
-/// The run's lease of the gate ran out before its prompt was recorded: when its session's file
-/// holds no prompt yet, the next start in the workspace may delete it, and the call says so.
-async fn lease_ran_out(gate: &StartGuard, workspace: &Path, progress: &Progress) {
-    let Some(id) = progress.session_id() else {
-        // No session yet (0.61 writes its file after the MCP servers answered): nothing to lose.
-        tracing::debug!("start gate's lease ran out before the run had a session");
-        return;
-    };
-    let (workspace, sid) = (workspace.to_path_buf(), id.clone());
-    let at_risk = tokio::task::spawn_blocking(move || exposed(&workspace, &sid))
-        .await
-        .unwrap_or(false);
-    if !at_risk || !gate.shared() {
-        return;
-    }
+/// The run's lease of the gate ran out and its session's file holds no prompt yet: another
+/// start in the workspace may delete it, and the call says so.
+async fn say_at_risk(gate: &StartGuard, id: &str, progress: &Progress) {
     let note = format!(
-        "the CLI had not recorded the prompt after GEMINICLI_MCP_START_GATE_MS ({} ms), so the next Gemini CLI start in this workspace went ahead; its start-up clean-up may delete this run's new session {id} (its file holds no message yet), and then the session cannot be resumed",
+        "the CLI had not recorded the prompt after GEMINICLI_MCP_START_GATE_MS ({} ms), so other Gemini CLI starts in this workspace went ahead; their start-up clean-up may delete this run's new session {id} (its file holds no message yet), and then the session cannot be resumed",
         gate.bound.as_millis()
     );
     tracing::warn!("{note}");
