@@ -4,10 +4,7 @@
 //! the client's or the server's shutdown.
 
 pub(crate) mod admit;
-mod report;
 pub(crate) mod retry;
-
-pub(crate) use report::Report;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -123,6 +120,69 @@ impl Answer {
             success,
             json: None,
             turn: Some(turn),
+        }
+    }
+}
+
+/// What a call's optional arguments and the retry policy add to its result, on success and on
+/// failure alike.
+#[derive(Debug, Default)]
+pub(crate) struct Report {
+    /// Every event of the last attempt (`full_output`).
+    pub events: Option<Vec<Value>>,
+    /// argv, exit, timings and stderr tail of the last attempt (`debug`).
+    pub debug: Option<Value>,
+    /// What the retry policy did.
+    pub policy: Option<Value>,
+    /// The fallback models tried, in order (the last one answered when the call succeeded).
+    pub fallbacks: Vec<String>,
+    /// Where the answer was written, or why it could not be (`save_file`).
+    pub saved: Option<Result<PathBuf, String>>,
+    /// Whether a repair turn ran, and made the answer validate (`repaired`).
+    pub repaired: Option<bool>,
+    /// `approval_mode: "ask"`: each permission the agent asked for, and who decided it.
+    pub approvals: Vec<Value>,
+    /// The call ran one-shot on the warm backend: why its agent could not.
+    pub ran_one_shot: Option<String>,
+    /// The run's new session may be deleted by another CLI start (its start gate's lease ran
+    /// out before its prompt was recorded): why.
+    pub session_at_risk: Option<String>,
+}
+
+impl Report {
+    /// What the attempts left for the report: the last one's debug report and approvals; its
+    /// events, or for the `acp` set (`full_output`) every attempt's, in order.
+    fn of(job: &Job, retried: &mut retry::Retried<Answer, Last>) -> Report {
+        let Last {
+            events,
+            debug,
+            approvals,
+            no_agent: _,
+            ran_one_shot,
+        } = std::mem::take(&mut retried.left);
+        let events = match job.surface {
+            // Every attempt's messages, in order: the transcript of the whole call.
+            Surface::Agent => job.full_output.then(|| {
+                let mut all: Vec<Value> = std::mem::take(&mut retried.earlier)
+                    .into_iter()
+                    .flat_map(|l| l.events.unwrap_or_default())
+                    .collect();
+                all.extend(events.unwrap_or_default());
+                all
+            }),
+            // The last run's stream-json events, as the CLI printed them.
+            Surface::Reference => events,
+        };
+        Report {
+            events,
+            debug,
+            policy: retried.report.take(),
+            fallbacks: std::mem::take(&mut retried.fallbacks),
+            saved: None,
+            repaired: None,
+            approvals,
+            ran_one_shot,
+            session_at_risk: None,
         }
     }
 }
@@ -450,7 +510,8 @@ impl Runner {
             Ok(a) => a,
             Err(f) => return refused(f),
         };
-        let limits = limits.less(waited); // the wait counts against first content and total
+        // The time spent at the gate counts against the call's first-content and total deadlines.
+        let limits = limits.less(waited);
         if let Err(f) = paths_unchanged(job, &request) {
             return refused(f);
         }
@@ -734,8 +795,10 @@ impl Runner {
         let (run_ct, _unlink) = self.run_token(ct);
         let untracked = Progress::new(None, crate::progress::Style::Summary, None);
         let _workspace = self.admission.workspace(cwd, true, &run_ct).await?;
-        let unbounded = Waiter::default();
-        let _gate = self.admission.start_gate(cwd, &run_ct, unbounded).await?;
+        let _gate = self
+            .admission
+            .start_gate(cwd, &run_ct, Waiter::default())
+            .await?;
         let _permit = self.admission.slot(&untracked, &run_ct).await?;
         let spec = launch.spec(&self.config, cwd, args, Vec::new());
         let out = process::run(spec, run_ct, None)
