@@ -105,22 +105,36 @@ impl Admission {
         }
     }
 
-    /// Takes the start gate of `workspace`; the wait shows in the `waiter`'s progress and ends
-    /// with its deadlines.
+    /// Takes the start gate of `workspace`, and says how long that took; the wait shows in the
+    /// `waiter`'s progress and ends with its deadlines.
     pub(crate) async fn start_gate(
         &self,
         workspace: &Path,
         cancel: &CancellationToken,
         waiter: Waiter<'_>,
-    ) -> Result<StartGuard, Failure> {
+    ) -> Result<(StartGuard, Duration), Failure> {
         let began = std::time::Instant::now();
-        self.starts
+        let gate = self
+            .starts
             .lock(workspace, cancel, waiter)
             .await
             .map_err(|w| match w {
                 GateWait::Cancelled => self.waited_out(Wait::Workspace),
                 GateWait::Deadline(limit) => gate::deadline_failure(limit, waiter, began),
-            })
+            })?;
+        Ok((gate, began.elapsed()))
+    }
+
+    /// [`Admission::start_gate`] for a run that shows no progress and has no deadline.
+    pub(crate) async fn untracked_gate(
+        &self,
+        workspace: &Path,
+        cancel: &CancellationToken,
+    ) -> Result<StartGuard, Failure> {
+        let (gate, _) = self
+            .start_gate(workspace, cancel, Waiter::default())
+            .await?;
+        Ok(gate)
     }
 
     /// A slot under the concurrency bound; a call that has to wait says so in `progress`.

@@ -144,8 +144,7 @@ pub(crate) struct Report {
     pub approvals: Vec<Value>,
     /// The call ran one-shot on the warm backend: why its agent could not.
     pub ran_one_shot: Option<String>,
-    /// The run's new session may be deleted by another CLI start (its start gate's lease ran
-    /// out before its prompt was recorded): why.
+    /// Why another CLI start may have deleted the run's new session (its gate's lease ran out).
     pub session_at_risk: Option<String>,
 }
 
@@ -499,10 +498,8 @@ impl Runner {
                 .admission
                 .workspace(&job.cwd, resume.is_some(), run_ct)
                 .await?;
-            let waiting = Instant::now();
             let waiter = Waiter::new(progress, limits);
-            let gate = self.admission.start_gate(&job.cwd, run_ct, waiter).await?;
-            let waited = waiting.elapsed();
+            let (gate, waited) = self.admission.start_gate(&job.cwd, run_ct, waiter).await?;
             let permit = self.admission.slot(progress, run_ct).await?;
             Ok::<_, Failure>((workspace, (gate, waited), permit))
         };
@@ -510,8 +507,7 @@ impl Runner {
             Ok(a) => a,
             Err(f) => return refused(f),
         };
-        // The time spent at the gate counts against the call's first-content and total deadlines.
-        let limits = limits.less(waited);
+        let limits = limits.less(waited); // the wait counts against first content and total
         if let Err(f) = paths_unchanged(job, &request) {
             return refused(f);
         }
@@ -795,10 +791,7 @@ impl Runner {
         let (run_ct, _unlink) = self.run_token(ct);
         let untracked = Progress::new(None, crate::progress::Style::Summary, None);
         let _workspace = self.admission.workspace(cwd, true, &run_ct).await?;
-        let _gate = self
-            .admission
-            .start_gate(cwd, &run_ct, Waiter::default())
-            .await?;
+        let _gate = self.admission.untracked_gate(cwd, &run_ct).await?;
         let _permit = self.admission.slot(&untracked, &run_ct).await?;
         let spec = launch.spec(&self.config, cwd, args, Vec::new());
         let out = process::run(spec, run_ct, None)
