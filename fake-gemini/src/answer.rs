@@ -1010,7 +1010,7 @@ fn memory_show() -> String {
 }
 
 /// A deterministic filler: words (and, for text, a newline every 100 bytes).
-fn pattern(n: usize, lines: bool) -> String {
+pub(crate) fn pattern(n: usize, lines: bool) -> String {
     const WORDS: &[u8] =
         b"lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor ";
     let mut s = Vec::with_capacity(n);
@@ -1026,7 +1026,7 @@ fn pattern(n: usize, lines: bool) -> String {
     String::from_utf8(s).expect("ascii")
 }
 
-fn flood_stderr(n: u64, version: &str) {
+pub(crate) fn flood_stderr(n: u64, version: &str) {
     let block = format!(
         "Attempt 1 failed with status 500. Retrying with backoff... _ApiError: {{\"error\":{{\"code\":500,\"message\":\"Internal error encountered.\",\"status\":\"INTERNAL\"}}}}\n{}  status: 500\n}}\n",
         texts::fill(texts::API_ERROR_STACK, version)

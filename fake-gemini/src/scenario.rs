@@ -380,6 +380,19 @@ pub enum Then {
     Exit,
 }
 
+/// The `session/update` an ACP flood is made of.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum FloodUpdate {
+    /// `agent_message_chunk`s.
+    #[default]
+    Message,
+    /// `agent_thought_chunk`s.
+    Thought,
+    /// `tool_call`s, each a new call whose output is the text.
+    Tool,
+}
+
 /// Raw process faults.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -399,6 +412,10 @@ pub struct Process {
     /// Answer with one chunk of this many bytes (one line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub long_line_bytes: Option<u64>,
+    /// Over `--acp`: the update a flood (`flood-stdout-bytes`, `long-line-bytes`) is made of
+    /// (default: message chunks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flood_update: Option<FloodUpdate>,
     /// Put invalid UTF-8 into the answer and stderr.
     #[serde(default)]
     pub non_utf8: bool,
@@ -787,6 +804,19 @@ pub fn apply_params(
                     "status" => f.status = Some(num(name, k, v)?),
                     _ => f.message = Some(v.clone()),
                 }
+            }
+            "update" => {
+                s.process.flood_update = Some(match v.as_str() {
+                    "message" => FloodUpdate::Message,
+                    "thought" => FloodUpdate::Thought,
+                    "tool" => FloodUpdate::Tool,
+                    _ => {
+                        return Err(ScenarioError::Param(
+                            name.into(),
+                            "`update` is message, thought or tool".into(),
+                        ))
+                    }
+                })
             }
             "signal" => s.process.crash_signal = Some(num(name, k, v)?),
             "after" => {

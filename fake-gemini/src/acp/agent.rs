@@ -114,6 +114,31 @@ impl Agent {
         out(&line);
     }
 
+    /// Writes bytes on stdout as they are, JSON-RPC or not (a broken agent's faults).
+    pub(crate) fn send_raw(&self, bytes: &[u8]) {
+        let _g = self.write_lock.lock().expect("lock");
+        if FROZEN.load(Ordering::SeqCst) {
+            proc::hang();
+        }
+        out(bytes);
+    }
+
+    /// Writes `pieces` on stdout one after the other, `between` each two, with no other message
+    /// among them (one line that dribbles out).
+    pub(crate) fn send_pieces<'a>(
+        &self,
+        pieces: impl Iterator<Item = &'a [u8]>,
+        between: impl Fn(),
+    ) {
+        let _g = self.write_lock.lock().expect("lock");
+        for (k, piece) in pieces.enumerate() {
+            if k > 0 {
+                between();
+            }
+            out(piece);
+        }
+    }
+
     /// Sends a message and freezes the agent before anyone else can write or read (the
     /// `hang-after-output` fault: the chunk is the last thing the client ever sees).
     pub(crate) fn send_then_freeze(&self, msg: &Value) -> ! {
@@ -148,6 +173,11 @@ impl Agent {
         let mut b = self.stderr.lock().expect("lock");
         b.extend_from_slice(s.as_bytes());
         b.push(b'\n');
+    }
+
+    /// Buffers stderr bytes as they are (UTF-8 or not).
+    pub(crate) fn stderr_bytes(&self, bytes: &[u8]) {
+        self.stderr.lock().expect("lock").extend_from_slice(bytes);
     }
 
     pub(crate) fn flush_stderr(&self) {

@@ -5,6 +5,7 @@
 
 mod agent;
 mod commands;
+mod faults;
 mod prompt;
 pub mod wire;
 

@@ -327,6 +327,7 @@ fn model_run(
         }
         crate::sys::exit_now(pr.exit_code.unwrap_or(0));
     }
+    super::faults::before_answer(agent, sc);
     if pr.hang == Some(Hang::BeforeOutput) {
         freeze();
     }
@@ -376,6 +377,9 @@ fn model_run(
         && sc.model.unknown_model == UnknownModel::NotFound
     {
         return Err(api_error(404, None, &requested));
+    }
+    if super::faults::answer(agent, &s.id, sc) {
+        return Ok(usage.result("end_turn"));
     }
 
     let mut turns: Vec<Turn> = if sc.model.turns.is_empty() {

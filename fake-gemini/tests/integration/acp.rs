@@ -42,17 +42,18 @@ impl Driver {
         let mut err = child.stderr.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
+            // Lossy: the `non-utf8` fault writes lines that are not UTF-8.
+            for line in BufReader::new(out).split(b'\n') {
                 let Ok(l) = line else { break };
-                if tx.send(l).is_err() {
+                if tx.send(String::from_utf8_lossy(&l).into_owned()).is_err() {
                     break;
                 }
             }
         });
         let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
+            let mut s = Vec::new();
+            let _ = err.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
         });
         Driver {
             stdin: child.stdin.take(),
@@ -1246,4 +1247,109 @@ fn untrusted_plan_is_downgraded_and_startup_warnings_are_reported() {
         3,
         "{stderr}"
     );
+}
+
+/// A prompt's messages up to its response, raw, sending `session/cancel` after the first update.
+fn prompt_cancelled_at_once(d: &mut Driver, id: u64, sid: &str, text: &str) -> (Vec<String>, Value) {
+    d.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}}));
+    let mut lines = Vec::new();
+    loop {
+        let l = d.recv_raw();
+        if lines.is_empty() {
+            d.send(&json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}));
+        }
+        match serde_json::from_str::<Value>(&l) {
+            Ok(m) if m["id"] == json!(id) && m.get("method").is_none() => return (lines, m),
+            _ => lines.push(l),
+        }
+    }
+}
+
+#[rstest]
+#[case::messages("", "agent_message_chunk")]
+#[case::thoughts(" update=thought", "agent_thought_chunk")]
+#[case::tool_calls(" update=tool", "tool_call")]
+fn a_flood_goes_on_after_the_cancel(#[case] update: &str, #[case] kind: &str) {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    let marker = format!("[[fake-gemini:flood-stdout bytes=655370{update}]]");
+    let (lines, answer) = prompt_cancelled_at_once(&mut d, 2, &sid, &marker);
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let updates: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("JSON-RPC"))
+        .collect();
+    assert_eq!(updates.len(), 11, "ten blocks of 64 KiB and the rest");
+    let mut text = 0;
+    for u in &updates {
+        let u = &u["params"]["update"];
+        assert_eq!(u["sessionUpdate"], kind);
+        text += u["content"]["text"]
+            .as_str()
+            .or(u["content"][0]["content"]["text"].as_str())
+            .map_or(0, str::len);
+    }
+    assert_eq!(text, 655_370);
+}
+
+#[test]
+fn a_long_line_is_one_update() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    let (before, answer) = prompt(&mut d, 2, &sid, "[[fake-gemini:long-line bytes=300000]]");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(before.len(), 1);
+    let text = before[0]["params"]["update"]["content"]["text"].as_str().unwrap();
+    assert_eq!(text.len(), 300_000);
+}
+
+#[test]
+fn bad_bytes_and_cut_lines_are_written_among_the_json_rpc() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    let (lines, answer) = prompt_cancelled_at_once(&mut d, 2, &sid, "[[fake-gemini:non-utf8]]");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    // Read lossily by the driver: the bad bytes are U+FFFD here, and were no UTF-8 on the wire.
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].contains("caf\u{FFFD} "), "{}", lines[0]);
+    assert!(lines[1].contains("\u{FFFD}\u{FFFD} ok"), "{}", lines[1]);
+    let (lines, answer) = prompt_cancelled_at_once(&mut d, 3, &sid, "[[fake-gemini:invalid-json]]");
+    assert!(answer["result"]["stopReason"].is_string(), "{answer}");
+    assert!(serde_json::from_str::<Value>(&lines[0]).is_err(), "{}", lines[0]);
+    let (_, stderr) = d.finish();
+    assert!(stderr.contains("warning: \u{FFFD}\u{FFFD} not utf-8"), "{stderr}");
+}
+
+#[test]
+fn a_stderr_flood_is_written_as_it_goes_then_the_answer() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    let (_, answer) = prompt(&mut d, 2, &sid, "[[fake-gemini:flood-stderr bytes=300000]]");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let (_, stderr) = d.finish();
+    assert!(stderr.len() >= 300_000, "{} bytes", stderr.len());
+    assert!(stderr.contains("Retrying with backoff"));
+}
+
+#[cfg(unix)]
+#[test]
+fn ignore_sigterm_keeps_the_agent_running_past_sigterm() {
+    let sb = Sandbox::new("acp");
+    let mut d = Driver::start(&sb, &[]);
+    let sid = d.open_session(&sb);
+    d.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "[[fake-gemini:ignore-sigterm]]"}]}}));
+    assert_eq!(
+        d.recv()["params"]["update"]["sessionUpdate"],
+        "agent_message_chunk"
+    );
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(d.child.id() as i32, libc::SIGTERM) };
+    assert!(d.rx.recv_timeout(Duration::from_millis(300)).is_err());
+    assert!(d.child.try_wait().unwrap().is_none(), "SIGTERM ended it");
 }
