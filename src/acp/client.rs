@@ -4,20 +4,24 @@
 //! and a supervisor that notices the exit and kills the whole tree.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::wire::{PermissionOption, PermissionRequest};
+use crate::acp::wire::PermissionRequest;
 use crate::approval::ApprovalMode;
 use crate::ask::{Question, Reply, Why};
 use crate::gemini::process::{Live, RunSpec, SpawnError, Termination};
 use crate::sync::lock;
+
+mod permission;
+use permission::{answer, chosen, question};
+pub use permission::permission;
 
 /// Bytes of the agent's stderr kept for error messages.
 const STDERR_TAIL: usize = 8 * 1024;
@@ -72,11 +76,42 @@ pub enum Inbound {
     },
 }
 
+/// One message routed to a session's prompt: what it is, the bytes of its line, and its share of
+/// the connection's budget for messages read and not yet taken ([`ROUTED_BUDGET`]), given back
+/// when it is dropped.
+#[derive(Debug)]
+pub struct Routed {
+    /// The message.
+    pub inbound: Inbound,
+    /// The length of the line it came in (0: made by the server, a question's answer).
+    pub bytes: usize,
+    _budget: Option<OwnedSemaphorePermit>,
+}
+
+impl Routed {
+    /// A message the server itself routes (no line, no budget).
+    fn made(inbound: Inbound) -> Routed {
+        Routed {
+            inbound,
+            bytes: 0,
+            _budget: None,
+        }
+    }
+}
+
+/// What the routed messages read and not yet taken by their prompts may hold, in bytes of their
+/// lines: past it the reader stops reading (the agent blocks on its stdout) until a prompt takes
+/// one. Every message counts as at least [`ROUTED_MIN_CHARGE`] (a parsed message holds more than
+/// its line), and one larger than the whole budget takes all of it.
+const ROUTED_BUDGET: usize = 4 << 20;
+/// The least a routed message counts for in [`ROUTED_BUDGET`].
+const ROUTED_MIN_CHARGE: usize = 1024;
+
 type Waiters = Mutex<HashMap<u64, oneshot::Sender<Result<Value, AcpError>>>>;
 
 struct Shared {
     waiters: Waiters,
-    routes: Mutex<HashMap<String, mpsc::UnboundedSender<Inbound>>>,
+    routes: Mutex<HashMap<String, mpsc::UnboundedSender<Routed>>>,
     modes: Mutex<HashMap<String, ApprovalMode>>,
     /// Sessions whose permission requests are questions, with the ceiling bounding the answers.
     asking: Mutex<HashMap<String, ApprovalMode>>,
@@ -88,6 +123,13 @@ struct Shared {
     cancelling: Mutex<HashSet<u64>>,
     /// Told when one of them is answered.
     settled: Notify,
+    /// The routed messages read and not yet taken ([`ROUTED_BUDGET`]).
+    budget: Arc<Semaphore>,
+    /// Set when a line passed the output cap and the agent was stopped for it.
+    overflow: AtomicBool,
+    /// Bytes the agent wrote on stderr so far, and a wake-up for each read of them.
+    stderr_bytes: AtomicU64,
+    stderr_grew: Notify,
 }
 
 /// Writes one line per message; a failed write means the agent is gone, which the supervisor
@@ -117,6 +159,8 @@ async fn drain_stderr(mut stderr: tokio::process::ChildStderr, s: Arc<Shared>) {
         if n == 0 {
             break;
         }
+        s.stderr_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        s.stderr_grew.notify_waiters();
         let mut tail = lock(&s.stderr);
         tail.extend(&buf[..n]);
         let over = tail.len().saturating_sub(STDERR_TAIL);
@@ -130,7 +174,10 @@ const KEPT_LINE_CAPACITY: usize = 1 << 20;
 
 /// Reads stdout: every line is one JSON-RPC message; anything else is ignored (the agent's stdout
 /// carries only JSON-RPC, but a stray line must not end the connection). A line past `cap` stops
-/// the agent (`stop`); stdout's end fires `eof`.
+/// the agent (`stop`) before it is read whole, and is remembered as the reason
+/// ([`Connection::overflowed`]); stdout's end fires `eof`. A message for a prompt waits for its
+/// share of [`ROUTED_BUDGET`] before it is parsed, so an agent that writes faster than its
+/// prompts take in is held back by its own pipe, never buffered without bound here.
 async fn read_messages(
     stdout: tokio::process::ChildStdout,
     s: Arc<Shared>,
@@ -157,16 +204,22 @@ async fn read_messages(
                 cap,
                 "an ACP message went past the output cap: stopping the agent"
             );
+            s.overflow.store(true, Ordering::SeqCst);
             stop.cancel();
             break;
         }
+        let charge = line.len().clamp(ROUTED_MIN_CHARGE, ROUTED_BUDGET) as u32;
+        let Ok(budget) = s.budget.clone().acquire_many_owned(charge).await else {
+            break;
+        };
+        let bytes = line.len();
         let message = Message::parse(&line);
         // The buffer of a huge line (an answer of many MiB in one chunk) is freed before the
         // message is folded into the answer, and not kept for the agent's life.
         if line.capacity() > KEPT_LINE_CAPACITY {
             line = Vec::new();
         }
-        dispatch(&s, &reply, message);
+        dispatch(&s, &reply, message, (bytes, budget));
     }
     // stdout closed: the agent is finished as a peer, whatever its process does.
     eof.cancel();
@@ -261,6 +314,10 @@ impl Connection {
             exit: Mutex::default(),
             cancelling: Mutex::default(),
             settled: Notify::new(),
+            budget: Arc::new(Semaphore::new(ROUTED_BUDGET)),
+            overflow: AtomicBool::new(false),
+            stderr_bytes: AtomicU64::new(0),
+            stderr_grew: Notify::new(),
         });
         let kill = CancellationToken::new();
         let stop = CancellationToken::new();
@@ -323,6 +380,30 @@ impl Connection {
     /// How the agent ended, once it has.
     pub fn exit(&self) -> Option<String> {
         lock(&self.shared.exit).clone()
+    }
+
+    /// Whether the agent was stopped for a line longer than the output cap.
+    pub fn overflowed(&self) -> bool {
+        self.shared.overflow.load(Ordering::SeqCst)
+    }
+
+    /// Bytes the agent has written on stderr so far.
+    pub fn stderr_bytes(&self) -> u64 {
+        self.shared.stderr_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Resolves once the agent has written more than `bytes` on stderr in all.
+    pub async fn stderr_past(&self, bytes: u64) {
+        loop {
+            let grew = self.shared.stderr_grew.notified();
+            tokio::pin!(grew);
+            // Registered before the look, so a read in between still wakes it.
+            grew.as_mut().enable();
+            if self.stderr_bytes() > bytes {
+                return;
+            }
+            grew.await;
+        }
     }
 
     /// The last bytes the agent wrote on stderr, as text.
@@ -442,7 +523,7 @@ impl Connection {
 
     /// Routes a session's updates and permission decisions to `tx` until [`Connection::unroute`];
     /// `mode` decides the permission answers.
-    pub fn route(&self, session: &str, mode: ApprovalMode, tx: mpsc::UnboundedSender<Inbound>) {
+    pub fn route(&self, session: &str, mode: ApprovalMode, tx: mpsc::UnboundedSender<Routed>) {
         lock(&self.shared.routes).insert(session.to_string(), tx);
         lock(&self.shared.modes).insert(session.to_string(), mode);
     }
@@ -511,7 +592,15 @@ impl Message {
     /// Classifies one line of the agent's stdout (trailing newline allowed). Never fails: a
     /// stray line must not end the connection.
     pub fn parse(line: &[u8]) -> Message {
-        let Ok(mut msg) = serde_json::from_slice::<Value>(line) else {
+        let parsed = serde_json::from_slice::<Value>(line).or_else(|e| {
+            // Bytes that are not UTF-8 are read as the one-shot backend reads the CLI's output:
+            // each bad sequence as U+FFFD.
+            match std::str::from_utf8(line) {
+                Ok(_) => Err(e),
+                Err(_) => serde_json::from_str::<Value>(&String::from_utf8_lossy(line)),
+            }
+        });
+        let Ok(mut msg) = parsed else {
             return Message::Ignored;
         };
         let method = msg.get("method").and_then(Value::as_str);
@@ -553,8 +642,14 @@ impl Message {
     }
 }
 
-/// One message from the agent.
-fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Message) {
+/// One message from the agent, with its line's length and its share of the budget (kept by a
+/// message routed to a prompt until the prompt takes it).
+fn dispatch(
+    s: &Shared,
+    reply: &mpsc::UnboundedSender<Vec<u8>>,
+    msg: Message,
+    (bytes, budget): (usize, OwnedSemaphorePermit),
+) {
     let send = |v: Value| {
         let mut line = serde_json::to_vec(&v).unwrap_or_default();
         line.push(b'\n');
@@ -571,7 +666,11 @@ fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Message) {
         }
         Message::Update { session, update } => {
             if let Some(tx) = lock(&s.routes).get(&session) {
-                let _ = tx.send(Inbound::Update(update));
+                let _ = tx.send(Routed {
+                    inbound: Inbound::Update(update),
+                    bytes,
+                    _budget: Some(budget),
+                });
             }
         }
         Message::Permission {
@@ -592,13 +691,13 @@ fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Message) {
                 .unwrap_or(ApprovalMode::Plan);
             let (outcome, allowed) = permission(mode, &params);
             if let Some(tx) = route {
-                let _ = tx.send(Inbound::Permission {
+                let _ = tx.send(Routed::made(Inbound::Permission {
                     tool_call: params["toolCall"].clone(),
                     options: params["options"].clone(),
                     allowed,
                     outcome: outcome.clone(),
                     decided_by: None,
-                });
+                }));
             }
             send(json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}));
         }
@@ -617,7 +716,7 @@ fn dispatch(s: &Shared, reply: &mpsc::UnboundedSender<Vec<u8>>, msg: Message) {
 /// it whatever the answer, else put to the prompt as a [`Inbound::Question`]; the agent's answer
 /// (and the prompt's record of it) follows the reply.
 fn ask(
-    route: mpsc::UnboundedSender<Inbound>,
+    route: mpsc::UnboundedSender<Routed>,
     ceiling: ApprovalMode,
     writer: mpsc::UnboundedSender<Vec<u8>>,
     id: Value,
@@ -629,10 +728,10 @@ fn ask(
     let (tx, rx) = oneshot::channel();
     let asked = within
         && route
-            .send(Inbound::Question {
+            .send(Routed::made(Inbound::Question {
                 question,
                 reply: tx,
-            })
+            }))
             .is_ok();
     let answer = async move {
         let reply = match (within, asked) {
@@ -641,13 +740,13 @@ fn ask(
             (true, true) => rx.await.unwrap_or(Reply::Reject(Why::Gone)),
         };
         let (outcome, allowed) = chosen(reply, &request);
-        let _ = route.send(Inbound::Permission {
+        let _ = route.send(Routed::made(Inbound::Permission {
             tool_call: params["toolCall"].clone(),
             options: params["options"].clone(),
             allowed,
             outcome: outcome.clone(),
             decided_by: Some(reply.decided_by()),
-        });
+        }));
         let mut line = serde_json::to_vec(
             &json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}),
         )
@@ -656,94 +755,6 @@ fn ask(
         let _ = writer.send(line);
     };
     tokio::spawn(answer);
-}
-
-/// The option ids that last for the session and no longer: never the ones that save an approval
-/// in the CLI's settings (`proceed_always_and_save`) or widen it to a whole MCP server.
-const SESSION_OPTIONS: [&str; 2] = ["proceed_always_tool", "proceed_always"];
-
-/// A permission request as a question.
-fn question(request: &PermissionRequest) -> Question {
-    let call = &request.tool_call;
-    Question {
-        title: call.title.clone().unwrap_or_else(|| "a tool".into()),
-        kind: call.kind.clone().unwrap_or_else(|| "other".into()),
-        locations: call
-            .locations
-            .iter()
-            .flatten()
-            .map(|l| l.path.clone())
-            .collect(),
-        session_option: request
-            .options
-            .iter()
-            .any(|o| o.kind == "allow_always" && SESSION_OPTIONS.contains(&o.option_id.as_str())),
-    }
-}
-
-/// The agent's answer for `reply`: the option of its kind (allow once; allow for the session by
-/// the ids of [`SESSION_OPTIONS`], else once; reject), chosen as [`permission`] chooses.
-fn chosen(reply: Reply, request: &PermissionRequest) -> (Value, bool) {
-    match reply {
-        Reply::AllowOnce => answer(ApprovalMode::Yolo, request),
-        Reply::AllowSession => {
-            let options = &request.options;
-            let session = SESSION_OPTIONS.iter().find(|id| {
-                options
-                    .iter()
-                    .filter(|o| o.option_id == **id)
-                    .all(|o| o.kind == "allow_always")
-                    && options.iter().any(|o| o.option_id == **id)
-            });
-            match session {
-                Some(id) => (json!({"outcome": "selected", "optionId": id}), true),
-                None => answer(ApprovalMode::Yolo, request),
-            }
-        }
-        Reply::Reject(_) => answer(ApprovalMode::Plan, request),
-    }
-}
-
-/// The answer to a permission request under `mode`: an `allow_once` option for what the mode
-/// approves, else a `reject_once` option (or `cancelled` when none is offered). Never "the first
-/// option": the choice is by the option's kind, and only an option whose id names no option of
-/// another kind counts (the agent acts on the id alone: a "reject" id it also offers as "allow
-/// always" would approve).
-pub fn permission(mode: ApprovalMode, params: &Value) -> (Value, bool) {
-    answer(mode, &PermissionRequest::read(params))
-}
-
-/// [`permission`] of a request already read.
-fn answer(mode: ApprovalMode, request: &PermissionRequest) -> (Value, bool) {
-    let kind = request.tool_call.kind.as_deref().unwrap_or("other");
-    let allow = match mode {
-        ApprovalMode::Yolo => true,
-        // Edits only: the CLI's auto_edit approves edit tools and asks for everything else.
-        ApprovalMode::AutoEdit => kind == "edit",
-        // Plan and default never approve a change; headless nobody could be asked.
-        ApprovalMode::Default | ApprovalMode::Plan => false,
-    };
-    let options = &request.options;
-    let unambiguous = |o: &PermissionOption| {
-        options
-            .iter()
-            .filter(|other| other.option_id == o.option_id)
-            .all(|other| other.kind == o.kind)
-    };
-    let pick = |kind: &str| {
-        options
-            .iter()
-            .find(|o| o.kind == kind && unambiguous(o))
-            .map(|o| o.option_id.clone())
-    };
-    let chosen = match allow {
-        true => pick("allow_once"),
-        false => pick("reject_once").or_else(|| pick("reject_always")),
-    };
-    match chosen {
-        Some(id) => (json!({"outcome": "selected", "optionId": id}), allow),
-        None => (json!({"outcome": "cancelled"}), false),
-    }
 }
 
 #[cfg(test)]

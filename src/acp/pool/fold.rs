@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::acp::client::Inbound;
-use crate::acp::wire::{SessionUpdate, ToolCall};
+use crate::acp::wire::{update_kind, SessionUpdate, ToolCall};
 use crate::progress::preview;
 
 use super::call::Answer;
@@ -20,7 +20,13 @@ pub struct Fold {
     /// its tool call's (two questions may name one tool-call id).
     approvals: Vec<Value>,
     events: Option<Vec<Value>>,
+    /// What the fold holds, as [`Fold::charge`] counted it.
+    held: usize,
 }
+
+/// What a tool call's entry, a permission's record or a transcript's event costs besides its
+/// text, counted against the output cap.
+const ENTRY_OVERHEAD: usize = 256;
 
 impl Fold {
     /// Starts from `answer` (its session, model and pid); `transcript`: keep every message.
@@ -30,12 +36,39 @@ impl Fold {
             tools: Vec::new(),
             approvals: Vec::new(),
             events: transcript.then(Vec::new),
+            held: 0,
         }
     }
 
-    /// Bytes of answer and thought text folded in so far.
+    /// Bytes the fold holds of what was charged to it ([`Fold::cost`]).
     pub(super) fn bytes(&self) -> usize {
-        self.answer.messages.len() + self.answer.thought.len()
+        self.held
+    }
+
+    /// What folding `inbound`, which came in a line of `line` bytes, costs against the output
+    /// cap: a message's or thought's text; a tool call's line (its title and output) and a
+    /// permission, each with [`ENTRY_OVERHEAD`]; with the transcript, every message's line too.
+    pub(super) fn cost(&self, inbound: &Inbound, line: usize) -> usize {
+        let kept = match inbound {
+            Inbound::Update(u) => match update_kind(u) {
+                "agent_message_chunk" | "agent_thought_chunk" => {
+                    u["content"]["text"].as_str().map_or(0, str::len)
+                }
+                "tool_call" | "tool_call_update" => line + ENTRY_OVERHEAD,
+                _ => 0,
+            },
+            Inbound::Permission { .. } => ENTRY_OVERHEAD,
+            Inbound::Question { .. } => 0,
+        };
+        match self.events {
+            Some(_) => kept + line + ENTRY_OVERHEAD,
+            None => kept,
+        }
+    }
+
+    /// Counts `bytes` as held ([`Fold::cost`] of a message about to be absorbed).
+    pub(super) fn charge(&mut self, bytes: usize) {
+        self.held += bytes;
     }
 
     /// Whether a tool call (or a permission request for one) was seen.

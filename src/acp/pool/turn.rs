@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::client::{AcpError, Connection, Inbound};
+use crate::acp::client::{AcpError, Connection, Inbound, Routed};
 use crate::acp::wire::{stop_reason, update_kind};
 use crate::deadline::{Deadlines, Limit};
 use crate::error::{ErrorKind, Failure, RunFacts};
@@ -172,6 +172,9 @@ impl Prompting<'_> {
             armed: true,
         };
         let mut cancel_sent: Option<tokio::time::Instant> = None;
+        let mut intake = Intake { cap, dropped: 0 };
+        // The agent's stderr counts too, from here on: past the cap the agent is stopped.
+        let stderr_cap = agent.stderr_bytes() + cap as u64;
         let outcome = loop {
             let grace_over = async {
                 match cancel_sent {
@@ -181,7 +184,9 @@ impl Prompting<'_> {
             };
             tokio::select! {
                 biased;
-                Some(inbound) = rx.recv() => {
+                Some(routed) = rx.recv() => {
+                    // Its share of the reader's budget is given back once it is folded in.
+                    let Routed { inbound, bytes, .. } = routed;
                     let inbound = match inbound {
                         Inbound::Question { question, reply } => {
                             questions.push(put(question, reply, asking, progress));
@@ -194,18 +199,33 @@ impl Prompting<'_> {
                     if is_content(&inbound) {
                         lock(&first_content).get_or_insert(now);
                     }
-                    observe(&mut fold, inbound, progress);
-                    if cancel_sent.is_none() && fold.bytes() > cap {
-                        tracing::debug!(cap, "the turn's answer passed the output cap: cancelling the prompt");
-                        agent.cancel_prompt(&sid, request_id);
-                        cancel_sent = Some(tokio::time::Instant::now());
+                    if intake.take(&mut fold, inbound, bytes, progress) && stopped.is_none() {
+                        tracing::debug!(cap, "the turn's output passed the output cap: cancelling the prompt");
                         stopped = Some(Stop::OutputCap(cap));
+                        if cancel_sent.is_none() {
+                            agent.cancel_prompt(&sid, request_id);
+                            cancel_sent = Some(tokio::time::Instant::now());
+                        }
                     }
+                    if intake.dropped > cap {
+                        tracing::warn!(pid = agent.pid(), cap, "the agent went on sending past the output cap: killing it");
+                        agent.kill();
+                        agent.ended().await;
+                        break Err(AcpError::Exited("killed: it went on sending past the output cap".into()));
+                    }
+                }
+                _ = agent.stderr_past(stderr_cap) => {
+                    tracing::warn!(pid = agent.pid(), cap, "the agent's stderr passed the output cap: killing it");
+                    stopped.get_or_insert(Stop::OutputCap(cap));
+                    agent.kill();
+                    agent.ended().await;
+                    break Err(AcpError::Exited("killed: its stderr passed the output cap".into()));
                 }
                 r = &mut reply => {
                     // Updates sent before the answer are already queued: take them too.
-                    while let Ok(inbound) = rx.try_recv() {
-                        observe(&mut fold, inbound, progress);
+                    while let Ok(routed) = rx.try_recv() {
+                        let Routed { inbound, bytes, .. } = routed;
+                        intake.take(&mut fold, inbound, bytes, progress);
                     }
                     break r.unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())));
                 }
@@ -230,12 +250,39 @@ impl Prompting<'_> {
         guard.armed = false;
         drop(questions);
         agent.unroute(&sid);
+        // A line past the cap stopped the agent before it was read: the turn's output passed it.
+        if outcome.is_err() && agent.overflowed() {
+            stopped.get_or_insert(Stop::OutputCap(cap));
+        }
         Ok(Turn {
             fold,
             outcome,
             cancelled: cancel_sent.is_some() && stopped.is_none(),
             stopped,
         })
+    }
+}
+
+/// What a turn takes in: messages folded in while what the fold holds stays within the cap;
+/// past it, each message's line is counted as `dropped` and the message dropped, so an agent that
+/// goes on sending costs nothing more and is killed once it sent another cap's worth.
+struct Intake {
+    cap: usize,
+    dropped: usize,
+}
+
+impl Intake {
+    /// Takes one message in (a question never comes here: the turn puts it to the user); true
+    /// when it did not fit under the cap.
+    fn take(&mut self, fold: &mut Fold, inbound: Inbound, bytes: usize, progress: &Progress) -> bool {
+        let cost = fold.cost(&inbound, bytes);
+        if self.dropped > 0 || fold.bytes() + cost > self.cap {
+            self.dropped += bytes.max(cost);
+            return true;
+        }
+        fold.charge(cost);
+        observe(fold, inbound, progress);
+        false
     }
 }
 
