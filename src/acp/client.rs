@@ -20,8 +20,8 @@ use crate::gemini::process::{Live, RunSpec, SpawnError, Termination};
 use crate::sync::lock;
 
 mod permission;
-use permission::{answer, chosen, question};
 pub use permission::permission;
+use permission::{answer, chosen, question};
 
 /// Bytes of the agent's stderr kept for error messages.
 const STDERR_TAIL: usize = 8 * 1024;

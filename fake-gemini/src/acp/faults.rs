@@ -82,9 +82,11 @@ fn update_line(sid: &str, kind: FloodUpdate, n: u64, text: &str) -> Vec<u8> {
     let update = match kind {
         FloodUpdate::Message => json!({"sessionUpdate": "agent_message_chunk", "content": content}),
         FloodUpdate::Thought => json!({"sessionUpdate": "agent_thought_chunk", "content": content}),
-        FloodUpdate::Tool => json!({"sessionUpdate": "tool_call", "toolCallId": format!("flood_{n}"),
+        FloodUpdate::Tool => {
+            json!({"sessionUpdate": "tool_call", "toolCallId": format!("flood_{n}"),
             "title": "flood", "kind": "other", "status": "completed",
-            "content": [{"type": "content", "content": content}]}),
+            "content": [{"type": "content", "content": content}]})
+        }
     };
     let msg = json!({"jsonrpc": "2.0", "method": "session/update",
         "params": {"sessionId": sid, "update": update}});
@@ -123,11 +125,20 @@ mod tests {
 
     #[test]
     fn the_broken_lines_are_not_json_rpc_and_the_flood_lines_are() {
-        let line = not_utf8(&update_line("s", FloodUpdate::Message, 0, "caf\u{E000} \u{E001}"));
+        let line = not_utf8(&update_line(
+            "s",
+            FloodUpdate::Message,
+            0,
+            "caf\u{E000} \u{E001}",
+        ));
         assert!(std::str::from_utf8(&line).is_err());
         assert!(serde_json::from_slice::<serde_json::Value>(&line).is_err());
         assert!(line.windows(4).any(|w| w == b"caf\xE9"));
-        for kind in [FloodUpdate::Message, FloodUpdate::Thought, FloodUpdate::Tool] {
+        for kind in [
+            FloodUpdate::Message,
+            FloodUpdate::Thought,
+            FloodUpdate::Tool,
+        ] {
             let line = update_line("s", kind, 3, "abc");
             let v: serde_json::Value = serde_json::from_slice(&line).expect("JSON");
             assert_eq!(v["params"]["sessionId"], "s");

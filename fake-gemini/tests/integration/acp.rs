@@ -1250,9 +1250,16 @@ fn untrusted_plan_is_downgraded_and_startup_warnings_are_reported() {
 }
 
 /// A prompt's messages up to its response, raw, sending `session/cancel` after the first update.
-fn prompt_cancelled_at_once(d: &mut Driver, id: u64, sid: &str, text: &str) -> (Vec<String>, Value) {
-    d.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
-        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}}));
+fn prompt_cancelled_at_once(
+    d: &mut Driver,
+    id: u64,
+    sid: &str,
+    text: &str,
+) -> (Vec<String>, Value) {
+    d.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}}),
+    );
     let mut lines = Vec::new();
     loop {
         let l = d.recv_raw();
@@ -1302,7 +1309,9 @@ fn a_long_line_is_one_update() {
     let (before, answer) = prompt(&mut d, 2, &sid, "[[fake-gemini:long-line bytes=300000]]");
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert_eq!(before.len(), 1);
-    let text = before[0]["params"]["update"]["content"]["text"].as_str().unwrap();
+    let text = before[0]["params"]["update"]["content"]["text"]
+        .as_str()
+        .unwrap();
     assert_eq!(text.len(), 300_000);
 }
 
@@ -1319,9 +1328,16 @@ fn bad_bytes_and_cut_lines_are_written_among_the_json_rpc() {
     assert!(lines[1].contains("\u{FFFD}\u{FFFD} ok"), "{}", lines[1]);
     let (lines, answer) = prompt_cancelled_at_once(&mut d, 3, &sid, "[[fake-gemini:invalid-json]]");
     assert!(answer["result"]["stopReason"].is_string(), "{answer}");
-    assert!(serde_json::from_str::<Value>(&lines[0]).is_err(), "{}", lines[0]);
+    assert!(
+        serde_json::from_str::<Value>(&lines[0]).is_err(),
+        "{}",
+        lines[0]
+    );
     let (_, stderr) = d.finish();
-    assert!(stderr.contains("warning: \u{FFFD}\u{FFFD} not utf-8"), "{stderr}");
+    assert!(
+        stderr.contains("warning: \u{FFFD}\u{FFFD} not utf-8"),
+        "{stderr}"
+    );
 }
 
 #[test]

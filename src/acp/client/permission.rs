@@ -94,4 +94,3 @@ pub(super) fn answer(mode: ApprovalMode, request: &PermissionRequest) -> (Value,
         None => (json!({"outcome": "cancelled"}), false),
     }
 }
-

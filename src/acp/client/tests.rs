@@ -103,3 +103,18 @@ fn an_option_id_offered_with_two_kinds_is_never_chosen() {
         json!({"outcome": "selected", "optionId": "no"})
     );
 }
+
+#[test]
+fn lines_that_are_not_utf8_are_read_lossily() {
+    let line = b"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"caf\xE9 \xFF\xFE ok\"}}}}\n";
+    assert_eq!(
+        Message::parse(line),
+        Message::Update {
+            session: "s".into(),
+            update: json!({"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": "caf\u{FFFD} \u{FFFD}\u{FFFD} ok"}})
+        }
+    );
+    // Not JSON either way: still skipped.
+    assert_eq!(Message::parse(b"{\"jsonrpc\":\xFF\n"), Message::Ignored);
+}

@@ -108,8 +108,8 @@ impl Pool {
             return Err(f.with_run(facts));
         }
         match turn.stopped {
-            Some(Stop::OutputCap(cap)) => {
-                return Err(output_cap_failure(cap).with_run(facts(answer)))
+            Some(Stop::OutputCap(cap, what)) => {
+                return Err(output_cap_failure(cap, what).with_run(facts(answer)))
             }
             Some(Stop::Deadline(limit)) => {
                 return Err(deadline_failure(call.limits, limit).with_run(facts(answer)))

@@ -53,8 +53,19 @@ pub(super) fn put(
 pub(super) enum Stop {
     /// A deadline of the call passed.
     Deadline(Limit),
-    /// The answer and thoughts passed `GEMINICLI_MCP_MAX_OUTPUT_BYTES` (this many bytes).
-    OutputCap(usize),
+    /// The agent's output passed `GEMINICLI_MCP_MAX_OUTPUT_BYTES` (this many bytes), as said.
+    OutputCap(usize, Overflow),
+}
+
+/// What of the agent's output passed the cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Overflow {
+    /// What the turn holds: its answer, thoughts and tool calls (and transcript).
+    Turn,
+    /// One message, a line longer than the cap: the agent was stopped before it was read whole.
+    Line,
+    /// The agent's stderr while the turn ran: the agent was stopped.
+    Stderr,
 }
 
 /// A turn's end: what was folded in, the prompt's answer, whether the client cancelled it, and
@@ -66,12 +77,14 @@ pub(super) struct Turn {
     pub(super) stopped: Option<Stop>,
 }
 
-/// The failure of a turn whose answer passed the output cap (`cap` bytes).
-pub(super) fn output_cap_failure(cap: usize) -> Failure {
-    Failure::new(
-        ErrorKind::OutputLimit,
-        format!("the agent's answer passed the output cap ({cap} bytes); its prompt was cancelled. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer"),
-    )
+/// The failure of a turn whose output passed the output cap (`cap` bytes) by `what`.
+pub(super) fn output_cap_failure(cap: usize, what: Overflow) -> Failure {
+    let message = match what {
+        Overflow::Turn => format!("the agent's answer passed the output cap ({cap} bytes); its prompt was cancelled. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer"),
+        Overflow::Line => format!("one message of the agent passed the output cap ({cap} bytes); the agent was stopped before it was read whole, and the next call starts a fresh one. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer"),
+        Overflow::Stderr => format!("the agent wrote more than the output cap ({cap} bytes) on stderr while the prompt ran; it was stopped, and the next call starts a fresh one. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES if its logging is expected to run that long"),
+    };
+    Failure::new(ErrorKind::OutputLimit, message)
 }
 
 /// The failure of a turn that `limit` of `limits` ended.
@@ -90,7 +103,9 @@ impl Turn {
             Some(Stop::Deadline(limit)) => {
                 return json!({"kind": "timeout", "deadline": limit.name()})
             }
-            Some(Stop::OutputCap(cap)) => return json!({"kind": "output_limit", "capBytes": cap}),
+            Some(Stop::OutputCap(cap, _)) => {
+                return json!({"kind": "output_limit", "capBytes": cap})
+            }
             None => {}
         }
         match (&self.outcome, self.cancelled) {
@@ -201,7 +216,7 @@ impl Prompting<'_> {
                     }
                     if intake.take(&mut fold, inbound, bytes, progress) && stopped.is_none() {
                         tracing::debug!(cap, "the turn's output passed the output cap: cancelling the prompt");
-                        stopped = Some(Stop::OutputCap(cap));
+                        stopped = Some(Stop::OutputCap(cap, Overflow::Turn));
                         if cancel_sent.is_none() {
                             agent.cancel_prompt(&sid, request_id);
                             cancel_sent = Some(tokio::time::Instant::now());
@@ -216,7 +231,7 @@ impl Prompting<'_> {
                 }
                 _ = agent.stderr_past(stderr_cap) => {
                     tracing::warn!(pid = agent.pid(), cap, "the agent's stderr passed the output cap: killing it");
-                    stopped.get_or_insert(Stop::OutputCap(cap));
+                    stopped.get_or_insert(Stop::OutputCap(cap, Overflow::Stderr));
                     agent.kill();
                     agent.ended().await;
                     break Err(AcpError::Exited("killed: its stderr passed the output cap".into()));
@@ -252,7 +267,7 @@ impl Prompting<'_> {
         agent.unroute(&sid);
         // A line past the cap stopped the agent before it was read: the turn's output passed it.
         if outcome.is_err() && agent.overflowed() {
-            stopped.get_or_insert(Stop::OutputCap(cap));
+            stopped.get_or_insert(Stop::OutputCap(cap, Overflow::Line));
         }
         Ok(Turn {
             fold,
@@ -274,7 +289,13 @@ struct Intake {
 impl Intake {
     /// Takes one message in (a question never comes here: the turn puts it to the user); true
     /// when it did not fit under the cap.
-    fn take(&mut self, fold: &mut Fold, inbound: Inbound, bytes: usize, progress: &Progress) -> bool {
+    fn take(
+        &mut self,
+        fold: &mut Fold,
+        inbound: Inbound,
+        bytes: usize,
+        progress: &Progress,
+    ) -> bool {
         let cost = fold.cost(&inbound, bytes);
         if self.dropped > 0 || fold.bytes() + cost > self.cap {
             self.dropped += bytes.max(cost);
@@ -475,6 +496,61 @@ impl Drop for PromptGuard {
 mod tests {
     use super::*;
     use std::path::PathBuf;
+
+    fn chunk(kind: &str, text: &str) -> Inbound {
+        Inbound::Update(json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}}))
+    }
+
+    #[test]
+    fn past_the_cap_nothing_is_kept_and_every_line_is_counted() {
+        let progress = Progress::new(None, crate::progress::Style::Summary, None);
+        let mut fold = Fold::new(Answer::default(), false);
+        let mut intake = Intake {
+            cap: 10,
+            dropped: 0,
+        };
+        assert!(!intake.take(
+            &mut fold,
+            chunk("agent_message_chunk", "12345"),
+            100,
+            &progress
+        ));
+        assert!(!intake.take(
+            &mut fold,
+            chunk("agent_thought_chunk", "12345"),
+            100,
+            &progress
+        ));
+        assert_eq!(
+            fold.bytes(),
+            10,
+            "answer and thoughts count, exactly to the cap"
+        );
+        assert!(intake.take(&mut fold, chunk("agent_message_chunk", "6"), 100, &progress));
+        // A tool call counts its line and an entry, and nothing fits once the cap was passed.
+        let tool =
+            Inbound::Update(json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "x"}));
+        assert!(intake.take(&mut fold, tool, 60, &progress));
+        assert_eq!(intake.dropped, 100 + 60 + 256);
+        let (answer, _) = fold.finish(json!({"kind": "output_limit"}));
+        assert_eq!(
+            (answer.messages.as_str(), answer.thought.as_str()),
+            ("12345", "12345")
+        );
+        assert!(answer.tool_calls.is_empty());
+
+        // With the transcript, every message's line counts too.
+        let mut fold = Fold::new(Answer::default(), true);
+        let mut intake = Intake {
+            cap: 1000,
+            dropped: 0,
+        };
+        let plan = Inbound::Update(json!({"sessionUpdate": "plan", "entries": []}));
+        assert!(!intake.take(&mut fold, plan, 700, &progress));
+        assert_eq!(fold.bytes(), 700 + 256);
+        let plan = Inbound::Update(json!({"sessionUpdate": "plan", "entries": []}));
+        assert!(intake.take(&mut fold, plan, 700, &progress));
+    }
 
     #[tokio::test]
     async fn blocks_go_in_order_images_as_links_or_as_their_bytes() {

@@ -385,8 +385,8 @@ impl Pool {
             duration_ms: duration.as_millis() as u64,
             ..RunFacts::default()
         };
-        if let Some(Stop::OutputCap(cap)) = stopped {
-            return (Err(output_cap_failure(cap).with_run(facts)), events);
+        if let Some(Stop::OutputCap(cap, what)) = stopped {
+            return (Err(output_cap_failure(cap, what).with_run(facts)), events);
         }
         if let Some(Stop::Deadline(limit)) = stopped {
             return (
