@@ -3,7 +3,7 @@
 //! what must hold whatever arrives: the server stays up (where it should), its stdout carries
 //! only JSON-RPC, every request with an id gets exactly one answer, no process of a run is left,
 //! and memory stays bounded. The slow members (lines of 64 MiB and more, a gibibyte without a
-//! newline, 30 MiB hostile structured answers) are ignored by default: `cargo nextest run -p geminicli-mcp --run-ignored only -E
+//! newline, 30 MiB hostile structured answers, a warm agent's floods) are ignored by default: `cargo nextest run -p geminicli-mcp --run-ignored only -E
 //! 'test(/^adversarial::slow/)'`.
 
 use std::collections::BTreeMap;
@@ -728,8 +728,8 @@ fn warm_flood(marker: &str) -> (Value, u64) {
     (answer, growth)
 }
 
-/// Lines of 64 MiB and more, a gibibyte without a newline, and 30 MiB hostile answers: slow in a
-/// debug build.
+/// Lines of 64 MiB and more, a gibibyte without a newline, 30 MiB hostile answers, and warm
+/// agents flooding up to a gibibyte: slow in a debug build.
 mod slow {
     use super::*;
 
