@@ -130,6 +130,8 @@ struct Shared {
     /// Bytes the agent wrote on stderr so far, and a wake-up for each read of them.
     stderr_bytes: AtomicU64,
     stderr_grew: Notify,
+    /// Set by [`Connection::kill_now`]: the tree is killed without the polite signal's grace.
+    at_once: AtomicBool,
 }
 
 /// Writes one line per message; a failed write means the agent is gone, which the supervisor
@@ -205,6 +207,8 @@ async fn read_messages(
                 "an ACP message went past the output cap: stopping the agent"
             );
             s.overflow.store(true, Ordering::SeqCst);
+            // Killed at once: its prompts fail only once it is gone, whatever it does with SIGTERM.
+            s.at_once.store(true, Ordering::SeqCst);
             stop.cancel();
             break;
         }
@@ -256,6 +260,7 @@ async fn supervise(
             live.shutdown(Duration::ZERO).await;
             status
         }
+        None if s.at_once.load(Ordering::SeqCst) => live.shutdown(Duration::ZERO).await,
         None => live.shutdown(grace).await,
     };
     let how = match status {
@@ -318,6 +323,7 @@ impl Connection {
             overflow: AtomicBool::new(false),
             stderr_bytes: AtomicU64::new(0),
             stderr_grew: Notify::new(),
+            at_once: AtomicBool::new(false),
         });
         let kill = CancellationToken::new();
         let stop = CancellationToken::new();
@@ -375,6 +381,13 @@ impl Connection {
     pub fn kill(&self) {
         self.stop.cancel();
         self.kill.cancel();
+    }
+
+    /// Kills the tree without the grace after the polite signal: an agent flooding past the
+    /// output cap after its cancel is owed no clean-up time, and may ignore SIGTERM.
+    pub fn kill_now(&self) {
+        self.shared.at_once.store(true, Ordering::SeqCst);
+        self.kill();
     }
 
     /// How the agent ended, once it has.

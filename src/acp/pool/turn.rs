@@ -222,18 +222,18 @@ impl Prompting<'_> {
                             cancel_sent = Some(tokio::time::Instant::now());
                         }
                     }
+                    // Killed at once, SIGTERM or not, and not waited for: the call is answered
+                    // now (the agent is dead to every later call).
                     if intake.dropped > cap {
                         tracing::warn!(pid = agent.pid(), cap, "the agent went on sending past the output cap: killing it");
-                        agent.kill();
-                        agent.ended().await;
+                        agent.kill_now();
                         break Err(AcpError::Exited("killed: it went on sending past the output cap".into()));
                     }
                 }
                 _ = agent.stderr_past(stderr_cap) => {
                     tracing::warn!(pid = agent.pid(), cap, "the agent's stderr passed the output cap: killing it");
                     stopped.get_or_insert(Stop::OutputCap(cap, Overflow::Stderr));
-                    agent.kill();
-                    agent.ended().await;
+                    agent.kill_now();
                     break Err(AcpError::Exited("killed: its stderr passed the output cap".into()));
                 }
                 r = &mut reply => {
