@@ -240,7 +240,10 @@ impl Prompting<'_> {
                     // Updates sent before the answer are already queued: take them too.
                     while let Ok(routed) = rx.try_recv() {
                         let Routed { inbound, bytes, .. } = routed;
-                        intake.take(&mut fold, inbound, bytes, progress);
+                        // What did not fit is not kept: the answer would be cut short silently.
+                        if intake.take(&mut fold, inbound, bytes, progress) {
+                            stopped.get_or_insert(Stop::OutputCap(cap, Overflow::Turn));
+                        }
                     }
                     break r.unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())));
                 }
