@@ -203,17 +203,6 @@ fn failed(job: &Job, mut f: Failure, started: Instant) -> Failure {
     f
 }
 
-/// How many times a run is restarted when the CLI asks for it.
-const RESTARTS: u32 = 2;
-
-/// Whether a one-shot run ended asking to be restarted, before any tool ran: exit 199, which the
-/// CLI's own launcher answers by starting it again, and which the server, running the CLI as one
-/// process (`GEMINI_CLI_NO_RELAUNCH`), must answer itself.
-fn asks_for_restart(ran: &oneshot::Ran) -> bool {
-    !ran.tools_ran
-        && matches!(&ran.result, Err(f) if f.exit_code == crate::gemini::inputs::RESTART_EXIT_CODE)
-}
-
 /// What the last attempt left for the report.
 #[derive(Debug, Default)]
 struct Last {
@@ -546,7 +535,7 @@ impl Runner {
         }
     }
 
-    /// Runs `spec` once, and again (at most [`RESTARTS`] times) while the CLI ends asking to be
+    /// Runs `spec` once, and again (at most [`retry::RESTARTS`] times) while the CLI ends asking to be
     /// restarted.
     async fn run_restarting<'a>(
         &self,
@@ -559,7 +548,10 @@ impl Runner {
             let next = attempt();
             let progress = next.progress;
             let ran = oneshot::run(spec.clone(), next, run_ct.child_token(), || self.cause()).await;
-            if restarts == RESTARTS || !asks_for_restart(&ran) || run_ct.is_cancelled() {
+            if restarts == retry::RESTARTS
+                || !retry::asks_for_restart(&ran)
+                || run_ct.is_cancelled()
+            {
                 return ran;
             }
             restarts += 1;

@@ -14,6 +14,17 @@ use crate::error::{ErrorKind, Failure};
 use crate::policy::QuotaPolicy;
 use crate::progress::Progress;
 
+/// How many times a run is restarted when the CLI asks for it.
+pub(crate) const RESTARTS: u32 = 2;
+
+/// Whether a one-shot run ended asking to be restarted, before any tool ran: exit 199, which the
+/// CLI's own launcher answers by starting it again, and which the server, running the CLI as one
+/// process (`GEMINI_CLI_NO_RELAUNCH`), must answer itself.
+pub(crate) fn asks_for_restart(ran: &crate::oneshot::Ran) -> bool {
+    !ran.tools_ran
+        && matches!(&ran.result, Err(f) if f.exit_code == crate::gemini::inputs::RESTART_EXIT_CODE)
+}
+
 /// One attempt's outcome, whether a tool ran in it (the guard against repeating writes), and
 /// what else it left for the call's report (`L`), which the policy hands on from each one.
 pub(crate) struct Attempted<T, L = ()> {
