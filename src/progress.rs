@@ -97,6 +97,8 @@ impl Sink {
 #[derive(Debug, Default)]
 struct State {
     queued: bool,
+    /// What the call waits for before its run starts, and since when.
+    waiting: Option<(String, Instant)>,
     started: Option<Instant>,
     chars: usize,
     preview: String,
@@ -191,10 +193,25 @@ impl Progress {
         lock(&self.shared.state).session_at_risk.clone()
     }
 
+    /// The call waits for `what` before its run can start: progress says so, with the time
+    /// waited, until [`Progress::waiting_done`] or the run starts.
+    pub fn waiting(&self, what: String) {
+        self.update(|s| {
+            s.waiting = Some((what, Instant::now()));
+            s.urgent = true;
+        });
+    }
+
+    /// The wait of [`Progress::waiting`] is over.
+    pub fn waiting_done(&self) {
+        self.update(|s| s.waiting = None);
+    }
+
     /// The call's run started (again, for a retry: the clock restarts).
     pub fn started(&self) {
         self.update(|s| {
             s.queued = false;
+            s.waiting = None;
             s.started = Some(Instant::now());
             s.urgent = true;
         });
@@ -327,7 +344,7 @@ impl Progress {
 
     fn message(&self, s: &State) -> String {
         let body = match (self.shared.style, &s.latest) {
-            (Style::Events, Some(latest)) if !s.queued && s.gate.is_none() => latest.clone(),
+            (Style::Events, Some(latest)) if !s.queued && s.gate.is_none() && s.waiting.is_none() => latest.clone(),
             _ => status(s),
         };
         self.with_note(body)
@@ -390,6 +407,9 @@ fn status(s: &State) -> String {
     }
     if s.queued {
         return "queued: waiting for a free Gemini slot (GEMINICLI_MCP_MAX_CONCURRENCY)".into();
+    }
+    if let Some((what, since)) = &s.waiting {
+        return format!("{what}, {}s", since.elapsed().as_secs());
     }
     let secs = s.started.map_or(0, |t| t.elapsed().as_secs());
     let mut m = format!("running {secs}s");

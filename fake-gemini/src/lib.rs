@@ -16,6 +16,7 @@ pub mod input;
 pub mod invocation;
 pub mod launcher;
 pub mod log;
+pub mod mcp;
 pub mod options;
 pub mod output;
 pub mod proc;

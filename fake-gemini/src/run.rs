@@ -330,6 +330,10 @@ fn startup_noise(ctx: &Ctx, args: &Args, approval: &Approval, fresh_notice: bool
         return Err(ctx.exit(c));
     }
     err_line(texts::RIPGREP);
+    // The settings' MCP servers: the run waits for every one's `initialize` (observed).
+    if crate::mcp::discover(&cwd, args) {
+        err_line(crate::mcp::ISSUES);
+    }
     if two_api_keys() {
         // The run's own auth and its client warn once each.
         err_line(texts::TWO_API_KEYS);

@@ -509,6 +509,22 @@ fn highest_layer<T>(
     })
 }
 
+/// Every settings layer's value the CLI reads in `cwd`, highest first (system, workspace, user,
+/// system defaults); a missing, unreadable or skipped file is left out.
+pub fn layer_values(cwd: &std::path::Path) -> Vec<Value> {
+    let [(system, _), (defaults, _)] = system_files();
+    let user = crate::sys::home_dir().join(".gemini").join("settings.json");
+    [
+        (system, true),
+        (cwd.join(".gemini").join("settings.json"), false),
+        (user, false),
+        (defaults, true),
+    ]
+    .iter()
+    .filter_map(|(path, system)| read_layer(path, *system))
+    .collect()
+}
+
 /// `security.folderTrust.enabled` as the CLI merges it (system, user, system defaults), `true`
 /// when none sets it: with `false` every folder is trusted.
 pub fn folder_trust_enabled() -> bool {

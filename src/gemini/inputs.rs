@@ -252,8 +252,11 @@ pub const INVENTORY: &[Input] = &[
         Flag,
         &[],
         &[OneShot, Warm],
-        "the call named the MCP servers the CLI may use",
-        &["server/allowed-mcp-server-names"],
+        "the call named the MCP servers the CLI may use; or the server leaves out its own entries and servers that do not answer `initialize` (a name no server has when none is left)",
+        &[
+            "server/allowed-mcp-server-names",
+            "server/allowed-mcp-server-names-leave-out",
+        ],
     ),
     input(
         flag::INCLUDE_DIRECTORIES,

@@ -10,9 +10,13 @@ use crate::config::Config;
 use crate::error::{ErrorKind, Failure};
 use crate::gemini::command::CHILD_ENV;
 use crate::gemini::environment;
+use crate::gemini::mcp_servers;
 use crate::gemini::process::{RunSpec, SpawnError};
 use crate::gemini::resolve::{self, Platform};
 use crate::gemini::retention;
+
+/// What the model (or the user) does about a nested server: the work is the model's own.
+const NESTED_FIX: &str = "do the task yourself without this tool: you are the model such a call would start. A person stops the nesting by taking this entry out of the Gemini CLI's MCP servers, or by running a geminicli-mcp that leaves its own entries out of the CLI it runs (it recognises them by command: the geminicli-mcp binary, npx/uvx geminicli-mcp)";
 
 /// A resolved CLI: what to execute and the arguments that come before the run's own.
 #[derive(Debug, Clone)]
@@ -28,7 +32,12 @@ pub(crate) struct Launch {
 impl Launch {
     /// Finds the CLI for a run, per call (a CLI installed, or PATH fixed, after start-up is
     /// found): not found is `spawn_failed` with the resolver's fix.
+    /// A server started as an MCP server by a CLI another server runs starts no CLI at all
+    /// ([`mcp_servers::nested`]).
     pub(crate) fn resolve(config: &Config) -> Result<Launch, Failure> {
+        if let Some(why) = mcp_servers::nested(|k| std::env::var_os(k)) {
+            return Err(Failure::new(ErrorKind::ConfigError, why).with_fix(NESTED_FIX));
+        }
         let found = resolve::resolve_on_host(config.gemini_bin.as_deref()).map_err(|e| {
             Failure::with_exit(ErrorKind::SpawnFailed, e.exit_code(), e.to_string())
         })?;

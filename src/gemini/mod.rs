@@ -11,6 +11,8 @@ pub mod events;
 pub(crate) mod gate;
 pub mod inputs;
 pub(crate) mod launch;
+pub(crate) mod mcp_probe;
+pub(crate) mod mcp_servers;
 pub(crate) mod outcome;
 pub mod process;
 pub(crate) mod resolve;

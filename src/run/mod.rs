@@ -5,6 +5,7 @@
 
 pub(crate) mod admit;
 pub(crate) mod retry;
+mod servers;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -146,6 +147,8 @@ pub(crate) struct Report {
     pub ran_one_shot: Option<String>,
     /// Why another CLI start may have deleted the run's new session (its gate's lease ran out).
     pub session_at_risk: Option<String>,
+    /// The user's MCP servers the call's CLI was not let start, why, and the fix.
+    pub servers_left_out: Option<String>,
 }
 
 impl Report {
@@ -182,6 +185,7 @@ impl Report {
             approvals,
             ran_one_shot,
             session_at_risk: None,
+            servers_left_out: None,
         }
     }
 }
@@ -374,7 +378,7 @@ impl Runner {
     /// saved. `ct` is the request's cancellation.
     pub(crate) async fn prompt(
         &self,
-        job: Job,
+        mut job: Job,
         ct: CancellationToken,
         progress: Progress,
     ) -> Finished {
@@ -383,6 +387,7 @@ impl Runner {
         let (run_ct, _unlink) = self.run_token(ct);
         let _reporter = progress.report(self.config.heartbeat, run_ct.clone());
         let limits = self.config.policy.deadlines.with(job.deadlines);
+        let left_out = servers::apply(&job.cwd, &mut job.request, &progress, &run_ct).await;
         let ctx = Context {
             quota: &self.config.policy.quota,
             mode: job.writing_mode(),
@@ -416,6 +421,7 @@ impl Runner {
         progress.flush().await;
         let (mut report, tools_ran) = (Report::of(&job, &mut retried), retried.tools_ran);
         report.session_at_risk = progress.at_risk();
+        report.servers_left_out = left_out;
         let result = match retried.result {
             Ok(answer) => match self.finish(&job, answer).await {
                 Err(f) if self.may_repair(&job, &f, tools_ran) => {

@@ -166,6 +166,10 @@ pub(crate) struct GeminiResult {
     /// The call's task_note, echoed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_note: Option<String>,
+    /// MCP servers of the Gemini CLI's settings the agent was not let start (one that does not
+    /// answer `initialize` would have held its start): which, why, and the fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_servers_left_out: Option<String>,
     /// debug: the agent's pid and the call's duration.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub debug: Option<AgentDebug>,
@@ -434,6 +438,7 @@ async fn gemini(env: &Env<'_>, arguments: Option<&JsonObject>) -> CallToolResult
         model: Some(turn.model),
         fallback_models: report.fallbacks,
         task_note: note,
+        mcp_servers_left_out: report.servers_left_out,
         debug: debug.then_some(AgentDebug {
             agent_pid: turn.pid,
             duration_ms: success.duration.as_millis() as u64,

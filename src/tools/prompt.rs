@@ -470,6 +470,7 @@ pub(crate) fn extras(
         repaired: report.repaired,
         ran_one_shot: report.ran_one_shot,
         session_at_risk: report.session_at_risk,
+        mcp_servers_left_out: report.servers_left_out,
         approvals: Some(report.approvals).filter(|a| !a.is_empty()),
         saved: SaveFields::of(report.saved),
         ..PromptResult::default()

@@ -639,6 +639,12 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         agent.stderr_line(&l);
     }
     agent.startup_noise(initial_mode);
+    // The settings' MCP servers, in a trusted folder: no request is answered before every one
+    // answered `initialize` or timed out (observed: not even `initialize`).
+    let cwd = std::env::current_dir().unwrap_or_default();
+    if trusted && crate::mcp::discover(&cwd, args) {
+        agent.stderr_line(crate::mcp::ISSUES);
+    }
     // `gemini --acp` runs the start-up clean-up of every CLI start before its ACP branch: with
     // the loss bug on, every session file of the project (the cwd) that holds no message yet
     // goes, a new session's made by another run included.

@@ -610,6 +610,35 @@ pub const CASES: &[Case] = &[
         settings: Some(r#"{"tools":{"allowed":["read_file"]}}"#),
         ..case("tools.allowed in settings", "text", false)
     },
+    // The settings' MCP servers: the run waits for each one's `initialize`, up to its `timeout`
+    // (here 2 s; 10 minutes without one), and warns once when one fails.
+    Case {
+        settings: Some(
+            r#"{"mcpServers":{"slow":{"command":"sleep","args":["100000"],"timeout":2000}}}"#,
+        ),
+        name: Some("mcp-servers/silent-until-its-timeout"),
+        ..case("[[fake-gemini:success]]", "stream-json", false)
+    },
+    Case {
+        settings: Some(r#"{"mcpServers":{"gone":{"command":"/nonexistent/mcp-server"}}}"#),
+        name: Some("mcp-servers/missing-command"),
+        ..case("[[fake-gemini:success]]", "stream-json", false)
+    },
+    Case {
+        settings: Some(
+            r#"{"mcpServers":{"slow":{"command":"sleep","args":["100000"],"timeout":2000}},"mcp":{"excluded":["slow"]}}"#,
+        ),
+        name: Some("mcp-servers/excluded-in-settings"),
+        ..case("[[fake-gemini:success]]", "stream-json", false)
+    },
+    Case {
+        settings: Some(
+            r#"{"mcpServers":{"slow":{"command":"sleep","args":["100000"],"timeout":2000}},"mcp":{"excluded":["slow"]}}"#,
+        ),
+        args: &["--allowed-mcp-server-names=slow"],
+        name: Some("mcp-servers/the-flag-replaces-excluded"),
+        ..case("[[fake-gemini:success]]", "stream-json", false)
+    },
     Case {
         args: &["--allowed-tools"],
         ..case("an array option without a value", "text", false)
@@ -804,6 +833,18 @@ pub const CASES: &[Case] = &[
         args: &["--allowed-mcp-server-names=github"],
         ..server(
             "server/allowed-mcp-server-names",
+            Shape::Server,
+            "[[fake-gemini:success]]",
+        )
+    },
+    Case {
+        // How the server leaves out its own entries and silent servers: a name no server has.
+        settings: Some(
+            r#"{"mcpServers":{"slow":{"command":"sleep","args":["100000"],"timeout":2000}}}"#,
+        ),
+        args: &["--allowed-mcp-server-names=geminicli-mcp-none"],
+        ..server(
+            "server/allowed-mcp-server-names-leave-out",
             Shape::Server,
             "[[fake-gemini:success]]",
         )

@@ -74,6 +74,10 @@ pub(crate) struct PromptResult {
     /// next call (GEMINICLI_MCP_START_GATE_MS): why its session may have been deleted.
     #[serde(rename = "sessionAtRisk", skip_serializing_if = "Option::is_none")]
     pub session_at_risk: Option<String>,
+    /// MCP servers of the Gemini CLI's settings the call's CLI was not let start (one that does
+    /// not answer `initialize` would have held the run): which, why, and the fix.
+    #[serde(rename = "mcpServersLeftOut", skip_serializing_if = "Option::is_none")]
+    pub mcp_servers_left_out: Option<String>,
     /// gemini_prompt_structured with repair: whether the one repair turn made the answer validate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repaired: Option<bool>,

@@ -179,6 +179,7 @@ fn every_field_the_renderer_fills_is_declared() {
         approvals: vec![json!({"permission": "approved", "decidedBy": "user"})],
         ran_one_shot: Some("the warm backend's agent could not start".into()),
         session_at_risk: Some("the next start may delete this run's session".into()),
+        servers_left_out: None,
     };
     let success = |answer: String| Success {
         answer,
