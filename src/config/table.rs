@@ -346,6 +346,14 @@ pub const SETTINGS: &[Setting] = &[
         kind: Kind::Config(|c| json!(c.acp.max_turns)),
     },
     Setting {
+        name: "GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS",
+        flag: None,
+        help: "how long each MCP server of the Gemini CLI's settings is given to answer \
+               `initialize` when a call starts; one that does not is left out of the call's CLI, \
+               which would otherwise wait up to 10 minutes for it (10000).",
+        kind: Kind::Config(|c| millis(c.mcp_server_timeout)),
+    },
+    Setting {
         name: "GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS",
         flag: None,
         help: "acp tool set: bound on start-up and requests other than prompts; past it the agent \

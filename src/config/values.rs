@@ -18,6 +18,8 @@ pub const DEFAULT_EOF_GRACE_MS: u64 = 120_000;
 pub const DEFAULT_MAX_CONCURRENCY: usize = 4;
 /// Default interval of the progress heartbeat while a call runs.
 pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
+/// Default of `GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS`.
+pub(super) const DEFAULT_MCP_SERVER_TIMEOUT_MS: u64 = 10_000;
 /// The default budget of one serialised tool result, in bytes of UTF-8 (a bound on characters
 /// too, and on Codex's 4 bytes a token): under Codex's 47,964 and Claude Code's 50,000.
 pub const DEFAULT_BUDGET_BYTES: usize = 40_000;
@@ -83,6 +85,9 @@ pub struct Config {
     pub max_concurrency: usize,
     /// Interval of the progress heartbeat.
     pub heartbeat: Duration,
+    /// How long each MCP server of the CLI's settings is given to answer `initialize` when a
+    /// call starts (`GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS`); one that does not is left out.
+    pub mcp_server_timeout: Duration,
     /// Most bytes of one serialised tool result (`GEMINICLI_MCP_RESULT_BUDGET_BYTES`).
     pub result_budget: usize,
     /// How a leading `/` is passed.
@@ -120,6 +125,7 @@ impl Default for Config {
             eof_grace: Duration::from_millis(DEFAULT_EOF_GRACE_MS),
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             heartbeat: Duration::from_millis(DEFAULT_HEARTBEAT_MS),
+            mcp_server_timeout: Duration::from_millis(DEFAULT_MCP_SERVER_TIMEOUT_MS),
             result_budget: DEFAULT_BUDGET_BYTES,
             slash_commands: SlashCommands::Escape,
             env_policy: EnvPolicy::Inherit,
@@ -167,6 +173,9 @@ impl Config {
             heartbeat: positive("GEMINICLI_MCP_HEARTBEAT_MS")
                 .map(Duration::from_millis)
                 .unwrap_or(d.heartbeat),
+            mcp_server_timeout: positive("GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS")
+                .map(Duration::from_millis)
+                .unwrap_or(d.mcp_server_timeout),
             result_budget: positive("GEMINICLI_MCP_RESULT_BUDGET_BYTES")
                 .and_then(|v| usize::try_from(v).ok())
                 .map(|v| v.max(MIN_BUDGET_BYTES))

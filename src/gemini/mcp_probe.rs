@@ -1,6 +1,6 @@
 //! Whether one of the user's MCP servers answers `initialize` in bounded time, as the Gemini CLI
 //! would start it: a stdio server spawned with its command, arguments, environment (the CLI's
-//! `$VAR` expansion) and folder, sent `initialize`, waited for at most [`PROBE_TIMEOUT`], then its
+//! `$VAR` expansion) and folder, sent `initialize`, waited for at most a bound (`GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS`), then its
 //! process group killed; an `http://` server sent the same request. The CLI 0.61 waits for every
 //! server's `initialize` before its first request (headless) or before it answers ACP's
 //! `initialize`, up to the entry's `timeout` or 10 minutes (`MCP_DEFAULT_TIMEOUT_MSEC`): one that
@@ -11,9 +11,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-
-/// How long a server is given to answer `initialize`, here and before a call.
-pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a server did.
 #[derive(Debug, Clone, PartialEq, Eq)]

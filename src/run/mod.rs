@@ -373,9 +373,9 @@ impl Runner {
         done
     }
 
-    /// Runs a prompt call to its end, on its backend, under the retry and fallback policy; then
-    /// the structured answer validated (with one repair turn when asked for) and the answer
-    /// saved. `ct` is the request's cancellation.
+    /// Runs a prompt call to its end (its CLI's MCP servers decided first), on its backend, under
+    /// the retry and fallback policy; then the structured answer validated (with one repair turn
+    /// when asked for) and the answer saved. `ct` is the request's cancellation.
     pub(crate) async fn prompt(
         &self,
         mut job: Job,
@@ -387,7 +387,8 @@ impl Runner {
         let (run_ct, _unlink) = self.run_token(ct);
         let _reporter = progress.report(self.config.heartbeat, run_ct.clone());
         let limits = self.config.policy.deadlines.with(job.deadlines);
-        let left_out = servers::apply(&job.cwd, &mut job.request, &progress, &run_ct).await;
+        let (cwd, bound) = (&job.cwd, self.config.mcp_server_timeout);
+        let left_out = servers::apply(cwd, &mut job.request, bound, &progress, &run_ct).await;
         let ctx = Context {
             quota: &self.config.policy.quota,
             mode: job.writing_mode(),

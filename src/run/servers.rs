@@ -1,6 +1,6 @@
 //! The MCP servers a call's CLI may start, decided before it starts: never this server itself
 //! (its entries, under any name, recognised by command), and never one of the user's servers
-//! that does not answer `initialize` within [`PROBE_TIMEOUT`] — the CLI would wait up to 10
+//! that does not answer `initialize` within `GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS` (10 s) — the CLI would wait up to 10
 //! minutes for it before its first request (or before an agent answers). The user's servers are
 //! checked at a call's start, at once and concurrently, and each verdict is kept (an answer for
 //! [`ANSWERED_FOR`], silence for [`SILENT_FOR`]), so a call pays the check when a server is new or
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::gemini::command::PromptRequest;
-use crate::gemini::mcp_probe::{self, Verdict, PROBE_TIMEOUT};
+use crate::gemini::mcp_probe::{self, Verdict};
 use crate::gemini::mcp_servers::{self, Configured, Servers};
 use crate::progress::Progress;
 use crate::sync::lock;
@@ -65,6 +65,7 @@ fn remember(c: &Configured, workspace: &Path, answered: bool) {
 pub(crate) async fn apply(
     workspace: &Path,
     request: &mut PromptRequest,
+    bound: Duration,
     progress: &Progress,
     ct: &CancellationToken,
 ) -> Option<String> {
@@ -72,7 +73,8 @@ pub(crate) async fn apply(
         return None;
     }
     let names = &mut request.allowed_mcp_server_names;
-    let choice = choose(workspace, names, progress, ct).await;
+    let servers = mcp_servers::read(workspace, |k| std::env::var_os(k));
+    let choice = choose_among(&servers, workspace, names, progress, ct, bound).await;
     if let Some(chosen) = choice.names {
         *names = chosen;
     }
@@ -80,17 +82,8 @@ pub(crate) async fn apply(
 }
 
 /// Decides the servers of a call in `workspace` whose own names are `call` (its
-/// `allowed_mcp_server_names`). Progress says which servers it waits for while it checks.
-pub(crate) async fn choose(
-    workspace: &Path,
-    call: &[String],
-    progress: &Progress,
-    ct: &CancellationToken,
-) -> Choice {
-    let servers = mcp_servers::read(workspace, |k| std::env::var_os(k));
-    choose_among(&servers, workspace, call, progress, ct, PROBE_TIMEOUT).await
-}
-
+/// `allowed_mcp_server_names`), each server given `bound` to answer. Progress says which servers
+/// it waits for while it checks.
 pub(crate) async fn choose_among(
     servers: &Servers,
     workspace: &Path,
