@@ -176,6 +176,8 @@ pub struct Report {
     pub session_cleanup: bool,
     /// The effective configuration, by setting name.
     pub config: Vec<(&'static str, Value)>,
+    /// The MCP servers the CLI would start, each checked (`doctor/mcp.rs`).
+    pub(crate) mcp_servers: Vec<mcp::McpRow>,
     /// What stops the server from working.
     pub problems: Vec<Problem>,
     /// What may go wrong but does not always (no credentials visible, …).
@@ -217,6 +219,7 @@ impl Report {
                 },
             },
             "sessions": {"startupCleanup": self.session_cleanup},
+            "mcpServers": mcp::json(&self.mcp_servers),
             "config": self.config.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect::<serde_json::Map<_, _>>(),
             "problems": self.problems.iter().map(|p| json!({"message": p.message, "fix": p.fix})).collect::<Vec<_>>(),
             "warnings": self.warnings,
@@ -311,6 +314,7 @@ impl Report {
         } else {
             "\nSessions\n  start-up clean-up off: calls in one workspace start together\n"
         });
+        t.push_str(&mcp::text(&self.mcp_servers));
         t.push_str("\nConfiguration (flags over environment over defaults)\n");
         // The HTTP limits' names are the longest; the values stay in one column past them.
         let width = self.config.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
@@ -506,6 +510,8 @@ pub async fn run(inputs: Inputs) -> Report {
     let (auth_variables, oauth_credentials) = auth_variables(&inputs);
     let (settings, verdict) = auth(&inputs, &mut problems, &mut warnings);
     let session_cleanup = session_cleanup(&inputs);
+    let (mcp_rows, nested) = mcp::check(&inputs.vars, &inputs.cwd, &mut warnings, config).await;
+    problems.extend(nested.map(|(message, fix)| Problem { message, fix }));
     problems.extend(inputs.extra_problems.iter().cloned());
     let mut config_rows =
         table::effective(config, inputs.given.over(|name| inputs.var(name).cloned()));
@@ -527,6 +533,7 @@ pub async fn run(inputs: Inputs) -> Report {
         settings,
         verdict,
         session_cleanup,
+        mcp_servers: mcp_rows,
         config: config_rows,
         problems,
         warnings,
@@ -787,5 +794,6 @@ async fn probe(inputs: &Inputs, program: &Path, prefix: &[OsString], flag: &str)
     }
 }
 
+mod mcp;
 #[cfg(test)]
 mod tests;
