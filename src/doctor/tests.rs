@@ -31,8 +31,10 @@ async fn the_mcp_servers_that_do_not_answer_are_named_and_this_server_left_out()
         r#"{"mcpServers": {"slow": {"command": "sleep", "args": ["100000"]}, "mine": {"command": "npx", "args": ["-y", "geminicli-mcp"]}}}"#,
     )
     .unwrap();
-    let mut config = Config::default();
-    config.mcp_server_timeout = Duration::from_millis(300);
+    let config = Config {
+        mcp_server_timeout: Duration::from_millis(300),
+        ..Config::default()
+    };
     let mut inputs = Inputs::from_process(config, Duration::from_secs(5));
     inputs.vars = vec![("HOME".into(), home.path().as_os_str().to_owned())];
     inputs.cwd = cwd.path().to_path_buf();

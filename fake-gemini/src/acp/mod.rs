@@ -639,10 +639,8 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         agent.stderr_line(&l);
     }
     agent.startup_noise(initial_mode);
-    // The settings' MCP servers, in a trusted folder: no request is answered before every one
-    // answered `initialize` or timed out (observed: not even `initialize`).
-    let cwd = std::env::current_dir().unwrap_or_default();
-    if trusted && crate::mcp::discover(&cwd, args) {
+    // The settings' MCP servers: no request is answered before each answered or timed out.
+    if trusted && crate::mcp::discover(&std::env::current_dir().unwrap_or_default(), args) {
         agent.stderr_line(crate::mcp::ISSUES);
     }
     // `gemini --acp` runs the start-up clean-up of every CLI start before its ACP branch: with
