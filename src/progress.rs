@@ -204,7 +204,11 @@ impl Progress {
 
     /// The wait of [`Progress::waiting`] is over.
     pub fn waiting_done(&self) {
-        self.update(|s| s.waiting = None);
+        self.update(|s| {
+            s.waiting = None;
+            // The run's clock starts now, if nothing started it: what follows is the run.
+            s.started.get_or_insert_with(Instant::now);
+        });
     }
 
     /// The call's run started (again, for a retry: the clock restarts).
@@ -459,6 +463,25 @@ pub(crate) fn preview(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_before_the_run_says_what_it_waits_for_and_the_run_clock_starts_after_it() {
+        let p = Progress::new(None, Style::Events, None);
+        p.waiting("checking that the Gemini CLI's MCP servers answer: slow".into());
+        let s = lock(&p.shared.state);
+        assert_eq!(
+            status(&s),
+            "checking that the Gemini CLI's MCP servers answer: slow, 0s"
+        );
+        assert!(s.urgent && s.started.is_none());
+        drop(s);
+        p.event("an older event".into(), false);
+        assert!(p.message(&lock(&p.shared.state)).starts_with("checking"));
+        p.waiting_done();
+        let s = lock(&p.shared.state);
+        assert!(s.waiting.is_none() && s.started.is_some());
+        assert_eq!(status(&s), "running 0s");
+    }
 
     #[test]
     fn progress_is_throttled_with_a_heartbeat() {
