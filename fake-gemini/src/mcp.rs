@@ -33,23 +33,47 @@ fn allowed_flag(args: &Args) -> Option<Vec<String>> {
     if !args.values.contains_key("allowed-mcp-server-names") {
         return None;
     }
-    let values = args.array("allowed-mcp-server-names");
-    if values.len() == 1 && values[0].is_empty() {
-        return Some(vec![String::new()]);
+    Some(coerce(args.array("allowed-mcp-server-names")))
+}
+
+/// `--allowed-mcp-server-names` of a command line (`=value` or the next argument), coerced as
+/// the CLI coerces it: `None` when not given.
+pub fn allowed_in(argv: &[String]) -> Option<Vec<String>> {
+    let name = "--allowed-mcp-server-names";
+    let mut values = Vec::new();
+    let mut given = false;
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        if let Some(v) = a.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+            (given, values) = (true, [values, vec![v.to_owned()]].concat());
+        } else if a == name {
+            given = true;
+            values.extend(it.next().cloned());
+        }
     }
-    Some(
-        values
-            .iter()
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect(),
-    )
+    given.then(|| coerce(&values))
+}
+
+fn coerce(values: &[String]) -> Vec<String> {
+    if values.len() == 1 && values[0].is_empty() {
+        return vec![String::new()];
+    }
+    values
+        .iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// The servers the CLI starts in `cwd`, by name, with their entries.
 pub fn started(cwd: &Path, args: &Args) -> Vec<(String, Map<String, Value>)> {
+    started_for(cwd, allowed_flag(args))
+}
+
+/// [`started`] given the flag's names (`None`: not given).
+fn started_for(cwd: &Path, flag: Option<Vec<String>>) -> Vec<(String, Map<String, Value>)> {
     let layers = crate::settings::layer_values(cwd);
     let mut servers: Vec<(String, Map<String, Value>)> = Vec::new();
     let (mut allowed, mut excluded): (Option<Vec<String>>, Vec<String>) = (None, Vec::new());
@@ -84,7 +108,7 @@ pub fn started(cwd: &Path, args: &Args) -> Vec<(String, Map<String, Value>)> {
         }
         excluded.extend(names(&layer["mcp"]["excluded"]).unwrap_or_default());
     }
-    if let Some(flag) = allowed_flag(args) {
+    if let Some(flag) = flag {
         (allowed, excluded) = (Some(flag), Vec::new());
     }
     servers
@@ -117,9 +141,14 @@ fn expand(text: &str) -> String {
 /// Starts the stdio servers of `started` and waits for each one's answer to `initialize` (at
 /// once, each within its own timeout); returns whether any failed.
 pub fn discover(cwd: &Path, args: &Args) -> bool {
+    discover_for(cwd, allowed_flag(args))
+}
+
+/// [`discover`] given the flag's names (`None`: not given).
+pub fn discover_for(cwd: &Path, flag: Option<Vec<String>>) -> bool {
     let mut waits = Vec::new();
     let mut failed = false;
-    for (_, entry) in started(cwd, args) {
+    for (_, entry) in started_for(cwd, flag) {
         let Some(command) = entry
             .get("command")
             .and_then(Value::as_str)

@@ -11,6 +11,7 @@ pub mod wire;
 
 use std::collections::HashMap;
 use std::io::BufRead;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -159,6 +160,12 @@ impl Agent {
         }
         self.config_noise(&self.initial_mode);
         self.untrusted_noise();
+        // Each session's config starts the settings' MCP servers again, and waits for them.
+        if self.trusted
+            && crate::mcp::discover_for(Path::new(cwd), crate::mcp::allowed_in(&self.argv))
+        {
+            self.stderr_line(crate::mcp::ISSUES);
+        }
         if !self.startup_flushed.swap(true, Ordering::SeqCst) {
             self.stderr_line(
                 "[STARTUP] Phase 'cli_startup' was started but never ended. Skipping metrics.",

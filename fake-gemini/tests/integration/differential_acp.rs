@@ -79,6 +79,8 @@ pub struct AcpCase {
     pub steps: Vec<Step>,
     /// Part of the CI smoke subset.
     pub smoke: bool,
+    /// Settings merged into both sides' `~/.gemini/settings.json`.
+    pub settings: Option<&'static str>,
 }
 
 fn msg(id: u64, method: &str, params: Value) -> Step {
@@ -153,6 +155,10 @@ fn script(parts: Vec<Vec<Step>>) -> Vec<Step> {
     parts.into_iter().flatten().collect()
 }
 
+/// A user's MCP server that never answers `initialize`, given 2 s.
+const SILENT_MCP_SERVER: &str =
+    r#"{"mcpServers":{"slow":{"command":"sleep","args":["100000"],"timeout":2000}}}"#;
+
 /// Every ACP case. What the real agent cannot be driven into (or not in reasonable time) is in
 /// fake-gemini's README ("ACP cases not compared").
 #[expect(clippy::too_many_lines, reason = "the table of ACP differential cases")]
@@ -162,8 +168,41 @@ pub fn cases() -> Vec<AcpCase> {
         args: &[],
         steps,
         smoke,
+        settings: None,
     };
     vec![
+        // The settings' MCP servers, in a trusted folder: the agent answers nothing before each
+        // one answered `initialize` or its `timeout` passed (here 2 s; 10 minutes without one).
+        AcpCase {
+            settings: Some(SILENT_MCP_SERVER),
+            args: &["--skip-trust"],
+            ..case(
+                "mcp-server-silent-until-its-timeout",
+                script(vec![open(), vec![Step::Close]]),
+                false,
+            )
+        },
+        AcpCase {
+            settings: Some(SILENT_MCP_SERVER),
+            args: &[
+                "--skip-trust",
+                "--allowed-mcp-server-names=geminicli-mcp-none",
+            ],
+            ..case(
+                "mcp-server-left-out-by-name",
+                script(vec![open(), vec![Step::Close]]),
+                false,
+            )
+        },
+        // In an untrusted folder no MCP server starts.
+        AcpCase {
+            settings: Some(SILENT_MCP_SERVER),
+            ..case(
+                "mcp-server-untrusted-folder",
+                script(vec![open(), vec![Step::Close]]),
+                false,
+            )
+        },
         case(
             "initialize-new-session",
             script(vec![open(), vec![Step::Close]]),
@@ -281,6 +320,7 @@ pub fn cases() -> Vec<AcpCase> {
                 vec![Step::Close],
             ]),
             smoke: false,
+            settings: None,
         },
         AcpCase {
             name: "yolo-untrusted",
@@ -298,6 +338,7 @@ pub fn cases() -> Vec<AcpCase> {
                 ],
             ]),
             smoke: false,
+            settings: None,
         },
         case(
             "cancel-mid-turn",
@@ -706,6 +747,19 @@ fn mask(sb: &Sandbox, s: &str) -> String {
 )]
 pub fn run(side: &Side, base_url: &str, scenarios: &Path, case: &AcpCase) -> String {
     let sb = sandbox(base_url, scenarios);
+    if let Some(extra) = case.settings {
+        let path = sb.home.join(".gemini/settings.json");
+        let mut settings: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for (k, v) in serde_json::from_str::<Value>(extra)
+            .unwrap()
+            .as_object()
+            .unwrap()
+        {
+            settings[k] = v.clone();
+        }
+        std::fs::write(&path, settings.to_string()).unwrap();
+    }
     let mut starts = 0;
     let mut now = scripted_clock(side, case);
     let mut agent = Some(Agent::start(side, &sb, case.args, starts, now));
