@@ -348,7 +348,11 @@ impl Progress {
 
     fn message(&self, s: &State) -> String {
         let body = match (self.shared.style, &s.latest) {
-            (Style::Events, Some(latest)) if !s.queued && s.gate.is_none() && s.waiting.is_none() => latest.clone(),
+            (Style::Events, Some(latest))
+                if !s.queued && s.gate.is_none() && s.waiting.is_none() =>
+            {
+                latest.clone()
+            }
             _ => status(s),
         };
         self.with_note(body)

@@ -4,6 +4,7 @@
 //! the client's or the server's shutdown.
 
 pub(crate) mod admit;
+mod guards;
 pub(crate) mod retry;
 mod servers;
 
@@ -29,6 +30,7 @@ use crate::oneshot::{self, Attempt};
 use crate::progress::Progress;
 use crate::structured::{self, PreparedSchema};
 use admit::Admission;
+use guards::{AbortOnDrop, ActiveGuard};
 use retry::{Attempted, Context, Try};
 
 /// Which contract a prompt call answers under.
@@ -151,6 +153,15 @@ pub(crate) struct Report {
     pub servers_left_out: Option<String>,
 }
 
+impl Finished {
+    /// A call that failed before any attempt ran.
+    fn failed(job: &Job, f: Failure, started: Instant) -> Finished {
+        let result = Err(failed(job, f, started));
+        let report = Report::default();
+        Finished { result, report }
+    }
+}
+
 impl Report {
     /// What the attempts left for the report: the last one's debug report and approvals; its
     /// events, or for the `acp` set (`full_output`) every attempt's, in order.
@@ -235,31 +246,6 @@ fn paths_unchanged(job: &Job, request: &PromptRequest) -> Result<(), Failure> {
         .include_directories
         .iter()
         .try_for_each(|d| crate::policy::unchanged("include_directories", d))
-}
-
-/// Counts calls in progress while alive.
-struct ActiveGuard(watch::Sender<usize>);
-
-impl ActiveGuard {
-    fn new(active: &watch::Sender<usize>) -> Self {
-        active.send_modify(|n| *n += 1);
-        ActiveGuard(active.clone())
-    }
-}
-
-impl Drop for ActiveGuard {
-    fn drop(&mut self) {
-        self.0.send_modify(|n| *n -= 1);
-    }
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// Runs every call that starts Gemini. Shared by all clients of the server.
@@ -387,8 +373,14 @@ impl Runner {
         let (run_ct, _unlink) = self.run_token(ct);
         let _reporter = progress.report(self.config.heartbeat, run_ct.clone());
         let limits = self.config.policy.deadlines.with(job.deadlines);
-        let (cwd, bound) = (&job.cwd, self.config.mcp_server_timeout);
-        let left_out = servers::apply(cwd, &mut job.request, bound, &progress, &run_ct).await;
+        let bound = self.config.mcp_server_timeout;
+        let widening = servers::widening(job.asking.is_some(), job.mode);
+        let (cwd, request) = (&job.cwd, &mut job.request);
+        let left_out = match servers::apply(cwd, request, widening, bound, &progress, &run_ct).await
+        {
+            Ok(note) => note,
+            Err(f) => return Finished::failed(&job, f, started),
+        };
         let ctx = Context {
             quota: &self.config.policy.quota,
             mode: job.writing_mode(),

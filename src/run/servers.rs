@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::ApprovalMode;
+use crate::error::{ErrorKind, Failure};
 use crate::gemini::command::PromptRequest;
 use crate::gemini::mcp_probe::{self, Verdict};
 use crate::gemini::mcp_servers::{self, Configured, Servers};
@@ -34,6 +36,8 @@ pub(crate) struct Choice {
     pub names: Option<Vec<String>>,
     /// What was left out and why, for the result; `None` when nothing was.
     pub note: Option<String>,
+    /// The silent servers, each with the settings file that names it.
+    pub silent: Vec<String>,
 }
 
 fn key(c: &Configured, workspace: &Path) -> String {
@@ -62,23 +66,74 @@ fn remember(c: &Configured, workspace: &Path, answered: bool) {
 /// Decides the MCP servers of a call in `workspace` ([`choose`]), putting the names its CLI is
 /// handed into the request's `allowed_mcp_server_names`; returns what its result says of those
 /// left out. A server that is itself nested decides nothing: it starts no CLI.
+///
+/// `--allowed-mcp-server-names` does more than choose: the CLI also lets the tools of every
+/// server it names run without asking (its policy's "MCP Allowed" rule, in every mode but
+/// `plan`). Under `yolo` everything runs unasked anyway, and under `plan` the rule does not
+/// apply, so there the names are handed as chosen. Under `default`, `auto_edit` or `ask`
+/// (`widens`) a list the caller did not give would let servers' tools run that the mode would
+/// have refused or asked about: then this server's own entries stay in the CLI's settings (a
+/// server so started refuses to run Gemini, [`mcp_servers::nested`]), and a silent server ends
+/// the call at once with its name and the fix instead of holding the run.
 pub(crate) async fn apply(
     workspace: &Path,
     request: &mut PromptRequest,
+    widening: Option<&'static str>,
     bound: Duration,
     progress: &Progress,
     ct: &CancellationToken,
-) -> Option<String> {
+) -> Result<Option<String>, Failure> {
     if mcp_servers::nested(|k| std::env::var_os(k)).is_some() {
-        return None;
+        return Ok(None);
     }
-    let names = &mut request.allowed_mcp_server_names;
     let servers = mcp_servers::read(workspace, |k| std::env::var_os(k));
-    let choice = choose_among(&servers, workspace, names, progress, ct, bound).await;
-    if let Some(chosen) = choice.names {
-        *names = chosen;
+    let call = &request.allowed_mcp_server_names;
+    let choice = choose_among(&servers, workspace, call, progress, ct, bound).await;
+    let (names, note) = settle(choice, widening, call.is_empty(), bound)?;
+    if let Some(names) = names {
+        request.allowed_mcp_server_names = names;
     }
-    choice.note
+    Ok(note)
+}
+
+/// The approval mode's name when handing the CLI a list of server names would let their tools
+/// run unasked where the mode would refuse them or ask (see [`apply`]); `None` under `yolo` and
+/// `plan`.
+pub(crate) fn widening(asking: bool, mode: ApprovalMode) -> Option<&'static str> {
+    match (asking, mode) {
+        (true, _) => Some("ask"),
+        (false, ApprovalMode::Yolo | ApprovalMode::Plan) => None,
+        (false, mode) => Some(mode.as_str()),
+    }
+}
+
+/// What a call's CLI is handed and what its result says, from the `choice` made: the names as
+/// chosen, unless handing them would widen the mode (`widening`) beyond what the caller itself
+/// named (`call_named_none`: it named no server). Then nothing is handed; a silent server is
+/// the call's `config_error`, named with its file.
+fn settle(
+    choice: Choice,
+    widening: Option<&str>,
+    call_named_none: bool,
+    bound: Duration,
+) -> Result<(Option<Vec<String>>, Option<String>), Failure> {
+    let Some(mode) = widening.filter(|_| call_named_none && choice.names.is_some()) else {
+        return Ok((choice.names, choice.note));
+    };
+    if choice.silent.is_empty() {
+        return Ok((None, None));
+    }
+    Err(Failure::new(
+        ErrorKind::ConfigError,
+        format!(
+            "the Gemini CLI's settings hold MCP servers that do not answer `initialize` within {}s: {}; the Gemini CLI would wait up to 10 minutes for them, and under approval mode {mode} they cannot be left out (the CLI's one way to leave a server out lets the other servers' tools run unasked)",
+            bound.as_secs(),
+            choice.silent.join(", "),
+        ),
+    )
+    .with_fix(
+        "repair or remove that MCP server's entry in the Gemini CLI's settings, or give it a \"timeout\" in milliseconds",
+    ))
 }
 
 /// Decides the servers of a call in `workspace` whose own names are `call` (its
@@ -147,19 +202,21 @@ pub(crate) async fn choose_among(
         tracing::debug!(servers = ?ours, "this server's own entries left out of the CLI's MCP servers");
     }
     let note = names.as_ref().and_then(|_| note(servers, &silent, bound));
-    Choice { names, note }
+    let silent = silent
+        .iter()
+        .map(|name| format!("'{name}' ({})", from(servers, name)))
+        .collect();
+    Choice {
+        names,
+        note,
+        silent,
+    }
 }
 
 /// What the result says: each silent server left out, and the fix. This server's own entries
 /// are left out without a word: the CLI it runs must never start it.
 fn note(servers: &Servers, silent: &[String], bound: Duration) -> Option<String> {
-    let from = |name: &str| {
-        servers
-            .configured
-            .iter()
-            .find(|c| c.name == name)
-            .map_or_else(String::new, |c| c.from.display().to_string())
-    };
+    let from = |name: &str| from(servers, name);
     let mut parts = Vec::new();
     for name in silent {
         parts.push(format!(
@@ -169,6 +226,15 @@ fn note(servers: &Servers, silent: &[String], bound: Duration) -> Option<String>
         ));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// The settings file that names the server `name`.
+fn from(servers: &Servers, name: &str) -> String {
+    servers
+        .configured
+        .iter()
+        .find(|c| c.name == name)
+        .map_or_else(String::new, |c| c.from.display().to_string())
 }
 
 #[cfg(test)]

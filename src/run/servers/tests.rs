@@ -77,3 +77,51 @@ async fn only_this_server_left_out_says_nothing_and_hands_the_rest() {
         "nothing to leave out: no flag"
     );
 }
+
+fn chosen(silent: &[&str]) -> Choice {
+    Choice {
+        names: Some(vec!["kept".to_owned()]),
+        note: (!silent.is_empty()).then(|| "left out".to_owned()),
+        silent: silent.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[test]
+fn under_yolo_and_plan_the_chosen_names_are_handed() {
+    let bound = Duration::from_secs(10);
+    let (names, note) = settle(chosen(&["'slow' (/s.json)"]), None, true, bound).unwrap();
+    assert_eq!(names, Some(vec!["kept".to_owned()]));
+    assert_eq!(note.as_deref(), Some("left out"));
+}
+
+#[test]
+fn a_list_that_would_widen_the_mode_is_not_handed() {
+    let bound = Duration::from_secs(10);
+    // Only this server's own entry to leave out: nothing handed, nothing said (a server the CLI
+    // starts refuses to run Gemini).
+    let (names, note) = settle(chosen(&[]), Some("default"), true, bound).unwrap();
+    assert_eq!((names, note), (None, None));
+    // A silent server: the call ends at once, naming it and its file.
+    let f = settle(
+        chosen(&["'slow' (/s.json)"]),
+        Some("auto_edit"),
+        true,
+        bound,
+    )
+    .unwrap_err();
+    assert_eq!(f.kind, crate::error::ErrorKind::ConfigError);
+    assert!(f.message.contains("'slow' (/s.json)"), "{}", f.message);
+    assert!(
+        f.message.contains("approval mode auto_edit"),
+        "{}",
+        f.message
+    );
+    assert!(f.fix().contains("\"timeout\""), "{}", f.fix());
+}
+
+#[test]
+fn a_list_the_caller_named_is_narrowed_whatever_the_mode() {
+    let bound = Duration::from_secs(10);
+    let (names, _) = settle(chosen(&["'slow' (/s.json)"]), Some("ask"), false, bound).unwrap();
+    assert_eq!(names, Some(vec!["kept".to_owned()]));
+}
