@@ -289,7 +289,13 @@ impl Store {
         })
         .to_string();
         s.push('\n');
-        s.push_str(&json!({"$set": {"messages": [{"type": "user", "content": [{"text": "<session_context>"}]}]}}).to_string());
+        let project_tmp = self.chats.parent().unwrap_or(&self.chats);
+        let context = session_context(&self.cwd, project_tmp);
+        s.push_str(
+            &json!({"$set": {"messages": [{"id": crate::ids::uuid_v4(), "timestamp": t,
+            "type": "user", "content": [{"text": context}]}]}})
+            .to_string(),
+        );
         s.push('\n');
         s
     }
@@ -512,6 +518,33 @@ impl Store {
         append(path, &body)
     }
 
+    /// The messages a load of the session replays, as the CLI's loader reads them: from the
+    /// session's file updated last among those with resumable content; a record of an id seen
+    /// before replaces it in its place, `$rewindTo` drops its message and all after it, a `$set`
+    /// of `messages` replaces them all.
+    pub fn replayed(&self, s: &Session) -> Vec<Value> {
+        let mut best: Option<(String, Vec<Value>)> = None;
+        let mut files = s.files.clone();
+        files.sort();
+        for f in files {
+            let Ok(text) = fs::read_to_string(&f) else {
+                continue;
+            };
+            let (updated, messages) = loaded(&text);
+            let resumable = messages.iter().any(|m| match m["type"].as_str() {
+                Some("user") => m["content"][0]["text"].as_str().is_some_and(|t| {
+                    !t.trim().is_empty() && !t.trim().starts_with("<session_context>")
+                }),
+                Some("gemini") => true,
+                _ => false,
+            });
+            if resumable && best.as_ref().is_none_or(|(t, _)| updated > *t) {
+                best = Some((updated, messages));
+            }
+        }
+        best.map(|(_, m)| m).unwrap_or_default()
+    }
+
     /// Every `user` and `gemini` message of a session, in file order.
     pub fn messages(&self, s: &Session) -> Vec<Value> {
         let mut out = Vec::new();
@@ -527,6 +560,45 @@ impl Store {
         }
         out
     }
+}
+
+/// The `<session_context>` user message the CLI stores first in every session (its layout as
+/// observed on 0.61.0 in an empty directory; the fake lists no files).
+pub(crate) fn session_context(cwd: &str, project_tmp: &Path) -> String {
+    const DAYS: [&str; 7] = [
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+    ];
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let now = clock::now_ms();
+    let iso = clock::iso(now);
+    let (y, m, d) = (&iso[0..4], &iso[5..7], &iso[8..10]);
+    let month = MONTHS[m.parse::<usize>().unwrap_or(1).clamp(1, 12) - 1];
+    let day = DAYS[now.div_euclid(86_400_000).rem_euclid(7) as usize];
+    let d = d.trim_start_matches('0');
+    format!(
+        "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\nToday's date is {day}, {month} {d}, {y} (formatted according to the user's locale).\nMy operating system is: {}\nThe project's temporary directory is: {}\n- **Workspace Directories:**\n  - {cwd}\n- **Directory Structure:**\n\nShowing up to 200 items (files + folders).\n\n{cwd}/\n\n\n\n</session_context>",
+        std::env::consts::OS,
+        project_tmp.display()
+    )
 }
 
 fn exchange(prompt: &str, answer: &str, model: &str, now: i64) -> String {
@@ -650,4 +722,39 @@ mod tests {
         st.cleanup_invalid();
         assert!(st.list().is_empty());
     }
+}
+
+/// A session file's last update and its messages, as the CLI's loader reads them.
+fn loaded(text: &str) -> (String, Vec<Value>) {
+    let mut updated = String::new();
+    let mut messages: Vec<Value> = Vec::new();
+    let put = |messages: &mut Vec<Value>, m: &Value| {
+        let Some(id) = m["id"].as_str() else { return };
+        match messages.iter_mut().find(|x| x["id"] == id) {
+            Some(x) => *x = m.clone(),
+            None => messages.push(m.clone()),
+        }
+    };
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if let Some(to) = v["$rewindTo"].as_str() {
+            let at = messages.iter().position(|m| m["id"] == to).unwrap_or(0);
+            messages.truncate(at);
+        } else if v["id"].is_string() {
+            put(&mut messages, &v);
+        } else if v["$set"].is_object() {
+            if let Some(list) = v["$set"]["messages"].as_array() {
+                messages.clear();
+                list.iter().for_each(|m| put(&mut messages, m));
+            }
+            if let Some(t) = v["$set"]["lastUpdated"].as_str() {
+                updated = t.to_string();
+            }
+        } else if let Some(t) = v["lastUpdated"].as_str() {
+            updated = t.to_string();
+        }
+    }
+    (updated, messages)
 }

@@ -9,6 +9,7 @@ pub(crate) mod command;
 pub(crate) mod environment;
 pub mod events;
 pub(crate) mod gate;
+pub(crate) mod history;
 pub mod inputs;
 pub(crate) mod launch;
 pub(crate) mod mcp_probe;

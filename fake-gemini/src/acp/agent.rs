@@ -88,7 +88,8 @@ pub(crate) struct Agent {
     /// argv without argv0, for the scenarios' `expect` checks.
     pub(crate) argv: Vec<String>,
     pub(crate) sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
-    pub(crate) write_lock: Mutex<()>,
+    /// stdout's write chain.
+    pub(crate) writer: super::writer::Writer,
     pub(crate) stderr: Mutex<Vec<u8>>,
     pub(crate) next_request_id: AtomicU64,
     pub(crate) client_waiters: Mutex<HashMap<u64, mpsc::Sender<Value>>>,
@@ -102,16 +103,68 @@ pub(crate) struct Agent {
     pub(crate) awaiting_client: AtomicUsize,
 }
 
+/// How long a replayed line that waited for the client holds back the next one.
+const REPLAY_YIELD_MS: u64 = 200;
+
 impl Agent {
     /// Writes one JSON-RPC message as a line on stdout.
     pub(crate) fn send(&self, msg: &Value) {
         let mut line = serde_json::to_vec(msg).expect("serializes");
         line.push(b'\n');
-        let _g = self.write_lock.lock().expect("lock");
+        let ticket = self.writer.ticket();
+        self.writer.wait(ticket);
         if FROZEN.load(Ordering::SeqCst) {
             proc::hang();
         }
-        out(&line);
+        self.writer.write(&line);
+        self.writer.release();
+    }
+
+    /// Sends `updates` of session `session_id` as `streamHistory` does: one after the other,
+    /// from the place `ticket` in the write chain, each next one asked for once the one before
+    /// is written — so what was asked for while a line waited for the client goes between.
+    pub(crate) fn stream(&self, session_id: &str, updates: &[Value], ticket: u64) {
+        let mut first = Some(ticket);
+        let mut holding = false;
+        for update in updates {
+            let line = json!({"jsonrpc": "2.0", "method": "session/update",
+                "params": {"sessionId": session_id, "update": update}});
+            let mut line = serde_json::to_vec(&line).expect("serializes");
+            line.push(b'\n');
+            if !holding {
+                let t = first.take().unwrap_or_else(|| self.writer.ticket());
+                self.writer.wait(t);
+                holding = true;
+            }
+            if FROZEN.load(Ordering::SeqCst) {
+                proc::hang();
+            }
+            // Written at once: the next update is asked for before anything else runs; else
+            // what was asked for meanwhile goes first.
+            if !self.writer.write(&line) {
+                self.writer.release();
+                holding = false;
+                self.yield_to_requests();
+            }
+        }
+        match (holding, first) {
+            (true, _) => self.writer.release(),
+            // Nothing to send: the place is given up.
+            (false, Some(t)) => {
+                self.writer.wait(t);
+                self.writer.release();
+            }
+            (false, None) => {}
+        }
+    }
+
+    /// After a replayed line that waited for the client: the real agent reads and answers
+    /// requests while it waits for `drain`, and its replay goes on at Node's pace, so a request
+    /// sent after the load's answer is answered before the rest of a large replay, and a prompt
+    /// sent after that one streams beside it (observed for every load of 409 KB and more). The
+    /// replay's next line waits [`REPLAY_YIELD_MS`]; what is asked for meanwhile goes first.
+    fn yield_to_requests(&self) {
+        std::thread::sleep(Duration::from_millis(REPLAY_YIELD_MS));
     }
 
     /// Writes bytes on stdout as they are, JSON-RPC or not (a broken agent's faults).
@@ -144,7 +197,8 @@ impl Agent {
     pub(crate) fn send_then_freeze(&self, msg: &Value) -> ! {
         let mut line = serde_json::to_vec(msg).expect("serializes");
         line.push(b'\n');
-        let _g = self.write_lock.lock().expect("lock");
+        let ticket = self.writer.ticket();
+        self.writer.wait(ticket);
         out(&line);
         freeze()
     }

@@ -8,6 +8,7 @@ mod commands;
 mod faults;
 mod prompt;
 pub mod wire;
+mod writer;
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -254,22 +255,50 @@ impl Agent {
                 store.chats.display()
             )));
         };
-        let messages = store.messages(found);
-        let s = self.add_session(id.to_string(), cwd);
-        // streamHistory is not awaited: its first message (the stored session context) goes out
-        // before the response, the rest after it (observed).
-        let project_tmp = store.chats.parent().unwrap_or(&store.chats).to_path_buf();
-        let context = prompt::session_context(cwd, &project_tmp);
-        self.update(
-            &s.id,
-            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": context}}),
-        );
-        let mode = s.mode.lock().expect("lock").clone();
-        let model = s.model.lock().expect("lock").clone();
+        let updates: Vec<Value> = store
+            .replayed(found)
+            .iter()
+            .flat_map(prompt::replay)
+            .collect();
+        self.add_session(id.to_string(), cwd);
+        let mode = self.session(params)?.mode.lock().expect("lock").clone();
+        let model = self.session(params)?.model.lock().expect("lock").clone();
         Ok((
             json!({"modes": wire::modes(&mode), "models": wire::models(&model)}),
-            messages,
+            updates,
         ))
+    }
+
+    /// Answers `session/load` as 0.61 does: `streamHistory` is not awaited, so the first
+    /// replayed update goes out before the response and the rest after it, one at a time while
+    /// the agent goes on reading and answering requests; the available commands come from a
+    /// `setTimeout(0)`, at the replay's first wait for the client (or after it). Whatever is
+    /// answered while a replayed line waits for the client to read goes before the next one
+    /// ([`super::writer`]).
+    fn answer_load(self: &Arc<Self>, id: &Value, params: &Value, msg: &Value) {
+        let (result, updates) = match self.load_session(params) {
+            Ok(r) => r,
+            Err(e) => return self.respond(id, Err(e), msg),
+        };
+        let sid = params["sessionId"].as_str().unwrap_or_default().to_string();
+        let mut updates = updates.into_iter();
+        if let Some(first) = updates.next() {
+            self.update(&sid, first);
+        }
+        self.respond(id, Ok(result), msg);
+        let rest: Vec<Value> = updates.collect();
+        let (replay, commands) = (self.writer.ticket(), self.writer.ticket());
+        self.running.fetch_add(2, Ordering::SeqCst);
+        let (agent, s) = (self.clone(), sid.clone());
+        std::thread::spawn(move || {
+            agent.stream(&s, &rest, replay);
+            agent.running.fetch_sub(1, Ordering::SeqCst);
+        });
+        let agent = self.clone();
+        std::thread::spawn(move || {
+            agent.stream(&sid, &[wire::available_commands()], commands);
+            agent.running.fetch_sub(1, Ordering::SeqCst);
+        });
     }
 
     #[expect(
@@ -496,18 +525,7 @@ impl Agent {
                         }
                         return self.answer_new_session(&id, &params, &msg);
                     }
-                    "session/load" => match self.load_session(&params) {
-                        Ok((result, history)) => {
-                            let sid = params["sessionId"].as_str().unwrap_or_default().to_string();
-                            self.respond(&id, Ok(result), &msg);
-                            for m in &history {
-                                prompt::replay(self, &sid, m);
-                            }
-                            self.update(&sid, wire::available_commands());
-                            return;
-                        }
-                        Err(e) => Err(e),
-                    },
+                    "session/load" => return self.answer_load(&id, &params, &msg),
                     "session/prompt" => return self.start_prompt(id, msg),
                     "session/set_mode" => self.set_mode(&params),
                     "session/set_model" => self.set_model(&params),
@@ -630,7 +648,7 @@ pub(crate) fn serve(ctx: &Ctx, args: &Args) -> i32 {
         initial_model: args.nonempty("model").unwrap_or("auto").to_string(),
         argv: ctx.argv.clone(),
         sessions: Mutex::new(HashMap::new()),
-        write_lock: Mutex::new(()),
+        writer: writer::Writer::new(),
         stderr: Mutex::new(Vec::new()),
         next_request_id: AtomicU64::new(0),
         client_waiters: Mutex::new(HashMap::new()),

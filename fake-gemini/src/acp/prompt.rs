@@ -918,82 +918,31 @@ fn tool(agent: &Agent, s: &AcpSession, call: &ToolCall, id: (i64, usize), p: &Pe
     record("success", &display)
 }
 
-/// The `<session_context>` user message the CLI stores first in every session (its layout as
-/// observed on 0.61.0 in an empty directory; the fake lists no files).
-pub(super) fn session_context(cwd: &str, project_tmp: &Path) -> String {
-    const DAYS: [&str; 7] = [
-        "Thursday",
-        "Friday",
-        "Saturday",
-        "Sunday",
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-    ];
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
-    let now = clock::now_ms();
-    let iso = clock::iso(now);
-    let (y, m, d) = (&iso[0..4], &iso[5..7], &iso[8..10]);
-    let month = MONTHS[m.parse::<usize>().unwrap_or(1).clamp(1, 12) - 1];
-    let day = DAYS[now.div_euclid(86_400_000).rem_euclid(7) as usize];
-    let d = d.trim_start_matches('0');
-    format!(
-        "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\nToday's date is {day}, {month} {d}, {y} (formatted according to the user's locale).\nMy operating system is: {}\nThe project's temporary directory is: {}\n- **Workspace Directories:**\n  - {cwd}\n- **Directory Structure:**\n\nShowing up to 200 items (files + folders).\n\n{cwd}/\n\n\n\n</session_context>",
-        std::env::consts::OS,
-        project_tmp.display()
-    )
-}
-
-/// Replays one stored message as `streamHistory` does.
-pub(super) fn replay(agent: &Agent, sid: &str, m: &Value) {
-    // partListUnionToString: text parts as they are, function parts by name.
-    let text = match &m["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .map(|p| {
-                if let Some(t) = p["text"].as_str() {
-                    t.to_string()
-                } else if let Some(n) = p["functionResponse"]["name"].as_str() {
-                    format!("[Function Response: {n}]")
-                } else if let Some(n) = p["functionCall"]["name"].as_str() {
-                    format!("[Function Call: {n}]")
-                } else {
-                    String::new()
-                }
-            })
-            .collect(),
-        _ => String::new(),
-    };
+/// The updates `streamHistory` sends for one stored message.
+pub(super) fn replay(m: &Value) -> Vec<Value> {
+    let text = part_text(&m["content"]);
+    let chunk = |kind: &str, text: &str| json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}});
+    let mut out = Vec::new();
     if m["type"] == "user" {
         if !text.trim().is_empty() {
-            agent.update(sid, json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}));
+            out.push(chunk("user_message_chunk", &text));
         }
-        return;
+        return out;
     }
+    if m["type"] != "gemini" {
+        return out;
+    }
+    let s = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "undefined".to_string(),
+        v => v.to_string(),
+    };
     for t in m["thoughts"].as_array().into_iter().flatten() {
-        let text = format!(
-            "**{}**\n{}",
-            t["subject"].as_str().unwrap_or_default(),
-            t["description"].as_str().unwrap_or_default()
-        );
-        agent.update(sid, json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text}}));
+        let text = format!("**{}**\n{}", s(&t["subject"]), s(&t["description"]));
+        out.push(chunk("agent_thought_chunk", &text));
     }
     if !text.trim().is_empty() {
-        agent.update(sid, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}));
+        out.push(chunk("agent_message_chunk", &text));
     }
     for c in m["toolCalls"].as_array().into_iter().flatten() {
         let display = c["resultDisplay"].as_str().unwrap_or_default();
@@ -1007,12 +956,34 @@ pub(super) fn replay(agent: &Agent, sid: &str, m: &Value) {
             .as_str()
             .filter(|t| !t.is_empty())
             .unwrap_or(name);
-        agent.update(
-            sid,
-            json!({"sessionUpdate": "tool_call", "toolCallId": c["id"],
+        out.push(json!({"sessionUpdate": "tool_call", "toolCallId": c["id"],
             "status": if c["status"] == "success" { "completed" } else { "failed" },
-            "title": title, "content": content, "kind": kind(name)}),
-        );
+            "title": title, "content": content, "kind": kind(name)}));
+    }
+    out
+}
+
+/// `partListUnionToString` (verbose): text parts as they are, other parts by what they are.
+fn part_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().map(part_text).collect(),
+        Value::Object(p) => {
+            let name = |k: &str| p[k]["name"].as_str().unwrap_or("undefined").to_string();
+            if p.contains_key("thought") {
+                format!("[Thought: {}]", p["thought"])
+            } else if p.contains_key("functionCall") {
+                format!("[Function Call: {}]", name("functionCall"))
+            } else if p.contains_key("functionResponse") {
+                format!("[Function Response: {}]", name("functionResponse"))
+            } else {
+                p.get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            }
+        }
+        _ => String::new(),
     }
 }
 

@@ -22,6 +22,7 @@ mod agent;
 mod call;
 mod fold;
 mod prompt;
+mod replay;
 mod slots;
 mod turn;
 pub mod warm;
@@ -603,11 +604,15 @@ impl Pool {
     }
 
     /// `session/load` of `asked`; a session the agent does not know is `session_not_found`.
+    /// The history the agent replays is taken in full before the session is used: its updates
+    /// come around and after the load's answer, and the file says how many ([`replay`]).
     async fn load(&self, slot: &Slot, agent: &Connection, asked: &str) -> Result<Session, Failure> {
-        // History replayed during the load arrives before its answer, while nothing routes
-        // this session: none of it leaks into the answer.
-        agent.unroute(asked);
         let _one_at_a_time = self.session_ops.lock().await;
+        // Read before the load: the agent reads the same file, and nothing writes it meanwhile
+        // (a prompt in the session waits for this load).
+        let expected = replay::expected(slot.key.cwd.clone(), asked.to_string()).await;
+        let (tx, mut replayed) = tokio::sync::mpsc::unbounded_channel();
+        agent.route(asked, ApprovalMode::Plan, tx);
         let r = agent
             .request(
                 "session/load",
@@ -615,6 +620,11 @@ impl Pool {
                 Some(self.config.acp.request_timeout),
             )
             .await;
+        if r.is_ok() {
+            self.take_replay(asked, expected.as_deref(), &mut replayed)
+                .await;
+        }
+        agent.unroute(asked);
         // A failed load leaves its stub too (in the wrong project, for a session of another).
         remove_load_stubs(&slot.key.cwd, asked).await;
         match r {
@@ -636,6 +646,37 @@ impl Pool {
                 ))
             }
             Err(e) => Err(agent_failure(agent, e, "loading the session")),
+        }
+    }
+}
+
+impl Pool {
+    /// Takes the replay of the loaded session `id` from its route ([`replay::take`]). Without
+    /// the session's file the server cannot tell the replay's end: the updates still coming are
+    /// dropped while nothing routes the session, and the caller's `session/set_mode` barrier is
+    /// all that stands before the prompt.
+    async fn take_replay(
+        &self,
+        id: &str,
+        expected: Option<&[crate::gemini::history::Replayed]>,
+        replayed: &mut tokio::sync::mpsc::UnboundedReceiver<super::client::Inbound>,
+    ) {
+        let Some(expected) = expected else {
+            tracing::warn!(
+                session = id,
+                "the session's file cannot be read: its replayed history is dropped up to the next answer only"
+            );
+            return;
+        };
+        let quiet = self.config.acp.request_timeout;
+        match replay::take(replayed, expected, quiet).await {
+            replay::Taken::All { differed: 0 } => {}
+            replay::Taken::All { differed } => tracing::warn!(
+                session = id,
+                differed,
+                "the replayed history differed from the session's file; all of it was taken"
+            ),
+            how => tracing::warn!(session = id, ?how, "the replayed history ended early"),
         }
     }
 }
