@@ -62,6 +62,11 @@ pub enum Step {
     /// real agent's side waits for the next clock minute; fake-gemini's clock is scripted
     /// (`FAKE_GEMINI_NOW`), a minute on.
     NextMinute,
+    /// Read agent messages, out of the transcript, until the response with this id, the
+    /// `agent_message_chunk` whose text starts with the prefix (the replay's last update) and the
+    /// `available_commands_update` have all come; the transcript says whether the response came
+    /// before that update (the order of the rest depends on the pipe's timing).
+    Overtakes(u64, &'static str),
     /// Wait for the next clock minute unless most of this one is left, so what follows (a
     /// session, a restart, its load) happens within one minute. fake-gemini's scripted clock
     /// stands at a minute's start already: its side does not wait.
@@ -492,6 +497,34 @@ pub fn cases() -> Vec<AcpCase> {
             ]),
             false,
         ),
+        // A replay of about 620 KB: the load is answered after its first update, and a request
+        // sent right after the load's answer is answered before the replay's last update (the
+        // agent's stdout pipe is full meanwhile).
+        case(
+            "load-large-history-overtaken",
+            script(vec![
+                open(),
+                prompt(2, r#"[[fake-gemini:success text="```first-old-answer " repeat=16001]]"#),
+                prompt(3, r#"[[fake-gemini:success text="```second-old-answer " repeat=15001]]"#),
+                vec![Step::Close, Step::NextMinute, Step::Restart],
+                initialize(),
+                call(
+                    1,
+                    "session/load",
+                    json!({"sessionId": "$SID", "cwd": "$CWD", "mcpServers": []}),
+                ),
+                vec![
+                    msg(
+                        2,
+                        "session/set_mode",
+                        json!({"sessionId": "$SID", "modeId": "default"}),
+                    ),
+                    Step::Overtakes(2, "```second-old-answer"),
+                    Step::Close,
+                ],
+            ]),
+            false,
+        ),
         case(
             "load-same-minute",
             script(vec![
@@ -831,6 +864,33 @@ pub fn run(side: &Side, base_url: &str, scenarios: &Path, case: &AcpCase) -> Str
                     break;
                 }
             },
+            Step::Overtakes(id, last) => {
+                let (mut answered, mut replayed, mut commands) = (None, false, false);
+                while answered.is_none() || !replayed || !commands {
+                    let Some(line) = a.recv() else {
+                        let _ = writeln!(t, "!!! no message within {} s", PATIENCE.as_secs());
+                        break;
+                    };
+                    let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                    let update = &v["params"]["update"];
+                    if v["id"] == json!(id) && v.get("method").is_none() {
+                        answered = Some(!replayed);
+                    } else if update["sessionUpdate"] == "available_commands_update" {
+                        commands = true;
+                    } else if update["sessionUpdate"] == "agent_message_chunk"
+                        && update["content"]["text"]
+                            .as_str()
+                            .is_some_and(|t| t.starts_with(last))
+                    {
+                        replayed = true;
+                    }
+                }
+                let _ = writeln!(
+                    t,
+                    "=== response {id} {} the replay's last update",
+                    if answered == Some(true) { "before" } else { "after" }
+                );
+            }
             Step::Request => loop {
                 let Some(v) = read(a, &mut t, &mut sid) else {
                     break;
