@@ -1,7 +1,8 @@
 //! `--acp`: the Agent Client Protocol agent of Gemini CLI 0.61 — newline-delimited JSON-RPC 2.0 on
 //! stdio, stdout carrying only JSON-RPC, stderr buffered until exit, exit 0 on stdin EOF. Requests
 //! are answered in arrival order on the reading thread, except `session/prompt`, which runs on its
-//! own thread so `session/cancel` and other requests keep flowing while it streams.
+//! own thread so `session/cancel` and other requests keep flowing while it streams, and the replay
+//! of a `session/load`, streamed after the load's answer on a thread of its own.
 
 mod agent;
 mod commands;

@@ -504,8 +504,14 @@ pub fn cases() -> Vec<AcpCase> {
             "load-large-history-overtaken",
             script(vec![
                 open(),
-                prompt(2, r#"[[fake-gemini:success text="```first-old-answer " repeat=16001]]"#),
-                prompt(3, r#"[[fake-gemini:success text="```second-old-answer " repeat=15001]]"#),
+                prompt(
+                    2,
+                    r#"[[fake-gemini:success text="```first-old-answer " repeat=16001]]"#,
+                ),
+                prompt(
+                    3,
+                    r#"[[fake-gemini:success text="```second-old-answer " repeat=15001]]"#,
+                ),
                 vec![Step::Close, Step::NextMinute, Step::Restart],
                 initialize(),
                 call(
@@ -888,7 +894,11 @@ pub fn run(side: &Side, base_url: &str, scenarios: &Path, case: &AcpCase) -> Str
                 let _ = writeln!(
                     t,
                     "=== response {id} {} the replay's last update",
-                    if answered == Some(true) { "before" } else { "after" }
+                    if answered == Some(true) {
+                        "before"
+                    } else {
+                        "after"
+                    }
                 );
             }
             Step::Request => loop {
