@@ -667,6 +667,41 @@ pub fn listing(sessions: &[Session], now: i64) -> String {
     out
 }
 
+/// A session file's last update and its messages, as the CLI's loader reads them.
+fn loaded(text: &str) -> (String, Vec<Value>) {
+    let mut updated = String::new();
+    let mut messages: Vec<Value> = Vec::new();
+    let put = |messages: &mut Vec<Value>, m: &Value| {
+        let Some(id) = m["id"].as_str() else { return };
+        match messages.iter_mut().find(|x| x["id"] == id) {
+            Some(x) => *x = m.clone(),
+            None => messages.push(m.clone()),
+        }
+    };
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if let Some(to) = v["$rewindTo"].as_str() {
+            let at = messages.iter().position(|m| m["id"] == to).unwrap_or(0);
+            messages.truncate(at);
+        } else if v["id"].is_string() {
+            put(&mut messages, &v);
+        } else if v["$set"].is_object() {
+            if let Some(list) = v["$set"]["messages"].as_array() {
+                messages.clear();
+                list.iter().for_each(|m| put(&mut messages, m));
+            }
+            if let Some(t) = v["$set"]["lastUpdated"].as_str() {
+                updated = t.to_string();
+            }
+        } else if let Some(t) = v["lastUpdated"].as_str() {
+            updated = t.to_string();
+        }
+    }
+    (updated, messages)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -722,39 +757,4 @@ mod tests {
         st.cleanup_invalid();
         assert!(st.list().is_empty());
     }
-}
-
-/// A session file's last update and its messages, as the CLI's loader reads them.
-fn loaded(text: &str) -> (String, Vec<Value>) {
-    let mut updated = String::new();
-    let mut messages: Vec<Value> = Vec::new();
-    let put = |messages: &mut Vec<Value>, m: &Value| {
-        let Some(id) = m["id"].as_str() else { return };
-        match messages.iter_mut().find(|x| x["id"] == id) {
-            Some(x) => *x = m.clone(),
-            None => messages.push(m.clone()),
-        }
-    };
-    for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        if let Some(to) = v["$rewindTo"].as_str() {
-            let at = messages.iter().position(|m| m["id"] == to).unwrap_or(0);
-            messages.truncate(at);
-        } else if v["id"].is_string() {
-            put(&mut messages, &v);
-        } else if v["$set"].is_object() {
-            if let Some(list) = v["$set"]["messages"].as_array() {
-                messages.clear();
-                list.iter().for_each(|m| put(&mut messages, m));
-            }
-            if let Some(t) = v["$set"]["lastUpdated"].as_str() {
-                updated = t.to_string();
-            }
-        } else if let Some(t) = v["lastUpdated"].as_str() {
-            updated = t.to_string();
-        }
-    }
-    (updated, messages)
 }

@@ -183,8 +183,7 @@ fn part_text(v: &Value) -> String {
             } else if has("functionResponse") {
                 format!("[Function Response: {}]", name_of(&p["functionResponse"]))
             } else if has("inlineData") {
-                // Not empty: only whether a message is replayed depends on it.
-                "[Media]".into()
+                media(&p["inlineData"])
             } else {
                 p.get("text")
                     .and_then(Value::as_str)
@@ -194,6 +193,19 @@ fn part_text(v: &Value) -> String {
         }
         _ => String::new(),
     }
+}
+
+/// An inline media part: `[Image: image/png, 1.5 KB]` (its size from the base64 data's length).
+fn media(data: &Value) -> String {
+    let mime = data["mimeType"].as_str().unwrap_or("unknown");
+    let chars = data["data"].as_str().map_or(0, str::len) as u64;
+    let kb = (chars * 3).div_ceil(4) as f64 / 1024.0;
+    let category = ["audio/", "video/", "image/"]
+        .iter()
+        .zip(["Audio", "Video", "Image"])
+        .find(|(prefix, _)| mime.starts_with(**prefix))
+        .map_or("Media", |(_, c)| c);
+    format!("[{category}: {mime}, {kb:.1} KB]")
 }
 
 fn name_of(call: &Value) -> String {

@@ -140,3 +140,18 @@ fn a_legacy_file_is_one_object() {
         ]
     );
 }
+
+#[test]
+fn parts_read_as_the_cli_reads_them() {
+    let parts = serde_json::json!([
+        {"text": "see "},
+        {"inlineData": {"mimeType": "image/png", "data": "a".repeat(2048)}},
+        {"functionResponse": {"name": "read_file"}},
+        {"thought": true, "text": "hidden"},
+    ]);
+    assert_eq!(
+        part_text(&parts),
+        "see [Image: image/png, 1.5 KB][Function Response: read_file][Thought: true]"
+    );
+    assert_eq!(part_text(&serde_json::json!("plain")), "plain");
+}
