@@ -51,7 +51,17 @@ pub fn acp_start_ms(env: &Environment) -> u64 {
 }
 
 /// ACP: the time each `session/new` takes (`FAKE_GEMINI_ACP_SESSION_NEW_MS`, else the preset's,
-/// else none).
+/// else [`ACP_SESSION_NEW_FAST_MS`]).
 pub fn acp_session_new_ms(env: &Environment) -> u64 {
-    knob("FAKE_GEMINI_ACP_SESSION_NEW_MS", env, ACP_SESSION_NEW_MS, 0)
+    knob(
+        "FAKE_GEMINI_ACP_SESSION_NEW_MS",
+        env,
+        ACP_SESSION_NEW_MS,
+        ACP_SESSION_NEW_FAST_MS,
+    )
 }
+
+/// ACP: the fake's own `session/new` time. Never none: the real agent reads on while it makes a
+/// session, so a request sent right behind `session/new` is answered first (ACP differential
+/// case `new-session-overtaken`).
+pub const ACP_SESSION_NEW_FAST_MS: u64 = 10;

@@ -518,9 +518,12 @@ impl Agent {
                         if ms > 0 {
                             let (agent, msg) = (self.clone(), msg.clone());
                             let (id, params) = (id.clone(), params.clone());
+                            // Answered even when stdin closes meanwhile, as Node finishes it.
+                            self.running.fetch_add(1, Ordering::SeqCst);
                             std::thread::spawn(move || {
                                 crate::sys::sleep_ms(ms);
                                 agent.answer_new_session(&id, &params, &msg);
+                                agent.running.fetch_sub(1, Ordering::SeqCst);
                             });
                             return;
                         }

@@ -235,6 +235,21 @@ pub fn cases() -> Vec<AcpCase> {
             ]),
             false,
         ),
+        // A request sent right behind `session/new` is answered first: the agent keeps reading
+        // while it makes the session (a new Config per session, 60-170 ms).
+        case(
+            "new-session-overtaken",
+            script(vec![
+                initialize(),
+                vec![
+                    msg(1, "session/new", json!({"cwd": "$CWD", "mcpServers": []})),
+                    msg(2, "authenticate", json!({"methodId": "gemini-api-key"})),
+                    Step::Messages(3),
+                    Step::Close,
+                ],
+            ]),
+            false,
+        ),
         case(
             "prompt-plain",
             script(vec![
