@@ -90,7 +90,7 @@ pub struct Routed {
 
 impl Routed {
     /// A message the server itself routes (no line, no budget).
-    fn made(inbound: Inbound) -> Routed {
+    pub(crate) fn made(inbound: Inbound) -> Routed {
         Routed {
             inbound,
             bytes: 0,

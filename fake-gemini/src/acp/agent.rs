@@ -169,11 +169,13 @@ impl Agent {
 
     /// Writes bytes on stdout as they are, JSON-RPC or not (a broken agent's faults).
     pub(crate) fn send_raw(&self, bytes: &[u8]) {
-        let _g = self.write_lock.lock().expect("lock");
+        let ticket = self.writer.ticket();
+        self.writer.wait(ticket);
         if FROZEN.load(Ordering::SeqCst) {
             proc::hang();
         }
         out(bytes);
+        self.writer.release();
     }
 
     /// Writes `pieces` on stdout one after the other, `between` each two, with no other message
@@ -183,13 +185,15 @@ impl Agent {
         pieces: impl Iterator<Item = &'a [u8]>,
         between: impl Fn(),
     ) {
-        let _g = self.write_lock.lock().expect("lock");
+        let ticket = self.writer.ticket();
+        self.writer.wait(ticket);
         for (k, piece) in pieces.enumerate() {
             if k > 0 {
                 between();
             }
             out(piece);
         }
+        self.writer.release();
     }
 
     /// Sends a message and freezes the agent before anyone else can write or read (the

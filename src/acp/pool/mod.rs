@@ -659,7 +659,7 @@ impl Pool {
         &self,
         id: &str,
         expected: Option<&[crate::gemini::history::Replayed]>,
-        replayed: &mut tokio::sync::mpsc::UnboundedReceiver<super::client::Inbound>,
+        replayed: &mut tokio::sync::mpsc::UnboundedReceiver<super::client::Routed>,
     ) {
         let Some(expected) = expected else {
             tracing::warn!(

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::super::client::Inbound;
+use super::super::client::{Inbound, Routed};
 use crate::gemini::history::{self, Replayed, REPLAY_KINDS};
 use crate::gemini::session as cli_session;
 
@@ -44,7 +44,7 @@ pub(super) enum Taken {
 /// `available_commands_update`, which can come in the middle of a replay) are dropped. `quiet`
 /// bounds the wait for each update, for a replay that lists more than the agent sends.
 pub(super) async fn take(
-    rx: &mut mpsc::UnboundedReceiver<Inbound>,
+    rx: &mut mpsc::UnboundedReceiver<Routed>,
     expected: &[Replayed],
     quiet: Duration,
 ) -> Taken {
@@ -63,9 +63,11 @@ pub(super) async fn take(
                         missing: expected.len() - at,
                     }
                 }
-                Ok(Some(Inbound::Update(u))) => u,
-                // Nothing of the session asks a question while it is replayed.
-                Ok(Some(_)) => continue,
+                Ok(Some(routed)) => match routed.inbound {
+                    Inbound::Update(u) => u,
+                    // Nothing of the session asks a question while it is replayed.
+                    _ => continue,
+                },
             };
             let kind = update["sessionUpdate"].as_str().unwrap_or_default();
             if !REPLAY_KINDS.contains(&kind) {
@@ -85,8 +87,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn chunk(kind: &str, text: &str) -> Inbound {
-        Inbound::Update(json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}}))
+    fn chunk(kind: &str, text: &str) -> Routed {
+        Routed::made(Inbound::Update(
+            json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}}),
+        ))
     }
 
     fn listed() -> Vec<Replayed> {
@@ -106,16 +110,16 @@ mod tests {
     async fn the_replay_is_taken_to_its_last_update_whatever_comes_between() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         tx.send(chunk("user_message_chunk", "q")).unwrap();
-        tx.send(Inbound::Update(
+        tx.send(Routed::made(Inbound::Update(
             json!({"sessionUpdate": "available_commands_update"}),
-        ))
+        )))
         .unwrap();
         tx.send(chunk("agent_message_chunk", "a")).unwrap();
         tx.send(chunk("agent_message_chunk", "the next turn's"))
             .unwrap();
         let taken = take(&mut rx, &listed(), Duration::from_secs(5)).await;
         assert_eq!(taken, Taken::All { differed: 0 });
-        match rx.try_recv() {
+        match rx.try_recv().map(|r| r.inbound) {
             Ok(Inbound::Update(u)) => assert_eq!(u["content"]["text"], "the next turn's"),
             other => panic!("the update after the replay is left: {other:?}"),
         }
