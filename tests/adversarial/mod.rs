@@ -18,6 +18,8 @@ use serde_json::{json, Value};
 
 use crate::server::{deadline, read_log, server_command, Harness};
 
+mod warm;
+
 /// What one hostile line must get back.
 #[derive(Debug, Clone)]
 enum Owed {
@@ -67,6 +69,9 @@ fn barrage() -> Vec<(&'static str, Vec<u8>, Owed)> {
         ("arguments a string", br#"{"jsonrpc":"2.0","id":"args","method":"tools/call","params":{"name":"gemini_prompt","arguments":"hi"}}"#.to_vec(), id("args")),
         ("no tool name", br#"{"jsonrpc":"2.0","id":"noname","method":"tools/call","params":{"arguments":{}}}"#.to_vec(), id("noname")),
         ("an unknown tool", br#"{"jsonrpc":"2.0","id":"notool","method":"tools/call","params":{"name":"rm_rf","arguments":{}}}"#.to_vec(), id("notool")),
+        ("a slash command after a space", br#"{"jsonrpc":"2.0","id":"slash-space","method":"tools/call","params":{"name":"gemini_prompt","arguments":{"prompt":" /init [[fake-gemini:success text=\"as text\"]]"}}}"#.to_vec(), id("slash-space")),
+        ("a dollar command", br#"{"jsonrpc":"2.0","id":"slash-dollar","method":"tools/call","params":{"name":"gemini_prompt","arguments":{"prompt":"$help [[fake-gemini:success text=\"as text\"]]"}}}"#.to_vec(), id("slash-dollar")),
+        ("a slash command after a byte-order mark", "{\"jsonrpc\":\"2.0\",\"id\":\"slash-bom\",\"method\":\"tools/call\",\"params\":{\"name\":\"gemini_prompt\",\"arguments\":{\"prompt\":\"\u{FEFF}/memory show [[fake-gemini:success text=\\\"as text\\\"]]\"}}}".as_bytes().to_vec(), id("slash-bom")),
         ("a prompt that is a flag", br#"{"jsonrpc":"2.0","id":"flag","method":"tools/call","params":{"name":"gemini_prompt","arguments":{"prompt":"--yolo [[fake-gemini:success text=ok]]","model":"--sandbox"}}}"#.to_vec(), id("flag")),
         ("an unknown notification", br#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#.to_vec(), Owed::Nothing),
         ("a response nobody asked for", br#"{"jsonrpc":"2.0","id":"zz","result":{}}"#.to_vec(), Owed::Nothing),
@@ -154,6 +159,26 @@ fn a_barrage_of_malformed_lines_gets_one_answer_per_id_and_nothing_but_json_rpc(
         .filter(|(_, _, o)| matches!(o, Owed::NullError))
         .count();
     assert_eq!(nulls, owed_nulls, "errors under id null");
+    // Slash-led prompts reach the model as text on the default (warm) backend: the model's
+    // answer comes back, and `/init` wrote no GEMINI.md.
+    for id in ["slash-space", "slash-dollar", "slash-bom"] {
+        let answer = h
+            .client
+            .received
+            .iter()
+            .map(|r| &r.message)
+            .find(|m| m["id"] == id && m.get("method").is_none())
+            .expect("answered");
+        assert_eq!(
+            answer["result"]["content"][0]["text"], "as text",
+            "{id}: {answer}"
+        );
+    }
+    let work = h.log.parent().expect("the harness's folder").join("work");
+    assert!(
+        !work.join("GEMINI.md").exists(),
+        "a prompt ran the CLI's /init"
+    );
     assert!(
         !by_id.contains_key("\"zz\"") && !by_id.contains_key("\"never\""),
         "a response or a cancel was answered: {by_id:?}"
@@ -296,28 +321,59 @@ fn logged_pids(log: &std::path::Path) -> Vec<i64> {
     pids
 }
 
-/// A phase of a call at which the server is killed: what is set up, the prompt, and how many
-/// fake-gemini processes must have logged before the kill.
+/// Whether fake-gemini's log record `r` shows a call at `phase`: `run` (any record: a one-shot
+/// run or an agent started), `agent` (an agent's start), an ACP method the agent received
+/// (`session/new`, `session/prompt`), or `spawned` (a descendant it left holding its pipes).
+fn at_phase(r: &Value, phase: &str) -> bool {
+    match phase {
+        "run" => true,
+        "agent" => r["argv"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("--acp"))),
+        "spawned" => r["event"] == "spawned" && r["kind"] != "worker",
+        method => r["method"] == method,
+    }
+}
+
+/// A phase of a call at which the server is killed: the backend, what is set up, the prompt, how
+/// many calls are made, the log record that shows the phase was reached (see [`at_phase`]), and
+/// whether the first call is cancelled first (its tree is then in the kill grace). One-shot: a CLI
+/// process per call. Warm (the default): an agent starting (it reads nothing for a minute),
+/// opening the session, frozen in its prompt, streaming, frozen after its first chunk, ignoring
+/// SIGTERM in the kill grace, leaving a descendant (in its group, or in a session of its own), a
+/// call queued behind `GEMINICLI_MCP_MAX_PROMPTS`, and the `acp` tool set's own agent.
 #[cfg(unix)]
 #[rstest]
-#[case::queued_behind_another(&[("GEMINICLI_MCP_MAX_CONCURRENCY", "1")], "hang", 2, false)]
-#[case::starting(&[], "slow-start delay-ms=5000", 1, false)]
-#[case::streaming(&[], "trickle count=100", 1, false)]
-#[case::hanging_after_output(&[], "hang-after-output", 1, false)]
-#[case::in_the_kill_grace(&[("GEMINICLI_MCP_KILL_GRACE_MS", "10000")], "ignore-sigterm", 1, true)]
-#[case::grandchild(&[], "grandchild-holds-stdout", 1, false)]
-#[case::escaped_session(&[], "setsid-grandchild", 1, false)]
-#[case::acp_agent(&[("GEMINICLI_MCP_TOOLSETS", "acp")], "hang", 1, false)]
+#[case::queued_behind_another("oneshot", &[("GEMINICLI_MCP_MAX_CONCURRENCY", "1")], "hang", 2, "run", false)]
+#[case::starting("oneshot", &[], "slow-start delay-ms=5000", 1, "run", false)]
+#[case::streaming("oneshot", &[], "trickle count=100", 1, "run", false)]
+#[case::hanging_after_output("oneshot", &[], "hang-after-output", 1, "run", false)]
+#[case::in_the_kill_grace("oneshot", &[("GEMINICLI_MCP_KILL_GRACE_MS", "10000")], "ignore-sigterm", 1, "run", true)]
+#[case::grandchild("oneshot", &[], "grandchild-holds-stdout", 1, "spawned", false)]
+#[case::escaped_session("oneshot", &[], "setsid-grandchild", 1, "spawned", false)]
+#[case::warm_agent_starting("acp", &[("FAKE_GEMINI_ACP_START_DELAY_MS", "60000")], "success", 1, "agent", false)]
+#[case::warm_session_opening("acp", &[("FAKE_GEMINI_ACP_SESSION_NEW_MS", "60000")], "success", 1, "session/new", false)]
+#[case::warm_agent_frozen("acp", &[], "hang", 1, "session/prompt", false)]
+#[case::warm_streaming("acp", &[], "trickle count=1000", 1, "session/prompt", false)]
+#[case::warm_frozen_after_output("acp", &[], "hang-after-output", 1, "session/prompt", false)]
+#[case::warm_in_the_kill_grace("acp", &[("GEMINICLI_MCP_KILL_GRACE_MS", "10000")], "ignore-sigterm", 1, "session/prompt", true)]
+#[case::warm_grandchild("acp", &[], "grandchild-holds-stdout", 1, "spawned", false)]
+#[case::warm_escaped_session("acp", &[], "setsid-grandchild", 1, "spawned", false)]
+#[case::warm_queued_behind_another("acp", &[("GEMINICLI_MCP_MAX_PROMPTS", "1")], "hang", 2, "session/prompt", false)]
+#[case::acp_agent("acp", &[("GEMINICLI_MCP_TOOLSETS", "acp")], "hang", 1, "session/prompt", false)]
 fn a_server_killed_at_any_phase_of_a_call_leaves_no_process(
+    #[case] backend: &str,
     #[case] env: &[(&str, &str)],
     #[case] scenario: &str,
     #[case] calls: usize,
+    #[case] phase: &str,
     #[case] cancel_first: bool,
 ) {
     let tmp = tempfile::tempdir().unwrap();
     let tmp_path = tmp.path().to_str().unwrap().to_owned();
     let mut env = env.to_vec();
     env.push(("TMPDIR", &tmp_path));
+    env.push(("GEMINICLI_MCP_BACKEND", backend));
     let env = &env[..];
     let mut h = Harness::start(env);
     let acp = env
@@ -336,18 +392,30 @@ fn a_server_killed_at_any_phase_of_a_call_leaves_no_process(
                 .unwrap(),
         );
     }
-    // A queued call has no process yet: one run is what the fake can log.
-    let logged = if env
+    // A queued call has not reached its phase: one call is what the fake can log. Two warm calls
+    // share one agent.
+    let queued = env
         .iter()
-        .any(|(k, _)| *k == "GEMINICLI_MCP_MAX_CONCURRENCY")
+        .any(|(k, _)| *k == "GEMINICLI_MCP_MAX_CONCURRENCY" || *k == "GEMINICLI_MCP_MAX_PROMPTS");
+    let reached = if queued || phase == "agent" { 1 } else { calls };
+    let end = deadline();
+    while h
+        .log_records()
+        .iter()
+        .filter(|r| at_phase(r, phase))
+        .count()
+        < reached
     {
-        1
-    } else {
-        calls
-    };
-    h.wait_for_runs(logged);
-    std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            Instant::now() < end,
+            "{phase} never reached: {:?}",
+            h.log_records()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     if cancel_first {
+        // The tree is signalled and ignores it; the kill grace (10 s) holds it alive.
+        std::thread::sleep(Duration::from_millis(300));
         h.client
             .notify(
                 "notifications/cancelled",
@@ -356,8 +424,6 @@ fn a_server_killed_at_any_phase_of_a_call_leaves_no_process(
             .unwrap();
         std::thread::sleep(Duration::from_millis(300));
     }
-    // Descendants log themselves as they start.
-    std::thread::sleep(Duration::from_millis(200));
     let pids = logged_pids(&h.log);
     assert!(!pids.is_empty(), "the run logged no process");
     h.client.kill_target_only();

@@ -386,20 +386,41 @@ fn every_example_request_file_is_answered_when_piped() {
     }
 }
 
+/// Two calls in flight: one-shot, two CLIs that ignore SIGTERM; warm, one agent running a
+/// streaming prompt and then one that makes it ignore SIGTERM and freeze.
 #[cfg(unix)]
-#[test]
-fn sigterm_on_the_server_kills_every_tree_and_exits() {
-    let mut h = Harness::start(ONE_SHOT);
-    for n in 0..2 {
+#[rstest::rstest]
+#[case::one_shot("oneshot", ["ignore-sigterm", "ignore-sigterm"])]
+#[case::warm("acp", ["trickle count=1000 interval-ms=20", "ignore-sigterm"])]
+fn sigterm_on_the_server_kills_every_tree_and_exits(
+    #[case] backend: &str,
+    #[case] scenarios: [&str; 2],
+) {
+    let mut h = Harness::start(&[("GEMINICLI_MCP_BACKEND", backend)]);
+    // Each call under way: a one-shot run, or a prompt sent to the agent.
+    let started = |r: &Value| backend == "oneshot" || r["method"] == "session/prompt";
+    for (n, scenario) in scenarios.iter().enumerate() {
         h.client
             .request(
                 "tools/call",
-                Some(json!({"name": "gemini_prompt", "arguments": {"prompt": format!("wait {n} [[fake-gemini:ignore-sigterm]]")}})),
+                Some(json!({"name": "gemini_prompt", "arguments": {"prompt": format!("wait {n} [[fake-gemini:{scenario}]]")}})),
             )
             .unwrap();
+        let end = deadline();
+        while h.log_records().iter().filter(|r| started(r)).count() <= n {
+            assert!(
+                Instant::now() < end,
+                "call {n} started: {:?}",
+                h.log_records()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
-    let runs = h.wait_for_runs(2);
-    assert_eq!(runs.len(), 2, "both calls started");
+    let pids: Vec<i64> = h
+        .log_records()
+        .iter()
+        .filter_map(|r| r["pid"].as_i64())
+        .collect();
     let server = h.client.pid() as libc::pid_t;
     // SAFETY: plain signal to the server process this test spawned.
     assert_eq!(unsafe { libc::kill(server, libc::SIGTERM) }, 0);
@@ -408,8 +429,7 @@ fn sigterm_on_the_server_kills_every_tree_and_exits() {
         .wait_exit(deadline())
         .expect("the server exits on SIGTERM");
     assert!(status.success(), "{status:?}");
-    for run in runs {
-        let pid = run["pid"].as_i64().unwrap();
+    for pid in pids {
         assert!(
             super::gone(pid),
             "fake-gemini {pid} outlived the server's SIGTERM"
