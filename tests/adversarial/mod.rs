@@ -1,5 +1,6 @@
 //! The server under hostile input and faults, over stdio and HTTP: malformed, oversized, deeply
-//! nested and out-of-order messages, and a SIGKILL at every phase of a call. Each test asserts
+//! nested and out-of-order messages, and a SIGKILL at every phase of a call, on both backends
+//! (the warm one's cancels, stdin EOF and crashes are in `warm`). Each test asserts
 //! what must hold whatever arrives: the server stays up (where it should), its stdout carries
 //! only JSON-RPC, every request with an id gets exactly one answer, no process of a run is left,
 //! and memory stays bounded. The slow members (lines of 64 MiB and more, a gibibyte without a
@@ -195,16 +196,29 @@ fn a_barrage_of_malformed_lines_gets_one_answer_per_id_and_nothing_but_json_rpc(
     }
 }
 
-#[test]
-fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_answered() {
-    // One-shot: the test counts the CLI runs in the fake's log.
-    let mut h = Harness::start(&[("GEMINICLI_MCP_BACKEND", "oneshot")]);
+/// On both backends; the test counts the prompts that reached the CLI in the fake's log: one-shot
+/// runs, or `session/prompt`s sent to the agent.
+#[rstest]
+fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_answered(
+    #[values("oneshot", "acp")] backend: &str,
+) {
+    let mut h = Harness::start(&[("GEMINICLI_MCP_BACKEND", backend)]);
+    let prompted = |h: &Harness| {
+        h.log_records()
+            .iter()
+            .filter(|r| backend == "oneshot" || r["method"] == "session/prompt")
+            .count()
+    };
     let call = |text: &str| {
         json!({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {"name": "gemini_prompt",
             "arguments": {"prompt": format!("[[fake-gemini:success text={text} delay-ms=1000]]")}}})
     };
     h.client.send(&call("first")).unwrap();
-    h.wait_for_runs(1);
+    let end = deadline();
+    while prompted(&h) < 1 {
+        assert!(Instant::now() < end, "the first call never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     h.client.send(&call("second")).unwrap();
     let refused = h
         .client
@@ -228,7 +242,7 @@ fn a_second_call_under_an_id_in_flight_is_refused_and_the_first_answered() {
         })
         .expect("the call in flight at EOF answered");
     assert_eq!(third["result"]["content"][0]["text"], "third");
-    assert_eq!(h.log_records().len(), 2, "the refused call never ran");
+    assert_eq!(prompted(&h), 2, "the refused call never ran");
 }
 
 #[test]
@@ -321,6 +335,42 @@ fn logged_pids(log: &std::path::Path) -> Vec<i64> {
     pids
 }
 
+/// The fake-gemini processes among the descendants of `root` (from `ps`): a run that has not
+/// logged itself yet (it logs once its start-up is over) is found here.
+#[cfg(unix)]
+fn fake_gemini_descendants(root: u32) -> Vec<i64> {
+    let out = std::process::Command::new("ps")
+        .args(["-A", "-o", "pid=,ppid=,comm="])
+        .output()
+        .expect("ps");
+    let mut parent = BTreeMap::new();
+    let mut fake = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut words = line.split_whitespace();
+        let (Some(pid), Some(ppid), Some(comm)) = (words.next(), words.next(), words.next()) else {
+            continue;
+        };
+        let (Ok(pid), Ok(ppid)) = (pid.parse::<i64>(), ppid.parse::<i64>()) else {
+            continue;
+        };
+        parent.insert(pid, ppid);
+        if comm.rsplit('/').next() == Some("fake-gemini") {
+            fake.push(pid);
+        }
+    }
+    fake.retain(|&pid| {
+        let mut p = pid;
+        while let Some(&up) = parent.get(&p) {
+            if up == i64::from(root) {
+                return true;
+            }
+            p = up;
+        }
+        false
+    });
+    fake
+}
+
 /// Whether fake-gemini's log record `r` shows a call at `phase`: `run` (any record: a one-shot
 /// run or an agent started), `agent` (an agent's start), an ACP method the agent received
 /// (`session/new`, `session/prompt`), or `spawned` (a descendant it left holding its pipes).
@@ -336,7 +386,8 @@ fn at_phase(r: &Value, phase: &str) -> bool {
 }
 
 /// A phase of a call at which the server is killed: the backend, what is set up, the prompt, how
-/// many calls are made, the log record that shows the phase was reached (see [`at_phase`]), and
+/// many calls are made, the log record that shows the phase was reached (see [`at_phase`]; or
+/// `process`: a fake-gemini process under the server, for a run still starting), and
 /// whether the first call is cancelled first (its tree is then in the kill grace). One-shot: a CLI
 /// process per call. Warm (the default): an agent starting (it reads nothing for a minute),
 /// opening the session, frozen in its prompt, streaming, frozen after its first chunk, ignoring
@@ -345,7 +396,7 @@ fn at_phase(r: &Value, phase: &str) -> bool {
 #[cfg(unix)]
 #[rstest]
 #[case::queued_behind_another("oneshot", &[("GEMINICLI_MCP_MAX_CONCURRENCY", "1")], "hang", 2, "run", false)]
-#[case::starting("oneshot", &[], "slow-start delay-ms=5000", 1, "run", false)]
+#[case::starting("oneshot", &[], "slow-start delay-ms=60000", 1, "process", false)]
 #[case::streaming("oneshot", &[], "trickle count=100", 1, "run", false)]
 #[case::hanging_after_output("oneshot", &[], "hang-after-output", 1, "run", false)]
 #[case::in_the_kill_grace("oneshot", &[("GEMINICLI_MCP_KILL_GRACE_MS", "10000")], "ignore-sigterm", 1, "run", true)]
@@ -399,13 +450,17 @@ fn a_server_killed_at_any_phase_of_a_call_leaves_no_process(
         .any(|(k, _)| *k == "GEMINICLI_MCP_MAX_CONCURRENCY" || *k == "GEMINICLI_MCP_MAX_PROMPTS");
     let reached = if queued || phase == "agent" { 1 } else { calls };
     let end = deadline();
-    while h
-        .log_records()
-        .iter()
-        .filter(|r| at_phase(r, phase))
-        .count()
-        < reached
-    {
+    let mut starting = Vec::new();
+    while if phase == "process" {
+        starting = fake_gemini_descendants(h.client.pid());
+        starting.is_empty()
+    } else {
+        h.log_records()
+            .iter()
+            .filter(|r| at_phase(r, phase))
+            .count()
+            < reached
+    } {
         assert!(
             Instant::now() < end,
             "{phase} never reached: {:?}",
@@ -424,7 +479,8 @@ fn a_server_killed_at_any_phase_of_a_call_leaves_no_process(
             .unwrap();
         std::thread::sleep(Duration::from_millis(300));
     }
-    let pids = logged_pids(&h.log);
+    let mut pids = logged_pids(&h.log);
+    pids.extend(starting);
     assert!(!pids.is_empty(), "the run logged no process");
     h.client.kill_target_only();
     let end = Instant::now() + Duration::from_secs(2);
