@@ -61,8 +61,8 @@ fn answered(client: &Client, id: &Value) -> usize {
 /// while), while its session opens, while the prompt streams (the agent ends the turn
 /// `cancelled` and lives on), and while an agent that ignores SIGTERM is in its kill grace. The
 /// cancelled call gets no answer; the next call is answered, by a fresh agent once the frozen one
-/// is killed, within one kill grace (2 s here: the agent has that long to answer its cancel, and is
-/// then killed outright, SIGTERM or not); the server leaves no process.
+/// is killed, after one kill grace (2 s here: the agent has that long to answer its cancel, and is
+/// then killed outright, SIGTERM or not), not at the request timeout; the server leaves no process.
 #[cfg(unix)]
 #[rstest]
 #[case::before_the_agent_is_up(&[("FAKE_GEMINI_ACP_START_DELAY_MS", "800")], "success text=never", "agent")]
@@ -95,8 +95,10 @@ fn a_warm_call_cancelled_at_any_phase_gets_no_answer_and_the_next_one_does(
         .response(&next, deadline())
         .unwrap_or_else(|| panic!("the next call unanswered; stderr: {}", h.client.stderr()));
     assert_eq!(text(&answer["result"]), "next", "{answer}");
+    // What this catches is a next call held until the agent's request timeout (120 s) or for
+    // ever; the bound leaves a loaded machine room beyond the 2 s grace.
     assert!(
-        started.elapsed() < Duration::from_millis(3500),
+        started.elapsed() < Duration::from_secs(12),
         "the next call waited {:?}",
         started.elapsed()
     );
