@@ -111,8 +111,9 @@ pub fn strip_comments(text: &str) -> String {
     out
 }
 
-/// JavaScript's `\s`.
-fn js_space(c: char) -> bool {
+/// JavaScript's `\s`, which is also what its `String.prototype.trim()` removes (WhiteSpace and
+/// LineTerminator, the BOM included).
+pub(crate) fn js_space(c: char) -> bool {
     matches!(
         c,
         '\t' | '\n'

@@ -749,19 +749,7 @@ fn sigterm_kills_the_runs_of_every_http_client_and_exits_0() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(runs.len(), 2, "both clients' calls started");
-    // SAFETY: plain signal to the server process this test spawned.
-    assert_eq!(
-        unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) },
-        0
-    );
-    let end = deadline();
-    let status = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < end, "the server did not exit on SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = sigterm_and_wait(&mut server.child);
     assert!(status.success(), "{status:?}");
     for run in runs {
         let pid = run["pid"].as_i64().unwrap();
@@ -1455,19 +1443,7 @@ fn a_stuck_task_costs_only_its_own_call_and_sigterm_ends_everything(#[case] back
     std::thread::sleep(Duration::from_millis(300));
     let pids = logged_pids(&server.log);
     assert!(!pids.is_empty());
-    // SAFETY: plain signal to the server process this test spawned.
-    assert_eq!(
-        unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) },
-        0
-    );
-    let end = deadline();
-    let status = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < end, "the server did not exit on SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = sigterm_and_wait(&mut server.child);
     assert!(status.success(), "{status:?}");
     for pid in logged_pids(&server.log) {
         assert!(
@@ -1476,4 +1452,22 @@ fn a_stuck_task_costs_only_its_own_call_and_sigterm_ends_everything(#[case] back
         );
     }
     let _ = held.recv_timeout(Duration::from_secs(5));
+}
+
+/// Sends SIGTERM to the server `child` and waits (up to the test deadline) for it to exit.
+#[cfg(unix)]
+fn sigterm_and_wait(child: &mut std::process::Child) -> std::process::ExitStatus {
+    // SAFETY: plain signal to the server process this test spawned.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let end = deadline();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < end, "the server did not exit on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -39,24 +39,6 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("help", &[]),
 ];
 
-/// What JavaScript's `trim()` removes (WhiteSpace and LineTerminator, the BOM included).
-fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\u{9}'..='\u{d}'
-            | ' '
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
-            | '\u{feff}'
-    )
-}
-
 /// The text the agent tests (`commandText`): the blocks' text up to the first image or audio.
 fn command_text(blocks: &[Value]) -> String {
     let mut s = String::new();
@@ -81,12 +63,12 @@ fn command_text(blocks: &[Value]) -> String {
 /// `parseSlashCommand`: the command (top-level name, subcommand) and its arguments, or `None`
 /// when the text is not one.
 fn parse(text: &str) -> Option<(&'static str, Option<&'static str>, Vec<String>)> {
-    let trimmed = text.trim_matches(is_js_whitespace);
+    let trimmed = text.trim_matches(crate::settings::js_space);
     let rest = trimmed
         .strip_prefix('/')
         .or_else(|| trimmed.strip_prefix('$'))?;
     let parts: Vec<&str> = rest
-        .split(is_js_whitespace)
+        .split(crate::settings::js_space)
         .filter(|p| !p.is_empty())
         .collect();
     let (name, subs) = COMMANDS.iter().find(|(n, _)| Some(n) == parts.first())?;
