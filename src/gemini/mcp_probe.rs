@@ -124,12 +124,17 @@ async fn stdio(
             }
         }
     }
+    if let Some((k, v)) = crate::gemini::process::outside_run_marker() {
+        cmd.env(k, v);
+    }
     #[cfg(unix)]
     cmd.process_group(0);
+    // A probe dropped midway (the call cancelled) kills the server's whole group too.
     let mut child = match cmd.spawn() {
-        Ok(c) => c,
+        Ok(c) => Group(c),
         Err(e) => return Verdict::Failed(format!("cannot start `{command}`: {e}")),
     };
+    let child = &mut child.0;
     let started = Instant::now();
     let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Verdict::Failed("no pipes".into());
@@ -160,8 +165,16 @@ async fn stdio(
         }),
         Err(_) => Verdict::Silent,
     };
-    kill_tree(&mut child);
     verdict
+}
+
+/// A probed server's process, its group killed when the probe ends or is dropped.
+struct Group(tokio::process::Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        kill_tree(&mut self.0);
+    }
 }
 
 /// Kills the probe's process group (the server and whatever it started), then the child.
@@ -267,5 +280,52 @@ mod tests {
         )
         .await;
         assert!(matches!(v, Verdict::Answered(_)), "{v:?}");
+    }
+
+    /// Whether process `pid` is gone (or a zombie nobody reaps yet).
+    #[cfg(target_os = "linux")]
+    fn gone(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_probe_dropped_midway_kills_the_servers_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("grandchild");
+        // The server starts a child of its own and never answers.
+        let script = format!("sleep 100000 & echo $! > {}; wait", pid_file.display());
+        let entry = json!({"command": "sh", "args": ["-c", script]});
+        let probing = probe(
+            entry.as_object().unwrap(),
+            dir.path(),
+            Duration::from_secs(600),
+        );
+        let pid = tokio::select! {
+            _ = probing => panic!("the probe ended before it was dropped"),
+            pid = async {
+                loop {
+                    match std::fs::read_to_string(&pid_file) {
+                        Ok(p) if p.ends_with('\n') => break p.trim().to_owned(),
+                        _ => tokio::time::sleep(Duration::from_millis(20)).await,
+                    }
+                }
+            } => pid,
+        };
+        // The probe future is dropped here, as a cancelled call drops it.
+        let end = Instant::now() + Duration::from_secs(10);
+        while !gone(&pid) {
+            assert!(
+                Instant::now() < end,
+                "the server's child {pid} outlived the probe"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }

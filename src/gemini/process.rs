@@ -102,6 +102,13 @@ const REAP_TIMEOUT: Duration = Duration::from_secs(2);
 /// the tree (escaped where no sweep reaches) keeps a pipe open past the kill.
 const POST_KILL_DRAIN: Duration = Duration::from_millis(500);
 
+/// The run marker for a process the server starts outside a run (an MCP server probed before
+/// a call): with it, the watchdog finds and kills the process if the server dies before it does
+/// (Linux); `None` where no sweep runs.
+pub(crate) fn outside_run_marker() -> Option<(std::ffi::OsString, std::ffi::OsString)> {
+    sweep::Marker::new().env()
+}
+
 /// Makes the server a child subreaper (Linux), so that descendants escaping a run's process group
 /// are reparented to the server and swept after their run. Call once at start-up, before the
 /// first run; a no-op elsewhere, where escaped descendants are out of reach.
