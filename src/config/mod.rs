@@ -79,8 +79,12 @@ pub enum Command {
     /// kept), backed up first as <file>.bak-<UTC time> beside it, and replaced atomically; a second
     /// run changes nothing. The entry runs the command that ran setup: `npx -y geminicli-mcp`
     /// under npx, the npm launcher's path, or else this binary's absolute path. Secrets are passed
-    /// by name (GEMINI_API_KEY), never written. Exits 1 when any client's file could not be
-    /// changed. docs/install.md has the details.
+    /// by name (GEMINI_API_KEY), never written. For the clients that load Agent Skills (Claude
+    /// Code: ~/.claude/skills, Codex: $CODEX_HOME/skills, the Gemini CLI: ~/.gemini/skills) it
+    /// also installs the skills gemini-review, gemini-second-opinion, gemini-large-read and
+    /// gemini-delegate (--no-skills: not); --remove takes out only those, and leaves one edited
+    /// since setup wrote it. Exits 1 when any client's file could not be changed. docs/install.md
+    /// and docs/clients.md have the details.
     Setup(crate::setup::SetupArgs),
 }
 

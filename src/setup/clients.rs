@@ -239,6 +239,20 @@ impl Client {
         Entry { value, keep }
     }
 
+    /// The folder the client loads the user's Agent Skills from (`<dir>/<name>/SKILL.md`), for the
+    /// clients that load skills. Measured, each listing the skills in the requests it sends its
+    /// model: Claude Code 2.1.328 `~/.claude/skills`; Codex 0.169.0 `$CODEX_HOME/skills` (its own
+    /// skill installer's folder; it also reads `~/.agents/skills`, which the Gemini CLI reads too,
+    /// so a skill there would reach the Gemini CLI twice); the Gemini CLI 0.61.0 `~/.gemini/skills`.
+    pub fn skills_dir(self, env: &Env) -> Option<PathBuf> {
+        match self {
+            Client::ClaudeCode | Client::Codex | Client::GeminiCli => {
+                Some(self.config_dir(env).join("skills"))
+            }
+            Client::Cursor | Client::ClaudeDesktop | Client::Vscode => None,
+        }
+    }
+
     /// Something the user must still do, printed after the client's line.
     pub fn note(self) -> Option<&'static str> {
         match self {

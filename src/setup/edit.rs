@@ -181,7 +181,7 @@ fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-fn create_private_dirs(dir: &Path) -> io::Result<()> {
+pub(super) fn create_private_dirs(dir: &Path) -> io::Result<()> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]

@@ -1,12 +1,14 @@
 //! `geminicli-mcp setup`: writes or removes this server's entry in MCP clients' own configuration
 //! files, editing each in place (other entries, comments and layout kept), backed up and replaced
-//! atomically.
+//! atomically; and installs or removes the Agent Skills of [`skills`] for the clients that load
+//! skills.
 
 mod change;
 mod clients;
 mod edit;
 mod json;
 mod launch;
+pub mod skills;
 mod toml;
 
 #[cfg(test)]
@@ -26,12 +28,17 @@ pub struct SetupArgs {
     /// folder, or its command on PATH).
     #[arg(value_name = "CLIENT", value_enum)]
     pub clients: Vec<Client>,
-    /// Remove the server's entry instead; every other entry stays.
+    /// Remove the server's entry and its skills instead; every other entry stays, and so does a
+    /// skill of another name or one edited since setup wrote it.
     #[arg(long)]
     pub remove: bool,
-    /// Print each change (the file, the entry before and after) and write nothing.
+    /// Print each change (the file, the entry before and after, each skill and its description)
+    /// and write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Leave the clients' skills folders alone: write or remove only the server's entry.
+    #[arg(long)]
+    pub no_skills: bool,
     /// The entry's name in each client.
     #[arg(long, value_name = "NAME", default_value = "gemini", value_parser = parse_name)]
     pub name: String,
@@ -131,7 +138,55 @@ fn one(client: Client, args: &SetupArgs, env: &Env, out: &mut dyn Write) -> Resu
             let _ = writeln!(out, "  note: {note}");
         }
     }
+    if let Some(dir) = client.skills_dir(env).filter(|_| !args.no_skills) {
+        let synced = skills::sync(&dir, args.remove, !args.dry_run).map_err(|source| {
+            FileError::Io {
+                path: dir.clone(),
+                what: "cannot install or remove the skills in it",
+                source,
+            }
+        })?;
+        report_skills(name, &synced, args.dry_run, out);
+    }
     Ok(())
+}
+
+/// One line per action taken on the skills (the names it applies to), then, in a dry run, each
+/// skill to be written with its description, what the client puts in every request.
+fn report_skills(client: &str, synced: &skills::Synced, dry_run: bool, out: &mut dyn Write) {
+    let dir = synced.dir.display();
+    let mut actions: Vec<skills::Action> = synced.actions.iter().map(|(_, a)| *a).collect();
+    actions.sort_unstable();
+    actions.dedup();
+    for action in actions {
+        let names: Vec<&str> = synced
+            .actions
+            .iter()
+            .filter(|(_, a)| *a == action)
+            .map(|(s, _)| s.name)
+            .collect();
+        let (done, would) = action.verbs();
+        let verb = if dry_run { would } else { done };
+        let _ = write!(out, "{client}: skills {verb}: {} in {dir}", names.join(", "));
+        let _ = match action {
+            skills::Action::Keep => writeln!(
+                out,
+                " (edited since setup wrote them, or skills of your own of those names; to get \
+                 setup's, move those folders away and run setup again)"
+            ),
+            _ if dry_run && action != skills::Action::Unchanged => {
+                writeln!(out, " (dry run: nothing written)")
+            }
+            _ => writeln!(out),
+        };
+        if dry_run && matches!(action, skills::Action::Add | skills::Action::Update) {
+            for name in &names {
+                let skill = skills::SKILLS.iter().find(|s| s.name == *name);
+                let description = skill.and_then(|s| s.field("description")).unwrap_or("");
+                let _ = writeln!(out, "  + {name}/SKILL.md: {description}");
+            }
+        }
+    }
 }
 
 /// The entry before (`-` lines) and after (`+` lines).
