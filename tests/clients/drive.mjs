@@ -5,7 +5,7 @@
 //
 //   node tests/clients/drive.mjs --client claude|codex|gemini --server PATH --fake PATH \
 //        --scenario plain|error|loop|long|long-cjk|slow|jobs|ask --work DIR [--timeout-ms N] \
-//        [--stream-results N] [--tasks] [--elicit DECISION]
+//        [--stream-results N] [--tasks] [--elicit DECISION] [--skills installed|removed]
 //
 // Claude Code only: `--stream-results N` runs it with stream-json input and output and keeps its
 // stdin open until its N-th `result` event (a turn's end; a background task's result starts
@@ -19,6 +19,11 @@
 // without it Claude Code has no hook, and cancels every elicitation. A scenario's
 // `fakeScenarioDir` (a folder of tests/clients) becomes the server's FAKE_GEMINI_SCENARIO_DIR, where
 // fake-gemini finds the scenario file its prompt marker names.
+// `--skills installed` runs `geminicli-mcp setup <client>` in the private home first, then
+// `setup --remove --no-skills <client>` (the entry out, the skills kept: the client gets the entry
+// below as in every run); `--skills removed` runs `setup` then `setup --remove`. The report's
+// `skills` then says which of plugins/geminicli-mcp/skills the client put in a request to its model
+// (each found by its front matter's description) and what setup printed.
 //
 // stdout: one JSON document
 //   {"client", "version", "calls": [{"tool", "arguments", "seen", "error", "at_ms"}],
@@ -57,7 +62,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 const USAGE =
   "usage: node drive.mjs --client claude|codex|gemini --server PATH --fake PATH --scenario NAME " +
-  "--work DIR [--timeout-ms N] [--stream-results N] [--tasks] [--elicit DECISION]";
+  "--work DIR [--timeout-ms N] [--stream-results N] [--tasks] [--elicit DECISION] [--skills installed|removed]";
 
 function usage(message) {
   process.stderr.write(`drive.mjs: ${message}\n${USAGE}\n`);
@@ -75,6 +80,7 @@ function parseArgs(argv) {
     "--timeout-ms": "timeoutMs",
     "--stream-results": "streamResults",
     "--elicit": "elicit",
+    "--skills": "skills",
   };
   const numeric = ["timeoutMs", "streamResults"];
   for (let i = 0; i < argv.length; i += 2) {
@@ -93,6 +99,8 @@ function parseArgs(argv) {
     usage("--stream-results takes a positive count");
   if ((opts.tasks || opts.streamResults || opts.elicit) && opts.client !== "claude")
     usage("--tasks, --stream-results and --elicit are for claude only");
+  if (opts.skills !== undefined && !["installed", "removed"].includes(opts.skills))
+    usage("--skills takes installed or removed");
   opts.server = path.resolve(opts.server);
   opts.fake = path.resolve(opts.fake);
   opts.work = path.resolve(opts.work);
@@ -450,6 +458,47 @@ function scenario(name) {
 const scenarioPrompt = (s) =>
   s.prompt ?? `[[fake-gemini:success text=${quoteParam(s.chunk)} repeat=${s.repeat}]]`;
 
+// -------------------------------------------------------------------------------- skills ---
+
+/** Each skill of the plugin: its name and its front matter's description. */
+function ourSkills() {
+  const dir = path.join(HERE, "..", "..", "plugins", "geminicli-mcp", "skills");
+  return fs.readdirSync(dir).sort().map((name) => {
+    const text = fs.readFileSync(path.join(dir, name, "SKILL.md"), "utf8");
+    return { name, description: /^description: (.*)$/m.exec(text)?.[1] ?? "" };
+  });
+}
+
+/** `geminicli-mcp setup` for the client in the run's home, as `--skills` asks; its output. */
+function setupSkills(run, client, mode) {
+  const name = { claude: "claude-code", codex: "codex", gemini: "gemini-cli" }[client];
+  const env = { PATH: process.env.PATH, HOME: run.home, CODEX_HOME: path.join(run.home, ".codex") };
+  const steps = [["setup", name], ["setup", "--remove", ...(mode === "installed" ? ["--no-skills"] : []), name]];
+  let out = "";
+  for (const args of steps) {
+    const r = spawnSync(run.server, args, { env, encoding: "utf8" });
+    out += `$ geminicli-mcp ${args.join(" ")}\n${r.stdout}${r.stderr}`;
+    if (r.status !== 0) throw new Error(`geminicli-mcp ${args.join(" ")} failed:\n${out}`);
+  }
+  return out;
+}
+
+/** The skills whose description a logged request body to the model carries. */
+function skillsSeen(run) {
+  const bodies = fs
+    .readFileSync(path.join(run.dir, "mock.jsonl"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l).body)
+    .filter(Boolean)
+    .map((b) => JSON.stringify(b));
+  // A description travels as a JSON string, escaped as JSON escapes it.
+  const escaped = (s) => JSON.stringify(s).slice(1, -1);
+  return ourSkills()
+    .filter((s) => bodies.some((b) => b.includes(escaped(s.description))))
+    .map((s) => s.name);
+}
+
 // ---------------------------------------------------------------------------------- main ---
 
 /**
@@ -531,6 +580,11 @@ async function main() {
     fakeScenarioDir: s.fakeScenarioDir ? path.join(HERE, s.fakeScenarioDir) : undefined,
   };
   for (const d of [run.home, run.project]) fs.mkdirSync(d, { recursive: true });
+  let setupOutput;
+  if (opts.skills) {
+    setupOutput = setupSkills(run, opts.client, opts.skills);
+    process.env.DRIVE_LOG_BODIES = "1"; // the mock logs the bodies skillsSeen reads
+  }
 
   const jobs = s.jobs ? { waitS: s.waitS, key: s.key, cancelPrompt: s.cancelPrompt } : null;
   const model = new Model(scenarioPrompt(s), s.arguments, jobs);
@@ -577,6 +631,7 @@ async function main() {
       )
       .map(({ pid, prompt }) => ({ pid, prompt })),
     left_running: exit.left ?? [],
+    ...(opts.skills ? { skills: { seen: skillsSeen(run), setup: setupOutput } } : {}),
   };
   process.stdout.write(JSON.stringify(report) + "\n");
   if (mock.outbound.length > 0) {

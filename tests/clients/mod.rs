@@ -33,7 +33,10 @@
 //! elicitation, so it is never asked (its model reads the rejected run's answer).
 //!
 //! `clients::setup` runs `geminicli-mcp setup` for Claude Code, Codex and the Gemini CLI in a
-//! private home and asks each client's own `mcp list` what it sees, then runs `setup --remove`.
+//! private home and asks each client's own `mcp list` (and `gemini skills list`) what it sees,
+//! then runs `setup --remove`. `clients::setup::skills::<client>` runs each client after `setup`
+//! (the driver's `--skills installed`) and finds the four skills' descriptions in the request to
+//! its model, and none after `setup --remove` (`--skills removed`).
 //!
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
@@ -67,6 +70,18 @@ struct Report {
     fake_runs: Vec<FakeRun>,
     /// The pids of fake-gemini's log still alive 5 s after the client exited (`jobs`).
     left_running: Vec<u32>,
+    /// With `--skills`: which of the plugin's skills a request to the model listed.
+    skills: Option<Skills>,
+}
+
+/// The skills `setup` installed (or installed and removed) before the run (`--skills`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Skills {
+    /// The skills whose description a request to the client's model carried.
+    seen: Vec<String>,
+    /// What `setup` printed.
+    setup: String,
 }
 
 /// One run of fake-gemini, from its log.

@@ -1,7 +1,8 @@
 //! `geminicli-mcp setup` checked by the clients themselves: after `setup claude-code codex
 //! gemini-cli` in a private home, `claude mcp list` and `gemini mcp list` show the server connected
-//! and `codex mcp list` lists it; after `setup --remove` none does; a server each client added
-//! itself survives both.
+//! and `codex mcp list` lists it, and `gemini skills list` the skills; after `setup --remove` none
+//! does; a server each client added itself survives both. The skills in the requests each client
+//! sends its model: `skills::<client>`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -153,9 +154,14 @@ fn setup_registers_the_server_and_remove_takes_it_out() {
     for listing in [&c, &x, &g] {
         assert!(line(listing, "other").is_some(), "{listing}");
     }
+    let skills = run(home, &path, &gemini, &["skills", "list"]);
+    for skill in SKILLS {
+        assert!(skills.contains(&format!("{skill} [Enabled]")), "{skills}");
+    }
 
     let again = run(home, &path, &server, &[&["setup"][..], &clients].concat());
-    assert_eq!(again.matches("unchanged").count(), 3, "{again}");
+    assert_eq!(again.matches(": unchanged: `gemini`").count(), 3, "{again}");
+    assert_eq!(again.matches(": skills unchanged: ").count(), 3, "{again}");
 
     let out = run(
         home,
@@ -164,9 +170,59 @@ fn setup_registers_the_server_and_remove_takes_it_out() {
         &[&["setup", "--remove"][..], &clients].concat(),
     );
     assert_eq!(out.matches("removed `gemini`").count(), 3, "{out}");
+    assert_eq!(out.matches(": skills removed: ").count(), 3, "{out}");
     for program in [&claude, &codex, &gemini] {
         let listing = listed(program);
         assert!(line(&listing, "gemini").is_none(), "{listing}");
         assert!(line(&listing, "other").is_some(), "{listing}");
+    }
+    let skills = run(home, &path, &gemini, &["skills", "list"]);
+    for skill in SKILLS {
+        assert!(!skills.contains(skill), "{skills}");
+    }
+}
+
+/// The skills of plugins/geminicli-mcp/skills, which `setup` installs.
+const SKILLS: [&str; 4] = [
+    "gemini-delegate",
+    "gemini-large-read",
+    "gemini-review",
+    "gemini-second-opinion",
+];
+
+/// After `setup`, the client lists every skill in the request to its model (the always-loaded
+/// descriptions); after `setup --remove`, none.
+fn skills_reach_the_model(client: &str) {
+    let seen = |mode: &str| {
+        let report = super::drive_with(client, "plain", &["--skills", mode])?;
+        let skills = report.skills.expect("the driver reports the skills");
+        eprintln!("{}", skills.setup);
+        Some(skills.seen)
+    };
+    let Some(installed) = seen("installed") else {
+        return;
+    };
+    assert_eq!(installed, SKILLS, "{client}");
+    let removed = seen("removed").unwrap();
+    assert!(removed.is_empty(), "{client} still lists {removed:?}");
+}
+
+mod skills {
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn claude() {
+        super::skills_reach_the_model("claude");
+    }
+
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn codex() {
+        super::skills_reach_the_model("codex");
+    }
+
+    #[test]
+    #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
+    fn gemini() {
+        super::skills_reach_the_model("gemini");
     }
 }
