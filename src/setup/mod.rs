@@ -139,13 +139,12 @@ fn one(client: Client, args: &SetupArgs, env: &Env, out: &mut dyn Write) -> Resu
         }
     }
     if let Some(dir) = client.skills_dir(env).filter(|_| !args.no_skills) {
-        let synced = skills::sync(&dir, args.remove, !args.dry_run).map_err(|source| {
-            FileError::Io {
+        let synced =
+            skills::sync(&dir, args.remove, !args.dry_run).map_err(|source| FileError::Io {
                 path: dir.clone(),
                 what: "cannot install or remove the skills in it",
                 source,
-            }
-        })?;
+            })?;
         report_skills(name, &synced, args.dry_run, out);
     }
     Ok(())
@@ -167,7 +166,11 @@ fn report_skills(client: &str, synced: &skills::Synced, dry_run: bool, out: &mut
             .collect();
         let (done, would) = action.verbs();
         let verb = if dry_run { would } else { done };
-        let _ = write!(out, "{client}: skills {verb}: {} in {dir}", names.join(", "));
+        let _ = write!(
+            out,
+            "{client}: skills {verb}: {} in {dir}",
+            names.join(", ")
+        );
         let _ = match action {
             skills::Action::Keep => writeln!(
                 out,

@@ -6,6 +6,7 @@
 //   node tests/clients/drive.mjs --client claude|codex|gemini --server PATH --fake PATH \
 //        --scenario plain|error|loop|long|long-cjk|slow|jobs|ask --work DIR [--timeout-ms N] \
 //        [--stream-results N] [--tasks] [--elicit DECISION] [--skills installed|removed]
+//        [--user-prompt TEXT]
 //
 // Claude Code only: `--stream-results N` runs it with stream-json input and output and keeps its
 // stdin open until its N-th `result` event (a turn's end; a background task's result starts
@@ -23,7 +24,9 @@
 // `setup --remove --no-skills <client>` (the entry out, the skills kept: the client gets the entry
 // below as in every run); `--skills removed` runs `setup` then `setup --remove`. The report's
 // `skills` then says which of plugins/geminicli-mcp/skills the client put in a request to its model
-// (each found by its front matter's description) and what setup printed.
+// (each found by its front matter's description), which it loaded whole (`used`: its body's
+// first heading in a request: the user invoked it, `/name` in Claude Code, `$name` in Codex) and
+// what setup printed. `--user-prompt TEXT` replaces what the user asks the client.
 //
 // stdout: one JSON document
 //   {"client", "version", "calls": [{"tool", "arguments", "seen", "error", "at_ms"}],
@@ -62,7 +65,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 const USAGE =
   "usage: node drive.mjs --client claude|codex|gemini --server PATH --fake PATH --scenario NAME " +
-  "--work DIR [--timeout-ms N] [--stream-results N] [--tasks] [--elicit DECISION] [--skills installed|removed]";
+  "--work DIR [--timeout-ms N] [--stream-results N] [--tasks] [--elicit DECISION] [--skills installed|removed] [--user-prompt TEXT]";
 
 function usage(message) {
   process.stderr.write(`drive.mjs: ${message}\n${USAGE}\n`);
@@ -81,6 +84,7 @@ function parseArgs(argv) {
     "--stream-results": "streamResults",
     "--elicit": "elicit",
     "--skills": "skills",
+    "--user-prompt": "userPrompt",
   };
   const numeric = ["timeoutMs", "streamResults"];
   for (let i = 0; i < argv.length; i += 2) {
@@ -465,7 +469,8 @@ function ourSkills() {
   const dir = path.join(HERE, "..", "..", "plugins", "geminicli-mcp", "skills");
   return fs.readdirSync(dir).sort().map((name) => {
     const text = fs.readFileSync(path.join(dir, name, "SKILL.md"), "utf8");
-    return { name, description: /^description: (.*)$/m.exec(text)?.[1] ?? "" };
+    const description = /^description: (.*)$/m.exec(text)?.[1] ?? "";
+    return { name, description, heading: /^# .*$/m.exec(text)?.[0] ?? "" };
   });
 }
 
@@ -483,7 +488,7 @@ function setupSkills(run, client, mode) {
   return out;
 }
 
-/** The skills whose description a logged request body to the model carries. */
+/** The skills whose description (`seen`) and whose body (`used`) a request to the model carries. */
 function skillsSeen(run) {
   const bodies = fs
     .readFileSync(path.join(run.dir, "mock.jsonl"), "utf8")
@@ -494,9 +499,12 @@ function skillsSeen(run) {
     .map((b) => JSON.stringify(b));
   // A description travels as a JSON string, escaped as JSON escapes it.
   const escaped = (s) => JSON.stringify(s).slice(1, -1);
-  return ourSkills()
-    .filter((s) => bodies.some((b) => b.includes(escaped(s.description))))
-    .map((s) => s.name);
+  const carried = (text) => bodies.some((b) => b.includes(escaped(text)));
+  const skills = ourSkills();
+  return {
+    seen: skills.filter((s) => carried(s.description)).map((s) => s.name),
+    used: skills.filter((s) => carried(s.heading)).map((s) => s.name),
+  };
 }
 
 // ---------------------------------------------------------------------------------- main ---
@@ -569,9 +577,9 @@ async function main() {
     project: path.join(opts.work, "project"),
     server: opts.server,
     fake: opts.fake,
-    userPrompt: s.jobs
+    userPrompt: opts.userPrompt ?? (s.jobs
       ? "Start a Gemini job with the gemini_start tool (with an idempotency key, and once more with the same key), start a second job and cancel it, list the jobs, wait for the first with gemini_wait, then read its whole answer."
-      : "Ask Gemini with the gemini_prompt tool, then read its whole answer.",
+      : "Ask Gemini with the gemini_prompt tool, then read its whole answer."),
     toolTimeoutMs: s.toolTimeoutMs,
     jobs: s.jobs,
     streamResults: opts.streamResults,
@@ -631,7 +639,7 @@ async function main() {
       )
       .map(({ pid, prompt }) => ({ pid, prompt })),
     left_running: exit.left ?? [],
-    ...(opts.skills ? { skills: { seen: skillsSeen(run), setup: setupOutput } } : {}),
+    ...(opts.skills ? { skills: { ...skillsSeen(run), setup: setupOutput } } : {}),
   };
   process.stdout.write(JSON.stringify(report) + "\n");
   if (mock.outbound.length > 0) {

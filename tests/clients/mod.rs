@@ -80,6 +80,8 @@ struct Report {
 struct Skills {
     /// The skills whose description a request to the client's model carried.
     seen: Vec<String>,
+    /// The skills whose whole body a request carried (the user invoked them).
+    used: Vec<String>,
     /// What `setup` printed.
     setup: String,
 }

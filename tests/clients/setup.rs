@@ -191,38 +191,52 @@ const SKILLS: [&str; 4] = [
 ];
 
 /// After `setup`, the client lists every skill in the request to its model (the always-loaded
-/// descriptions); after `setup --remove`, none.
-fn skills_reach_the_model(client: &str) {
-    let seen = |mode: &str| {
-        let report = super::drive_with(client, "plain", &["--skills", mode])?;
+/// descriptions), and `invoke` (the client's own spelling of a skill command, if it has one)
+/// loads `gemini-review` whole; after `setup --remove`, none is listed.
+fn skills_reach_the_model(client: &str, invoke: Option<&str>) {
+    let skills = |more: &[&str]| {
+        let report = super::drive_with(client, "plain", more)?;
         let skills = report.skills.expect("the driver reports the skills");
         eprintln!("{}", skills.setup);
-        Some(skills.seen)
+        Some(skills)
     };
-    let Some(installed) = seen("installed") else {
+    let Some(installed) = skills(&["--skills", "installed"]) else {
         return;
     };
-    assert_eq!(installed, SKILLS, "{client}");
-    let removed = seen("removed").unwrap();
-    assert!(removed.is_empty(), "{client} still lists {removed:?}");
+    assert_eq!(installed.seen, SKILLS, "{client}");
+    assert!(
+        installed.used.is_empty(),
+        "{client} loaded {:?}",
+        installed.used
+    );
+    if let Some(command) = invoke {
+        let invoked = skills(&["--skills", "installed", "--user-prompt", command]).unwrap();
+        assert_eq!(invoked.used, ["gemini-review"], "{client}: {command}");
+    }
+    let removed = skills(&["--skills", "removed"]).unwrap();
+    assert!(
+        removed.seen.is_empty(),
+        "{client} still lists {:?}",
+        removed.seen
+    );
 }
 
 mod skills {
     #[test]
     #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
     fn claude() {
-        super::skills_reach_the_model("claude");
+        super::skills_reach_the_model("claude", Some("/gemini-review"));
     }
 
     #[test]
     #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
     fn codex() {
-        super::skills_reach_the_model("codex");
+        super::skills_reach_the_model("codex", Some("$gemini-review"));
     }
 
     #[test]
     #[ignore = "runs a real MCP client (node, npm; installs it once); see tests/clients"]
     fn gemini() {
-        super::skills_reach_the_model("gemini");
+        super::skills_reach_the_model("gemini", None);
     }
 }

@@ -74,8 +74,6 @@ impl Home {
     }
 }
 
-const SKILL_CLIENTS: [Client; 3] = [Client::ClaudeCode, Client::Codex, Client::GeminiCli];
-
 #[test]
 fn each_skill_has_the_front_matter_the_clients_read_and_a_short_description() {
     for skill in SKILLS {
@@ -89,7 +87,11 @@ fn each_skill_has_the_front_matter_the_clients_read_and_a_short_description() {
             skill.name,
             description.len()
         );
-        assert!(!description.contains(": "), "{}: YAML needs quotes", skill.name);
+        assert!(
+            !description.contains(": "),
+            "{}: YAML needs quotes",
+            skill.name
+        );
     }
 }
 
@@ -158,7 +160,10 @@ fn setup_installs_the_skills_where_each_client_loads_them() {
     }
     for client in [Client::Cursor, Client::Vscode, Client::ClaudeDesktop] {
         assert!(client.skills_dir(&home.env).is_none());
-        assert!(!out.contains(&format!("{}: skills", client.name())), "{out}");
+        assert!(
+            !out.contains(&format!("{}: skills", client.name())),
+            "{out}"
+        );
     }
 }
 
@@ -282,11 +287,7 @@ fn a_dry_run_shows_the_skills_and_writes_nothing() {
     let before = home.snapshot();
     let out = home.setup(&["--dry-run", "claude-code", "codex", "gemini-cli"]);
     assert_eq!(home.snapshot(), before);
-    assert_eq!(
-        out.matches(": skills would add: ").count(),
-        3,
-        "{out}"
-    );
+    assert_eq!(out.matches(": skills would add: ").count(), 3, "{out}");
     for skill in SKILLS {
         let line = format!(
             "  + {}/SKILL.md: {}",
@@ -299,7 +300,10 @@ fn a_dry_run_shows_the_skills_and_writes_nothing() {
     let before = home.snapshot();
     let out = home.setup(&["--dry-run", "--remove", "codex"]);
     assert_eq!(home.snapshot(), before);
-    assert!(out.contains("codex: skills would remove: gemini-review"), "{out}");
+    assert!(
+        out.contains("codex: skills would remove: gemini-review"),
+        "{out}"
+    );
 }
 
 #[cfg(unix)]
@@ -313,9 +317,15 @@ fn a_linked_skill_folder_is_the_users() {
     fs::create_dir_all(&dir).unwrap();
     std::os::unix::fs::symlink(&elsewhere, dir.join("gemini-review")).unwrap();
     let out = home.setup(&["codex"]);
-    assert!(out.contains("codex: skills left alone: gemini-review"), "{out}");
+    assert!(
+        out.contains("codex: skills left alone: gemini-review"),
+        "{out}"
+    );
     let out = home.setup(&["--remove", "codex"]);
-    assert!(out.contains("codex: skills left alone: gemini-review"), "{out}");
+    assert!(
+        out.contains("codex: skills left alone: gemini-review"),
+        "{out}"
+    );
     assert!(elsewhere.join("SKILL.md").is_file());
     assert!(dir.join("gemini-review").is_symlink());
 }
