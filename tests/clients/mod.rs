@@ -35,12 +35,18 @@
 //! `clients::setup` runs `geminicli-mcp setup` for Claude Code, Codex and the Gemini CLI in a
 //! private home and asks each client's own `mcp list` what it sees, then runs `setup --remove`.
 //!
+//! `clients::plugin` puts the repository's Claude Code plugin through Claude Code (`plugin.mjs`):
+//! validate, marketplace add, install, details, and its eval cases against a scripted model
+//! (`plugin-model.mjs`), which passes them by following the plugin and fails them when scripted to
+//! call Gemini for everything or for nothing.
+//!
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
 //! GEMINICLI_MCP_KEEP_CLIENT_RUNS=1 cargo nextest run …   # keep each run's folder (config, logs)
 //! GEMINICLI_MCP_BACKEND=oneshot cargo nextest run …    # the same through the one-shot backend
 //! ```
 
+mod plugin;
 mod setup;
 
 use std::path::{Path, PathBuf};
