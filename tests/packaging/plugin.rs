@@ -2,9 +2,10 @@
 //! (`.claude-plugin/marketplace.json`) agree with the crate, the npm package and the docs, so a
 //! release cannot leave the plugin behind: its version is the crate's, the marketplace lists it
 //! where it is, its `.mcp.json` runs the npm package's command exactly as docs/clients.md shows
-//! it, and the tool names its command and eval cases use are the ones Claude Code gives the
-//! plugin's server. Needs nothing but the workspace, so it is not ignored; `clients::plugin`
-//! runs the plugin in the real Claude Code.
+//! it, the tool names its command and eval cases use are the ones Claude Code gives the plugin's
+//! server, and the evals' mock of the server lists the tools the server lists. Needs nothing but
+//! the workspace and its binaries, so it is not ignored; `clients::plugin` runs the plugin in the
+//! real Claude Code.
 
 use serde_json::Value;
 
@@ -151,4 +152,38 @@ fn the_command_and_the_eval_cases_name_the_plugins_own_tools() {
         }
     }
     assert!(named.iter().any(|t| t == "gemini_prompt_with_context"));
+}
+
+/// Set to write the server's `tools/list` into the evals' mock listing instead of comparing.
+const WRITE_TOOLS: &str = "GEMINICLI_MCP_WRITE_PLUGIN_TOOLS";
+
+#[test]
+fn the_eval_mocks_list_the_servers_tools_as_it_does() {
+    // The eval's model sees the mocked server through this listing: it must be the server's.
+    let mut server = crate::server::Harness::start_with(&[], "2025-11-25");
+    let listed = server.rpc("tools/list", None);
+    let tools: Vec<Value> = listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t["name"],
+                "description": t["description"],
+                "inputSchema": t["inputSchema"],
+            })
+        })
+        .collect();
+    let want = serde_json::json!({ "tools": tools });
+    let path = format!("{PLUGIN}/evals/mocks/gemini/_tools.json");
+    if std::env::var_os(WRITE_TOOLS).is_some() {
+        let text = serde_json::to_string_pretty(&want).unwrap() + "\n";
+        std::fs::write(workspace().join(&path), text).unwrap();
+        return;
+    }
+    assert!(
+        json(&path) == want,
+        "{path} is not the server's tools/list; rewrite it with {WRITE_TOOLS}=1 cargo nextest run \
+         -p geminicli-mcp -E 'test(=packaging::plugin::the_eval_mocks_list_the_servers_tools_as_it_does)'"
+    );
 }
