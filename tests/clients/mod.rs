@@ -38,7 +38,8 @@
 //! `clients::plugin` puts the repository's Claude Code plugin through Claude Code (`plugin.mjs`):
 //! validate, marketplace add, install, details, and its eval cases against a scripted model
 //! (`plugin-model.mjs`), which passes them by following the plugin and fails them when scripted to
-//! call Gemini for everything or for nothing.
+//! call Gemini for everything or for nothing; and the typed `/geminicli-mcp:review`, the plugin's
+//! server started by its own `.mcp.json`, through to Gemini's answer.
 //!
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'

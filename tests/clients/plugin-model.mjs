@@ -17,6 +17,12 @@
 // So the plugin's own text decides: a skill whose description does not fit a review request, or
 // one that names no tool, makes the review case fail.
 //
+// A command the user typed (`/geminicli-mcp:review …`: Claude Code sends `<command-name>` and then
+// the command's text with its arguments in place) is followed the same way: the git command its
+// text gives for the arguments (`staged` (`git diff --cached`), or the one for "Nothing given")
+// runs with Bash, then the tool and approval mode its text names are called with that diff as
+// `context` and the arguments' `focus:` in the prompt; the tool's result ends the turn.
+//
 // Two policies script the wrong behaviour, to show the evals fail on it: `always-gemini` calls
 // the Gemini tool for every request (skipping the skills), `never-gemini` answers every request
 // directly. Requests without tools (titles, summaries) are answered "ok".
@@ -89,6 +95,15 @@ function toolNames(body) {
   return { loaded, deferred };
 }
 
+/** The command the user typed: its arguments and its text as Claude Code expanded it. */
+function commandText(messages) {
+  const blocks = texts((messages ?? []).find((m) => m.role === "user" && texts(m.content).some((t) => t.includes("<command-name>")))?.content);
+  const at = blocks.findIndex((t) => t.includes("<command-name>"));
+  if (at < 0) return null;
+  const args = blocks[at].match(/<command-args>([^]*?)<\/command-args>/)?.[1]?.trim() ?? "";
+  return { args, text: blocks.slice(at + 1).join("\n") };
+}
+
 /** The fenced block of `text` (a diff pasted into the request), if any. */
 const fenced = (text) => text.match(/```[a-z]*\n([^]*?)```/)?.[1];
 
@@ -109,7 +124,9 @@ const resultText = (r) => (typeof r.content === "string" ? r.content : texts(r.c
 /**
  * Starts the mock API for `policy` (one of POLICIES). Each conversation is stateless on the mock's
  * side: the next step is derived from the messages so far, so concurrent runs do not mix.
- * `decisions` records, per conversation, what the model did: `{request, skill, tool, arguments}`.
+ * `decisions` records, per conversation, what the model did: `{request, skill, tool, arguments}`,
+ * with the Gemini call's `id` and, once it answered, what the model was shown (`seen`); a typed
+ * command's conversation has `skill: "command"` and the git command it ran (`git`).
  */
 export async function startPluginModel(policy, logFile) {
   if (!POLICIES.includes(policy)) throw new Error(`unknown policy ${policy}`);
@@ -138,6 +155,8 @@ export async function startPluginModel(policy, logFile) {
 
     // A Gemini tool answered: report it.
     if (last && /__gemini_prompt\w*$/.test(last.name) && lastResult) {
+      const made = decisions.find((d) => d.id === last.id);
+      if (made) made.seen = resultText(lastResult);
       return [{ type: "text", text: `Gemini says: ${resultText(lastResult)}` }];
     }
     if (policy === "never-gemini") return [{ type: "text", text: "Answered directly, without Gemini." }];
@@ -151,9 +170,12 @@ export async function startPluginModel(policy, logFile) {
     if (policy === "always-gemini") {
       const suffix = pending ? pending.input.query.split("__").pop() : "gemini_prompt";
       const use = callTool(body, suffix, geminiInput("plan"));
-      if (use && use.name !== "ToolSearch") decisions.push({ ...decision, tool: use.name, arguments: use.input });
+      if (use && use.name !== "ToolSearch") decisions.push({ ...decision, id: use.id, tool: use.name, arguments: use.input });
       return use ? [use] : [{ type: "text", text: "No Gemini tool is listed." }];
     }
+
+    const command = commandText(messages);
+    if (command) return commandStep(body, command, uses, done, decision);
 
     // follow: the skill first, then the tool its text names.
     const skillUse = uses.find((u) => u.name === "Skill");
@@ -177,7 +199,33 @@ export async function startPluginModel(policy, logFile) {
     const use = callTool(body, tool, geminiInput(approval));
     if (!use) return [{ type: "text", text: `No tool ending in ${tool} is listed.` }];
     if (use.name !== "ToolSearch") {
-      decisions.push({ ...decision, skill: skillUse.input.skill, tool: use.name, arguments: use.input });
+      decisions.push({ ...decision, id: use.id, skill: skillUse.input.skill, tool: use.name, arguments: use.input });
+    }
+    return [use];
+  };
+
+  /** The steps of a typed command: its git command with Bash, then the Gemini tool it names. */
+  const commandStep = (body, { args, text }, uses, done, decision) => {
+    const bash = uses.find((u) => u.name === "Bash");
+    if (!bash) {
+      const given = args.match(/\b(staged|unstaged)\b/)?.[1];
+      const git = given
+        ? text.match(new RegExp("`" + given + "` \\(`([^`]+)`\\)"))?.[1]
+        : text.match(/Nothing given:[^(]*\(`([^`]+)`\)/)?.[1];
+      if (!git) return [{ type: "text", text: "The command names no git command." }];
+      return [{ type: "tool_use", id: newId("toolu"), name: "Bash", input: { command: git, description: "the change" } }];
+    }
+    if (!done.has(bash.id)) return [{ type: "text", text: "Bash gave no result." }];
+    const diff = resultText(done.get(bash.id));
+    const tool = text.match(/`(gemini_prompt\w*)`/)?.[1];
+    const approval = text.match(/`approval_mode: "(\w+)"`/)?.[1];
+    if (!tool || !approval) return [{ type: "text", text: "The command names no Gemini tool." }];
+    const focus = args.match(/focus:\s*(.+)$/)?.[1];
+    const prompt = `Review this change.${focus ? ` Focus on ${focus}.` : ""}`;
+    const use = callTool(body, tool, { prompt, context: diff, approval_mode: approval });
+    if (!use) return [{ type: "text", text: `No tool ending in ${tool} is listed.` }];
+    if (use.name !== "ToolSearch") {
+      decisions.push({ ...decision, id: use.id, skill: "command", git: bash.input.command, tool: use.name, arguments: use.input });
     }
     return [use];
   };

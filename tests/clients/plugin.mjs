@@ -19,18 +19,26 @@
 // Exit status: 0 when the document was printed, 3 when Claude Code tried to reach another host (the
 // document is printed too), 2 on a usage error, 1 on any other failure.
 
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
 import { ensureInstalled, installedVersion, pinned } from "./drive.mjs";
 import { POLICIES, startPluginModel } from "./plugin-model.mjs";
 
-const USAGE = "usage: node plugin.mjs --checkout DIR --work DIR [--policy follow|always-gemini|never-gemini]";
+const USAGE =
+  "usage: node plugin.mjs --checkout DIR --work DIR [--policy follow|always-gemini|never-gemini] " +
+  "[--server PATH --fake PATH]";
 
 function parseArgs(argv) {
   const opts = { policy: "follow" };
-  const names = { "--checkout": "checkout", "--work": "work", "--policy": "policy" };
+  const names = {
+    "--checkout": "checkout",
+    "--work": "work",
+    "--policy": "policy",
+    "--server": "server",
+    "--fake": "fake",
+  };
   for (let i = 0; i < argv.length; i += 2) {
     const key = names[argv[i]];
     if (!key || argv[i + 1] === undefined) usage(`unexpected argument ${argv[i]}`);
@@ -38,7 +46,9 @@ function parseArgs(argv) {
   }
   if (!opts.checkout || !opts.work) usage("--checkout and --work are required");
   if (!POLICIES.includes(opts.policy)) usage(`unknown policy ${opts.policy}`);
-  return { ...opts, checkout: path.resolve(opts.checkout), work: path.resolve(opts.work) };
+  if (!opts.server !== !opts.fake) usage("--server and --fake go together");
+  const resolved = (p) => p && path.resolve(p);
+  return { ...opts, checkout: resolved(opts.checkout), work: resolved(opts.work), server: resolved(opts.server), fake: resolved(opts.fake) };
 }
 
 function usage(message) {
@@ -102,6 +112,58 @@ function parseEval(file) {
   }));
 }
 
+/** Runs `git args` in `cwd`; throws when it fails. */
+function git(cwd, ...args) {
+  const out = spawnSync("git", args, { cwd, encoding: "utf8" });
+  if (out.status !== 0) throw new Error(`git ${args.join(" ")}: ${out.stderr}`);
+  return out.stdout;
+}
+
+/**
+ * The `/geminicli-mcp:review staged …` command typed in `claude -p`, in a repository with a staged
+ * change, the plugin's server started by its own `.mcp.json` (`npx -y geminicli-mcp`, which finds
+ * `--server` as the npm-global `geminicli-mcp` of a private npm prefix) running `--fake` as the
+ * CLI. Returns `{status, output, diff, fake_prompts}`: the run, the staged diff, and the prompts
+ * fake-gemini was given.
+ */
+async function typedReview(opts, env, run) {
+  const repo = path.join(opts.work, "repo");
+  fs.mkdirSync(repo, { recursive: true });
+  git(repo, "init", "-q", "-b", "main");
+  git(repo, "config", "user.email", "test@example.invalid");
+  git(repo, "config", "user.name", "Test");
+  const file = path.join(repo, "retry.rs");
+  fs.writeFileSync(file, "fn retry() {\n    for _ in 0..3 {\n        attempt();\n    }\n}\n");
+  git(repo, "add", ".");
+  git(repo, "commit", "-q", "-m", "retry three times");
+  fs.writeFileSync(file, "fn retry() {\n    loop {\n        attempt();\n    }\n}\n");
+  git(repo, "add", ".");
+  const npmPrefix = path.join(opts.work, "npm-global");
+  fs.mkdirSync(path.join(npmPrefix, "bin"), { recursive: true });
+  fs.symlinkSync(opts.server, path.join(npmPrefix, "bin", "geminicli-mcp"));
+  const fakeLog = path.join(opts.work, "fake.jsonl");
+  const where = {
+    cwd: repo,
+    env: {
+      ...env,
+      NPM_CONFIG_PREFIX: npmPrefix,
+      NPM_CONFIG_UPDATE_NOTIFIER: "false",
+      GEMINI_CLI_BIN: opts.fake,
+      FAKE_GEMINI_LOG: fakeLog,
+    },
+  };
+  const args = ["-p", "/geminicli-mcp:review staged focus: the loop", "--output-format", "json"];
+  const result = await run(args, "command", where);
+  const records = fs.existsSync(fakeLog)
+    ? fs.readFileSync(fakeLog, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
+    : [];
+  return {
+    ...result,
+    diff: git(repo, "diff", "--cached"),
+    fake_prompts: records.map((r) => r.prompt).filter((p) => typeof p === "string"),
+  };
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const spec = pinned().claude;
@@ -114,9 +176,9 @@ async function main() {
   const env = claudeEnv(home, mock);
   // Not spawnSync: the mock answers in this process's event loop (Claude Code counts tokens
   // through the API for `details`).
-  const run = (args, name) =>
+  const run = (args, name, where = { cwd: home, env }) =>
     new Promise((resolve) => {
-      const child = spawn(claude, args, { cwd: home, env, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(claude, args, { ...where, stdio: ["ignore", "pipe", "pipe"] });
       let output = "";
       child.stdout.on("data", (c) => (output += c));
       child.stderr.on("data", (c) => (output += c));
@@ -147,8 +209,10 @@ async function main() {
       ],
       "eval",
     );
+    const command = opts.server ? await typedReview(opts, env, run) : null;
     report = {
       version: installedVersion(prefix, spec.package),
+      command,
       validate,
       marketplace_add,
       install,

@@ -6,7 +6,12 @@
 //! plugin's eval cases (`plugins/geminicli-mcp/evals/`) against a scripted model on loopback
 //! (`plugin-model.mjs`), which decides from the skill listing and the skills' text Claude Code
 //! shows it. The cases pass for a model that follows the plugin, and fail for one that calls
-//! Gemini for everything or for nothing: the evals can fail.
+//! Gemini for everything or for nothing: the evals can fail. Then the user's
+//! `/geminicli-mcp:review staged focus: the loop`, typed in `claude -p` in a repository with a
+//! staged change, runs `git diff --cached` and the server's review tool without asking (the
+//! command's `allowed-tools`), with the server started by the plugin's own `.mcp.json` (`npx -y
+//! geminicli-mcp`, which runs this build as the npm-global command of a private npm prefix, with
+//! fake-gemini as the CLI), and Gemini's answer reaches the model.
 
 use std::process::Command;
 
@@ -24,6 +29,8 @@ struct Report {
     details: Details,
     #[serde(rename = "eval")]
     evals: Eval,
+    /// The typed `/geminicli-mcp:review` run, when the driver was given the server.
+    command: Option<TypedReview>,
     /// What the scripted model did in each conversation.
     decisions: Vec<Decision>,
 }
@@ -73,6 +80,17 @@ struct Case {
     without: Option<f64>,
 }
 
+/// `claude -p "/geminicli-mcp:review staged focus: the loop"` in a repository with a staged change.
+#[derive(Debug, Deserialize)]
+struct TypedReview {
+    status: Option<i32>,
+    output: String,
+    /// `git diff --cached` in that repository.
+    diff: String,
+    /// The prompts fake-gemini was given.
+    fake_prompts: Vec<String>,
+}
+
 /// One conversation of the scripted model: the skill it invoked and the tool it called, if any.
 #[derive(Debug, Deserialize)]
 struct Decision {
@@ -80,24 +98,34 @@ struct Decision {
     skill: Option<String>,
     tool: Option<String>,
     arguments: Option<serde_json::Value>,
+    /// The git command a typed command's conversation ran.
+    git: Option<String>,
+    /// What the model was shown as the Gemini call's result.
+    seen: Option<String>,
 }
 
-/// Runs the driver under `policy`; `None` (after saying so) without node or npm.
-fn drive_plugin(policy: &str) -> Option<Report> {
+/// Runs the driver under `policy` (with the server and fake-gemini when `review` is set, for the
+/// typed review); `None` (after saying so) without node or npm.
+fn drive_plugin(policy: &str, review: bool) -> Option<Report> {
     if !runs("node") || !runs("npm") {
         eprintln!("node or npm not found: skipping the plugin test");
         return None;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = Command::new("node")
-        .arg(here().join("plugin.mjs"))
+    let mut cmd = Command::new("node");
+    cmd.arg(here().join("plugin.mjs"))
         .arg("--checkout")
         .arg(env!("CARGO_MANIFEST_DIR"))
         .arg("--work")
         .arg(dir.path())
-        .args(["--policy", policy])
-        .output()
-        .expect("run node");
+        .args(["--policy", policy]);
+    if review {
+        cmd.arg("--server")
+            .arg(gemini_mcp_conformance::bins::locate("geminicli-mcp"))
+            .arg("--fake")
+            .arg(gemini_mcp_conformance::bins::locate("fake-gemini"));
+    }
+    let out = cmd.output().expect("run node");
     let stderr = String::from_utf8_lossy(&out.stderr);
     if std::env::var_os("GEMINICLI_MCP_KEEP_CLIENT_RUNS").is_some() {
         eprintln!("kept the run in {}", dir.keep().display());
@@ -138,8 +166,8 @@ fn scores(report: &Report, name: &str) -> (f64, f64) {
 
 #[test]
 #[ignore = "runs the real Claude Code (node, npm; installs it once); see tests/clients"]
-fn validates_installs_and_passes_its_evals() {
-    let Some(report) = drive_plugin("follow") else {
+fn validates_installs_reviews_and_passes_its_evals() {
+    let Some(report) = drive_plugin("follow", true) else {
         return;
     };
     assert!(
@@ -196,7 +224,7 @@ fn validates_installs_and_passes_its_evals() {
     let review = report
         .decisions
         .iter()
-        .find(|d| d.tool.is_some())
+        .find(|d| d.tool.is_some() && d.skill.as_deref() != Some("command"))
         .unwrap_or_else(|| panic!("no Gemini call: {:#?}", report.decisions));
     assert_eq!(review.skill.as_deref(), Some("geminicli-mcp:gemini-review"));
     assert_eq!(
@@ -218,12 +246,60 @@ fn validates_installs_and_passes_its_evals() {
         "{:#?}",
         report.decisions
     );
+    typed_review(&report);
+}
+
+/// The typed `/geminicli-mcp:review staged focus: the loop`: the command's allowed tools run
+/// without asking, the plugin's server starts from its `.mcp.json` (`npx -y geminicli-mcp` finding
+/// the npm-global command), Gemini gets the staged diff read-only and its answer reaches the model.
+fn typed_review(report: &Report) {
+    let command = report.command.as_ref().expect("the typed review ran");
+    assert_eq!(command.status, Some(0), "{}", command.output);
+    let call = report
+        .decisions
+        .iter()
+        .find(|d| d.skill.as_deref() == Some("command"))
+        .unwrap_or_else(|| panic!("the command made no Gemini call: {:#?}", report.decisions));
+    assert_eq!(call.git.as_deref(), Some("git diff --cached"));
+    assert_eq!(
+        call.tool.as_deref(),
+        Some("mcp__plugin_geminicli-mcp_gemini__gemini_prompt_with_context")
+    );
+    let args = call.arguments.as_ref().unwrap();
+    assert_eq!(args["approval_mode"], "plan");
+    assert!(
+        args["prompt"].as_str().unwrap().contains("the loop"),
+        "{args}"
+    );
+    assert_eq!(
+        args["context"].as_str().unwrap().trim_end(),
+        command.diff.trim_end()
+    );
+    // fake-gemini's answer to the review reached the model, and the model's final answer.
+    let seen = call
+        .seen
+        .as_deref()
+        .expect("the model was shown the result");
+    assert!(seen.contains("Hello there! How can I help?"), "{seen}");
+    assert!(
+        command.output.contains("Hello there! How can I help?"),
+        "{}",
+        command.output
+    );
+    assert!(
+        command
+            .fake_prompts
+            .iter()
+            .any(|p| p.contains("+    loop {")),
+        "fake-gemini was not given the diff: {:#?}",
+        command.fake_prompts
+    );
 }
 
 #[test]
 #[ignore = "runs the real Claude Code (node, npm; installs it once); see tests/clients"]
 fn evals_fail_a_model_that_calls_gemini_for_a_one_line_question() {
-    let Some(report) = drive_plugin("always-gemini") else {
+    let Some(report) = drive_plugin("always-gemini", false) else {
         return;
     };
     assert_ne!(report.evals.status, Some(0), "{}", report.evals.output);
@@ -234,7 +310,7 @@ fn evals_fail_a_model_that_calls_gemini_for_a_one_line_question() {
 #[test]
 #[ignore = "runs the real Claude Code (node, npm; installs it once); see tests/clients"]
 fn evals_fail_a_model_that_never_calls_gemini() {
-    let Some(report) = drive_plugin("never-gemini") else {
+    let Some(report) = drive_plugin("never-gemini", false) else {
         return;
     };
     assert_ne!(report.evals.status, Some(0), "{}", report.evals.output);
