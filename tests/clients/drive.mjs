@@ -588,7 +588,8 @@ async function main() {
 }
 
 // Run as a script, not when another driver imports the installs from here.
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+// (Node gives import.meta.url the script's real path, so a symlinked argv[1] is resolved too.)
+if (process.argv[1] && fs.realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
   main().catch((e) => {
     process.stderr.write(`drive.mjs: ${e?.stack ?? e}\n`);
     process.exit(1);
