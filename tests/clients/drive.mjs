@@ -114,7 +114,7 @@ function parseArgs(argv) {
 // ------------------------------------------------------------------------------ installs ---
 
 /** `{client: {package, version}}` from VERSIONS. */
-function pinned() {
+export function pinned() {
   const out = {};
   for (const line of fs.readFileSync(path.join(HERE, "VERSIONS"), "utf8").split("\n")) {
     const [client, pkg, version] = line.replace(/#.*/, "").trim().split(/\s+/);
@@ -124,7 +124,7 @@ function pinned() {
 }
 
 /** The version of `pkg` installed under `prefix`, if any. */
-function installedVersion(prefix, pkg) {
+export function installedVersion(prefix, pkg) {
   try {
     return JSON.parse(fs.readFileSync(path.join(prefix, "node_modules", pkg, "package.json"), "utf8"))
       .version;
@@ -167,7 +167,7 @@ async function withLock(lock, fn) {
  * folder that is renamed into place, under a lock, so concurrent runs neither install twice nor
  * see half an install.
  */
-async function ensureInstalled({ package: pkg, version }) {
+export async function ensureInstalled({ package: pkg, version }) {
   const cache =
     process.env.GEMINICLI_MCP_CLIENTS_CACHE ?? path.join(os.homedir(), ".cache", "geminicli-mcp", "clients");
   const prefix = path.join(cache, `${pkg.split("/").pop()}-${version}`);
@@ -650,7 +650,11 @@ async function main() {
   }
 }
 
-main().catch((e) => {
-  process.stderr.write(`drive.mjs: ${e?.stack ?? e}\n`);
-  process.exit(1);
-});
+// Run as a script, not when another driver imports the installs from here.
+// (Node gives import.meta.url the script's real path, so a symlinked argv[1] is resolved too.)
+if (process.argv[1] && fs.realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((e) => {
+    process.stderr.write(`drive.mjs: ${e?.stack ?? e}\n`);
+    process.exit(1);
+  });
+}

@@ -34,7 +34,7 @@ function notifications(messages) {
 }
 
 /** Token estimate for count_tokens: 4 ASCII characters a token, any other UTF-16 unit one. */
-function estimateTokens(value) {
+export function estimateTokens(value) {
   const s = JSON.stringify(value ?? "");
   let ascii = 0;
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) < 128) ascii++;
@@ -44,7 +44,7 @@ function estimateTokens(value) {
 const newId = (prefix) => `${prefix}_mock${crypto.randomBytes(9).toString("hex")}`;
 
 /** Streams `msg` as the Messages API does (message_start … message_stop). */
-function streamMessage(res, msg) {
+export function streamMessage(res, msg) {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   sse(res, { type: "message_start", message: { ...msg, content: [], stop_reason: null } }, "message_start");
   msg.content.forEach((block, index) => {

@@ -38,12 +38,19 @@
 //! (the driver's `--skills installed`) and finds the four skills' descriptions in the request to
 //! its model, and none after `setup --remove` (`--skills removed`).
 //!
+//! `clients::plugin` puts the repository's Claude Code plugin through Claude Code (`plugin.mjs`):
+//! validate, marketplace add, install, details, and its eval cases against a scripted model
+//! (`plugin-model.mjs`), which passes them by following the plugin and fails them when scripted to
+//! call Gemini for everything or for nothing; and the typed `/geminicli-mcp:review`, the plugin's
+//! server started by its own `.mcp.json`, through to Gemini's answer.
+//!
 //! ```sh
 //! cargo nextest run -p geminicli-mcp --run-ignored only -E 'test(/^clients::/)'
 //! GEMINICLI_MCP_KEEP_CLIENT_RUNS=1 cargo nextest run …   # keep each run's folder (config, logs)
 //! GEMINICLI_MCP_BACKEND=oneshot cargo nextest run …    # the same through the one-shot backend
 //! ```
 
+mod plugin;
 mod setup;
 
 use std::path::{Path, PathBuf};

@@ -6,10 +6,11 @@
 //! case run with the fake-gemini installed beside the runner, exit codes and, for npm's launcher,
 //! signals). The server's Claude Desktop bundle (`packaging/mcpb/build.mjs`) is built and
 //! unpacked, and its manifest checked. Only this machine's platform is packed. The MCP Registry's
-//! server.json is checked against the registry's schema (`registry`), and the packages' READMEs
-//! link to documents that exist (`readme`).
+//! server.json is checked against the registry's schema (`registry`), the packages' READMEs
+//! link to documents that exist (`readme`), and the Claude Code plugin agrees with the crate, the
+//! npm package and the docs (`plugin`).
 //!
-//! Ignored by default, but for `registry` and `readme`: they need node and npm, or python3 with venv (each
+//! Ignored by default, but for `registry`, `readme` and `plugin`: they need node and npm, or python3 with venv (each
 //! test is skipped with a message without them), and pack about 100 MB of debug binaries.
 //!
 //! ```sh
@@ -18,6 +19,7 @@
 
 mod mcpb;
 mod npm;
+mod plugin;
 mod readme;
 mod registry;
 mod wheel;
