@@ -38,10 +38,11 @@ fn argument(name: &str, description: &str, required: bool) -> PromptArgument {
         .with_required(required)
 }
 
-const WORKSPACE_ARG: &str =
-    "Directory to work in (default: the server's working directory), under the allowed roots";
-
-/// The prompts, as `prompts/list` shows them.
+/// The prompts, as `prompts/list` shows them. Free text comes last and is optional: Claude Code
+/// splits what the user types after the command at whitespace, hands the words out in this
+/// order and drops the rest, so a question may also come from the conversation. No
+/// `workspace` argument is listed (the server's working directory is the workspace; a call's
+/// `workspace` argument is still read, for clients that name arguments).
 pub(crate) fn list() -> Vec<Prompt> {
     vec![
         Prompt::new(
@@ -49,9 +50,8 @@ pub(crate) fn list() -> Vec<Prompt> {
             Some("Gemini reviews a change: uncommitted (default), staged, unstaged, a commit range or one commit, optionally limited to paths"),
             Some(vec![
                 argument("changes", "uncommitted (default), staged, unstaged, a range like main..HEAD, or one commit", false),
-                argument("paths", "Files or folders to limit the review to, separated by spaces", false),
+                argument("paths", "Files or folders to limit the review to, separated by commas", false),
                 argument("focus", "What to look at most, e.g. error handling", false),
-                argument("workspace", WORKSPACE_ARG, false),
             ]),
         )
         .with_title("Gemini: review a change"),
@@ -59,8 +59,7 @@ pub(crate) fn list() -> Vec<Prompt> {
             SECOND_OPINION,
             Some("Gemini gives an independent view on a question or a plan"),
             Some(vec![
-                argument("question", "The question or plan to get a second opinion on", true),
-                argument("workspace", WORKSPACE_ARG, false),
+                argument("question", "The question or plan (default: the one at hand in this conversation)", false),
             ]),
         )
         .with_title("Gemini: second opinion"),
@@ -68,9 +67,8 @@ pub(crate) fn list() -> Vec<Prompt> {
             READ,
             Some("Gemini reads whole files or folders itself (its 1M-token context) and answers a question about them"),
             Some(vec![
-                argument("paths", "Files or folders in the workspace, separated by spaces", true),
-                argument("question", "What to find out from them", true),
-                argument("workspace", WORKSPACE_ARG, false),
+                argument("paths", "Files or folders in the workspace, separated by commas", true),
+                argument("question", "What to find out from them (default: what this conversation asks)", false),
             ]),
         )
         .with_title("Gemini: read and answer"),
@@ -141,7 +139,10 @@ async fn workspace(args: &Args<'_>, roots: &Roots<'_>) -> Result<PathBuf, McpErr
 /// The `paths` argument: each checked (exists, under the roots) and inside `workspace`, as
 /// relative paths.
 async fn paths(raw: &str, workspace: &Path, roots: &Roots<'_>) -> Result<Vec<String>, McpError> {
-    let given: Vec<&str> = raw.split_whitespace().collect();
+    let given: Vec<&str> = raw
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+        .collect();
     if given.len() > MAX_PATHS {
         return Err(invalid(format!(
             "paths: {} given, at most {MAX_PATHS}: name their folders instead",
@@ -230,30 +231,44 @@ Then give me Gemini's findings, each checked against the code.\n",
 }
 
 async fn second_opinion(args: &Args<'_>, roots: &Roots<'_>) -> Result<String, McpError> {
-    let question = args.required("question")?;
+    let question = args.get("question")?;
     let ws = workspace(args, roots).await?;
+    let (which, quoted) = match &question {
+        Some(q) => (
+            "the question below",
+            format!("\n\n<question>\n{}\n</question>", q.trim()),
+        ),
+        None => (
+            "the question or plan at hand in this conversation",
+            String::new(),
+        ),
+    };
     Ok(format!(
-        "Get Gemini's independent view. Call {GEMINI_PROMPT} with:\n- prompt: the question below and the facts Gemini needs (it has not seen this conversation), not your own conclusion\n{}\
-Then set Gemini's answer beside yours: where they agree, where they differ and why.\n\n<question>\n{}\n</question>",
+        "Get Gemini's independent view. Call {GEMINI_PROMPT} with:\n- prompt: {which} and the facts Gemini needs (it has not seen this conversation), not your own conclusion\n{}\
+Then set Gemini's answer beside yours: where they agree, where they differ and why.{quoted}",
         call_lines(&ws, SHORT_MS),
-        question.trim()
     ))
 }
 
 async fn read(args: &Args<'_>, roots: &Roots<'_>) -> Result<String, McpError> {
     let raw = args.required("paths")?;
-    let question = args.required("question")?;
+    let question = args.get("question")?;
     let ws = workspace(args, roots).await?;
     let paths = paths(&raw, &ws, roots).await?;
-    let ask = format!(
-        "Read these in full, files and folders: {}. Then answer: {}",
-        paths.join(", "),
-        question.trim()
+    let read = format!(
+        "Read these in full, files and folders: {}.",
+        paths.join(", ")
     );
+    let prompt = match question {
+        Some(q) => json!(format!("{read} Then answer: {}", q.trim())).to_string(),
+        None => format!(
+            "{} then the question this conversation asks about them",
+            json!(read)
+        ),
+    };
     Ok(format!(
-        "Have Gemini read these paths itself; do not read or paste them. Call {GEMINI_PROMPT} with:\n- prompt: {}\n{}\
+        "Have Gemini read these paths itself; do not read or paste them. Call {GEMINI_PROMPT} with:\n- prompt: {prompt}\n{}\
 Then answer me from Gemini's reply.",
-        json!(ask),
         call_lines(&ws, LONG_MS)
     ))
 }

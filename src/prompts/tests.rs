@@ -184,14 +184,12 @@ async fn bad_arguments_are_invalid_params() {
             "outside the allowed roots",
         ),
         (REVIEW, json!({"focus": 5}), "focus must be a string"),
-        (SECOND_OPINION, json!({}), "question is required"),
         (
             SECOND_OPINION,
-            json!({"question": ""}),
-            "question is required",
+            json!({"question": 1}),
+            "question must be a string",
         ),
         (READ, json!({"question": "q"}), "paths is required"),
-        (READ, json!({"paths": "a.txt"}), "question is required"),
         (
             READ,
             json!({"paths": "a.txt", "question": "q", "workspace": outside.path().to_str()}),
@@ -243,6 +241,26 @@ async fn a_second_opinion_quotes_the_question() {
     assert!(text.contains("Call gemini_prompt with"), "{text}");
     assert!(
         text.ends_with("<question>\nIs X right?\n</question>"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_question_the_conversation_holds_it() {
+    let (_dir, root) = repo();
+    let text = get_text(SECOND_OPINION, json!({"question": ""}), &root)
+        .await
+        .expect("a message");
+    assert!(
+        text.contains("the question or plan at hand in this conversation"),
+        "{text}"
+    );
+    assert!(!text.contains("<question>"), "{text}");
+    let text = get_text(READ, json!({"paths": "a.txt,."}), &root)
+        .await
+        .expect("a message");
+    assert!(
+        text.contains("- prompt: \"Read these in full, files and folders: a.txt, ..\" then the question this conversation asks about them\n"),
         "{text}"
     );
 }
