@@ -149,36 +149,7 @@ pub(crate) fn gather(
     } else {
         pathspecs.iter().map(|p| format!(":(literal){p}")).collect()
     };
-    let mut runs: Vec<Vec<String>> = Vec::new();
-    let diff = |args: &[&str]| -> Vec<String> {
-        let mut v: Vec<String> = ["diff", "--no-color", "--no-ext-diff", "--no-textconv"]
-            .iter()
-            .chain(args)
-            .map(|s| (*s).to_owned())
-            .collect();
-        v.push("--".into());
-        v.extend(specs.iter().cloned());
-        v
-    };
-    match changes {
-        Changes::Uncommitted if has_head => runs.push(diff(&["HEAD"])),
-        Changes::Uncommitted => {
-            runs.push(diff(&["--cached"]));
-            runs.push(diff(&[]));
-        }
-        Changes::Staged => runs.push(diff(&["--cached"])),
-        Changes::Unstaged => runs.push(diff(&[])),
-        Changes::Range(r) => runs.push(diff(&[r.as_str()])),
-        Changes::Commit(c) => {
-            let mut v: Vec<String> = ["diff-tree", "-p", "-r", "-M", "--root", "--no-commit-id"]
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect();
-            v.extend(["--end-of-options".into(), c.clone(), "--".into()]);
-            v.extend(specs.iter().cloned());
-            runs.push(v);
-        }
-    }
+    let runs = runs(changes, has_head, &specs);
     let mut text = String::new();
     for args in &runs {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -228,6 +199,41 @@ pub(crate) fn gather(
         }
     }
     Ok(Gathered::Diff { text, skipped })
+}
+
+/// The git command lines whose output, in order, is the diff of `changes` limited to `specs`.
+fn runs(changes: &Changes, has_head: bool, specs: &[String]) -> Vec<Vec<String>> {
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let diff = |args: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["diff", "--no-color", "--no-ext-diff", "--no-textconv"]
+            .iter()
+            .chain(args)
+            .map(|s| (*s).to_owned())
+            .collect();
+        v.push("--".into());
+        v.extend(specs.iter().cloned());
+        v
+    };
+    match changes {
+        Changes::Uncommitted if has_head => runs.push(diff(&["HEAD"])),
+        Changes::Uncommitted => {
+            runs.push(diff(&["--cached"]));
+            runs.push(diff(&[]));
+        }
+        Changes::Staged => runs.push(diff(&["--cached"])),
+        Changes::Unstaged => runs.push(diff(&[])),
+        Changes::Range(r) => runs.push(diff(&[r.as_str()])),
+        Changes::Commit(c) => {
+            let mut v: Vec<String> = ["diff-tree", "-p", "-r", "-M", "--root", "--no-commit-id"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect();
+            v.extend(["--end-of-options".into(), c.clone(), "--".into()]);
+            v.extend(specs.iter().cloned());
+            runs.push(v);
+        }
+    }
+    runs
 }
 
 /// The answer for a diff past the bound: git's `--stat` of the same runs, itself bounded.

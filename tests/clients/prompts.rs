@@ -7,7 +7,10 @@ use super::{drive, scenario, Report};
 /// The report of a `review` run, with its measurement printed.
 fn review_run(client: &str) -> Option<Report> {
     let report = drive(client, "review")?;
-    let m = report.prompt_message.as_ref().expect("a prompt scenario reports its message");
+    let m = report
+        .prompt_message
+        .as_ref()
+        .expect("a prompt scenario reports its message");
     eprintln!(
         "{client}: the review message is {} characters, about {} tokens, in {} model request(s)",
         m.chars, m.tokens, m.requests
@@ -23,8 +26,14 @@ fn review_reaches_gemini(client: &str) {
     };
     let s = scenario("review");
     let m = report.prompt_message.as_ref().unwrap();
-    let text = m.text.as_deref().expect("the model received the prompt's message");
-    assert!(text.contains("gemini_prompt_with_context"), "{client}: {text}");
+    let text = m
+        .text
+        .as_deref()
+        .expect("the model received the prompt's message");
+    assert!(
+        text.contains("gemini_prompt_with_context"),
+        "{client}: {text}"
+    );
     assert!(
         m.tokens < 400,
         "{client}: a one-line change's review costs {} tokens",
@@ -53,7 +62,10 @@ fn no_prompts_in_codex() {
         return;
     };
     let m = report.prompt_message.as_ref().unwrap();
-    assert_eq!(m.text, None, "Codex now expands MCP prompts: make this a review test");
+    assert_eq!(
+        m.text, None,
+        "Codex now expands MCP prompts: make this a review test"
+    );
     assert!(report.calls.is_empty(), "{:#?}", report.calls);
 }
 
