@@ -31,6 +31,7 @@ mod names;
 mod oneshot;
 mod policy;
 mod progress;
+mod prompts;
 mod render;
 mod roots;
 mod run;

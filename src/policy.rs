@@ -79,6 +79,8 @@ pub(crate) enum Expect {
     Dir,
     /// An existing regular file.
     File,
+    /// An existing file or directory.
+    Any,
 }
 
 /// Checks a path argument: relative paths are taken from `base`; it must exist as `expect`
@@ -110,11 +112,13 @@ pub(crate) fn check_path(
     let is_ok = match expect {
         Expect::Dir => path.is_dir(),
         Expect::File => path.is_file(),
+        Expect::Any => path.is_file() || path.is_dir(),
     };
     if !is_ok {
         return Err(refuse(match expect {
             Expect::Dir => "is not a directory".into(),
             Expect::File => "is not a regular file".into(),
+            Expect::Any => "is neither a regular file nor a directory".into(),
         }));
     }
     if path.to_string_lossy().contains(',') {

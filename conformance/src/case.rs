@@ -137,7 +137,8 @@ pub struct Step {
     pub make_dirs: Option<Vec<String>>,
     /// Writes each file (path and text, placeholders allowed in both), its directory made first:
     /// settings the target's CLI reads, files a call works on.
-    pub write_files: Option<std::collections::BTreeMap<String, String>>,
+    /// A file's text is a string or a generator (`$repeat`, `$concat`) that builds one.
+    pub write_files: Option<std::collections::BTreeMap<String, Value>>,
     /// Moves `path` aside (to `path.replaced`) and puts a symlink to `target` in its place (Unix):
     /// what a hostile process does to a path the target checked, while a call runs.
     pub replace_with_symlink: Option<SymlinkSwap>,
@@ -244,7 +245,7 @@ pub enum Action<'a> {
     /// `make-dirs`.
     MakeDirs(&'a [String]),
     /// `write-files`.
-    WriteFiles(&'a BTreeMap<String, String>),
+    WriteFiles(&'a BTreeMap<String, Value>),
     /// `replace-with-symlink`.
     ReplaceWithSymlink(&'a SymlinkSwap),
     /// `sleep-ms`.

@@ -217,6 +217,7 @@ impl Profile {
                 "tasks",
                 "jobs",
                 "ask",
+                "prompts",
             ]
             .map(String::from)
             .to_vec(),

@@ -1075,11 +1075,21 @@ impl Run<'_> {
     fn write_files(
         &self,
         n: usize,
-        files: &std::collections::BTreeMap<String, String>,
+        files: &std::collections::BTreeMap<String, Value>,
     ) -> Result<(), StepError> {
         for (path, text) in files {
             let path = self.vars.str(path);
-            let mut text = self.vars.str(text);
+            let mut text = match text {
+                Value::String(text) => self.vars.str(text),
+                generator => match self.generated(Some(generator))? {
+                    Some(Value::String(text)) => text,
+                    _ => {
+                        return Err(StepError::Bug(format!(
+                            "step {n} (write-files): {path}: a file's text must be a string or build one"
+                        )));
+                    }
+                },
+            };
             if self.api.is_some()
                 && Path::new(&path) == self.dirs.home.join(".gemini/settings.json")
             {

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
-    ElicitRequestParams, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
-    InitializeResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ResourceContents, ServerCapabilities, ServerConfig, UpdateTaskParams,
+    ElicitRequestParams, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
+    ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -136,6 +137,7 @@ impl ServerHandler for GeminiServer {
             {
                 let capabilities = ServerCapabilities::builder()
                     .enable_tools()
+                    .enable_prompts()
                     .enable_resources()
                     .enable_logging();
                 if self.inner.tasks.enabled() {
@@ -306,6 +308,27 @@ impl ServerHandler for GeminiServer {
         }
         crate::logging::set_level(&context.peer, request.level);
         Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(crate::prompts::list()))
+    }
+
+    /// A prompt's messages; its path arguments are checked against the roots as a tool call's are.
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let inner = &self.inner;
+        let roots = Roots::new(&inner.config.policy, &inner.cwd, Some(context.peer.clone()));
+        crate::prompts::get(&request.name, request.arguments.as_ref(), &roots)
+            .await
+            .map(GetPromptResponse::Complete)
     }
 
     async fn list_resources(

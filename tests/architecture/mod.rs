@@ -500,7 +500,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "logging",
         ],
     ),
-    ("tools", &["tools", "render", "roots", "answers"]),
+    ("tools", &["tools", "prompts", "render", "roots", "answers"]),
     ("run", &["run", "doctor", "save"]),
     ("backends", &["acp", "oneshot"]),
     ("the CLI", &["gemini", "policy"]),

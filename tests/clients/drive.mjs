@@ -56,7 +56,7 @@ import path from "node:path";
 import readline from "node:readline";
 import { fileURLToPath } from "node:url";
 
-import { Model } from "./model.mjs";
+import { Model, estimateTokens } from "./model.mjs";
 import { startAnthropic } from "./mock-anthropic.mjs";
 import { startOpenAI } from "./mock-openai.mjs";
 import { startGemini } from "./mock-gemini.mjs";
@@ -507,6 +507,26 @@ function skillsSeen(run) {
   };
 }
 
+/**
+ * Makes `dir` a git repository with one commit of `change.file` holding `change.before`, then
+ * writes `change.after` over it: an uncommitted change to review.
+ */
+function makeRepo(dir, change) {
+  const git = (...args) => {
+    const r = spawnSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, HOME: dir, GIT_CONFIG_NOSYSTEM: "1" },
+    });
+    if (r.status !== 0) throw new Error(`git ${args.join(" ")} failed: ${r.stderr}`);
+  };
+  git("init", "-q", "-b", "main");
+  fs.writeFileSync(path.join(dir, change.file), change.before);
+  git("add", change.file);
+  git("commit", "-q", "-m", "first");
+  fs.writeFileSync(path.join(dir, change.file), change.after);
+}
+
 // ---------------------------------------------------------------------------------- main ---
 
 /**
@@ -577,7 +597,9 @@ async function main() {
     project: path.join(opts.work, "project"),
     server: opts.server,
     fake: opts.fake,
-    userPrompt: opts.userPrompt ?? (s.jobs
+    userPrompt: opts.userPrompt ?? (s.commands
+      ? s.commands[opts.client]
+      : s.jobs
       ? "Start a Gemini job with the gemini_start tool (with an idempotency key, and once more with the same key), start a second job and cancel it, list the jobs, wait for the first with gemini_wait, then read its whole answer."
       : "Ask Gemini with the gemini_prompt tool, then read its whole answer."),
     toolTimeoutMs: s.toolTimeoutMs,
@@ -593,9 +615,11 @@ async function main() {
     setupOutput = setupSkills(run, opts.client, opts.skills);
     process.env.DRIVE_LOG_BODIES = "1"; // the mock logs the bodies skillsSeen reads
   }
+  if (s.change) makeRepo(run.project, s.change);
+  if (s.commands && !run.userPrompt) usage(`scenario ${opts.scenario} has no command for ${opts.client}`);
 
   const jobs = s.jobs ? { waitS: s.waitS, key: s.key, cancelPrompt: s.cancelPrompt } : null;
-  const model = new Model(scenarioPrompt(s), s.arguments, jobs);
+  const model = new Model(s.follow ? null : scenarioPrompt(s), s.arguments, jobs, s.follow ?? null);
   const client = CLIENTS[opts.client];
   const mock = await client.mock(model, path.join(run.dir, "mock.jsonl"));
   const started = Date.now();
@@ -628,6 +652,17 @@ async function main() {
       ? fs.readFileSync(elicitLog(run), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
       : [],
     done: model.ended && exit.code === 0,
+    // A prompt's scenario: the message the client gave the model for the user's command (null:
+    // none held the scenario's `follow` text), its size and its estimated tokens, and how many
+    // model requests carried it.
+    prompt_message: model.follow
+      ? {
+          text: model.heard,
+          chars: model.heard?.length ?? 0,
+          tokens: model.heard ? estimateTokens(model.heard) : 0,
+          requests: model.heardIn,
+        }
+      : undefined,
     elapsed_ms: elapsed,
     // A `jobs` scenario: fake-gemini's runs (their pid and prompt: a one-shot process's, or a
     // warm agent's `session/prompt`), and the pids of its log still alive 5 s after the client

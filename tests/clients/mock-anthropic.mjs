@@ -96,6 +96,7 @@ export async function startAnthropic(model, logFile) {
       .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
       .find((b) => b?.type === "tool_result" && b.tool_use_id === lastUseId);
     if (ours && !pending) model.saw(resultText(ours.content), ours.is_error === true);
+    model.hear(body.messages);
     const step = pending ?? (ours || model.calls.length === 0 ? model.next() : null);
     pending = null;
     if (!step) return [{ type: "text", text: FINAL_TEXT }];
@@ -104,7 +105,7 @@ export async function startAnthropic(model, logFile) {
     if (!tools.includes(name) && tools.includes("ToolSearch") && !searched) {
       searched = true;
       pending = step;
-      const query = `select:${PREFIX}gemini_prompt,${PREFIX}gemini_read_answer`;
+      const query = `select:${PREFIX}${step.tool},${PREFIX}gemini_read_answer`;
       return [{ type: "tool_use", id: newId("toolu"), name: "ToolSearch", input: { query } }];
     }
     lastUseId = newId("toolu");

@@ -52,6 +52,7 @@ export async function startGemini(model, logFile) {
       .filter((p) => p.functionResponse?.name?.startsWith(PREFIX));
     const answered = responses.length === model.calls.length;
     if (answered && responses.length > 0) model.saw(...shown(responses.at(-1).functionResponse.response));
+    model.hear(body.contents);
     const step = answered ? model.next() : null;
     if (!step) return [{ text: FINAL_TEXT }];
     return [{ functionCall: { name: PREFIX + step.tool, args: step.arguments } }];

@@ -81,6 +81,7 @@ export async function startOpenAI(model, logFile) {
       (it) => it?.type === "function_call_output" && it.call_id === lastCallId,
     );
     if (ours && !pending) model.saw(outputText(ours.output), null);
+    model.hear(body.input);
     const step = pending ?? (ours || model.calls.length === 0 ? model.next() : null);
     pending = null;
     if (!step) {

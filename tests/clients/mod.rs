@@ -32,6 +32,12 @@
 //! exec` declines the form (rejected, decided by `declined`), and the Gemini CLI declares no
 //! elicitation, so it is never asked (its model reads the rejected run's answer).
 //!
+//! `clients::prompts` has each client's user start the server's `review` prompt in the client's
+//! own spelling (`/mcp__gemini__review …` in Claude Code, `/review --focus=…` in the Gemini CLI)
+//! in a repository with an uncommitted change; the model follows the message the prompt returned
+//! (`model.mjs`: the `Call TOOL with:` lines) and calls `gemini_prompt_with_context` with the diff.
+//! Codex 0.169.0 has no MCP prompts: the command reaches its model as the text typed.
+//!
 //! `clients::setup` runs `geminicli-mcp setup` for Claude Code, Codex and the Gemini CLI in a
 //! private home and asks each client's own `mcp list` (and `gemini skills list`) what it sees,
 //! then runs `setup --remove`. `clients::setup::skills::<client>` runs each client after `setup`
@@ -51,6 +57,7 @@
 //! ```
 
 mod plugin;
+mod prompts;
 mod setup;
 
 use std::path::{Path, PathBuf};
@@ -79,6 +86,9 @@ struct Report {
     left_running: Vec<u32>,
     /// With `--skills`: which of the plugin's skills a request to the model listed.
     skills: Option<Skills>,
+    /// A prompt's scenario (`review`): the message the client gave its model for the user's
+    /// command.
+    prompt_message: Option<PromptMessage>,
 }
 
 /// The skills `setup` installed (or installed and removed) before the run (`--skills`).
@@ -91,6 +101,19 @@ struct Skills {
     used: Vec<String>,
     /// What `setup` printed.
     setup: String,
+}
+
+/// The message a client gave its model for an MCP prompt the user started.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromptMessage {
+    /// Exactly the string the model received (`None`: no request held the prompt's text).
+    text: Option<String>,
+    chars: usize,
+    /// Estimated as the Anthropic mock counts: 4 ASCII characters a token, others one each.
+    tokens: usize,
+    /// How many model requests carried it.
+    requests: usize,
 }
 
 /// One run of fake-gemini, from its log.

@@ -17,6 +17,53 @@
 // `cancelPrompt` it starts a second job of that prompt meanwhile, cancels it (gemini_cancel) and
 // lists the jobs (gemini_jobs), before it waits on the first.
 
+/**
+ * What a prompt of the server (prompts/get, started by the user as a slash command) tells the
+ * model to do: `Call TOOL with:` and its arguments, one a line, a JSON value or a named text.
+ */
+const INSTRUCTION = /Call (\w+) with:\n((?:- [a-z_]+: .*\n)+)/;
+
+/** The first string in `value` (any JSON) containing `needle`. */
+function findText(value, needle) {
+  if (typeof value === "string") return value.includes(needle) ? value : undefined;
+  if (value && typeof value === "object") {
+    for (const v of Object.values(value)) {
+      const found = findText(v, needle);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
+}
+
+/** Token estimate, as the Anthropic mock counts: 4 ASCII characters a token, any other UTF-16 unit one. */
+export function estimateTokens(text) {
+  let ascii = 0;
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 128) ascii++;
+  return Math.ceil(ascii / 4) + (text.length - ascii);
+}
+
+/**
+ * The call a prompt's message asks for: each `- name: VALUE` line an argument (a JSON value as
+ * is; `context: the diff below, verbatim` the text between `<diff>` and `</diff>`), words after a
+ * JSON value (a note) left out.
+ */
+export function instructedCall(text) {
+  const found = INSTRUCTION.exec(text);
+  if (!found) return null;
+  const args = {};
+  for (const line of found[2].trimEnd().split("\n")) {
+    const [, name, raw] = /^- ([a-z_]+): (.*)$/.exec(line);
+    if (name === "context") {
+      const diff = /<diff>\n([\s\S]*)<\/diff>/.exec(text);
+      if (diff) args.context = diff[1];
+      continue;
+    }
+    const value = /^("(?:[^"\\]|\\.)*"|\d+)/.exec(raw);
+    if (value) args[name] = JSON.parse(value[1]);
+  }
+  return { tool: found[1], arguments: args };
+}
+
 /** A job's id, as gemini_start shows it. */
 const JOB_ID = /gemini-[0-9a-f]{32}/;
 
@@ -39,7 +86,15 @@ export class Model {
    * `{approval_mode: "ask"}`). Each call and notification records `at_ms`, when it happened in
    * milliseconds since the model was made (the start of the run).
    */
-  constructor(prompt, extra = {}, jobs = null) {
+  constructor(prompt, extra = {}, jobs = null, follow = null) {
+    /**
+     * `follow`: a text the prompt's message holds (e.g. `Have Gemini review`); the first call is
+     * then the one that message asks for, read from what the client sends ([`Model.hear`]), and
+     * `heard` keeps that message's text.
+     */
+    this.follow = follow;
+    this.heard = null;
+    this.heardIn = 0;
     this.prompt = prompt;
     this.extra = extra;
     /**
@@ -60,6 +115,11 @@ export class Model {
    */
   next() {
     if (this.ended) return null;
+    if (this.calls.length === 0 && this.follow) {
+      const text = this.decoded ?? this.heard;
+      const step = text ? instructedCall(text) : null;
+      return step ? this.#call(step.tool, step.arguments) : this.#end();
+    }
     if (this.calls.length === 0 && !this.jobs) {
       return this.#call("gemini_prompt", { prompt: this.prompt, ...this.extra });
     }
@@ -106,6 +166,23 @@ export class Model {
     }
     const id = idOf(this.calls[0]);
     return id ? this.#call("gemini_wait", { job_ids: [id], timeout_s: waitS }) : this.#end();
+  }
+
+  /** Reads a request's conversation (any JSON) for the message it follows, the first time. */
+  hear(conversation) {
+    if (!this.follow) return;
+    const found = findText(conversation, this.follow);
+    if (found !== undefined) this.heardIn++;
+    if (this.heard === null) this.heard = found ?? null;
+    // The Gemini CLI hands a prompt's text to its model JSON-encoded (a quoted string, its
+    // newlines as \n): the model reads that string's value.
+    if (this.heard?.startsWith('"')) {
+      try {
+        this.decoded = JSON.parse(this.heard);
+      } catch {
+        // not one JSON string: read as it is
+      }
+    }
   }
 
   /** Records what the client showed as the result of the last call. */

@@ -516,6 +516,50 @@ fn response_to(id: u64, body: &str) -> Value {
         .unwrap_or_else(|| panic!("no response to {id}: {body}"))
 }
 
+/// The prompts over HTTP: listed and got on sessionless 2026-07-28 requests (`Mcp-Name` the
+/// prompt's name), a refused argument as invalid params under HTTP 200, and listed in a session of
+/// an older revision.
+#[test]
+fn prompts_are_listed_and_got_over_http_on_both_eras() {
+    let server = HttpServer::start();
+    let listed = post_stateless(&server, 1, "prompts/list", None, json!({}));
+    let names: Vec<&str> = listed["result"]["prompts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, ["review", "second-opinion", "read"], "{listed}");
+    let params = json!({"name": "second-opinion", "arguments": {"question": "Is X right?"}});
+    let got = post_stateless(&server, 2, "prompts/get", Some("second-opinion"), params);
+    let text = got["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{got}"));
+    assert!(text.contains("Call gemini_prompt with"), "{text}");
+    assert!(
+        text.ends_with("<question>\nIs X right?\n</question>"),
+        "{text}"
+    );
+    let params = json!({"name": "read", "arguments": {"question": "how?"}});
+    let refused = post_stateless(&server, 3, "prompts/get", Some("read"), params);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(
+        refused["error"]["message"], "paths is required",
+        "{refused}"
+    );
+    let session = new_session(&server);
+    let request = json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/list"});
+    let (status, _, text) = server.post(&with_session(&session), &request);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        response_to(4, &text)["result"]["prompts"]
+            .as_array()
+            .map(Vec::len),
+        Some(3),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_method_the_2026_revision_removed_is_404_method_not_found_on_its_requests_whatever_the_params()
 {
