@@ -487,7 +487,10 @@ pub async fn run(inputs: Inputs) -> Report {
             let text = e.to_string();
             let (message, fix) = match text.split_once("; ") {
                 Some((m, f)) => (m.to_owned(), f.to_owned()),
-                None => (text, format!("`{UPGRADE}`, or set GEMINI_CLI_BIN")),
+                None => (
+                    text,
+                    format!("`{UPGRADE}`, or set {}", crate::config::settings::GEMINI_CLI_BIN.name),
+                ),
             };
             problems.push(Problem { message, fix });
             (None, None, Probe::Skipped, Probe::Skipped)
@@ -562,7 +565,10 @@ fn version_problems(
             }),
             Probe::SpawnFailed(e) => problems.push(Problem {
                 message: format!("`gemini {what}` could not be started: {e}"),
-                fix: "check GEMINI_CLI_BIN and the file's permissions, or reinstall the CLI".into(),
+                fix: format!(
+                    "check {} and the file's permissions, or reinstall the CLI",
+                    crate::config::settings::GEMINI_CLI_BIN.name
+                ),
             }),
             Probe::Finished {
                 exit_code, stderr, ..
@@ -588,7 +594,8 @@ fn version_problems(
                 out.trim().chars().take(80).collect::<String>()
             ),
             fix: format!(
-                "GEMINI_CLI_BIN may point at something other than the Gemini CLI; `{UPGRADE}`"
+                "{} may point at something other than the Gemini CLI; `{UPGRADE}`",
+                crate::config::settings::GEMINI_CLI_BIN.name
             ),
         });
     }
