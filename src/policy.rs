@@ -4,8 +4,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::config::settings;
 use crate::approval::ApprovalMode;
+use crate::config::settings;
 use crate::error::Failure;
 
 pub(crate) use crate::config::policy::{Policy, QuotaPolicy, Toolsets};

@@ -2,10 +2,6 @@
 
 use std::time::Duration;
 
-use super::parse::Vars;
-use super::settings as s;
-
-
 /// Which backend answers the prompt tools (`GEMINICLI_MCP_BACKEND`, `--backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Backend {
@@ -63,44 +59,11 @@ pub struct AcpConfig {
     pub max_agent_mb: u64,
 }
 
-impl Default for AcpConfig {
-    fn default() -> Self {
-        AcpConfig {
-            enabled: false,
-            idle: s::ACP_IDLE_MS.default(),
-            max_turns: s::ACP_MAX_TURNS.default(),
-            request_timeout: s::ACP_REQUEST_TIMEOUT_MS.default(),
-            backend: s::BACKEND.default(),
-            max_agents: s::MAX_AGENTS.default(),
-            max_prompts: s::MAX_PROMPTS.default(),
-            spare_sessions: s::ACP_SPARE_SESSIONS.default(),
-            max_sessions: s::ACP_MAX_SESSIONS.default(),
-            max_agent_mb: s::ACP_MAX_AGENT_MB.default(),
-        }
-    }
-}
-
-impl AcpConfig {
-    /// Reads the variables; invalid values mean the default (and are noted in `vars`).
-    pub(crate) fn read(vars: &Vars) -> Self {
-        AcpConfig {
-            enabled: s::TOOLSETS.get(vars).acp,
-            idle: s::ACP_IDLE_MS.get(vars),
-            max_turns: s::ACP_MAX_TURNS.get(vars),
-            request_timeout: s::ACP_REQUEST_TIMEOUT_MS.get(vars),
-            backend: s::BACKEND.get(vars),
-            max_agents: s::MAX_AGENTS.get(vars),
-            max_prompts: s::MAX_PROMPTS.get(vars),
-            spare_sessions: s::ACP_SPARE_SESSIONS.get(vars),
-            max_sessions: s::ACP_MAX_SESSIONS.get(vars),
-            max_agent_mb: s::ACP_MAX_AGENT_MB.get(vars),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::parse::Vars;
+    use crate::config::settings as s;
     use std::collections::HashMap;
     use std::ffi::OsString;
 

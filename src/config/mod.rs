@@ -7,12 +7,14 @@ use std::ffi::OsString;
 use clap::Parser;
 
 mod acp;
+pub mod item;
 pub mod parse;
 pub(crate) mod policy;
+mod read;
 pub mod settings;
-pub mod table;
 #[cfg(test)]
 mod spelling;
+pub mod table;
 mod tasks;
 mod values;
 
@@ -148,7 +150,7 @@ mod tests {
                 .collect();
         let undocumented: Vec<_> = settings::SETTINGS
             .iter()
-            .filter(|s| !matches!(s.kind, table::Kind::Internal))
+            .filter(|s| !matches!(s.kind, item::Kind::Internal))
             .filter(|s| !documented.contains(s.name))
             .map(|s| s.name)
             .collect();
@@ -196,7 +198,7 @@ mod tests {
             let listed = help.contains(&format!("  {} ", s.name));
             assert_eq!(
                 listed,
-                !matches!(s.kind, table::Kind::Internal),
+                !matches!(s.kind, item::Kind::Internal),
                 "{}",
                 s.name
             );

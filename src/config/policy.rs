@@ -8,7 +8,6 @@ use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
 
 use super::parse::Vars;
-use super::settings as s;
 
 /// The operator's limits.
 #[derive(Debug, Clone)]
@@ -40,27 +39,6 @@ pub struct QuotaPolicy {
     pub max_wait: std::time::Duration,
     /// `GEMINICLI_MCP_FALLBACK_MODELS`: after `quota_exhausted`, the models to try next, in order.
     pub fallback_models: Vec<String>,
-}
-
-impl Default for QuotaPolicy {
-    fn default() -> Self {
-        QuotaPolicy {
-            rate_limit_retry: s::RATE_LIMIT_RETRY.default(),
-            max_wait: s::RATE_LIMIT_MAX_WAIT_MS.default(),
-            fallback_models: s::FALLBACK_MODELS.default(),
-        }
-    }
-}
-
-impl QuotaPolicy {
-    /// Reads the variables.
-    pub(crate) fn read(vars: &Vars) -> QuotaPolicy {
-        QuotaPolicy {
-            rate_limit_retry: s::RATE_LIMIT_RETRY.get(vars),
-            max_wait: s::RATE_LIMIT_MAX_WAIT_MS.get(vars),
-            fallback_models: s::FALLBACK_MODELS.get(vars),
-        }
-    }
 }
 
 /// Which opt-in tool sets are listed and callable.
@@ -117,40 +95,5 @@ impl Toolsets {
             );
         }
         Some(t)
-    }
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            allowed_roots: s::ALLOWED_ROOTS.default(),
-            approval_ceiling: s::APPROVAL_MODE.default(),
-            toolsets: s::TOOLSETS.default(),
-            deadlines: Deadlines {
-                first_content: s::FIRST_CONTENT_TIMEOUT_MS.default(),
-                inactivity: s::INACTIVITY_TIMEOUT_MS.default(),
-                total: s::TOTAL_TIMEOUT_MS.default(),
-            },
-            quota: QuotaPolicy::default(),
-            structured_repair: s::STRUCTURED_REPAIR.default(),
-        }
-    }
-}
-
-impl Policy {
-    /// Reads the variables, noting what it does not understand in `vars`.
-    pub(crate) fn read(vars: &Vars) -> Self {
-        Policy {
-            allowed_roots: s::ALLOWED_ROOTS.get(vars),
-            approval_ceiling: s::APPROVAL_MODE.get(vars),
-            toolsets: s::TOOLSETS.get(vars),
-            deadlines: Deadlines {
-                first_content: s::FIRST_CONTENT_TIMEOUT_MS.get(vars),
-                inactivity: s::INACTIVITY_TIMEOUT_MS.get(vars),
-                total: s::TOTAL_TIMEOUT_MS.get(vars),
-            },
-            quota: QuotaPolicy::read(vars),
-            structured_repair: s::STRUCTURED_REPAIR.get(vars),
-        }
     }
 }

@@ -13,104 +13,35 @@ use serde_json::{json, Value};
 use crate::approval::ApprovalMode;
 
 use super::acp::Backend;
-use super::parse::{parse_flag, parse_off, split_list, Vars};
-use super::policy::Toolsets;
-use super::table::{FlagValue, Item, Kind, Setting};
-use super::values::{
-    EnvPolicy, SlashCommands, DEFAULT_ASK_TIMEOUT_MS, DEFAULT_BUDGET_BYTES,
-    DEFAULT_EOF_GRACE_MS, DEFAULT_HEARTBEAT_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_MAX_CONCURRENCY,
-    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_START_GATE_MS, MIN_BUDGET_BYTES,
+use super::item::{
+    approval_ceiling, flag, list, millis, millis_json, models, on, optional_millis, paths,
+    positive, FlagValue, Item, Kind, Setting,
 };
-
-const fn flag(
-    long: &'static str,
-    value_name: &'static str,
-    value: FlagValue,
-    help: &'static str,
-) -> Option<super::table::Flag> {
-    Some(super::table::Flag {
-        long,
-        value_name,
-        value,
-        help,
-    })
-}
-
-fn millis_json(d: Duration) -> Value {
-    json!(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-fn optional_millis(d: Option<Duration>) -> Value {
-    d.map_or(Value::Null, millis_json)
-}
-
-/// A positive base-10 integer that fits `T`.
-fn positive<T: TryFrom<u64>>(vars: &Vars, name: &str) -> Option<T> {
-    vars.positive(name).and_then(|v| T::try_from(v).ok())
-}
-
-/// A positive number of milliseconds.
-fn millis(vars: &Vars, name: &str) -> Option<Duration> {
-    vars.positive(name).map(Duration::from_millis)
-}
-
-/// A switch that is off by default: `1`, `true` or `yes` turn it on.
-fn on(vars: &Vars, name: &str) -> Option<bool> {
-    vars.text(name).map(|v| parse_flag(&v))
-}
-
-/// A comma-separated list.
-fn list(vars: &Vars, name: &str) -> Option<Vec<String>> {
-    vars.text(name).map(|v| split_list(&v))
-}
-
-/// A path list, as the system writes one (`:` or `;`).
-fn paths(vars: &Vars, name: &str) -> Option<Vec<PathBuf>> {
-    vars.raw(name).filter(|v| !v.is_empty()).map(|v| {
-        std::env::split_paths(&v)
-            .filter(|p| !p.as_os_str().is_empty())
-            .collect()
-    })
-}
-
-/// An approval mode; an invalid one means the most restrictive (`plan`): a typo must not widen
-/// what callers may do.
-fn approval_ceiling(vars: &Vars, name: &str) -> Option<ApprovalMode> {
-    let v = vars.text(name).filter(|v| !v.trim().is_empty())?;
-    Some(
-        ApprovalMode::parse(&v.trim().to_ascii_lowercase()).unwrap_or_else(|| {
-            vars.note(
-                name,
-                "is not plan, default, auto_edit or yolo; plan, the narrowest, applies",
-            );
-            ApprovalMode::Plan
-        }),
-    )
-}
-
-/// Model names, those that would be refused as `model` left out.
-fn models(vars: &Vars, name: &str) -> Option<Vec<String>> {
-    vars.text(name).map(|v| {
-        v.split(',')
-            .map(str::trim)
-            .filter(|m| crate::names::validate_model(m).is_ok())
-            .map(String::from)
-            .collect()
-    })
-}
+use super::parse::parse_off;
+use super::policy::Toolsets;
+use super::values::{
+    EnvPolicy, SlashCommands, DEFAULT_ASK_TIMEOUT_MS, DEFAULT_BUDGET_BYTES, DEFAULT_EOF_GRACE_MS,
+    DEFAULT_HEARTBEAT_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_START_GATE_MS, MIN_BUDGET_BYTES,
+};
 
 pub const GEMINI_CLI_BIN: Item<Option<OsString>> = Item {
     setting: Setting {
-            name: "GEMINI_CLI_BIN",
-            flag: flag("gemini-bin", "PATH", FlagValue::Text, "The Gemini CLI to run"),
-            help: "Gemini CLI to run (default: `gemini` on PATH). On Windows the npm .cmd/.ps1 shim \
+        name: "GEMINI_CLI_BIN",
+        flag: flag(
+            "gemini-bin",
+            "PATH",
+            FlagValue::Text,
+            "The Gemini CLI to run",
+        ),
+        help: "Gemini CLI to run (default: `gemini` on PATH). On Windows the npm .cmd/.ps1 shim \
                    is resolved to node + its JS entry.",
-            kind: Kind::Config(|c| {
-                json!(c
-                    .gemini_bin
-                    .as_ref()
-                    .map(|b| b.to_string_lossy().into_owned()))
-            }),
+        kind: Kind::Config(|c| {
+            json!(c
+                .gemini_bin
+                .as_ref()
+                .map(|b| b.to_string_lossy().into_owned()))
+        }),
     },
     default: || None,
     parse: |v, n| v.raw(n).filter(|b| !b.is_empty()).map(Some),
@@ -136,16 +67,16 @@ pub const MAX_OUTPUT_BYTES: Item<usize> = Item {
 
 pub const DEBUG: Item<bool> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_DEBUG",
-            flag: flag(
-                "debug",
-                "",
-                FlagValue::Switch,
-                "JSON diagnostics on stderr, never prompt text",
-            ),
-            help: "1, true or yes: JSON diagnostics on stderr (prompt length only, never prompt text; \
+        name: "GEMINICLI_MCP_DEBUG",
+        flag: flag(
+            "debug",
+            "",
+            FlagValue::Switch,
+            "JSON diagnostics on stderr, never prompt text",
+        ),
+        help: "1, true or yes: JSON diagnostics on stderr (prompt length only, never prompt text; \
                    flags, exit codes, durations, byte counts).",
-            kind: Kind::Config(|c| json!(c.debug)),
+        kind: Kind::Config(|c| json!(c.debug)),
     },
     default: || false,
     parse: on,
@@ -169,16 +100,16 @@ pub const KILL_GRACE_MS: Item<Duration> = Item {
 
 pub const EOF_GRACE_MS: Item<Duration> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_EOF_GRACE_MS",
-            flag: flag(
-                "eof-grace-ms",
-                "MS",
-                FlagValue::AtLeast(1),
-                "Time calls in flight may take after stdin closes",
-            ),
-            help: "After stdin closes, time calls in flight may take to finish before they are \
+        name: "GEMINICLI_MCP_EOF_GRACE_MS",
+        flag: flag(
+            "eof-grace-ms",
+            "MS",
+            FlagValue::AtLeast(1),
+            "Time calls in flight may take after stdin closes",
+        ),
+        help: "After stdin closes, time calls in flight may take to finish before they are \
                    killed and the server exits (default 120000).",
-            kind: Kind::Config(|c| millis_json(c.eof_grace)),
+        kind: Kind::Config(|c| millis_json(c.eof_grace)),
     },
     default: || Duration::from_millis(DEFAULT_EOF_GRACE_MS),
     parse: millis,
@@ -186,15 +117,15 @@ pub const EOF_GRACE_MS: Item<Duration> = Item {
 
 pub const MAX_CONCURRENCY: Item<usize> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_MAX_CONCURRENCY",
-            flag: flag(
-                "max-concurrency",
-                "N",
-                FlagValue::AtLeast(1),
-                "Gemini runs at once",
-            ),
-            help: "Gemini runs at once; further calls queue (default 4).",
-            kind: Kind::Config(|c| json!(c.max_concurrency)),
+        name: "GEMINICLI_MCP_MAX_CONCURRENCY",
+        flag: flag(
+            "max-concurrency",
+            "N",
+            FlagValue::AtLeast(1),
+            "Gemini runs at once",
+        ),
+        help: "Gemini runs at once; further calls queue (default 4).",
+        kind: Kind::Config(|c| json!(c.max_concurrency)),
     },
     default: || DEFAULT_MAX_CONCURRENCY,
     parse: positive::<usize>,
@@ -202,16 +133,16 @@ pub const MAX_CONCURRENCY: Item<usize> = Item {
 
 pub const HEARTBEAT_MS: Item<Duration> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_HEARTBEAT_MS",
-            flag: flag(
-                "heartbeat-ms",
-                "MS",
-                FlagValue::AtLeast(1),
-                "Progress heartbeat interval",
-            ),
-            help: "Progress heartbeat interval while a call runs, for clients that sent a \
+        name: "GEMINICLI_MCP_HEARTBEAT_MS",
+        flag: flag(
+            "heartbeat-ms",
+            "MS",
+            FlagValue::AtLeast(1),
+            "Progress heartbeat interval",
+        ),
+        help: "Progress heartbeat interval while a call runs, for clients that sent a \
                    progressToken (default 10000).",
-            kind: Kind::Config(|c| millis_json(c.heartbeat)),
+        kind: Kind::Config(|c| millis_json(c.heartbeat)),
     },
     default: || Duration::from_millis(DEFAULT_HEARTBEAT_MS),
     parse: millis,
@@ -280,11 +211,11 @@ pub const ENV: Item<EnvPolicy> = Item {
 
 pub const ENV_PASS: Item<Vec<String>> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_ENV_PASS",
-            flag: None,
-            help: "minimal also keeps these: comma-separated names, or prefixes ending in `*` (e.g. \
+        name: "GEMINICLI_MCP_ENV_PASS",
+        flag: None,
+        help: "minimal also keeps these: comma-separated names, or prefixes ending in `*` (e.g. \
                    SSH_AUTH_SOCK,MY_CORP_*).",
-            kind: Kind::Config(|c| json!(c.env_pass.join(","))),
+        kind: Kind::Config(|c| json!(c.env_pass.join(","))),
     },
     default: Vec::new,
     parse: list,
@@ -292,17 +223,17 @@ pub const ENV_PASS: Item<Vec<String>> = Item {
 
 pub const ALLOWED_ROOTS: Item<Vec<PathBuf>> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_ALLOWED_ROOTS",
-            flag: None,
-            help: "Where a call's workspace and include_directories may point: a path list (default: \
+        name: "GEMINICLI_MCP_ALLOWED_ROOTS",
+        flag: None,
+        help: "Where a call's workspace and include_directories may point: a path list (default: \
                    the server's working directory).",
-            kind: Kind::Config(|c| {
-                // As the variable lists them; none: the server's working directory.
-                std::env::join_paths(&c.policy.allowed_roots)
-                    .ok()
-                    .filter(|p| !p.is_empty())
-                    .map_or(Value::Null, |p| json!(p.to_string_lossy()))
-            }),
+        kind: Kind::Config(|c| {
+            // As the variable lists them; none: the server's working directory.
+            std::env::join_paths(&c.policy.allowed_roots)
+                .ok()
+                .filter(|p| !p.is_empty())
+                .map_or(Value::Null, |p| json!(p.to_string_lossy()))
+        }),
     },
     default: Vec::new,
     parse: paths,
@@ -347,11 +278,11 @@ pub const TOOLSETS: Item<Toolsets> = Item {
 
 pub const FIRST_CONTENT_TIMEOUT_MS: Item<Option<Duration>> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS",
-            flag: None,
-            help: "Opt-in deadline of every run: no content yet (default: none); past it the run is \
+        name: "GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS",
+        flag: None,
+        help: "Opt-in deadline of every run: no content yet (default: none); past it the run is \
                    killed (error kind timeout). A call may set a shorter one.",
-            kind: Kind::Config(|c| optional_millis(c.policy.deadlines.first_content)),
+        kind: Kind::Config(|c| optional_millis(c.policy.deadlines.first_content)),
     },
     default: || None,
     parse: |v, n| millis(v, n).map(Some),
@@ -359,11 +290,11 @@ pub const FIRST_CONTENT_TIMEOUT_MS: Item<Option<Duration>> = Item {
 
 pub const INACTIVITY_TIMEOUT_MS: Item<Option<Duration>> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS",
-            flag: None,
-            help: "Opt-in deadline of every run: no output line for this long (default: none); past \
+        name: "GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS",
+        flag: None,
+        help: "Opt-in deadline of every run: no output line for this long (default: none); past \
                    it the run is killed (error kind timeout). A call may set a shorter one.",
-            kind: Kind::Config(|c| optional_millis(c.policy.deadlines.inactivity)),
+        kind: Kind::Config(|c| optional_millis(c.policy.deadlines.inactivity)),
     },
     default: || None,
     parse: |v, n| millis(v, n).map(Some),
@@ -371,12 +302,12 @@ pub const INACTIVITY_TIMEOUT_MS: Item<Option<Duration>> = Item {
 
 pub const TOTAL_TIMEOUT_MS: Item<Option<Duration>> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_TOTAL_TIMEOUT_MS",
-            flag: None,
-            help: "Opt-in deadline of every run: the whole run (default: none); the first of the \
+        name: "GEMINICLI_MCP_TOTAL_TIMEOUT_MS",
+        flag: None,
+        help: "Opt-in deadline of every run: the whole run (default: none); the first of the \
                    three deadlines to pass kills the run (error kind timeout). A call may set a \
                    shorter one.",
-            kind: Kind::Config(|c| optional_millis(c.policy.deadlines.total)),
+        kind: Kind::Config(|c| optional_millis(c.policy.deadlines.total)),
     },
     default: || None,
     parse: |v, n| millis(v, n).map(Some),
@@ -397,10 +328,10 @@ pub const RATE_LIMIT_RETRY: Item<bool> = Item {
 
 pub const RATE_LIMIT_MAX_WAIT_MS: Item<Duration> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS",
-            flag: None,
-            help: "The longest wait before that retry (default 60000).",
-            kind: Kind::Config(|c| millis_json(c.policy.quota.max_wait)),
+        name: "GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS",
+        flag: None,
+        help: "The longest wait before that retry (default 60000).",
+        kind: Kind::Config(|c| millis_json(c.policy.quota.max_wait)),
     },
     default: || Duration::from_millis(60_000),
     parse: millis,
@@ -408,10 +339,10 @@ pub const RATE_LIMIT_MAX_WAIT_MS: Item<Duration> = Item {
 
 pub const FALLBACK_MODELS: Item<Vec<String>> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_FALLBACK_MODELS",
-            flag: None,
-            help: "Comma-separated models tried in order after quota_exhausted.",
-            kind: Kind::Config(|c| json!(c.policy.quota.fallback_models.join(","))),
+        name: "GEMINICLI_MCP_FALLBACK_MODELS",
+        flag: None,
+        help: "Comma-separated models tried in order after quota_exhausted.",
+        kind: Kind::Config(|c| json!(c.policy.quota.fallback_models.join(","))),
     },
     default: Vec::new,
     parse: models,
@@ -448,10 +379,10 @@ pub const BACKEND: Item<Backend> = Item {
 
 pub const ACP_IDLE_MS: Item<Duration> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_ACP_IDLE_MS",
-            flag: None,
-            help: "acp tool set: an agent unused this long is stopped (600000).",
-            kind: Kind::Config(|c| millis_json(c.acp.idle)),
+        name: "GEMINICLI_MCP_ACP_IDLE_MS",
+        flag: None,
+        help: "acp tool set: an agent unused this long is stopped (600000).",
+        kind: Kind::Config(|c| millis_json(c.acp.idle)),
     },
     default: || Duration::from_millis(600_000),
     parse: millis,
@@ -459,10 +390,10 @@ pub const ACP_IDLE_MS: Item<Duration> = Item {
 
 pub const ACP_MAX_TURNS: Item<u32> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_ACP_MAX_TURNS",
-            flag: None,
-            help: "acp tool set: prompts per session before a fresh one (20).",
-            kind: Kind::Config(|c| json!(c.acp.max_turns)),
+        name: "GEMINICLI_MCP_ACP_MAX_TURNS",
+        flag: None,
+        help: "acp tool set: prompts per session before a fresh one (20).",
+        kind: Kind::Config(|c| json!(c.acp.max_turns)),
     },
     default: || 20,
     parse: positive::<u32>,
@@ -483,11 +414,11 @@ pub const MCP_SERVER_TIMEOUT_MS: Item<Duration> = Item {
 
 pub const ACP_REQUEST_TIMEOUT_MS: Item<Duration> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS",
-            flag: None,
-            help: "acp tool set: bound on start-up and requests other than prompts; past it the agent \
+        name: "GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS",
+        flag: None,
+        help: "acp tool set: bound on start-up and requests other than prompts; past it the agent \
                    is killed (120000).",
-            kind: Kind::Config(|c| millis_json(c.acp.request_timeout)),
+        kind: Kind::Config(|c| millis_json(c.acp.request_timeout)),
     },
     // Start-up included: the real CLI takes 2.5-9 s before it reads its input.
     default: || Duration::from_millis(120_000),
@@ -496,10 +427,10 @@ pub const ACP_REQUEST_TIMEOUT_MS: Item<Duration> = Item {
 
 pub const MAX_PROMPTS: Item<usize> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_MAX_PROMPTS",
-            flag: None,
-            help: "warm backend: prompts running on agents at once, server-wide; more calls wait (16).",
-            kind: Kind::Config(|c| json!(c.acp.max_prompts)),
+        name: "GEMINICLI_MCP_MAX_PROMPTS",
+        flag: None,
+        help: "warm backend: prompts running on agents at once, server-wide; more calls wait (16).",
+        kind: Kind::Config(|c| json!(c.acp.max_prompts)),
     },
     default: || 16,
     parse: positive::<usize>,
@@ -507,11 +438,11 @@ pub const MAX_PROMPTS: Item<usize> = Item {
 
 pub const MAX_AGENTS: Item<Option<usize>> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_MAX_AGENTS",
-            flag: None,
-            help: "Agent processes at once, both uses of ACP (default GEMINICLI_MCP_MAX_CONCURRENCY); \
+        name: "GEMINICLI_MCP_MAX_AGENTS",
+        flag: None,
+        help: "Agent processes at once, both uses of ACP (default GEMINICLI_MCP_MAX_CONCURRENCY); \
                    past it the least recently used idle one is stopped.",
-            kind: Kind::Config(|c| json!(c.acp.max_agents.unwrap_or(c.max_concurrency))),
+        kind: Kind::Config(|c| json!(c.acp.max_agents.unwrap_or(c.max_concurrency))),
     },
     default: || None,
     parse: |v, n| positive::<usize>(v, n).map(Some),
@@ -519,10 +450,10 @@ pub const MAX_AGENTS: Item<Option<usize>> = Item {
 
 pub const ACP_SPARE_SESSIONS: Item<usize> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_ACP_SPARE_SESSIONS",
-            flag: None,
-            help: "warm backend: fresh sessions each agent keeps made ahead (2; 0: none).",
-            kind: Kind::Config(|c| json!(c.acp.spare_sessions)),
+        name: "GEMINICLI_MCP_ACP_SPARE_SESSIONS",
+        flag: None,
+        help: "warm backend: fresh sessions each agent keeps made ahead (2; 0: none).",
+        kind: Kind::Config(|c| json!(c.acp.spare_sessions)),
     },
     default: || 2,
     parse: |v, n| v.choice(n, "a whole number", |t| t.trim().parse().ok()),
@@ -530,10 +461,10 @@ pub const ACP_SPARE_SESSIONS: Item<usize> = Item {
 
 pub const ACP_MAX_SESSIONS: Item<u32> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_ACP_MAX_SESSIONS",
-            flag: None,
-            help: "Sessions an agent makes or loads before it is replaced (32).",
-            kind: Kind::Config(|c| json!(c.acp.max_sessions)),
+        name: "GEMINICLI_MCP_ACP_MAX_SESSIONS",
+        flag: None,
+        help: "Sessions an agent makes or loads before it is replaced (32).",
+        kind: Kind::Config(|c| json!(c.acp.max_sessions)),
     },
     // Each session costs the agent ~1.8 MB it never gives back, and starts the user's MCP servers
     // again, which live as long as it.
@@ -543,11 +474,11 @@ pub const ACP_MAX_SESSIONS: Item<u32> = Item {
 
 pub const ACP_MAX_AGENT_MB: Item<u64> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_ACP_MAX_AGENT_MB",
-            flag: None,
-            help: "An agent whose resident memory has grown past this many MiB is replaced at its \
+        name: "GEMINICLI_MCP_ACP_MAX_AGENT_MB",
+        flag: None,
+        help: "An agent whose resident memory has grown past this many MiB is replaced at its \
                    first idle moment (1024; measured on Linux).",
-            kind: Kind::Config(|c| json!(c.acp.max_agent_mb)),
+        kind: Kind::Config(|c| json!(c.acp.max_agent_mb)),
     },
     // A fresh real agent holds 210-270 MB; one that leaks (CLI 0.62 keeps each model request's
     // history when telemetry is off, ~1.17 MB a turn by its bug report) or holds huge sessions is
@@ -558,11 +489,12 @@ pub const ACP_MAX_AGENT_MB: Item<u64> = Item {
 
 pub const START_GATE_MS: Item<Duration> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_START_GATE_MS",
-            flag: None,
-            help: "Longest time a new run holds its workspace's start gate before its CLI has recorded \
+        name: "GEMINICLI_MCP_START_GATE_MS",
+        flag: None,
+        help:
+            "Longest time a new run holds its workspace's start gate before its CLI has recorded \
                    the prompt; then the next call there starts (default 15000).",
-            kind: Kind::Config(|c| millis_json(c.start_gate)),
+        kind: Kind::Config(|c| millis_json(c.start_gate)),
     },
     default: || Duration::from_millis(DEFAULT_START_GATE_MS),
     parse: millis,
@@ -570,11 +502,11 @@ pub const START_GATE_MS: Item<Duration> = Item {
 
 pub const ASK_TIMEOUT_MS: Item<Duration> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_ASK_TIMEOUT_MS",
-            flag: None,
-            help: "approval_mode ask: how long a question waits for the user's answer before the tool \
+        name: "GEMINICLI_MCP_ASK_TIMEOUT_MS",
+        flag: None,
+        help: "approval_mode ask: how long a question waits for the user's answer before the tool \
                    is rejected (default 120000).",
-            kind: Kind::Config(|c| millis_json(c.ask_timeout)),
+        kind: Kind::Config(|c| millis_json(c.ask_timeout)),
     },
     default: || Duration::from_millis(DEFAULT_ASK_TIMEOUT_MS),
     parse: millis,
@@ -595,12 +527,12 @@ pub const TASKS: Item<bool> = Item {
 
 pub const TASK_RETENTION_MS: Item<Duration> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_TASK_RETENTION_MS",
-            flag: None,
-            help: "How long a task is kept after it finished or the client last asked about it \
+        name: "GEMINICLI_MCP_TASK_RETENTION_MS",
+        flag: None,
+        help: "How long a task is kept after it finished or the client last asked about it \
                    (default 600000); a running task nobody asked about for that long is cancelled, \
                    its processes killed.",
-            kind: Kind::Config(|c| millis_json(c.tasks.retention)),
+        kind: Kind::Config(|c| millis_json(c.tasks.retention)),
     },
     default: || Duration::from_millis(600_000),
     parse: millis,
@@ -608,163 +540,163 @@ pub const TASK_RETENTION_MS: Item<Duration> = Item {
 
 pub const MAX_TASKS: Item<usize> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_MAX_TASKS",
-            flag: None,
-            help: "Most tasks held at once (default 64): finished ones are evicted oldest first; when \
+        name: "GEMINICLI_MCP_MAX_TASKS",
+        flag: None,
+        help: "Most tasks held at once (default 64): finished ones are evicted oldest first; when \
                    all still run, a call is answered plainly.",
-            kind: Kind::Config(|c| json!(c.tasks.max_tasks)),
+        kind: Kind::Config(|c| json!(c.tasks.max_tasks)),
     },
     default: || 64,
     parse: positive::<usize>,
 };
 
 pub const WATCHDOG: Setting = Setting {
-        name: "GEMINICLI_MCP_WATCHDOG",
-        flag: None,
-        help: "0, false, no or off: no watchdog process, which kills the runs' processes when the \
+    name: "GEMINICLI_MCP_WATCHDOG",
+    flag: None,
+    help: "0, false, no or off: no watchdog process, which kills the runs' processes when the \
                server is killed outright (Unix; default on).",
-        kind: Kind::Elsewhere,
+    kind: Kind::Elsewhere,
 };
 
 pub const LOG: Setting = Setting {
-        name: "GEMINICLI_MCP_LOG",
-        flag: flag(
-            "log",
-            "FILTER",
-            FlagValue::Text,
-            "Log filter for stderr, e.g. `geminicli_mcp=info`",
-        ),
-        help: "Log filter for stderr, tracing's EnvFilter syntax (default \
+    name: "GEMINICLI_MCP_LOG",
+    flag: flag(
+        "log",
+        "FILTER",
+        FlagValue::Text,
+        "Log filter for stderr, e.g. `geminicli_mcp=info`",
+    ),
+    help: "Log filter for stderr, tracing's EnvFilter syntax (default \
                geminicli_mcp=warn,rmcp=error; with GEMINICLI_MCP_DEBUG \
                geminicli_mcp=debug,rmcp=warn).",
-        kind: Kind::Elsewhere,
+    kind: Kind::Elsewhere,
 };
 
 pub const LAUNCHER: Setting = Setting {
-        name: "GEMINICLI_MCP_LAUNCHER",
-        flag: None,
-        help: "Set by the npm package's launcher for the binary it starts: the launcher's path, \
+    name: "GEMINICLI_MCP_LAUNCHER",
+    flag: None,
+    help: "Set by the npm package's launcher for the binary it starts: the launcher's path, \
                which `setup` writes as the command.",
-        kind: Kind::Elsewhere,
+    kind: Kind::Elsewhere,
 };
 
 pub const HTTP: Setting = Setting {
-        name: "GEMINICLI_MCP_HTTP",
-        flag: flag(
-            "http",
-            "ADDR",
-            FlagValue::Text,
-            "Serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio",
-        ),
-        help: "Serve Streamable HTTP on this address instead of stdio (--http).",
-        kind: Kind::Elsewhere,
+    name: "GEMINICLI_MCP_HTTP",
+    flag: flag(
+        "http",
+        "ADDR",
+        FlagValue::Text,
+        "Serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio",
+    ),
+    help: "Serve Streamable HTTP on this address instead of stdio (--http).",
+    kind: Kind::Elsewhere,
 };
 
 pub const HTTP_TOKEN: Setting = Setting {
-        name: "GEMINICLI_MCP_HTTP_TOKEN",
-        // No flag: a token on the command line would show in `ps`.
-        flag: None,
-        help: "The bearer token HTTP clients must send (or the _FILE variant).",
-        kind: Kind::Secret,
+    name: "GEMINICLI_MCP_HTTP_TOKEN",
+    // No flag: a token on the command line would show in `ps`.
+    flag: None,
+    help: "The bearer token HTTP clients must send (or the _FILE variant).",
+    kind: Kind::Secret,
 };
 
 pub const HTTP_TOKEN_FILE: Setting = Setting {
-        name: "GEMINICLI_MCP_HTTP_TOKEN_FILE",
-        flag: flag(
-            "http-token-file",
-            "PATH",
-            FlagValue::Text,
-            "File whose first line is the HTTP bearer token (there is no flag for the token \
+    name: "GEMINICLI_MCP_HTTP_TOKEN_FILE",
+    flag: flag(
+        "http-token-file",
+        "PATH",
+        FlagValue::Text,
+        "File whose first line is the HTTP bearer token (there is no flag for the token \
              itself: it would show in `ps`)",
-        ),
-        help: "A file whose first line is the bearer token.",
-        kind: Kind::Elsewhere,
+    ),
+    help: "A file whose first line is the bearer token.",
+    kind: Kind::Elsewhere,
 };
 
 pub const HTTP_ALLOWED_ORIGINS: Setting = Setting {
-        name: "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
-        flag: flag(
-            "http-allowed-origin",
-            "ORIGIN",
-            FlagValue::Repeated,
-            "A browser origin allowed to call over HTTP, e.g. `http://localhost:3000` \
+    name: "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
+    flag: flag(
+        "http-allowed-origin",
+        "ORIGIN",
+        FlagValue::Repeated,
+        "A browser origin allowed to call over HTTP, e.g. `http://localhost:3000` \
              (repeatable)",
-        ),
-        help: "Comma-separated browser origins allowed over HTTP.",
-        kind: Kind::Elsewhere,
+    ),
+    help: "Comma-separated browser origins allowed over HTTP.",
+    kind: Kind::Elsewhere,
 };
 
 pub const HTTP_ALLOWED_HOSTS: Setting = Setting {
-        name: "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS",
-        flag: flag(
-            "http-allowed-host",
-            "HOST",
-            FlagValue::Repeated,
-            "A `Host` header value (name or name:port) accepted besides the loopback names \
+    name: "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS",
+    flag: flag(
+        "http-allowed-host",
+        "HOST",
+        FlagValue::Repeated,
+        "A `Host` header value (name or name:port) accepted besides the loopback names \
              (repeatable)",
-        ),
-        help: "Comma-separated Host values accepted besides loopback.",
-        kind: Kind::Elsewhere,
+    ),
+    help: "Comma-separated Host values accepted besides loopback.",
+    kind: Kind::Elsewhere,
 };
 
 pub const HTTP_ALLOW_REMOTE: Setting = Setting {
-        name: "GEMINICLI_MCP_HTTP_ALLOW_REMOTE",
-        flag: flag(
-            "http-allow-remote",
-            "",
-            FlagValue::Switch,
-            "Allow --http to bind an address other than loopback",
-        ),
-        help: "1, true or yes: --http may bind a non-loopback address.",
-        kind: Kind::Elsewhere,
+    name: "GEMINICLI_MCP_HTTP_ALLOW_REMOTE",
+    flag: flag(
+        "http-allow-remote",
+        "",
+        FlagValue::Switch,
+        "Allow --http to bind an address other than loopback",
+    ),
+    help: "1, true or yes: --http may bind a non-loopback address.",
+    kind: Kind::Elsewhere,
 };
 
 pub const HTTP_HEADER_TIMEOUT_MS: Setting = Setting {
-        name: "GEMINICLI_MCP_HTTP_HEADER_TIMEOUT_MS",
-        flag: flag(
-            "http-header-timeout-ms",
-            "MS",
-            FlagValue::AtLeast(1),
-            "Time an HTTP connection has to send a request's complete headers",
-        ),
-        help: "Time an HTTP connection has to send a request's headers (default 10000); then it \
+    name: "GEMINICLI_MCP_HTTP_HEADER_TIMEOUT_MS",
+    flag: flag(
+        "http-header-timeout-ms",
+        "MS",
+        FlagValue::AtLeast(1),
+        "Time an HTTP connection has to send a request's complete headers",
+    ),
+    help: "Time an HTTP connection has to send a request's headers (default 10000); then it \
                is closed.",
-        kind: Kind::Elsewhere,
+    kind: Kind::Elsewhere,
 };
 
 pub const HTTP_IDLE_TIMEOUT_MS: Setting = Setting {
-        name: "GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS",
-        flag: flag(
-            "http-idle-timeout-ms",
-            "MS",
-            FlagValue::AtLeast(1),
-            "Time a keep-alive HTTP connection with no request in progress stays open",
-        ),
-        help: "Time a keep-alive HTTP connection with no request in progress stays open (default \
+    name: "GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS",
+    flag: flag(
+        "http-idle-timeout-ms",
+        "MS",
+        FlagValue::AtLeast(1),
+        "Time a keep-alive HTTP connection with no request in progress stays open",
+    ),
+    help: "Time a keep-alive HTTP connection with no request in progress stays open (default \
                60000); a request in progress, an SSE stream included, is never cut.",
-        kind: Kind::Elsewhere,
+    kind: Kind::Elsewhere,
 };
 
 pub const HTTP_MAX_CONNECTIONS: Setting = Setting {
-        name: "GEMINICLI_MCP_HTTP_MAX_CONNECTIONS",
-        flag: flag(
-            "http-max-connections",
-            "N",
-            FlagValue::AtLeast(1),
-            "Most HTTP connections at once (default: from the open-file limit)",
-        ),
-        help: "Most HTTP connections at once (default: the open-file limit less 128, at most \
+    name: "GEMINICLI_MCP_HTTP_MAX_CONNECTIONS",
+    flag: flag(
+        "http-max-connections",
+        "N",
+        FlagValue::AtLeast(1),
+        "Most HTTP connections at once (default: from the open-file limit)",
+    ),
+    help: "Most HTTP connections at once (default: the open-file limit less 128, at most \
                1024). At the cap the oldest connection that has not sent the token is closed for \
                the new one. The three HTTP limits must be positive integers: a bad value stops \
                the server.",
-        kind: Kind::Elsewhere,
+    kind: Kind::Elsewhere,
 };
 
 pub const RUN: Setting = Setting {
-        name: "GEMINICLI_MCP_RUN",
-        flag: None,
-        help: "",
-        kind: Kind::Internal,
+    name: "GEMINICLI_MCP_RUN",
+    flag: None,
+    help: "",
+    kind: Kind::Internal,
 };
 
 /// Every setting, in `--help`'s order.

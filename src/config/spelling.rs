@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
-use super::table::Kind;
+use super::item::Kind;
 use super::{known_names, settings};
 
 /// Files that may spell a name, and why.
@@ -126,7 +126,10 @@ fn the_scan_sees_a_name_in_code_and_not_in_comments_or_tests() {
     let all: Vec<&str> = found.iter().map(|(_, l)| l.as_str()).collect();
     assert_eq!(
         all,
-        [r#""raise GEMINICLI_MCP_IN_CODE""#, r#""GEMINICLI_MCP_AFTER""#]
+        [
+            r#""raise GEMINICLI_MCP_IN_CODE""#,
+            r#""GEMINICLI_MCP_AFTER""#
+        ]
     );
 }
 

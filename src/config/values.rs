@@ -5,8 +5,6 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use super::acp::AcpConfig;
-use super::parse::Vars;
-use super::settings as s;
 use super::tasks::TaskLimits;
 
 /// Default per-stream cap on bytes read from the child (32 MiB), as in the TypeScript reference.
@@ -123,64 +121,4 @@ pub struct Config {
     /// (`GEMINICLI_MCP_BACKEND is not oneshot or acp`): their defaults apply, and the server logs
     /// each once at start.
     pub unread: Vec<String>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            gemini_bin: s::GEMINI_CLI_BIN.default(),
-            max_output_bytes: s::MAX_OUTPUT_BYTES.default(),
-            debug: s::DEBUG.default(),
-            kill_grace: s::KILL_GRACE_MS.default(),
-            eof_grace: s::EOF_GRACE_MS.default(),
-            max_concurrency: s::MAX_CONCURRENCY.default(),
-            heartbeat: s::HEARTBEAT_MS.default(),
-            mcp_server_timeout: s::MCP_SERVER_TIMEOUT_MS.default(),
-            result_budget: s::RESULT_BUDGET_BYTES.default(),
-            slash_commands: s::SLASH_COMMANDS.default(),
-            env_policy: s::ENV.default(),
-            env_pass: s::ENV_PASS.default(),
-            policy: super::policy::Policy::default(),
-            acp: AcpConfig::default(),
-            tasks: TaskLimits::default(),
-            ask_timeout: s::ASK_TIMEOUT_MS.default(),
-            start_gate: s::START_GATE_MS.default(),
-            unread: Vec::new(),
-        }
-    }
-}
-
-impl Config {
-    /// Builds the configuration from any variable lookup (tests pass a map). Invalid values fall
-    /// back to the default rather than failing: a typo in a client's `env` block must not stop the
-    /// server from starting, which is what the reference does for the output cap.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Self {
-        let vars = Vars::new(&lookup);
-        let mut config = Self::read(&vars);
-        config.unread = vars.unread();
-        config
-    }
-
-    fn read(vars: &Vars) -> Self {
-        Config {
-            gemini_bin: s::GEMINI_CLI_BIN.get(vars),
-            max_output_bytes: s::MAX_OUTPUT_BYTES.get(vars),
-            debug: s::DEBUG.get(vars),
-            kill_grace: s::KILL_GRACE_MS.get(vars),
-            eof_grace: s::EOF_GRACE_MS.get(vars),
-            max_concurrency: s::MAX_CONCURRENCY.get(vars),
-            heartbeat: s::HEARTBEAT_MS.get(vars),
-            mcp_server_timeout: s::MCP_SERVER_TIMEOUT_MS.get(vars),
-            result_budget: s::RESULT_BUDGET_BYTES.get(vars),
-            slash_commands: s::SLASH_COMMANDS.get(vars),
-            env_policy: s::ENV.get(vars),
-            env_pass: s::ENV_PASS.get(vars),
-            policy: super::policy::Policy::read(vars),
-            acp: AcpConfig::read(vars),
-            tasks: TaskLimits::read(vars),
-            ask_timeout: s::ASK_TIMEOUT_MS.get(vars),
-            start_gate: s::START_GATE_MS.get(vars),
-            unread: Vec::new(),
-        }
-    }
 }

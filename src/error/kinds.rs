@@ -414,7 +414,6 @@ impl ErrorKind {
             _ => None,
         }
     }
-
 }
 
 impl std::fmt::Display for ErrorKind {

@@ -319,7 +319,11 @@ mod tests {
             _ => ErrorKind::Unknown,
         };
         for code in -1..=300 {
-            assert_eq!(ErrorKind::from_exit_code(code), documented(code), "exit {code}");
+            assert_eq!(
+                ErrorKind::from_exit_code(code),
+                documented(code),
+                "exit {code}"
+            );
         }
     }
 
@@ -328,7 +332,12 @@ mod tests {
         for code in 0..=255 {
             let claims: Vec<ErrorKind> = ErrorKind::ALL
                 .into_iter()
-                .filter(|k| k.row().cli_exits.iter().any(|(lo, hi)| (*lo..=*hi).contains(&code)))
+                .filter(|k| {
+                    k.row()
+                        .cli_exits
+                        .iter()
+                        .any(|(lo, hi)| (*lo..=*hi).contains(&code))
+                })
                 .collect();
             assert!(claims.len() <= 1, "exit {code}: {claims:?}");
         }

@@ -19,8 +19,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::settings;
 use crate::config::parse::{parse_flag, parse_positive, split_list};
+use crate::config::settings;
 use crate::server::GeminiServer;
 
 mod accept;
