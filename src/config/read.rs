@@ -13,27 +13,9 @@ use super::tasks::TaskLimits;
 use super::values::Config;
 
 impl Default for Config {
+    /// Every item's default: the reading of an empty environment.
     fn default() -> Self {
-        Config {
-            gemini_bin: s::GEMINI_CLI_BIN.default(),
-            max_output_bytes: s::MAX_OUTPUT_BYTES.default(),
-            debug: s::DEBUG.default(),
-            kill_grace: s::KILL_GRACE_MS.default(),
-            eof_grace: s::EOF_GRACE_MS.default(),
-            max_concurrency: s::MAX_CONCURRENCY.default(),
-            heartbeat: s::HEARTBEAT_MS.default(),
-            mcp_server_timeout: s::MCP_SERVER_TIMEOUT_MS.default(),
-            result_budget: s::RESULT_BUDGET_BYTES.default(),
-            slash_commands: s::SLASH_COMMANDS.default(),
-            env_policy: s::ENV.default(),
-            env_pass: s::ENV_PASS.default(),
-            policy: Policy::default(),
-            acp: AcpConfig::default(),
-            tasks: TaskLimits::default(),
-            ask_timeout: s::ASK_TIMEOUT_MS.default(),
-            start_gate: s::START_GATE_MS.default(),
-            unread: Vec::new(),
-        }
+        Self::read(&Vars::new(&|_| None))
     }
 }
 
@@ -73,19 +55,9 @@ impl Config {
 }
 
 impl Default for AcpConfig {
+    /// Every item's default: the reading of an empty environment.
     fn default() -> Self {
-        AcpConfig {
-            enabled: false,
-            idle: s::ACP_IDLE_MS.default(),
-            max_turns: s::ACP_MAX_TURNS.default(),
-            request_timeout: s::ACP_REQUEST_TIMEOUT_MS.default(),
-            backend: s::BACKEND.default(),
-            max_agents: s::MAX_AGENTS.default(),
-            max_prompts: s::MAX_PROMPTS.default(),
-            spare_sessions: s::ACP_SPARE_SESSIONS.default(),
-            max_sessions: s::ACP_MAX_SESSIONS.default(),
-            max_agent_mb: s::ACP_MAX_AGENT_MB.default(),
-        }
+        Self::read(&Vars::new(&|_| None))
     }
 }
 
@@ -108,12 +80,9 @@ impl AcpConfig {
 }
 
 impl Default for QuotaPolicy {
+    /// Every item's default: the reading of an empty environment.
     fn default() -> Self {
-        QuotaPolicy {
-            rate_limit_retry: s::RATE_LIMIT_RETRY.default(),
-            max_wait: s::RATE_LIMIT_MAX_WAIT_MS.default(),
-            fallback_models: s::FALLBACK_MODELS.default(),
-        }
+        Self::read(&Vars::new(&|_| None))
     }
 }
 
@@ -129,19 +98,9 @@ impl QuotaPolicy {
 }
 
 impl Default for Policy {
+    /// Every item's default: the reading of an empty environment.
     fn default() -> Self {
-        Policy {
-            allowed_roots: s::ALLOWED_ROOTS.default(),
-            approval_ceiling: s::APPROVAL_MODE.default(),
-            toolsets: s::TOOLSETS.default(),
-            deadlines: Deadlines {
-                first_content: s::FIRST_CONTENT_TIMEOUT_MS.default(),
-                inactivity: s::INACTIVITY_TIMEOUT_MS.default(),
-                total: s::TOTAL_TIMEOUT_MS.default(),
-            },
-            quota: QuotaPolicy::default(),
-            structured_repair: s::STRUCTURED_REPAIR.default(),
-        }
+        Self::read(&Vars::new(&|_| None))
     }
 }
 
@@ -164,12 +123,9 @@ impl Policy {
 }
 
 impl Default for TaskLimits {
+    /// Every item's default: the reading of an empty environment.
     fn default() -> Self {
-        TaskLimits {
-            enabled: s::TASKS.default(),
-            retention: s::TASK_RETENTION_MS.default(),
-            max_tasks: s::MAX_TASKS.default(),
-        }
+        Self::read(&Vars::new(&|_| None))
     }
 }
 
