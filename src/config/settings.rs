@@ -49,17 +49,17 @@ pub const GEMINI_CLI_BIN: Item<Option<OsString>> = Item {
 
 pub const MAX_OUTPUT_BYTES: Item<usize> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_MAX_OUTPUT_BYTES",
-            flag: flag(
-                "max-output-bytes",
-                "BYTES",
-                FlagValue::AtLeast(1),
-                "Cap per stream on bytes read from the CLI",
-            ),
-            help: "Cap per stream (stdout, stderr) on bytes read from the CLI; past it the process \
-                   tree is killed and the call fails with output_limit (default 33554432 = 32 MiB; a \
-                   positive base-10 integer, anything else means the default).",
-            kind: Kind::Config(|c| json!(c.max_output_bytes)),
+        name: "GEMINICLI_MCP_MAX_OUTPUT_BYTES",
+        flag: flag(
+            "max-output-bytes",
+            "BYTES",
+            FlagValue::AtLeast(1),
+            "Cap per stream on bytes read from the CLI",
+        ),
+        help: "Cap per stream (stdout, stderr) on bytes read from the CLI; past it the process \
+               tree is killed and the call fails with output_limit (default 33554432 = 32 MiB; a \
+               positive base-10 integer, anything else means the default).",
+        kind: Kind::Config(|c| json!(c.max_output_bytes)),
     },
     default: || DEFAULT_MAX_OUTPUT_BYTES,
     parse: positive::<usize>,
@@ -84,15 +84,15 @@ pub const DEBUG: Item<bool> = Item {
 
 pub const KILL_GRACE_MS: Item<Duration> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_KILL_GRACE_MS",
-            flag: flag(
-                "kill-grace-ms",
-                "MS",
-                FlagValue::AtLeast(1),
-                "Time between SIGTERM and SIGKILL of a run's tree",
-            ),
-            help: "Time between SIGTERM and SIGKILL of a run's tree; on the warm backend also how long an agent has to answer a cancelled prompt before it is killed (default 2000).",
-            kind: Kind::Config(|c| millis_json(c.kill_grace)),
+        name: "GEMINICLI_MCP_KILL_GRACE_MS",
+        flag: flag(
+            "kill-grace-ms",
+            "MS",
+            FlagValue::AtLeast(1),
+            "Time between SIGTERM and SIGKILL of a run's tree",
+        ),
+        help: "Time between SIGTERM and SIGKILL of a run's tree; on the warm backend also how long an agent has to answer a cancelled prompt before it is killed (default 2000).",
+        kind: Kind::Config(|c| millis_json(c.kill_grace)),
     },
     default: || Duration::from_millis(DEFAULT_KILL_GRACE_MS),
     parse: millis,
@@ -150,17 +150,17 @@ pub const HEARTBEAT_MS: Item<Duration> = Item {
 
 pub const RESULT_BUDGET_BYTES: Item<usize> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_RESULT_BUDGET_BYTES",
-            flag: flag(
-                "result-budget-bytes",
-                "BYTES",
-                FlagValue::AtLeast(MIN_BUDGET_BYTES as u64),
-                "Most bytes of one serialised tool result",
-            ),
-            help: "Most bytes of one serialised tool result (text and JSON together; default 40000, \
-                   under Claude Code's and Codex's cuts). A longer answer keeps its head and says how \
-                   to read on with gemini_read_answer (at least 4096).",
-            kind: Kind::Config(|c| json!(c.result_budget)),
+        name: "GEMINICLI_MCP_RESULT_BUDGET_BYTES",
+        flag: flag(
+            "result-budget-bytes",
+            "BYTES",
+            FlagValue::AtLeast(MIN_BUDGET_BYTES as u64),
+            "Most bytes of one serialised tool result",
+        ),
+        help: "Most bytes of one serialised tool result (text and JSON together; default 40000, \
+               under Claude Code's and Codex's cuts). A longer answer keeps its head and says how \
+               to read on with gemini_read_answer (at least 4096).",
+        kind: Kind::Config(|c| json!(c.result_budget)),
     },
     default: || DEFAULT_BUDGET_BYTES,
     parse: |v, n| positive::<usize>(v, n).map(|b| b.max(MIN_BUDGET_BYTES)),
@@ -168,23 +168,23 @@ pub const RESULT_BUDGET_BYTES: Item<usize> = Item {
 
 pub const SLASH_COMMANDS: Item<SlashCommands> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_SLASH_COMMANDS",
-            flag: flag(
-                "slash-commands",
-                "MODE",
-                FlagValue::OneOf(&["escape", "passthrough"]),
-                "escape or passthrough",
-            ),
-            help: "escape (default): a prompt the CLI would run as its own command (a leading `/`; \
-                   on the warm agent `/` or `$` after leading spaces) is sent with a backslash before \
-                   it; passthrough: sent as is to a yolo call (the CLI may run e.g. /memory show), \
-                   escaped under any lower approval mode.",
-            kind: Kind::Config(|c| {
-                json!(match c.slash_commands {
-                    SlashCommands::Escape => "escape",
-                    SlashCommands::Passthrough => "passthrough",
-                })
-            }),
+        name: "GEMINICLI_MCP_SLASH_COMMANDS",
+        flag: flag(
+            "slash-commands",
+            "MODE",
+            FlagValue::OneOf(&["escape", "passthrough"]),
+            "escape or passthrough",
+        ),
+        help: "escape (default): a prompt the CLI would run as its own command (a leading `/`; \
+               on the warm agent `/` or `$` after leading spaces) is sent with a backslash before \
+               it; passthrough: sent as is to a yolo call (the CLI may run e.g. /memory show), \
+               escaped under any lower approval mode.",
+        kind: Kind::Config(|c| {
+            json!(match c.slash_commands {
+                SlashCommands::Escape => "escape",
+                SlashCommands::Passthrough => "passthrough",
+            })
+        }),
     },
     default: || SlashCommands::Escape,
     parse: |v, n| v.choice(n, "escape or passthrough", SlashCommands::parse),
@@ -192,18 +192,18 @@ pub const SLASH_COMMANDS: Item<SlashCommands> = Item {
 
 pub const ENV: Item<EnvPolicy> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_ENV",
-            flag: flag(
-                "env",
-                "POLICY",
-                FlagValue::OneOf(&["inherit", "minimal"]),
-                "inherit or minimal: what environment the CLI gets",
-            ),
-            help: "inherit (default): the CLI gets the server's whole environment; minimal: only what \
-                   it needs (GEMINI_*, GOOGLE_*, CLOUDSDK_*, HOME, USER, PATH, proxies, NODE_*, \
-                   locale, temp dirs; on Windows also SystemRoot, windir, PATHEXT, COMSPEC, APPDATA, \
-                   ...).",
-            kind: Kind::Config(|c| json!(c.env_policy.as_str())),
+        name: "GEMINICLI_MCP_ENV",
+        flag: flag(
+            "env",
+            "POLICY",
+            FlagValue::OneOf(&["inherit", "minimal"]),
+            "inherit or minimal: what environment the CLI gets",
+        ),
+        help: "inherit (default): the CLI gets the server's whole environment; minimal: only what \
+               it needs (GEMINI_*, GOOGLE_*, CLOUDSDK_*, HOME, USER, PATH, proxies, NODE_*, \
+               locale, temp dirs; on Windows also SystemRoot, windir, PATHEXT, COMSPEC, APPDATA, \
+               ...).",
+        kind: Kind::Config(|c| json!(c.env_policy.as_str())),
     },
     default: || EnvPolicy::Inherit,
     parse: |v, n| v.choice(n, "inherit or minimal", EnvPolicy::parse),
@@ -241,12 +241,12 @@ pub const ALLOWED_ROOTS: Item<Vec<PathBuf>> = Item {
 
 pub const APPROVAL_MODE: Item<ApprovalMode> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_APPROVAL_MODE",
-            flag: None,
-            help: "Most permissive approval mode a call may ask for, and the mode of calls that ask \
-                   for none: plan, default, auto_edit or yolo (default yolo; an unknown value means \
-                   plan).",
-            kind: Kind::Config(|c| json!(c.policy.approval_ceiling.as_str())),
+        name: "GEMINICLI_MCP_APPROVAL_MODE",
+        flag: None,
+        help: "Most permissive approval mode a call may ask for, and the mode of calls that ask \
+               for none: plan, default, auto_edit or yolo (default yolo; an unknown value means \
+               plan).",
+        kind: Kind::Config(|c| json!(c.policy.approval_ceiling.as_str())),
     },
     default: || ApprovalMode::Yolo,
     parse: approval_ceiling,
@@ -254,23 +254,23 @@ pub const APPROVAL_MODE: Item<ApprovalMode> = Item {
 
 pub const TOOLSETS: Item<Toolsets> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_TOOLSETS",
-            flag: None,
-            help: "Opt-in tools besides the three prompt tools, comma-separated: sessions \
-                   (gemini_list_sessions, gemini_delete_session), models (gemini_list_models), all (both); \
-                   jobs (gemini_start, gemini_wait, gemini_cancel, gemini_jobs) and acp (the ACP tool \
-                   set), which all leaves out.",
-            kind: Kind::Config(|c| {
-                let t = c.policy.toolsets;
-                let on = [
-                    (t.sessions, "sessions"),
-                    (t.models, "models"),
-                    (t.jobs, "jobs"),
-                    (c.acp.enabled, "acp"),
-                ];
-                let names: Vec<&str> = on.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
-                json!(names.join(","))
-            }),
+        name: "GEMINICLI_MCP_TOOLSETS",
+        flag: None,
+        help: "Opt-in tools besides the three prompt tools, comma-separated: sessions \
+               (gemini_list_sessions, gemini_delete_session), models (gemini_list_models), all (both); \
+               jobs (gemini_start, gemini_wait, gemini_cancel, gemini_jobs) and acp (the ACP tool \
+               set), which all leaves out.",
+        kind: Kind::Config(|c| {
+            let t = c.policy.toolsets;
+            let on = [
+                (t.sessions, "sessions"),
+                (t.models, "models"),
+                (t.jobs, "jobs"),
+                (c.acp.enabled, "acp"),
+            ];
+            let names: Vec<&str> = on.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
+            json!(names.join(","))
+        }),
     },
     default: Toolsets::default,
     parse: Toolsets::read,
@@ -315,12 +315,12 @@ pub const TOTAL_TIMEOUT_MS: Item<Option<Duration>> = Item {
 
 pub const RATE_LIMIT_RETRY: Item<bool> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_RATE_LIMIT_RETRY",
-            flag: None,
-            help: "1, true or yes: retry a rate_limited call once after the API's delay (at most \
-                   GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS), only when no tool ran or the approval mode \
-                   cannot write.",
-            kind: Kind::Config(|c| json!(c.policy.quota.rate_limit_retry)),
+        name: "GEMINICLI_MCP_RATE_LIMIT_RETRY",
+        flag: None,
+        help: "1, true or yes: retry a rate_limited call once after the API's delay (at most \
+               GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS), only when no tool ran or the approval mode \
+               cannot write.",
+        kind: Kind::Config(|c| json!(c.policy.quota.rate_limit_retry)),
     },
     default: || false,
     parse: on,
@@ -350,12 +350,12 @@ pub const FALLBACK_MODELS: Item<Vec<String>> = Item {
 
 pub const STRUCTURED_REPAIR: Item<bool> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_STRUCTURED_REPAIR",
-            flag: None,
-            help: "1, true or yes: a structured answer that does not validate gets one follow-up \
-                   turn in its session asking for the corrected JSON (a call's `repair` wins; never \
-                   after tools ran that may write).",
-            kind: Kind::Config(|c| json!(c.policy.structured_repair)),
+        name: "GEMINICLI_MCP_STRUCTURED_REPAIR",
+        flag: None,
+        help: "1, true or yes: a structured answer that does not validate gets one follow-up \
+               turn in its session asking for the corrected JSON (a call's `repair` wins; never \
+               after tools ran that may write).",
+        kind: Kind::Config(|c| json!(c.policy.structured_repair)),
     },
     default: || false,
     parse: on,
@@ -363,15 +363,15 @@ pub const STRUCTURED_REPAIR: Item<bool> = Item {
 
 pub const BACKEND: Item<Backend> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_BACKEND",
-            flag: flag(
-                "backend",
-                "BACKEND",
-                FlagValue::OneOf(&["oneshot", "acp"]),
-                "oneshot or acp: what answers the prompt tools",
-            ),
-            help: "acp (default: warm agents, one-shot when one cannot start) or oneshot (one CLI per call): what answers the prompt tools.",
-            kind: Kind::Config(|c| json!(c.acp.backend.as_str())),
+        name: "GEMINICLI_MCP_BACKEND",
+        flag: flag(
+            "backend",
+            "BACKEND",
+            FlagValue::OneOf(&["oneshot", "acp"]),
+            "oneshot or acp: what answers the prompt tools",
+        ),
+        help: "acp (default: warm agents, one-shot when one cannot start) or oneshot (one CLI per call): what answers the prompt tools.",
+        kind: Kind::Config(|c| json!(c.acp.backend.as_str())),
     },
     default: || Backend::Acp,
     parse: |v, n| v.choice(n, "oneshot or acp", Backend::parse),
@@ -401,12 +401,12 @@ pub const ACP_MAX_TURNS: Item<u32> = Item {
 
 pub const MCP_SERVER_TIMEOUT_MS: Item<Duration> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS",
-            flag: None,
-            help: "how long each MCP server of the Gemini CLI's settings is given to answer \
-                   `initialize` when a call starts; one that does not is left out of the call's CLI, \
-                   which would otherwise wait up to 10 minutes for it (10000).",
-            kind: Kind::Config(|c| millis_json(c.mcp_server_timeout)),
+        name: "GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS",
+        flag: None,
+        help: "how long each MCP server of the Gemini CLI's settings is given to answer \
+               `initialize` when a call starts; one that does not is left out of the call's CLI, \
+               which would otherwise wait up to 10 minutes for it (10000).",
+        kind: Kind::Config(|c| millis_json(c.mcp_server_timeout)),
     },
     default: || Duration::from_millis(10_000),
     parse: millis,
@@ -514,12 +514,12 @@ pub const ASK_TIMEOUT_MS: Item<Duration> = Item {
 
 pub const TASKS: Item<bool> = Item {
     setting: Setting {
-            name: "GEMINICLI_MCP_TASKS",
-            flag: None,
-            help: "0, false, no or off: never answer a call with a task (default on: a prompt call \
-                   from a client that declares the 2026-07-28 tasks extension returns a task at once \
-                   and runs on); jobs and calls with an idempotency_key are then refused.",
-            kind: Kind::Config(|c| json!(c.tasks.enabled)),
+        name: "GEMINICLI_MCP_TASKS",
+        flag: None,
+        help: "0, false, no or off: never answer a call with a task (default on: a prompt call \
+               from a client that declares the 2026-07-28 tasks extension returns a task at once \
+               and runs on); jobs and calls with an idempotency_key are then refused.",
+        kind: Kind::Config(|c| json!(c.tasks.enabled)),
     },
     default: || true,
     parse: |v, n| v.text(n).map(|t| !parse_off(&t)),
