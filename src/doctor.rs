@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{table, Config, Given};
+use crate::config::{settings::GEMINI_CLI_BIN as BIN, table, Config, Given};
 use crate::gemini::auth::{Seen, Verdict};
 use crate::gemini::command::BASE_ARGS;
 use crate::gemini::inputs::flag;
@@ -487,7 +487,7 @@ pub async fn run(inputs: Inputs) -> Report {
             let text = e.to_string();
             let (message, fix) = match text.split_once("; ") {
                 Some((m, f)) => (m.to_owned(), f.to_owned()),
-                None => (text, format!("`{UPGRADE}`, or set GEMINI_CLI_BIN")),
+                None => (text, format!("`{UPGRADE}`, or set {BIN}")),
             };
             problems.push(Problem { message, fix });
             (None, None, Probe::Skipped, Probe::Skipped)
@@ -562,7 +562,7 @@ fn version_problems(
             }),
             Probe::SpawnFailed(e) => problems.push(Problem {
                 message: format!("`gemini {what}` could not be started: {e}"),
-                fix: "check GEMINI_CLI_BIN and the file's permissions, or reinstall the CLI".into(),
+                fix: format!("check {BIN} and the file's permissions, or reinstall the CLI"),
             }),
             Probe::Finished {
                 exit_code, stderr, ..
@@ -587,9 +587,7 @@ fn version_problems(
                 "`gemini --version` printed no version number ({:?})",
                 out.trim().chars().take(80).collect::<String>()
             ),
-            fix: format!(
-                "GEMINI_CLI_BIN may point at something other than the Gemini CLI; `{UPGRADE}`"
-            ),
+            fix: format!("{BIN} may point at something other than the Gemini CLI; `{UPGRADE}`"),
         });
     }
     if let Some((text, v)) = &version {

@@ -64,7 +64,7 @@ pub fn init(filter: Option<&str>, debug: bool) {
         .with(ClientMirror)
         .try_init();
     if let Some(e) = bad {
-        tracing::warn!(error = %e, "invalid log filter (--log / GEMINICLI_MCP_LOG); using the default");
+        tracing::warn!(error = %e, "invalid log filter (--log / {}); using the default", crate::config::settings::LOG.name);
     }
 }
 

@@ -8,7 +8,7 @@ use rmcp::service::ServerInitializeError;
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use geminicli_mcp::config::{Cli, Command, Config, DoctorArgs, Given};
+use geminicli_mcp::config::{settings, Cli, Command, Config, DoctorArgs, Given};
 use geminicli_mcp::doctor;
 use geminicli_mcp::fd_limit;
 use geminicli_mcp::gemini::process;
@@ -33,7 +33,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = Config::from_env_and_flags(&cli.given);
     let lookup = cli.given.over(|name| std::env::var_os(name));
-    let log_filter = lookup("GEMINICLI_MCP_LOG").map(|v| v.to_string_lossy().into_owned());
+    let log_filter = lookup(settings::LOG.name).map(|v| v.to_string_lossy().into_owned());
     logging::init(log_filter.as_deref(), config.debug);
     for note in &config.unread {
         tracing::warn!("{note} (docs/environment.md)");
@@ -41,7 +41,7 @@ fn main() -> anyhow::Result<()> {
     // Every HTTP connection and every run's pipes take a descriptor; soft limits of 256 (macOS)
     // or 1024 are too few for a busy server. The doctor reports what serving would get.
     if let Some(Command::Setup(args)) = &cli.command {
-        let Some(env) = setup::Env::from_process() else {
+        let Some(env) = setup::Env::from_process(lookup(settings::LAUNCHER.name)) else {
             anyhow::bail!("setup: no home folder (HOME is not set)");
         };
         let code = setup::run(args, &env, &mut std::io::stdout(), &mut std::io::stderr());

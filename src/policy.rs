@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::approval::ApprovalMode;
+use crate::config::settings;
 use crate::error::Failure;
 
 pub(crate) use crate::config::policy::{Policy, QuotaPolicy, Toolsets};
@@ -35,9 +36,10 @@ impl Policy {
             None => Ok(self.approval_ceiling),
             Some(mode) if mode <= self.approval_ceiling => Ok(mode),
             Some(mode) => Err(Failure::invalid_input(format!(
-                "{argument} asks for approval mode {}, above this server's ceiling {} (GEMINICLI_MCP_APPROVAL_MODE); ask for {} or less (plan < default < auto_edit < yolo)",
+                "{argument} asks for approval mode {}, above this server's ceiling {} ({}); ask for {} or less (plan < default < auto_edit < yolo)",
                 mode.as_str(),
                 self.approval_ceiling.as_str(),
+                settings::APPROVAL_MODE.name,
                 self.approval_ceiling.as_str()
             ))),
         }
@@ -129,9 +131,10 @@ pub(crate) fn check_path(
     }
     if !roots.iter().any(|r| path.starts_with(r)) {
         return Err(refuse(format!(
-            "resolves to {}, outside the allowed roots ({}; GEMINICLI_MCP_ALLOWED_ROOTS, default the server's working directory)",
+            "resolves to {}, outside the allowed roots ({}; {}, default the server's working directory)",
             path.display(),
-            join(roots)
+            join(roots),
+            settings::ALLOWED_ROOTS.name
         )));
     }
     if let Some(client) = client_roots {

@@ -414,7 +414,10 @@ fn status(s: &State) -> String {
         );
     }
     if s.queued {
-        return "queued: waiting for a free Gemini slot (GEMINICLI_MCP_MAX_CONCURRENCY)".into();
+        return format!(
+            "queued: waiting for a free Gemini slot ({})",
+            crate::config::settings::MAX_CONCURRENCY.name
+        );
     }
     if let Some((what, since)) = &s.waiting {
         return format!("{what}, {}s", since.elapsed().as_secs());

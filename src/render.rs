@@ -197,9 +197,10 @@ impl Render<'_> {
             let f = Failure::new(
                 ErrorKind::ResultTooLarge,
                 format!(
-                    "the structured answer is {} bytes of JSON, more than one result may hold ({} bytes, GEMINICLI_MCP_RESULT_BUDGET_BYTES); a structured answer is never cut. Its JSON text is kept: read it with {READ_ANSWER} answer_id={id} offset=0, or ask for less",
+                    "the structured answer is {} bytes of JSON, more than one result may hold ({} bytes, {}); a structured answer is never cut. Its JSON text is kept: read it with {READ_ANSWER} answer_id={id} offset=0, or ask for less",
                     text.len(),
-                    self.budget
+                    self.budget,
+                    crate::config::settings::RESULT_BUDGET_BYTES.name
                 ),
             );
             return self.failure(&f);
@@ -377,12 +378,7 @@ impl Render<'_> {
         } else {
             String::new()
         };
-        // The kind's fix points at the stderr tail: where none is shown, only at the message.
-        let fix = if f.fix() == ErrorKind::Error.fix() && stderr.is_empty() {
-            "read the message; call again if it looks transient"
-        } else {
-            f.fix()
-        };
+        let fix = f.fix_shown(!stderr.is_empty());
         sc.insert("fix".into(), json!(fix));
         let _ = write!(text, "\nfix: {fix}");
         if let Some(ms) = f.retry_delay_ms {

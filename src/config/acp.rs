@@ -2,28 +2,6 @@
 
 use std::time::Duration;
 
-use super::parse::{split_list, Vars};
-
-/// Default time an agent may sit unused before it is shut down (10 minutes).
-pub(super) const DEFAULT_IDLE_MS: u64 = 600_000;
-/// Default number of prompts a session serves before the next call starts a fresh one.
-pub(super) const DEFAULT_MAX_TURNS: u32 = 20;
-/// Default bound on every ACP request but `session/prompt` (start-up included: the real CLI takes
-/// 2.5-9 s before it reads its input).
-pub(super) const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 120_000;
-/// Default number of prompts the agents run at once, server-wide.
-pub(super) const DEFAULT_MAX_PROMPTS: usize = 16;
-/// Default number of fresh sessions an agent keeps made ahead for the prompt tools.
-pub(super) const DEFAULT_SPARE_SESSIONS: usize = 2;
-/// Default number of sessions an agent makes or loads before it is replaced (each costs the agent
-/// ~1.8 MB it never gives back, and starts the user's MCP servers again, which live as long as it).
-pub(super) const DEFAULT_MAX_SESSIONS: u32 = 32;
-/// Default resident memory (MiB) past which an agent is replaced at its first idle moment: a fresh
-/// real agent holds 210-270 MB; one that leaks (CLI 0.62 keeps each model request's history when
-/// telemetry is off, ~1.17 MB a turn by its bug report) or holds huge sessions is started afresh
-/// long before Node's own heap limit ends it mid-turn.
-pub(super) const DEFAULT_MAX_AGENT_MB: u64 = 1024;
-
 /// Which backend answers the prompt tools (`GEMINICLI_MCP_BACKEND`, `--backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Backend {
@@ -81,70 +59,11 @@ pub struct AcpConfig {
     pub max_agent_mb: u64,
 }
 
-impl Default for AcpConfig {
-    fn default() -> Self {
-        AcpConfig {
-            enabled: false,
-            idle: Duration::from_millis(DEFAULT_IDLE_MS),
-            max_turns: DEFAULT_MAX_TURNS,
-            request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
-            backend: Backend::Acp,
-            max_agents: None,
-            max_prompts: DEFAULT_MAX_PROMPTS,
-            spare_sessions: DEFAULT_SPARE_SESSIONS,
-            max_sessions: DEFAULT_MAX_SESSIONS,
-            max_agent_mb: DEFAULT_MAX_AGENT_MB,
-        }
-    }
-}
-
-impl AcpConfig {
-    /// Reads the variables; invalid values mean the default (and are noted in `vars`).
-    pub(crate) fn read(vars: &Vars) -> Self {
-        let text = |name: &str| vars.text(name);
-        let positive = |name: &str| vars.positive(name);
-        let d = AcpConfig::default();
-        AcpConfig {
-            enabled: text("GEMINICLI_MCP_TOOLSETS").is_some_and(|v| {
-                split_list(&v)
-                    .iter()
-                    // Not `all`: this set starts long-lived processes, so it is named explicitly.
-                    .any(|s| matches!(s.to_ascii_lowercase().as_str(), "acp" | "agent"))
-            }),
-            idle: positive("GEMINICLI_MCP_ACP_IDLE_MS")
-                .map(Duration::from_millis)
-                .unwrap_or(d.idle),
-            max_turns: positive("GEMINICLI_MCP_ACP_MAX_TURNS")
-                .and_then(|v| u32::try_from(v).ok())
-                .unwrap_or(d.max_turns),
-            request_timeout: positive("GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS")
-                .map(Duration::from_millis)
-                .unwrap_or(d.request_timeout),
-            backend: vars
-                .choice("GEMINICLI_MCP_BACKEND", "oneshot or acp", Backend::parse)
-                .unwrap_or(d.backend),
-            max_agents: positive("GEMINICLI_MCP_MAX_AGENTS")
-                .and_then(|v| usize::try_from(v).ok())
-                .or(d.max_agents),
-            max_prompts: positive("GEMINICLI_MCP_MAX_PROMPTS")
-                .and_then(|v| usize::try_from(v).ok())
-                .unwrap_or(d.max_prompts),
-            spare_sessions: vars
-                .choice("GEMINICLI_MCP_ACP_SPARE_SESSIONS", "a whole number", |v| {
-                    v.trim().parse().ok()
-                })
-                .unwrap_or(d.spare_sessions),
-            max_sessions: positive("GEMINICLI_MCP_ACP_MAX_SESSIONS")
-                .and_then(|v| u32::try_from(v).ok())
-                .unwrap_or(d.max_sessions),
-            max_agent_mb: positive("GEMINICLI_MCP_ACP_MAX_AGENT_MB").unwrap_or(d.max_agent_mb),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::parse::Vars;
+    use crate::config::settings as s;
     use std::collections::HashMap;
     use std::ffi::OsString;
 
@@ -169,7 +88,7 @@ mod tests {
             ("GEMINICLI_MCP_ACP_IDLE_MS", "x"),
         ]);
         assert_eq!(c.max_turns, 3);
-        assert_eq!(c.idle, Duration::from_millis(DEFAULT_IDLE_MS));
+        assert_eq!(c.idle, s::ACP_IDLE_MS.default());
     }
 
     #[test]

@@ -1,15 +1,13 @@
 //! The operator's limits on what a call may ask for, as settings: the allowed roots, the
-//! approval-mode ceiling, the opt-in tool sets, the deadlines and the quota policy, read from
-//! `GEMINICLI_MCP_ALLOWED_ROOTS`, `GEMINICLI_MCP_APPROVAL_MODE`, `GEMINICLI_MCP_TOOLSETS` and the
-//! deadline and quota variables. The checks of a call against them are in `crate::policy`.
+//! approval-mode ceiling, the opt-in tool sets, the deadlines and the quota policy, each read
+//! through its item of `super::settings`. The checks of a call against them are in `crate::policy`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
 
-use super::parse::{parse_flag, Vars};
+use super::parse::Vars;
 
 /// The operator's limits.
 #[derive(Debug, Clone)]
@@ -43,41 +41,6 @@ pub struct QuotaPolicy {
     pub fallback_models: Vec<String>,
 }
 
-impl Default for QuotaPolicy {
-    fn default() -> Self {
-        QuotaPolicy {
-            rate_limit_retry: false,
-            max_wait: std::time::Duration::from_millis(60_000),
-            fallback_models: Vec::new(),
-        }
-    }
-}
-
-impl QuotaPolicy {
-    /// Reads the variables; model names that would be refused as `model` are left out.
-    pub(crate) fn read(vars: &Vars) -> QuotaPolicy {
-        let d = QuotaPolicy::default();
-        QuotaPolicy {
-            rate_limit_retry: vars
-                .text("GEMINICLI_MCP_RATE_LIMIT_RETRY")
-                .is_some_and(|v| parse_flag(&v)),
-            max_wait: vars
-                .positive("GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS")
-                .map_or(d.max_wait, std::time::Duration::from_millis),
-            fallback_models: vars
-                .text("GEMINICLI_MCP_FALLBACK_MODELS")
-                .map(|v| {
-                    v.split(',')
-                        .map(str::trim)
-                        .filter(|m| crate::names::validate_model(m).is_ok())
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }
-    }
-}
-
 /// Which opt-in tool sets are listed and callable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Toolsets {
@@ -88,12 +51,14 @@ pub struct Toolsets {
     /// `jobs`: prompt calls as background jobs (`gemini_start`, `gemini_wait`, `gemini_cancel`,
     /// `gemini_jobs`).
     pub jobs: bool,
+    /// `acp` (or `agent`): the ACP tool set, never part of `all` (it starts long-lived
+    /// processes, so it is named explicitly).
+    pub acp: bool,
 }
 
 impl Toolsets {
-    /// Parses `GEMINICLI_MCP_TOOLSETS`: comma-separated `sessions`, `models`, `jobs`, or `all`
-    /// (`sessions` and `models`; any case, spaces ignored; `acp`/`agent` belong to the ACP tool
-    /// set). Unknown names are returned.
+    /// Parses the tool sets' list: comma-separated `sessions`, `models`, `jobs`, `acp`, or `all`
+    /// (`sessions` and `models`; any case, spaces ignored). Unknown names are returned.
     pub fn parse(value: &str) -> (Toolsets, Vec<String>) {
         let mut t = Toolsets::default();
         let mut unknown = Vec::new();
@@ -107,24 +72,21 @@ impl Toolsets {
                     t.sessions = true;
                     t.models = true;
                 }
-                // The ACP tool set is read by `acp`.
-                "acp" | "agent" => {}
+                "acp" | "agent" => t.acp = true,
                 _ => unknown.push(name),
             }
         }
         (t, unknown)
     }
 
-    /// Reads the variable through `lookup`.
-    pub(crate) fn read(vars: &Vars) -> Toolsets {
-        let Some(value) = vars.text("GEMINICLI_MCP_TOOLSETS") else {
-            return Toolsets::default();
-        };
+    /// Reads the variable `name`, noting the names it does not know.
+    pub(crate) fn read(vars: &Vars, name: &'static str) -> Option<Toolsets> {
+        let value = vars.text(name)?;
         let (t, unknown) = Toolsets::parse(&value);
         if !unknown.is_empty() {
             // Tool set names are not secrets: the note says which were not known.
             vars.note(
-                "GEMINICLI_MCP_TOOLSETS",
+                name,
                 &format!(
                     "names tool sets that do not exist, left out: {} (known: sessions, models, \
                      jobs, acp, all)",
@@ -132,67 +94,6 @@ impl Toolsets {
                 ),
             );
         }
-        t
-    }
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            allowed_roots: Vec::new(),
-            approval_ceiling: ApprovalMode::Yolo,
-            toolsets: Toolsets::default(),
-            deadlines: Deadlines::default(),
-            quota: QuotaPolicy::default(),
-            structured_repair: false,
-        }
-    }
-}
-
-impl Policy {
-    /// Reads the variables, noting what it does not understand in `vars`. An invalid approval
-    /// mode means the most restrictive one (`plan`): a typo must not widen what callers may do.
-    pub(crate) fn read(vars: &Vars) -> Self {
-        let allowed_roots = vars
-            .raw("GEMINICLI_MCP_ALLOWED_ROOTS")
-            .filter(|v| !v.is_empty())
-            .map(|v| {
-                std::env::split_paths(&v)
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let approval_ceiling = match vars.text("GEMINICLI_MCP_APPROVAL_MODE") {
-            Some(v) if !v.trim().is_empty() => ApprovalMode::parse(&v.trim().to_ascii_lowercase())
-                .unwrap_or_else(|| {
-                    vars.note(
-                        "GEMINICLI_MCP_APPROVAL_MODE",
-                        "is not plan, default, auto_edit or yolo; plan, the narrowest, applies",
-                    );
-                    ApprovalMode::Plan
-                }),
-            _ => ApprovalMode::Yolo,
-        };
-        Policy {
-            allowed_roots,
-            approval_ceiling,
-            toolsets: Toolsets::read(vars),
-            deadlines: read_deadlines(vars),
-            quota: QuotaPolicy::read(vars),
-            structured_repair: vars
-                .text("GEMINICLI_MCP_STRUCTURED_REPAIR")
-                .is_some_and(|v| parse_flag(&v)),
-        }
-    }
-}
-
-/// Reads `GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS`, `GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS` and
-/// `GEMINICLI_MCP_TOTAL_TIMEOUT_MS` (positive integers; anything else: unset).
-fn read_deadlines(vars: &Vars) -> Deadlines {
-    let ms = |name: &str| vars.positive(name).map(Duration::from_millis);
-    Deadlines {
-        first_content: ms("GEMINICLI_MCP_FIRST_CONTENT_TIMEOUT_MS"),
-        inactivity: ms("GEMINICLI_MCP_INACTIVITY_TIMEOUT_MS"),
-        total: ms("GEMINICLI_MCP_TOTAL_TIMEOUT_MS"),
+        Some(t)
     }
 }

@@ -5,7 +5,6 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use super::acp::AcpConfig;
-use super::parse::{parse_flag, split_list, Vars};
 use super::tasks::TaskLimits;
 
 /// Default per-stream cap on bytes read from the child (32 MiB), as in the TypeScript reference.
@@ -18,8 +17,6 @@ pub const DEFAULT_EOF_GRACE_MS: u64 = 120_000;
 pub const DEFAULT_MAX_CONCURRENCY: usize = 4;
 /// Default interval of the progress heartbeat while a call runs.
 pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
-/// Default of `GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS`.
-pub(super) const DEFAULT_MCP_SERVER_TIMEOUT_MS: u64 = 10_000;
 /// The default budget of one serialised tool result, in bytes of UTF-8 (a bound on characters
 /// too, and on Codex's 4 bytes a token): under Codex's 47,964 and Claude Code's 50,000.
 pub const DEFAULT_BUDGET_BYTES: usize = 40_000;
@@ -38,6 +35,17 @@ pub enum SlashCommands {
     Escape,
     /// Send the prompt unchanged: the CLI may run it as a command (`/memory show` does).
     Passthrough,
+}
+
+impl SlashCommands {
+    /// `escape` or `passthrough` (also `pass-through`, `pass`; any case, trimmed).
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "escape" => Some(SlashCommands::Escape),
+            "passthrough" | "pass-through" | "pass" => Some(SlashCommands::Passthrough),
+            _ => None,
+        }
+    }
 }
 
 /// What environment a Gemini run gets.
@@ -113,100 +121,4 @@ pub struct Config {
     /// (`GEMINICLI_MCP_BACKEND is not oneshot or acp`): their defaults apply, and the server logs
     /// each once at start.
     pub unread: Vec<String>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            gemini_bin: None,
-            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
-            debug: false,
-            kill_grace: Duration::from_millis(DEFAULT_KILL_GRACE_MS),
-            eof_grace: Duration::from_millis(DEFAULT_EOF_GRACE_MS),
-            max_concurrency: DEFAULT_MAX_CONCURRENCY,
-            heartbeat: Duration::from_millis(DEFAULT_HEARTBEAT_MS),
-            mcp_server_timeout: Duration::from_millis(DEFAULT_MCP_SERVER_TIMEOUT_MS),
-            result_budget: DEFAULT_BUDGET_BYTES,
-            slash_commands: SlashCommands::Escape,
-            env_policy: EnvPolicy::Inherit,
-            env_pass: Vec::new(),
-            policy: super::policy::Policy::default(),
-            acp: AcpConfig::default(),
-            tasks: TaskLimits::default(),
-            ask_timeout: Duration::from_millis(DEFAULT_ASK_TIMEOUT_MS),
-            start_gate: Duration::from_millis(DEFAULT_START_GATE_MS),
-            unread: Vec::new(),
-        }
-    }
-}
-
-impl Config {
-    /// Builds the configuration from any variable lookup (tests pass a map). Invalid values fall
-    /// back to the default rather than failing: a typo in a client's `env` block must not stop the
-    /// server from starting, which is what the reference does for the output cap.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Self {
-        let vars = Vars::new(&lookup);
-        let mut config = Self::read(&vars);
-        config.unread = vars.unread();
-        config
-    }
-
-    fn read(vars: &Vars) -> Self {
-        let text = |name: &str| vars.text(name);
-        let positive = |name: &str| vars.positive(name);
-        let d = Config::default();
-        Config {
-            gemini_bin: vars.raw("GEMINI_CLI_BIN").filter(|v| !v.is_empty()),
-            max_output_bytes: positive("GEMINICLI_MCP_MAX_OUTPUT_BYTES")
-                .and_then(|v| usize::try_from(v).ok())
-                .unwrap_or(d.max_output_bytes),
-            debug: text("GEMINICLI_MCP_DEBUG").is_some_and(|v| parse_flag(&v)),
-            kill_grace: positive("GEMINICLI_MCP_KILL_GRACE_MS")
-                .map(Duration::from_millis)
-                .unwrap_or(d.kill_grace),
-            eof_grace: positive("GEMINICLI_MCP_EOF_GRACE_MS")
-                .map(Duration::from_millis)
-                .unwrap_or(d.eof_grace),
-            max_concurrency: positive("GEMINICLI_MCP_MAX_CONCURRENCY")
-                .and_then(|v| usize::try_from(v).ok())
-                .unwrap_or(d.max_concurrency),
-            heartbeat: positive("GEMINICLI_MCP_HEARTBEAT_MS")
-                .map(Duration::from_millis)
-                .unwrap_or(d.heartbeat),
-            mcp_server_timeout: positive("GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS")
-                .map(Duration::from_millis)
-                .unwrap_or(d.mcp_server_timeout),
-            result_budget: positive("GEMINICLI_MCP_RESULT_BUDGET_BYTES")
-                .and_then(|v| usize::try_from(v).ok())
-                .map(|v| v.max(MIN_BUDGET_BYTES))
-                .unwrap_or(d.result_budget),
-            slash_commands: vars
-                .choice(
-                    "GEMINICLI_MCP_SLASH_COMMANDS",
-                    "escape or passthrough",
-                    |v| match v.trim().to_ascii_lowercase().as_str() {
-                        "escape" => Some(SlashCommands::Escape),
-                        "passthrough" | "pass-through" | "pass" => Some(SlashCommands::Passthrough),
-                        _ => None,
-                    },
-                )
-                .unwrap_or(SlashCommands::Escape),
-            env_policy: vars
-                .choice("GEMINICLI_MCP_ENV", "inherit or minimal", EnvPolicy::parse)
-                .unwrap_or(d.env_policy),
-            env_pass: text("GEMINICLI_MCP_ENV_PASS")
-                .map(|v| split_list(&v))
-                .unwrap_or_default(),
-            policy: super::policy::Policy::read(vars),
-            acp: AcpConfig::read(vars),
-            tasks: TaskLimits::read(vars),
-            ask_timeout: positive("GEMINICLI_MCP_ASK_TIMEOUT_MS")
-                .map(Duration::from_millis)
-                .unwrap_or(d.ask_timeout),
-            start_gate: positive("GEMINICLI_MCP_START_GATE_MS")
-                .map(Duration::from_millis)
-                .unwrap_or(d.start_gate),
-            unread: Vec::new(),
-        }
-    }
 }

@@ -26,6 +26,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::settings;
 use crate::config::DEFAULT_START_GATE_MS;
 use crate::deadline::{Deadlines, Limit};
 use crate::error::{ErrorKind, Failure};
@@ -183,7 +184,8 @@ impl StartGates {
             }
             tracing::warn!(
                 held_ms = (now - held.since).as_millis() as u64,
-                "a run held its workspace's start gate for GEMINICLI_MCP_START_GATE_MS without its CLI recording the prompt: the next start goes ahead"
+                "a run held its workspace's start gate for {} without its CLI recording the prompt: the next start goes ahead",
+                settings::START_GATE_MS.name
             );
         }
         let ticket = gate.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -334,7 +336,8 @@ async fn hold_until_safe(
 /// start in the workspace may delete it, and the call says so.
 async fn say_at_risk(gate: &StartGuard, id: &str, progress: &Progress) {
     let note = format!(
-        "the CLI had not recorded the prompt after GEMINICLI_MCP_START_GATE_MS ({} ms), so other Gemini CLI starts in this workspace went ahead; their start-up clean-up may delete this run's new session {id} (its file holds no message yet), and then the session cannot be resumed",
+        "the CLI had not recorded the prompt after {} ({} ms), so other Gemini CLI starts in this workspace went ahead; their start-up clean-up may delete this run's new session {id} (its file holds no message yet), and then the session cannot be resumed",
+        settings::START_GATE_MS.name,
         gate.bound.as_millis()
     );
     tracing::warn!("{note}");
@@ -356,8 +359,9 @@ pub(crate) fn deadline_failure(
     Failure::new(
         ErrorKind::Timeout,
         format!(
-            "{}; the call was still waiting for another call in this workspace to start (GEMINICLI_MCP_START_GATE_MS bounds that wait), and no Gemini CLI was started",
-            limit.passed(ms)
+            "{}; the call was still waiting for another call in this workspace to start ({} bounds that wait), and no Gemini CLI was started",
+            limit.passed(ms),
+            settings::START_GATE_MS.name
         ),
     )
 }

@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::config::settings;
 use crate::config::Config;
 use crate::error::{ErrorKind, Failure};
 use crate::gemini::command::CHILD_ENV;
@@ -144,13 +145,14 @@ pub(crate) fn spawn_failure(e: SpawnError, what: &str) -> Failure {
     let (code, hint) = match &e {
         SpawnError::NotFound(_) => (
             127,
-            " — install the Gemini CLI (npm install -g @google/gemini-cli) or set GEMINI_CLI_BIN to its absolute path",
+            format!(" — install the Gemini CLI (npm install -g @google/gemini-cli) or set {} to its absolute path", settings::GEMINI_CLI_BIN.name),
         ),
-        SpawnError::NotExecutable(_) => (126, " — check GEMINI_CLI_BIN and the file's permissions"),
-        SpawnError::Other(_) => (126, ""),
+        SpawnError::NotExecutable(_) => (126, format!(" — check {} and the file's permissions", settings::GEMINI_CLI_BIN.name)),
+        SpawnError::Other(_) => (126, String::new()),
         SpawnError::TooLong(_) => {
             return Failure::invalid_input(format!(
-                "{e} ({what}): name fewer MCP servers or include directories, or start the server with a smaller environment (GEMINICLI_MCP_ENV=minimal)"
+                "{e} ({what}): name fewer MCP servers or include directories, or start the server with a smaller environment ({}=minimal)",
+                settings::ENV.name
             ))
         }
     };

@@ -8,6 +8,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::Value;
 
+use crate::config::settings;
 use crate::error::{tail_lossy, ErrorKind, Failure, RunFacts, STDERR_TAIL_BYTES};
 use crate::gemini::events::{ResultEvent, Transcript};
 use crate::gemini::process::{KillReason, RunOutput, Stream, Termination};
@@ -134,7 +135,8 @@ fn killed(
                 ErrorKind::OutputLimit,
                 code.unwrap_or(ErrorKind::OutputLimit.exit_code()),
                 format!(
-                    "the Gemini CLI wrote more than the {name} cap ({total} bytes seen); its process tree was killed. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer"
+                    "the Gemini CLI wrote more than the {name} cap ({total} bytes seen); its process tree was killed. Raise {} or ask for a shorter answer",
+                    settings::MAX_OUTPUT_BYTES.name
                 ),
             )
         }

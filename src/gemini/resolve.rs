@@ -9,6 +9,8 @@ use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use crate::config::settings::GEMINI_CLI_BIN as BIN;
+
 /// The program name looked up when `GEMINI_CLI_BIN` is unset.
 pub(crate) const DEFAULT_PROGRAM: &str = "gemini";
 /// Windows' own default when `PATHEXT` is unset.
@@ -16,9 +18,14 @@ pub(crate) const DEFAULT_PATHEXT: &str = ".COM;.EXE;.BAT;.CMD;.VBS;.VBE;.JS;.JSE
 /// Shims are a few hundred bytes; a bigger "shim" is something else and is not read whole.
 const MAX_SHIM_BYTES: u64 = 64 * 1024;
 /// How to spell the fix in every not-found message.
-const FIX: &str = "install the CLI (`npm install -g @google/gemini-cli`) or set GEMINI_CLI_BIN to \
-                   the absolute path of the `gemini` executable or of its JavaScript entry \
-                   (`<npm root -g>/@google/gemini-cli/bundle/gemini.js`)";
+fn fix() -> String {
+    format!(
+        "install the CLI (`npm install -g @google/gemini-cli`) or set {} to the absolute path of \
+         the `gemini` executable or of its JavaScript entry \
+         (`<npm root -g>/@google/gemini-cli/bundle/gemini.js`)",
+        BIN.name
+    )
+}
 
 /// Whose lookup rules apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +62,7 @@ pub(crate) struct Resolved {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum ResolveError {
     /// Nothing to run where we looked.
-    #[error("Gemini CLI not found: {detail}; {FIX}")]
+    #[error("Gemini CLI not found: {detail}; {}", fix())]
     NotFound {
         /// Where we looked.
         detail: String,
@@ -71,9 +78,10 @@ pub(crate) enum ResolveError {
     },
     /// A file that only a shell could run, and that is not an npm shim we can see through.
     #[error(
-        "{path} cannot be run without a shell ({reason}); set GEMINI_CLI_BIN to the CLI's \
+        "{path} cannot be run without a shell ({reason}); set {bin} to the CLI's \
          JavaScript entry (`<npm root -g>\\@google\\gemini-cli\\bundle\\gemini.js`) or to an \
-         executable"
+         executable",
+        bin = BIN.name
     )]
     NeedsShell {
         /// The file found.
@@ -119,30 +127,33 @@ pub(crate) fn resolve(
                 .existing(given)
                 .ok_or_else(|| ResolveError::NotFound {
                     detail: format!(
-                        "GEMINI_CLI_BIN={} is not an existing file{}",
+                        "{}={} is not an existing file{}",
+                        BIN.name,
                         given.display(),
                         unexpanded_hint(bin)
                     ),
                 })?;
-            lookup.launch(file, format!("GEMINI_CLI_BIN={}", given.display()))
+            lookup.launch(file, format!("{}={}", BIN.name, given.display()))
         }
         Some(name) => {
             let file = lookup.search(name).ok_or_else(|| ResolveError::NotFound {
                 detail: format!(
-                    "GEMINI_CLI_BIN={} is not on PATH ({})",
+                    "{}={} is not on PATH ({})",
+                    BIN.name,
                     name.to_string_lossy(),
                     lookup.describe_path()
                 ),
             })?;
-            let via = format!("GEMINI_CLI_BIN={} on PATH", name.to_string_lossy());
+            let via = format!("{}={} on PATH", BIN.name, name.to_string_lossy());
             lookup.launch(file, via)
         }
         None => {
             let name = OsStr::new(DEFAULT_PROGRAM);
             let file = lookup.search(name).ok_or_else(|| ResolveError::NotFound {
                 detail: format!(
-                    "no `{DEFAULT_PROGRAM}` on PATH ({}) and GEMINI_CLI_BIN is not set",
-                    lookup.describe_path()
+                    "no `{DEFAULT_PROGRAM}` on PATH ({}) and {} is not set",
+                    lookup.describe_path(),
+                    BIN.name
                 ),
             })?;
             lookup.launch(file, "PATH".to_owned())

@@ -20,6 +20,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::parse::{parse_flag, parse_positive, split_list};
+use crate::config::settings;
 use crate::server::GeminiServer;
 
 mod accept;
@@ -31,19 +32,19 @@ pub use connections::{Limits, DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS
 /// The one path MCP is served on.
 pub const MCP_PATH: &str = "/mcp";
 /// The variable holding the bearer token itself.
-pub const TOKEN_ENV: &str = "GEMINICLI_MCP_HTTP_TOKEN";
+pub const TOKEN_ENV: &str = settings::HTTP_TOKEN.name;
 /// The variable naming a file whose first line is the token.
-pub const TOKEN_FILE_ENV: &str = "GEMINICLI_MCP_HTTP_TOKEN_FILE";
+pub const TOKEN_FILE_ENV: &str = settings::HTTP_TOKEN_FILE.name;
 /// Shortest token accepted: a guessable token on a port any local process can reach is no lock.
 pub const MIN_TOKEN_BYTES: usize = 16;
 /// Names accepted in `Host` besides the operator's: DNS rebinding needs a name that is not these.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 /// The variable of the header-read timeout ([`Limits::header_timeout`]).
-pub const HEADER_TIMEOUT_ENV: &str = "GEMINICLI_MCP_HTTP_HEADER_TIMEOUT_MS";
+pub const HEADER_TIMEOUT_ENV: &str = settings::HTTP_HEADER_TIMEOUT_MS.name;
 /// The variable of the idle timeout ([`Limits::idle_timeout`]).
-pub const IDLE_TIMEOUT_ENV: &str = "GEMINICLI_MCP_HTTP_IDLE_TIMEOUT_MS";
+pub const IDLE_TIMEOUT_ENV: &str = settings::HTTP_IDLE_TIMEOUT_MS.name;
 /// The variable of the connection cap ([`Limits::max_connections`]).
-pub const MAX_CONNECTIONS_ENV: &str = "GEMINICLI_MCP_HTTP_MAX_CONNECTIONS";
+pub const MAX_CONNECTIONS_ENV: &str = settings::HTTP_MAX_CONNECTIONS.name;
 
 /// Why the HTTP transport cannot start. Each message says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -135,14 +136,14 @@ impl HttpOptions {
         lookup: impl Fn(&str) -> Option<OsString>,
     ) -> Result<Option<Self>, HttpConfigError> {
         let text = |name: &str| lookup(name).map(|v| v.to_string_lossy().into_owned());
-        let Some(addr) = text("GEMINICLI_MCP_HTTP").filter(|a| !a.trim().is_empty()) else {
+        let Some(addr) = text(settings::HTTP.name).filter(|a| !a.trim().is_empty()) else {
             return Ok(None);
         };
         let addr: SocketAddr = addr
             .trim()
             .parse()
             .map_err(|_| HttpConfigError::BadAddress(addr.clone()))?;
-        let allow_remote = text("GEMINICLI_MCP_HTTP_ALLOW_REMOTE").is_some_and(|v| parse_flag(&v));
+        let allow_remote = text(settings::HTTP_ALLOW_REMOTE.name).is_some_and(|v| parse_flag(&v));
         if !addr.ip().is_loopback() && !allow_remote {
             return Err(HttpConfigError::NotLoopback(addr));
         }
@@ -168,8 +169,8 @@ impl HttpOptions {
             addr,
             token: token.into(),
             token_source,
-            allowed_origins: list("GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS"),
-            allowed_hosts: list("GEMINICLI_MCP_HTTP_ALLOWED_HOSTS"),
+            allowed_origins: list(settings::HTTP_ALLOWED_ORIGINS.name),
+            allowed_hosts: list(settings::HTTP_ALLOWED_HOSTS.name),
             limits: limits(&text)?,
         }))
     }
@@ -182,14 +183,14 @@ impl HttpOptions {
             TokenSource::File(path) => format!("read from {}", path.display()),
         };
         vec![
-            ("GEMINICLI_MCP_HTTP", json!(self.addr.to_string())),
-            ("GEMINICLI_MCP_HTTP_TOKEN", json!(token)),
+            (settings::HTTP.name, json!(self.addr.to_string())),
+            (TOKEN_ENV, json!(token)),
             (
-                "GEMINICLI_MCP_HTTP_ALLOWED_ORIGINS",
+                settings::HTTP_ALLOWED_ORIGINS.name,
                 json!(self.allowed_origins.join(",")),
             ),
             (
-                "GEMINICLI_MCP_HTTP_ALLOWED_HOSTS",
+                settings::HTTP_ALLOWED_HOSTS.name,
                 json!(self.allowed_hosts.join(",")),
             ),
             (

@@ -3,6 +3,7 @@
 //! once more; after `quota_exhausted`, try the next fallback model, every other argument kept.
 //! Never when the failed attempt ran a tool under an approval mode that can write.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -100,7 +101,7 @@ where
     let mut earlier = Vec::new();
     let mut retried_after: Option<u64> = None;
     let mut fallbacks: Vec<String> = Vec::new();
-    let mut why_not: Option<&'static str> = None;
+    let mut why_not: Option<Cow<'static, str>> = None;
     let Attempted {
         result,
         tools_ran,
@@ -144,7 +145,7 @@ where
                     break done;
                 };
                 if !repeatable {
-                    why_not = Some("not retried: tools ran");
+                    why_not = Some("not retried: tools ran".into());
                     break done;
                 }
                 ctx.progress
@@ -172,7 +173,7 @@ where
 
 /// What the policy did, to be said in the result.
 struct Done<L> {
-    why_not: Option<&'static str>,
+    why_not: Option<Cow<'static, str>>,
     retried_after: Option<u64>,
     fallbacks: Vec<String>,
     asked: Option<String>,
@@ -194,7 +195,7 @@ impl<L> Done<L> {
             })
         });
         let result = result.map_err(|mut f| {
-            if let Some(why) = self.why_not {
+            if let Some(why) = &self.why_not {
                 f = f.note(why);
             }
             if let Some(ms) = self.retried_after {
@@ -226,14 +227,18 @@ fn may_wait(
     repeatable: bool,
     delay: u64,
     left: Option<Duration>,
-) -> Result<Duration, &'static str> {
+) -> Result<Duration, Cow<'static, str>> {
     let wait = Duration::from_millis(delay);
     if !repeatable {
-        Err("not retried: tools ran")
+        Err("not retried: tools ran".into())
     } else if wait > ctx.quota.max_wait {
-        Err("not retried: the API's delay is longer than GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS")
+        Err(format!(
+            "not retried: the API's delay is longer than {}",
+            crate::config::settings::RATE_LIMIT_MAX_WAIT_MS.name
+        )
+        .into())
     } else if left.is_some_and(|l| wait >= l) {
-        Err("not retried: the wait would pass the total deadline")
+        Err("not retried: the wait would pass the total deadline".into())
     } else {
         Ok(wait)
     }

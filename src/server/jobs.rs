@@ -11,6 +11,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{json, Map, Value};
 
 use super::{owner, run_as_task, GeminiServer};
+use crate::config::settings;
 use crate::error::{ErrorKind, Failure};
 use crate::render::Render;
 use crate::tasks::{JobLabel, JobView, Refused, Started};
@@ -228,7 +229,7 @@ impl GeminiServer {
         match refused {
             Refusal::Off => Failure::new(
                 ErrorKind::ConfigError,
-                "jobs, and calls with an idempotency_key, are held in the server's task store, which GEMINICLI_MCP_TASKS turns off",
+                format!("jobs, and calls with an idempotency_key, are held in the server's task store, which {} turns off", settings::TASKS.name),
             ),
             Refusal::LongKey => Failure::invalid_input(format!(
                 "idempotency_key is longer than {MAX_KEY_BYTES} bytes"
@@ -236,8 +237,9 @@ impl GeminiServer {
             Refusal::Store(Refused::Full) => Failure::new(
                 ErrorKind::Error,
                 format!(
-                    "the server holds {} jobs and tasks (GEMINICLI_MCP_MAX_TASKS), all still running: wait for one or cancel one, then start again",
-                    self.inner.tasks.max_tasks()
+                    "the server holds {} jobs and tasks ({}), all still running: wait for one or cancel one, then start again",
+                    self.inner.tasks.max_tasks(),
+                    settings::MAX_TASKS.name
                 ),
             ),
             Refusal::Store(Refused::KeyTaken(id)) => Failure::invalid_input(format!(
@@ -394,7 +396,8 @@ fn fingerprint(tool: &str, arguments: &Map<String, Value>) -> Value {
 /// An id the store does not hold (for this client).
 fn unknown_job(id: &str, why: &str) -> Failure {
     Failure::invalid_input(format!(
-        "no job {id}: {why}; a job is kept for GEMINICLI_MCP_TASK_RETENTION_MS (10 min by default) after it finished or was last looked at"
+        "no job {id}: {why}; a job is kept for {} (10 min by default) after it finished or was last looked at",
+        settings::TASK_RETENTION_MS.name
     ))
 }
 

@@ -476,7 +476,7 @@ impl GeminiServer {
     ) -> Result<CallToolResponse, McpError> {
         let Some(mut round) = self.inner.held.resume(owner(context).as_deref(), state) else {
             return Err(McpError::invalid_params(
-                "unknown or expired requestState: a held call waits GEMINICLI_MCP_ASK_TIMEOUT_MS for its retry, then it is cancelled",
+                format!("unknown or expired requestState: a held call waits {} for its retry, then it is cancelled", crate::config::settings::ASK_TIMEOUT_MS.name),
                 None,
             ));
         };

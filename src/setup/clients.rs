@@ -53,8 +53,9 @@ pub struct Env {
 }
 
 impl Env {
-    /// The environment of this process; `None` when no home folder is set.
-    pub fn from_process() -> Option<Self> {
+    /// The environment of this process, `launcher` the npm launcher's path it was given
+    /// ([`Launch::from_process`]); `None` when no home folder is set.
+    pub fn from_process(launcher: Option<std::ffi::OsString>) -> Option<Self> {
         let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         let home = if cfg!(windows) {
             var("USERPROFILE").or_else(|| var("HOME"))
@@ -67,7 +68,7 @@ impl Env {
             appdata: var("APPDATA").map(PathBuf::from),
             codex_home: var("CODEX_HOME").map(PathBuf::from),
             path: var("PATH"),
-            launch: Launch::from_process(),
+            launch: Launch::from_process(launcher),
         })
     }
 

@@ -2,10 +2,6 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// Set by the npm launcher (`packaging/npm/lib/launch.js`) for the binary it spawns: the path of
-/// the launcher script that was run.
-pub const LAUNCHER_ENV: &str = "GEMINICLI_MCP_LAUNCHER";
-
 /// How this process was started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
@@ -16,9 +12,12 @@ pub struct Launch {
 }
 
 impl Launch {
-    /// Read from this process: [`LAUNCHER_ENV`] and `current_exe`.
-    pub fn from_process() -> Self {
-        let launcher = std::env::var_os(LAUNCHER_ENV)
+    /// Read from this process: `current_exe`, and `launcher`, the value of the variable the npm
+    /// launcher (`packaging/npm/lib/launch.js`) sets for the binary it spawns: the path of the
+    /// launcher script that was run (the setting `LAUNCHER`, read by the caller: this ground
+    /// room reads no settings).
+    pub fn from_process(launcher: Option<std::ffi::OsString>) -> Self {
+        let launcher = launcher
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .filter(|p| p.is_absolute());

@@ -19,7 +19,7 @@ use std::io::Write;
 pub use change::{Edited, FormatError};
 pub use clients::{Client, Entry, Env, Format};
 pub use edit::{apply, Applied, FileError};
-pub use launch::{Launch, LAUNCHER_ENV};
+pub use launch::Launch;
 
 /// Options of `geminicli-mcp setup`.
 #[derive(Debug, Clone, clap::Args)]

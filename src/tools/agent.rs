@@ -231,7 +231,7 @@ pub(crate) fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Ve
     };
     let mut gemini = Tool::new(
         GEMINI,
-        "Runs a task with Gemini over ACP (Agent Client Protocol) in a warm agent: the first call in a workspace starts the agent, later calls reuse it and its session (replaced after a number of turns). Returns success, SESSION_ID, agent_messages, thought, stop_reason, tool_calls, plan (empty with Gemini CLI 0.61) and error. Pass SESSION_ID to continue a specific session. No automatic retry; a model fallback only when the operator configured one (GEMINICLI_MCP_FALLBACK_MODELS).",
+        format!("Runs a task with Gemini over ACP (Agent Client Protocol) in a warm agent: the first call in a workspace starts the agent, later calls reuse it and its session (replaced after a number of turns). Returns success, SESSION_ID, agent_messages, thought, stop_reason, tool_calls, plan (empty with Gemini CLI 0.61) and error. Pass SESSION_ID to continue a specific session. No automatic retry; a model fallback only when the operator configured one ({}).", crate::config::settings::FALLBACK_MODELS.name),
         args::input_schema::<GeminiArgs>(),
     );
     gemini.annotations = Some(prompt::annotations("Gemini (warm ACP session)", ceiling));

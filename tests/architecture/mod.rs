@@ -505,19 +505,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("backends", &["acp", "oneshot"]),
     ("the CLI", &["gemini", "policy"]),
     ("what a run reports and asks", &["progress", "ask"]),
+    // An error kind's fix may name the setting to raise, through its item.
+    ("failures", &["error", "structured"]),
     ("settings", &["config"]),
     (
         "ground",
         &[
-            "names",
-            "error",
-            "structured",
-            "answers",
-            "deadline",
-            "sync",
-            "approval",
-            "setup",
-            "fd_limit",
+            "names", "answers", "deadline", "sync", "approval", "setup", "fd_limit",
         ],
     ),
 ];

@@ -744,7 +744,7 @@ impl Keeper {
         }
         let grown = resident_mib(agent.pid()).filter(|mib| *mib > self.wear.max_agent_mb);
         if let Some(mib) = grown {
-            tracing::info!(cwd = %self.cwd.display(), mib, "ACP agent past GEMINICLI_MCP_ACP_MAX_AGENT_MB: replacing it");
+            tracing::info!(cwd = %self.cwd.display(), mib, "ACP agent past {}: replacing it", crate::config::settings::ACP_MAX_AGENT_MB.name);
         }
         let worn = st.opened >= self.wear.max_sessions || grown.is_some();
         let unused = idle && st.last_used.is_some_and(|t| t.elapsed() >= self.wear.idle);

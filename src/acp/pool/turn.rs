@@ -79,10 +79,11 @@ pub(super) struct Turn {
 
 /// The failure of a turn whose output passed the output cap (`cap` bytes) by `what`.
 pub(super) fn output_cap_failure(cap: usize, what: Overflow) -> Failure {
+    let setting = crate::config::settings::MAX_OUTPUT_BYTES.name;
     let message = match what {
-        Overflow::Turn => format!("the agent's answer passed the output cap ({cap} bytes); its prompt was cancelled. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer"),
-        Overflow::Line => format!("one message of the agent passed the output cap ({cap} bytes); the agent was stopped before it was read whole, and the next call starts a fresh one. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES or ask for a shorter answer"),
-        Overflow::Stderr => format!("the agent wrote more than the output cap ({cap} bytes) on stderr while the prompt ran; it was stopped, and the next call starts a fresh one. Raise GEMINICLI_MCP_MAX_OUTPUT_BYTES if its logging is expected to run that long"),
+        Overflow::Turn => format!("the agent's answer passed the output cap ({cap} bytes); its prompt was cancelled. Raise {setting} or ask for a shorter answer"),
+        Overflow::Line => format!("one message of the agent passed the output cap ({cap} bytes); the agent was stopped before it was read whole, and the next call starts a fresh one. Raise {setting} or ask for a shorter answer"),
+        Overflow::Stderr => format!("the agent wrote more than the output cap ({cap} bytes) on stderr while the prompt ran; it was stopped, and the next call starts a fresh one. Raise {setting} if its logging is expected to run that long"),
     };
     Failure::new(ErrorKind::OutputLimit, message)
 }

@@ -25,7 +25,7 @@ pub(super) const ARG: &str = "--internal-watchdog";
 
 /// `GEMINICLI_MCP_WATCHDOG=0` leaves the watchdog out (for a system where the server cannot run
 /// its own executable again).
-pub(super) const ENV: &str = "GEMINICLI_MCP_WATCHDOG";
+pub(super) const ENV: &str = crate::config::settings::WATCHDOG.name;
 
 /// How long the watchdog keeps sweeping after the server died: SIGKILLed processes die within
 /// milliseconds, and each death can reparent more of them.
