@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::approval::ApprovalMode;
 use crate::error::Failure;
 
-pub(crate) use crate::config::policy::{Policy, QuotaPolicy, Toolsets};
+pub(crate) use crate::config::policy::{Policy, QuotaPolicy};
 
 impl Policy {
     /// The allowed roots, canonicalised; `cwd` when none are configured. Roots that do not exist
@@ -266,6 +266,7 @@ pub(crate) fn file_uri_path(uri: &str) -> Option<PathBuf> {
 mod tests {
     use super::*;
     use crate::config::parse::Vars;
+    use crate::config::policy::Toolsets;
     use crate::error::ErrorKind;
 
     #[test]

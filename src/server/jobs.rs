@@ -16,10 +16,10 @@ use crate::render::Render;
 use crate::tasks::{JobLabel, JobView, Refused, Started};
 use crate::tools::args::{self, given};
 use crate::tools::jobs::{
-    self, CallKey, CancelArgs, JobTool, StartArgs, WaitArgs, DEFAULT_WAIT_S, MAX_WAIT_JOBS,
-    MAX_WAIT_S,
+    CallKey, CancelArgs, JobTool, StartArgs, WaitArgs, DEFAULT_WAIT_S, MAX_WAIT_JOBS, MAX_WAIT_S,
 };
 use crate::tools::prompt::GEMINI_PROMPT;
+use crate::tools::Decl;
 
 /// Longest accepted `idempotency_key`, in bytes.
 const MAX_KEY_BYTES: usize = 256;
@@ -63,9 +63,9 @@ impl GeminiServer {
     ) -> Result<CallToolResult, Failure> {
         let a: StartArgs = args::decode(arguments)?;
         let tool = given(a.tool).unwrap_or_else(|| GEMINI_PROMPT.to_string());
-        let runnable = jobs::runnable(self.inner.config.acp.enabled);
-        let route = crate::tools::route(&tool, &self.inner.config)
-            .filter(|_| runnable.contains(&tool.as_str()))
+        let runnable = crate::tools::runnable(&self.inner.config);
+        let decl = crate::tools::find(&tool, &self.inner.config)
+            .filter(|d| d.runs_long)
             .ok_or_else(|| {
                 Failure::invalid_input(format!(
                     "`tool` must be one of {}, got {tool:?}",
@@ -73,7 +73,7 @@ impl GeminiServer {
                 ))
             })?;
         let key = given(a.idempotency_key);
-        let started = self.spawn_job(route, &tool, a.arguments, key, context, owner);
+        let started = self.spawn_job(decl, a.arguments, key, context, owner);
         let (id, attached) = match started.map_err(|r| self.refused(r))? {
             Started::New(task) => (task.task_id, false),
             Started::Attached(id) => (id, true),
@@ -96,19 +96,18 @@ impl GeminiServer {
     /// call.
     pub(super) async fn keyed_call(
         &self,
-        route: crate::tools::Route,
+        tool: &'static Decl,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         key: CallKey,
         env: super::CallEnv,
     ) -> CallToolResult {
-        let name = request.name.to_string();
-        let fail = |f: &Failure| self.failure_for(route, &name, f);
+        let fail = |f: &Failure| self.failure_for(tool, f);
         let mut arguments = request.arguments.clone().unwrap_or_default();
         arguments.remove("idempotency_key");
         let owner = owner(context);
         let text = key.text().to_string();
-        let started = self.spawn_job(route, &name, arguments, Some(text), context, owner.clone());
+        let started = self.spawn_job(tool, arguments, Some(text), context, owner.clone());
         let id = match (started, &key) {
             (Ok(Started::New(task)), _) => task.task_id,
             (Ok(Started::Attached(id)), _) => id,
@@ -117,12 +116,12 @@ impl GeminiServer {
                     "the client sent this call under the id of an earlier call with other arguments (job {id}; the id is in the request's _meta), so it was not run: made again, the call goes under a new id"
                 )))
             }
-            (Err(_), CallKey::Client(_)) => return self.call(route, request, env).await,
+            (Err(_), CallKey::Client(_)) => return self.call(tool, request, env).await,
             (Err(r), CallKey::Given(_)) => return fail(&self.refused(r)),
         };
         let ends_run = matches!(key, CallKey::Client(_));
         match self.await_job(owner.as_deref(), &id, context).await {
-            Ok(payload) => self.keyed_result(payload, route, &name),
+            Ok(payload) => self.keyed_result(payload, tool),
             Err(None) if ends_run => {
                 let _ = self.inner.tasks.cancel(owner.as_deref(), &id);
                 fail(&Failure::cancelled("the call was cancelled"))
@@ -170,13 +169,8 @@ impl GeminiServer {
     }
 
     /// A keyed call's result from its finished job: the call's own result.
-    fn keyed_result(
-        &self,
-        payload: TaskPayload,
-        route: crate::tools::Route,
-        name: &str,
-    ) -> CallToolResult {
-        let failed = |f: Failure| self.failure_for(route, name, &f);
+    fn keyed_result(&self, payload: TaskPayload, tool: &Decl) -> CallToolResult {
+        let failed = |f: Failure| self.failure_for(tool, &f);
         match payload {
             TaskPayload::Completed { result } => serde_json::from_value(Value::Object(result))
                 .unwrap_or_else(|e| failed(Failure::new(ErrorKind::Unknown, format!("the job's result could not be read: {e}")))),
@@ -194,8 +188,7 @@ impl GeminiServer {
     /// job held under it for the same tool and arguments is attached to instead.
     fn spawn_job(
         &self,
-        route: crate::tools::Route,
-        tool: &str,
+        tool: &'static Decl,
         arguments: Map<String, Value>,
         key: Option<String>,
         context: &RequestContext<RoleServer>,
@@ -208,17 +201,17 @@ impl GeminiServer {
             return Err(Refusal::LongKey);
         }
         let label = JobLabel {
-            tool: tool.to_string(),
-            key: key.map(|k| (k, fingerprint(tool, &arguments))),
+            tool: tool.name.to_string(),
+            key: key.map(|k| (k, fingerprint(tool.name, &arguments))),
         };
-        let call = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let call = CallToolRequestParams::new(tool.name).with_arguments(arguments);
         let server = self.clone();
         let parts = (context.protocol_version(), context.peer.clone());
         let asker = self.elicit_asker(context);
         self.inner
             .tasks
             .start_job(owner, Some(label), move |handle| {
-                run_as_task(server, route, call, parts, move |_| asker, handle)
+                run_as_task(server, tool, call, parts, move |_| asker, handle)
             })
             .map_err(Refusal::Store)
     }

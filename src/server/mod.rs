@@ -29,7 +29,7 @@ use crate::render::Render;
 use crate::roots::Roots;
 use crate::run::Runner;
 use crate::tasks::{Handle, Outcome, Tasks};
-use crate::tools::{self, Route};
+use crate::tools::{self, Decl, Route};
 use crate::transport::INVALID_ARGUMENTS_META;
 
 mod jobs;
@@ -173,7 +173,7 @@ impl ServerHandler for GeminiServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(route) = tools::route(&request.name, &self.inner.config) else {
+        let Some(tool) = tools::find(&request.name, &self.inner.config) else {
             let names: Vec<String> = tools::list(&self.inner.config, false)
                 .into_iter()
                 .map(|t| t.name.to_string())
@@ -184,26 +184,24 @@ impl ServerHandler for GeminiServer {
             ));
         };
         if let Some(kind) = context.meta.get(INVALID_ARGUMENTS_META) {
-            return Ok(CallToolResponse::Complete(self.not_an_object(
-                route,
-                &request.name,
-                kind.as_str(),
-            )));
-        }
-        if let Route::Job(tool) = route {
             return Ok(CallToolResponse::Complete(
-                self.job(tool, &request, &context).await,
+                self.not_an_object(tool, kind.as_str()),
+            ));
+        }
+        if let Route::Job(job) = tool.route {
+            return Ok(CallToolResponse::Complete(
+                self.job(job, &request, &context).await,
             ));
         }
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.clone().unwrap_or_default();
             return self.resume_held(state, responses, &context).await;
         }
-        if let Some(task) = self.as_task(route, &request, &context) {
+        if let Some(task) = self.as_task(tool, &request, &context) {
             return Ok(CallToolResponse::Task(task));
         }
-        if self.holds(route, &request, &context) {
-            return Ok(self.start_held(route, &request, &context).await);
+        if self.holds(tool, &request, &context) {
+            return Ok(self.start_held(tool, &request, &context).await);
         }
         let env = CallEnv {
             version: context.protocol_version(),
@@ -226,9 +224,9 @@ impl ServerHandler for GeminiServer {
         // job of that key: the call made again attaches to it.
         let run = async {
             let key = tools::jobs::call_key(request.arguments.as_ref(), &context.meta);
-            match key.filter(|_| runs_long(route, &request.name)) {
-                Some(key) => self.keyed_call(route, &request, &context, key, env).await,
-                None => self.call(route, &request, env).await,
+            match key.filter(|_| tool.runs_long) {
+                Some(key) => self.keyed_call(tool, &request, &context, key, env).await,
+                None => self.call(tool, &request, env).await,
             }
         };
         let mut result = crate::logging::for_request(&context.peer, level, run).await;
@@ -361,11 +359,11 @@ impl GeminiServer {
     /// its progress becomes the task's status message.
     fn as_task(
         &self,
-        route: Route,
+        tool: &'static Decl,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Option<CreateTaskResult> {
-        let long = runs_long(route, &request.name);
+        let long = tool.runs_long;
         let version = context.protocol_version();
         let declared = context
             .client_capabilities()
@@ -387,7 +385,7 @@ impl GeminiServer {
             })
         };
         let task = self.inner.tasks.start(owner(context), move |handle| {
-            run_as_task(server, route, request, (version, peer), asker, handle)
+            run_as_task(server, tool, request, (version, peer), asker, handle)
         })?;
         Some(CreateTaskResult::new(task))
     }
@@ -397,11 +395,11 @@ impl GeminiServer {
     /// get a task).
     fn holds(
         &self,
-        route: Route,
+        tool: &'static Decl,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> bool {
-        let long = runs_long(route, &request.name);
+        let long = tool.runs_long;
         let asks = request
             .arguments
             .as_ref()
@@ -413,7 +411,7 @@ impl GeminiServer {
     /// Runs a held call: its questions come back as rounds of this request and its retries.
     async fn start_held(
         &self,
-        route: Route,
+        tool: &'static Decl,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
@@ -432,7 +430,7 @@ impl GeminiServer {
         };
         let (server, request) = (self.clone(), request.clone());
         tokio::spawn(async move {
-            let result = server.call(route, &request, env).await;
+            let result = server.call(tool, &request, env).await;
             let _ = tx.send(Event::Done(result));
         });
         let round = Round {
@@ -528,7 +526,7 @@ impl GeminiServer {
 
     async fn call(
         &self,
-        route: Route,
+        tool: &'static Decl,
         request: &CallToolRequestParams,
         env: CallEnv,
     ) -> CallToolResult {
@@ -547,7 +545,7 @@ impl GeminiServer {
             ct: env.ct,
             asker: env.asker,
         };
-        tools::call(route, &request.name, request.arguments.as_ref(), ctx).await
+        tools::call(tool, request.arguments.as_ref(), ctx).await
     }
 
     /// The asker of a plain call: `elicitation/create`, when the connection predates 2026-07-28
@@ -579,24 +577,24 @@ impl GeminiServer {
 
     /// A call whose `arguments` is not a JSON object (see [`INVALID_ARGUMENTS_META`]): an
     /// `input_validation` failure in the tool's own result shape.
-    fn not_an_object(&self, route: Route, name: &str, kind: Option<&str>) -> CallToolResult {
+    fn not_an_object(&self, tool: &Decl, kind: Option<&str>) -> CallToolResult {
         let f = Failure::invalid_input(format!(
             "`arguments` must be a JSON object, got {}",
             kind.unwrap_or("something else")
         ));
-        self.failure_for(route, name, &f)
+        self.failure_for(tool, &f)
     }
 
-    /// `f` in the result shape of the tool `name`.
-    fn failure_for(&self, route: Route, name: &str, f: &Failure) -> CallToolResult {
+    /// `f` in the result shape of `tool`.
+    fn failure_for(&self, tool: &Decl, f: &Failure) -> CallToolResult {
         let render = Render {
             answers: &self.inner.answers,
             budget: self.inner.config.result_budget,
             structured: true,
             debug: false,
         };
-        match route {
-            Route::Agent if name == tools::agent::GEMINI => {
+        match tool.route {
+            Route::Agent(tools::agent::AgentTool::Gemini) => {
                 render.agent_failure(f, &Default::default())
             }
             _ => render.failure(f),
@@ -609,7 +607,7 @@ impl GeminiServer {
 /// questions are asked from the task's handle.
 async fn run_as_task(
     server: GeminiServer,
-    route: Route,
+    tool: &'static Decl,
     request: CallToolRequestParams,
     (version, peer): (Option<ProtocolVersion>, Peer<RoleServer>),
     asker: impl FnOnce(&Arc<Handle>) -> Option<Arc<dyn Asker>>,
@@ -627,13 +625,19 @@ async fn run_as_task(
         ct: handle.cancel.clone(),
         asker: asker(&handle),
     };
-    let result = server.call(route, &request, env).await;
+    let result = server.call(tool, &request, env).await;
     match serde_json::to_value(result) {
         Ok(serde_json::Value::Object(map)) => Outcome::Completed(map),
         _ => Outcome::Failed(crate::tasks::internal_error(
             "the result could not be serialised",
         )),
     }
+}
+
+/// Every tool the server declares, as `geminicli-mcp tools --json` prints it:
+/// `{"tools": [{"name", "description", "toolset"}]}` in the order `tools/list` lists them.
+pub fn tool_catalogue() -> serde_json::Value {
+    tools::catalogue()
 }
 
 /// Who a task belongs to: over HTTP the session that made it (its `Mcp-Session-Id`), when there
@@ -643,16 +647,6 @@ fn owner(context: &RequestContext<RoleServer>) -> Option<String> {
     let parts = context.extensions.get::<hyper::http::request::Parts>()?;
     let session = parts.headers.get("mcp-session-id")?;
     session.to_str().ok().map(str::to_owned)
-}
-
-/// Whether a call of `name` runs Gemini (a prompt tool, the `acp` set's `gemini`): what may run as
-/// a task or be held across rounds; the other tools answer at once.
-fn runs_long(route: Route, name: &str) -> bool {
-    match route {
-        Route::Prompt(_) => true,
-        Route::Agent => name == tools::agent::GEMINI,
-        Route::Extra(_) | Route::Job(_) | Route::ReadAnswer => false,
-    }
 }
 
 /// Whether the request's client capabilities (its `_meta` on 2026-07-28) declare elicitation.

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::{self, given};
 use super::prompt::result::{FailureFields, PageFields, SaveFields};
 use super::prompt::{self, ModeArg, PermissionArg};
-use crate::approval::ApprovalMode;
+use super::{Decl, Listing, Route, Set};
 use crate::deadline::Deadlines;
 use crate::error::Failure;
 use crate::gemini::command::PromptRequest;
@@ -32,9 +32,52 @@ pub(crate) const LIST_SESSIONS: &str = "list_sessions";
 /// `reset_session`.
 pub(crate) const RESET_SESSION: &str = "reset_session";
 
-/// Whether `name` is one of this tool set's tools.
-pub(crate) fn is_agent_tool(name: &str) -> bool {
-    matches!(name, GEMINI | LIST_MODELS | LIST_SESSIONS | RESET_SESSION)
+/// One of this set's tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AgentTool {
+    /// `gemini`.
+    Gemini,
+    /// `list_models`.
+    ListModels,
+    /// `list_sessions`.
+    ListSessions,
+    /// `reset_session`.
+    ResetSession,
+}
+
+/// `gemini`: runs Gemini, so it may run as a task or a job.
+pub(crate) const GEMINI_TOOL: Decl = AgentTool::Gemini.decl(|l| definition(AgentTool::Gemini, l));
+/// `list_models`.
+pub(crate) const LIST_MODELS_TOOL: Decl =
+    AgentTool::ListModels.decl(|l| definition(AgentTool::ListModels, l));
+/// `list_sessions`.
+pub(crate) const LIST_SESSIONS_TOOL: Decl =
+    AgentTool::ListSessions.decl(|l| definition(AgentTool::ListSessions, l));
+/// `reset_session`.
+pub(crate) const RESET_SESSION_TOOL: Decl =
+    AgentTool::ResetSession.decl(|l| definition(AgentTool::ResetSession, l));
+
+impl AgentTool {
+    /// The tool's name.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            AgentTool::Gemini => GEMINI,
+            AgentTool::ListModels => LIST_MODELS,
+            AgentTool::ListSessions => LIST_SESSIONS,
+            AgentTool::ResetSession => RESET_SESSION,
+        }
+    }
+
+    /// The tool's declaration, in the `acp` set, defined by `define`.
+    const fn decl(self, define: fn(&Listing) -> Tool) -> Decl {
+        Decl {
+            name: self.name(),
+            set: Set::Acp,
+            runs_long: matches!(self, AgentTool::Gemini),
+            route: Route::Agent(self),
+            define,
+        }
+    }
 }
 
 /// Arguments of `gemini`.
@@ -220,8 +263,8 @@ enum EventKind {
     Cancelled,
 }
 
-/// The four tools; `with_output_schema` for clients of 2025-06-18 and later.
-pub(crate) fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool> {
+/// The tool's definition; `gemini`'s output schema for clients of 2025-06-18 and later.
+fn definition(tool: AgentTool, listing: &Listing) -> Tool {
     let read_only = |title: &str| {
         ToolAnnotations::with_title(title)
             .read_only(true)
@@ -229,40 +272,38 @@ pub(crate) fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Ve
             .idempotent(true)
             .open_world(false)
     };
-    let mut gemini = Tool::new(
-        GEMINI,
-        "Runs a task with Gemini over ACP (Agent Client Protocol) in a warm agent: the first call in a workspace starts the agent, later calls reuse it and its session (replaced after a number of turns). Returns success, SESSION_ID, agent_messages, thought, stop_reason, tool_calls, plan (empty with Gemini CLI 0.61) and error. Pass SESSION_ID to continue a specific session. No automatic retry; a model fallback only when the operator configured one (GEMINICLI_MCP_FALLBACK_MODELS).",
-        args::input_schema::<GeminiArgs>(),
-    );
-    gemini.annotations = Some(prompt::annotations("Gemini (warm ACP session)", ceiling));
-    let mut list_models = Tool::new(
-        LIST_MODELS,
-        "Lists the models Gemini offers, the current model and the agent's name and version (starts an agent in the server's working directory if none runs).",
-        args::input_schema::<NoArgs>(),
-    );
-    list_models.annotations = Some(read_only("List Gemini models"));
-    let mut list_sessions = Tool::new(
-        LIST_SESSIONS,
-        "Lists the ACP sessions the server holds: workspace, SESSION_ID, turn count, model and approval mode.",
-        args::input_schema::<NoArgs>(),
-    );
-    list_sessions.annotations = Some(read_only("List Gemini sessions"));
-    let mut reset_session = Tool::new(
-        RESET_SESSION,
-        "Forgets the ACP session of a workspace (`cd`/`workspace`), or of every workspace when none is given: the next gemini call there starts a fresh session.",
-        args::input_schema::<ResetArgs>(),
-    );
-    reset_session.annotations = Some(
-        ToolAnnotations::with_title("Reset Gemini sessions")
-            .read_only(false)
-            .destructive(true)
-            .idempotent(true)
-            .open_world(false),
-    );
-    if with_output_schema {
-        gemini.output_schema = Some(Arc::new(args::output_schema_of::<GeminiResult>()));
+    let (description, input, annotations) = match tool {
+        AgentTool::Gemini => (
+            "Runs a task with Gemini over ACP (Agent Client Protocol) in a warm agent: the first call in a workspace starts the agent, later calls reuse it and its session (replaced after a number of turns). Returns success, SESSION_ID, agent_messages, thought, stop_reason, tool_calls, plan (empty with Gemini CLI 0.61) and error. Pass SESSION_ID to continue a specific session. No automatic retry; a model fallback only when the operator configured one (GEMINICLI_MCP_FALLBACK_MODELS).",
+            args::input_schema::<GeminiArgs>(),
+            prompt::annotations("Gemini (warm ACP session)", listing.ceiling),
+        ),
+        AgentTool::ListModels => (
+            "Lists the models Gemini offers, the current model and the agent's name and version (starts an agent in the server's working directory if none runs).",
+            args::input_schema::<NoArgs>(),
+            read_only("List Gemini models"),
+        ),
+        AgentTool::ListSessions => (
+            "Lists the ACP sessions the server holds: workspace, SESSION_ID, turn count, model and approval mode.",
+            args::input_schema::<NoArgs>(),
+            read_only("List Gemini sessions"),
+        ),
+        AgentTool::ResetSession => (
+            "Forgets the ACP session of a workspace (`cd`/`workspace`), or of every workspace when none is given: the next gemini call there starts a fresh session.",
+            args::input_schema::<ResetArgs>(),
+            ToolAnnotations::with_title("Reset Gemini sessions")
+                .read_only(false)
+                .destructive(true)
+                .idempotent(true)
+                .open_world(false),
+        ),
+    };
+    let mut defined = Tool::new(tool.name(), description, input);
+    defined.annotations = Some(annotations);
+    if listing.with_output_schema && tool == AgentTool::Gemini {
+        defined.output_schema = Some(Arc::new(args::output_schema_of::<GeminiResult>()));
     }
-    vec![gemini, list_models, list_sessions, reset_session]
+    defined
 }
 
 /// What a call of this set needs from the server.
@@ -286,14 +327,14 @@ pub(crate) struct Env<'a> {
 /// Runs one call of this tool set.
 pub(crate) async fn call(
     env: Env<'_>,
-    name: &str,
+    tool: AgentTool,
     arguments: Option<&JsonObject>,
 ) -> CallToolResult {
     let pool = env.runner.pool();
-    match name {
-        GEMINI => gemini(&env, arguments).await,
-        LIST_SESSIONS => env.render.value(json!({"sessions": pool.sessions().await})),
-        RESET_SESSION => {
+    match tool {
+        AgentTool::Gemini => gemini(&env, arguments).await,
+        AgentTool::ListSessions => env.render.value(json!({"sessions": pool.sessions().await})),
+        AgentTool::ResetSession => {
             let reset = async {
                 let a: ResetArgs = args::decode(arguments)?;
                 let raw = workspace_arg(a.cd, a.workspace)?;
@@ -311,7 +352,7 @@ pub(crate) async fn call(
                 Err(f) => env.render.failure(&f),
             }
         }
-        LIST_MODELS => match pool
+        AgentTool::ListModels => match pool
             .probe(env.roots.cwd().to_path_buf(), env.ct.clone())
             .await
         {
@@ -322,9 +363,6 @@ pub(crate) async fn call(
             })),
             Err(f) => env.render.failure(&f),
         },
-        _ => env
-            .render
-            .failure(&Failure::invalid_input(format!("unknown tool {name}"))),
     }
 }
 

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::args;
-use super::prompt::{GEMINI_PROMPT, GEMINI_PROMPT_STRUCTURED, GEMINI_PROMPT_WITH_CONTEXT};
+use super::{Decl, Listing, Route, Set};
 
 /// `gemini_start`.
 pub(crate) const GEMINI_START: &str = "gemini_start";
@@ -43,15 +43,31 @@ pub(crate) enum JobTool {
     Jobs,
 }
 
+/// `gemini_start`.
+pub(crate) const START: Decl = JobTool::Start.decl(|l| definition(JobTool::Start, l));
+/// `gemini_wait`.
+pub(crate) const WAIT: Decl = JobTool::Wait.decl(|l| definition(JobTool::Wait, l));
+/// `gemini_cancel`.
+pub(crate) const CANCEL: Decl = JobTool::Cancel.decl(|l| definition(JobTool::Cancel, l));
+/// `gemini_jobs`.
+pub(crate) const JOBS: Decl = JobTool::Jobs.decl(|l| definition(JobTool::Jobs, l));
+
 impl JobTool {
-    /// The tool named `name`, if it is one of the set.
-    pub(crate) fn from_name(name: &str) -> Option<JobTool> {
-        match name {
-            GEMINI_START => Some(JobTool::Start),
-            GEMINI_WAIT => Some(JobTool::Wait),
-            GEMINI_CANCEL => Some(JobTool::Cancel),
-            GEMINI_JOBS => Some(JobTool::Jobs),
-            _ => None,
+    /// The tool's declaration, in the `jobs` set, answering at once (a job runs apart from the
+    /// call that started it), defined by `define`.
+    const fn decl(self, define: fn(&Listing) -> Tool) -> Decl {
+        let name = match self {
+            JobTool::Start => GEMINI_START,
+            JobTool::Wait => GEMINI_WAIT,
+            JobTool::Cancel => GEMINI_CANCEL,
+            JobTool::Jobs => GEMINI_JOBS,
+        };
+        Decl {
+            name,
+            set: Set::Jobs,
+            runs_long: false,
+            route: Route::Job(self),
+            define,
         }
     }
 }
@@ -137,27 +153,14 @@ pub(crate) fn call_key(
     })
 }
 
-/// The tools a job may run: the prompt tools, and the `acp` set's `gemini` when it is on.
-pub(crate) fn runnable(acp: bool) -> Vec<&'static str> {
-    let mut tools = vec![
-        GEMINI_PROMPT,
-        GEMINI_PROMPT_WITH_CONTEXT,
-        GEMINI_PROMPT_STRUCTURED,
-    ];
-    if acp {
-        tools.push(super::agent::GEMINI);
-    }
-    tools
-}
-
 const START_DESCRIPTION: &str = "Starts a Gemini prompt as a background job and returns its job_id at once: for long runs (an analysis of a repository, edits across files) that your client would cut, or to go on working while Gemini works. Pass the prompt tool's name as `tool` and its arguments as `arguments`. Then call gemini_wait with the job_id for its result. Jobs nobody waits on or lists for the server's retention time (10 min by default) are cancelled.";
 const WAIT_DESCRIPTION: &str = "Waits until one of the given jobs has finished, or until timeout_s passes (0: look without waiting), and returns each job's state (working, input_required, completed, failed, cancelled), its elapsed seconds and its last progress message; a finished job's result is the result the prompt tool would have returned (a long answer read on with gemini_read_answer). Waiting does not stop a job: call again to wait longer.";
 const CANCEL_DESCRIPTION: &str = "Cancels a job: its Gemini run is stopped (its processes killed, or its turn on a warm agent ended) and the job reads cancelled. A finished job stays as it finished.";
 const JOBS_DESCRIPTION: &str = "Lists your jobs, oldest first: job_id, tool, state, elapsed seconds and last progress message (results through gemini_wait).";
 
-/// The four tools; `gemini_start` annotated as the prompt tools are under the approval-mode
-/// `ceiling`.
-pub(crate) fn definitions(ceiling: crate::approval::ApprovalMode) -> Vec<Tool> {
+/// The tool's definition; `gemini_start` annotated as the prompt tools are under the
+/// approval-mode ceiling.
+fn definition(tool: JobTool, listing: &Listing) -> Tool {
     let annotate = |title: &str, read_only: bool, destructive: bool| {
         ToolAnnotations::with_title(title)
             .read_only(read_only)
@@ -165,32 +168,35 @@ pub(crate) fn definitions(ceiling: crate::approval::ApprovalMode) -> Vec<Tool> {
             .idempotent(read_only)
             .open_world(!read_only)
     };
-    vec![
-        Tool::new(
+    match tool {
+        JobTool::Start => Tool::new(
             GEMINI_START,
             START_DESCRIPTION,
             args::input_schema::<StartArgs>(),
         )
-        .annotate(super::prompt::annotations("Start a Gemini job", ceiling)),
-        Tool::new(
+        .annotate(super::prompt::annotations(
+            "Start a Gemini job",
+            listing.ceiling,
+        )),
+        JobTool::Wait => Tool::new(
             GEMINI_WAIT,
             WAIT_DESCRIPTION,
             args::input_schema::<WaitArgs>(),
         )
         .annotate(annotate("Wait for Gemini jobs", true, false)),
-        Tool::new(
+        JobTool::Cancel => Tool::new(
             GEMINI_CANCEL,
             CANCEL_DESCRIPTION,
             args::input_schema::<CancelArgs>(),
         )
         .annotate(annotate("Cancel a Gemini job", false, true)),
-        Tool::new(
+        JobTool::Jobs => Tool::new(
             GEMINI_JOBS,
             JOBS_DESCRIPTION,
             args::input_schema::<JobsArgs>(),
         )
         .annotate(annotate("List Gemini jobs", true, false)),
-    ]
+    }
 }
 
 #[cfg(test)]

@@ -15,13 +15,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::ApprovalMode;
 use crate::config::Config;
 use crate::progress::{Progress, Sink, Style};
 use crate::render::{Render, READ_ANSWER};
 use crate::roots::Roots;
 use crate::run::Runner;
 
-/// Which tool a call is for.
+/// Which code runs a call of the tool: its module's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
     /// One of the three prompt tools.
@@ -29,47 +30,156 @@ pub(crate) enum Route {
     /// One of the `sessions` and `models` sets.
     Extra(sessions::Extra),
     /// One of the `acp` set.
-    Agent,
+    Agent(agent::AgentTool),
     /// One of the `jobs` set (run by the MCP layer, which holds the jobs).
     Job(jobs::JobTool),
     /// `gemini_read_answer`, listed in every tool set.
     ReadAnswer,
 }
 
+/// A tool set: the tools an operator turns on together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Set {
+    /// Always listed: the three prompt tools and `gemini_read_answer`.
+    Core,
+    /// `GEMINICLI_MCP_TOOLSETS=sessions`.
+    Sessions,
+    /// `GEMINICLI_MCP_TOOLSETS=models`.
+    Models,
+    /// `GEMINICLI_MCP_TOOLSETS=acp` (or `GEMINICLI_MCP_ACP`).
+    Acp,
+    /// `GEMINICLI_MCP_TOOLSETS=jobs`.
+    Jobs,
+}
+
+impl Set {
+    /// The set's name, as `GEMINICLI_MCP_TOOLSETS` spells it (`core` for the set always on).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Set::Core => "core",
+            Set::Sessions => "sessions",
+            Set::Models => "models",
+            Set::Acp => "acp",
+            Set::Jobs => "jobs",
+        }
+    }
+
+    /// Whether `config` lists the set.
+    fn on(self, config: &Config) -> bool {
+        let sets = config.policy.toolsets;
+        match self {
+            Set::Core => true,
+            Set::Sessions => sets.sessions,
+            Set::Models => sets.models,
+            Set::Acp => config.acp.enabled,
+            Set::Jobs => sets.jobs,
+        }
+    }
+}
+
+/// What a definition is made for: the client's protocol and the operator's approval ceiling.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Listing {
+    /// The client knows `outputSchema` and tool titles (2025-06-18 and later).
+    pub with_output_schema: bool,
+    /// The approval-mode ceiling the annotations describe.
+    pub ceiling: ApprovalMode,
+}
+
+/// One tool, declared once: everything else (the listing, the route of a call, what may run as a
+/// task or a job, the `tools --json` catalogue and the `.mcpb` bundle's tool list) reads it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Decl {
+    /// The tool's name.
+    pub name: &'static str,
+    /// The set that lists it.
+    pub set: Set,
+    /// Whether a call runs Gemini: it may run as a task or a job (`gemini_start`), be held across
+    /// rounds for its questions, and run under an `idempotency_key`; the others answer at once.
+    pub runs_long: bool,
+    /// Which code runs a call.
+    pub route: Route,
+    /// Its definition: description, argument schema (its arguments' `JsonSchema` type), output
+    /// schema, title and annotations.
+    pub define: fn(&Listing) -> Tool,
+}
+
+/// Every tool, in the order `tools/list` lists them. A new tool is one line here (its `Decl`
+/// lives in its module); `registry_tests` fail on a tool missing from the docs.
+pub(crate) const TOOLS: &[Decl] = &[
+    prompt::PROMPT,
+    prompt::WITH_CONTEXT,
+    prompt::STRUCTURED,
+    sessions::LIST_SESSIONS,
+    sessions::DELETE_SESSION,
+    sessions::LIST_MODELS,
+    agent::GEMINI_TOOL,
+    agent::LIST_MODELS_TOOL,
+    agent::LIST_SESSIONS_TOOL,
+    agent::RESET_SESSION_TOOL,
+    jobs::START,
+    jobs::WAIT,
+    jobs::CANCEL,
+    jobs::JOBS,
+    READ_ANSWER_TOOL,
+];
+
 /// The tool named `name`, when it is listed under `config`.
-pub(crate) fn route(name: &str, config: &Config) -> Option<Route> {
-    if name == READ_ANSWER {
-        return Some(Route::ReadAnswer);
-    }
-    if config.acp.enabled && agent::is_agent_tool(name) {
-        return Some(Route::Agent);
-    }
-    if let Some(job) = jobs::JobTool::from_name(name).filter(|_| config.policy.toolsets.jobs) {
-        return Some(Route::Job(job));
-    }
-    if let Some(extra) = sessions::Extra::from_name(name, config.policy.toolsets) {
-        return Some(Route::Extra(extra));
-    }
-    prompt::Kind::from_name(name).map(Route::Prompt)
+pub(crate) fn find(name: &str, config: &Config) -> Option<&'static Decl> {
+    TOOLS.iter().find(|d| d.name == name && d.set.on(config))
 }
 
 /// Every tool listed under `config`; `with_output_schema` for clients of 2025-06-18 and later.
 pub(crate) fn list(config: &Config, with_output_schema: bool) -> Vec<Tool> {
-    let ceiling = config.policy.approval_ceiling;
-    let mut tools = prompt::definitions(with_output_schema, ceiling);
-    tools.extend(sessions::definitions(
-        config.policy.toolsets,
+    let listing = Listing {
         with_output_schema,
-    ));
-    if config.acp.enabled {
-        tools.extend(agent::definitions(with_output_schema, ceiling));
-    }
-    if config.policy.toolsets.jobs {
-        tools.extend(jobs::definitions(ceiling));
-    }
-    tools.push(read_answer_definition(with_output_schema));
-    tools
+        ceiling: config.policy.approval_ceiling,
+    };
+    TOOLS
+        .iter()
+        .filter(|d| d.set.on(config))
+        .map(|d| (d.define)(&listing))
+        .collect()
 }
+
+/// The tools a job (`gemini_start`) may run under `config`: those listed that run long.
+pub(crate) fn runnable(config: &Config) -> Vec<&'static str> {
+    TOOLS
+        .iter()
+        .filter(|d| d.runs_long && d.set.on(config))
+        .map(|d| d.name)
+        .collect()
+}
+
+/// Every declared tool as `geminicli-mcp tools --json` prints it: name, description and set, in
+/// the listing's order, whatever the configuration turns on.
+pub(crate) fn catalogue() -> serde_json::Value {
+    let listing = Listing {
+        with_output_schema: false,
+        ceiling: ApprovalMode::Yolo,
+    };
+    let tools: Vec<serde_json::Value> = TOOLS
+        .iter()
+        .map(|d| {
+            let tool = (d.define)(&listing);
+            serde_json::json!({
+                "name": d.name,
+                "description": tool.description.as_deref().unwrap_or_default(),
+                "toolset": d.set.name(),
+            })
+        })
+        .collect();
+    serde_json::json!({ "tools": tools })
+}
+
+/// `gemini_read_answer`.
+const READ_ANSWER_TOOL: Decl = Decl {
+    name: READ_ANSWER,
+    set: Set::Core,
+    runs_long: false,
+    route: Route::ReadAnswer,
+    define: read_answer_definition,
+};
 
 /// Arguments of `gemini_read_answer`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -84,7 +194,7 @@ pub(crate) struct ReadAnswerArgs {
     pub max_chars: Option<NonZeroU64>,
 }
 
-fn read_answer_definition(with_output_schema: bool) -> Tool {
+fn read_answer_definition(listing: &Listing) -> Tool {
     let mut tool = Tool::new(
         READ_ANSWER,
         "Reads on in an answer too long for one result: a cut answer says `gemini_read_answer answer_id=ID offset=N` at its start and its end; call this with those values, and again with each result's next_offset until it is null. Answers are kept in memory while the server runs (the last 32, at most 64 MiB).",
@@ -97,7 +207,7 @@ fn read_answer_definition(with_output_schema: bool) -> Tool {
             .idempotent(true)
             .open_world(false),
     );
-    if with_output_schema {
+    if listing.with_output_schema {
         let schema = serde_json::json!({"type": "object", "properties": {
             "answer_id": {"type": "string"},
             "offset": {"type": "integer", "minimum": 0, "description": "The first character of `text`."},
@@ -137,21 +247,20 @@ pub(crate) struct Ctx<'a> {
     pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
 }
 
-/// Runs one call of the tool `route` names.
+/// Runs one call of `tool`.
 pub(crate) async fn call(
-    route: Route,
-    name: &str,
+    tool: &Decl,
     arguments: Option<&JsonObject>,
     ctx: Ctx<'_>,
 ) -> CallToolResult {
-    match route {
+    match tool.route {
         Route::Prompt(kind) => prompt_call(kind, arguments, ctx).await,
         Route::Extra(extra) => {
             sessions::call(extra, arguments, &ctx.roots, ctx.runner, ctx.ct.clone())
                 .await
                 .unwrap_or_else(|f| ctx.render.failure(&f))
         }
-        Route::Agent => {
+        Route::Agent(agent_tool) => {
             let env = agent::Env {
                 policy: &ctx.config.policy,
                 runner: ctx.runner,
@@ -161,12 +270,12 @@ pub(crate) async fn call(
                 ct: ctx.ct.clone(),
                 asker: ctx.asker.clone(),
             };
-            agent::call(env, name, arguments).await
+            agent::call(env, agent_tool, arguments).await
         }
         // The MCP layer runs the job tools: it holds the jobs.
         Route::Job(_) => ctx.render.failure(&crate::error::Failure::new(
             crate::error::ErrorKind::Unknown,
-            format!("{name} is run by the server, not as a tool call"),
+            format!("{} is run by the server, not as a tool call", tool.name),
         )),
         Route::ReadAnswer => match args::decode::<ReadAnswerArgs>(arguments) {
             Ok(a) => ctx.render.read(
@@ -218,4 +327,118 @@ async fn prompt_call(
     };
     prompt::note_text(&mut result, note);
     result
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+    use crate::config::policy::Toolsets;
+
+    fn config(toolsets: &str, acp: bool) -> Config {
+        let mut config = Config::default();
+        config.policy.toolsets = Toolsets::parse(toolsets).0;
+        config.acp.enabled = acp;
+        config
+    }
+
+    fn names(tools: &[Tool]) -> Vec<String> {
+        tools.iter().map(|t| t.name.to_string()).collect()
+    }
+
+    #[test]
+    fn each_declaration_defines_the_tool_it_names_once() {
+        let listing = Listing {
+            with_output_schema: true,
+            ceiling: ApprovalMode::Yolo,
+        };
+        for (i, d) in TOOLS.iter().enumerate() {
+            assert_eq!(
+                (d.define)(&listing).name,
+                d.name,
+                "the definition of {}",
+                d.name
+            );
+            let twins: Vec<_> = TOOLS[i + 1..]
+                .iter()
+                .filter(|o| o.name == d.name || o.route == d.route)
+                .map(|o| o.name)
+                .collect();
+            assert!(twins.is_empty(), "{} declared again as {twins:?}", d.name);
+        }
+    }
+
+    #[test]
+    fn a_set_lists_its_tools_and_only_they_route() {
+        let default = config("", false);
+        assert_eq!(
+            names(&list(&default, true)),
+            [
+                prompt::GEMINI_PROMPT,
+                prompt::GEMINI_PROMPT_WITH_CONTEXT,
+                prompt::GEMINI_PROMPT_STRUCTURED,
+                READ_ANSWER
+            ]
+        );
+        assert!(find(sessions::GEMINI_LIST_MODELS, &default).is_none());
+        assert!(find(agent::GEMINI, &default).is_none());
+        let all = config("sessions,models,jobs", true);
+        assert_eq!(list(&all, true).len(), TOOLS.len());
+        for d in TOOLS {
+            assert_eq!(find(d.name, &all).map(|f| f.route), Some(d.route));
+        }
+    }
+
+    #[test]
+    fn the_jobs_allow_list_is_the_tools_that_run_long() {
+        let core = [
+            prompt::GEMINI_PROMPT,
+            prompt::GEMINI_PROMPT_WITH_CONTEXT,
+            prompt::GEMINI_PROMPT_STRUCTURED,
+        ];
+        assert_eq!(runnable(&config("jobs", false)), core);
+        let with_acp = runnable(&config("jobs", true));
+        assert_eq!(with_acp[..3], core);
+        assert_eq!(with_acp[3..], [agent::GEMINI]);
+    }
+
+    #[test]
+    fn the_catalogue_names_every_tool_with_its_set() {
+        let catalogue = catalogue();
+        let listed: Vec<(&str, &str)> = catalogue["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                assert!(!t["description"].as_str().unwrap().is_empty());
+                (t["name"].as_str().unwrap(), t["toolset"].as_str().unwrap())
+            })
+            .collect();
+        let declared: Vec<(&str, &str)> = TOOLS.iter().map(|d| (d.name, d.set.name())).collect();
+        assert_eq!(listed, declared);
+    }
+
+    /// A tool added to the registry alone fails here until its docs say what it does: its set's
+    /// page (docs/acp.md for the `acp` set, docs/tools.md for the others) and the README's list of
+    /// tools name it.
+    #[test]
+    fn every_tool_is_documented() {
+        let readme = include_str!("../../README.md");
+        let tools_md = include_str!("../../docs/tools.md");
+        let acp_md = include_str!("../../docs/acp.md");
+        let mut missing = Vec::new();
+        for d in TOOLS {
+            let quoted = format!("`{}`", d.name);
+            let (page, doc) = match d.set {
+                Set::Acp => ("docs/acp.md", acp_md),
+                _ => ("docs/tools.md", tools_md),
+            };
+            if !doc.contains(&quoted) {
+                missing.push(format!("{} in {page}", d.name));
+            }
+            if !readme.contains(&quoted) {
+                missing.push(format!("{} in README.md", d.name));
+            }
+        }
+        assert!(missing.is_empty(), "tools not documented: {missing:?}");
+    }
 }
