@@ -188,20 +188,30 @@ impl ServerHandler for GeminiServer {
                 self.not_an_object(tool, kind.as_str()),
             ));
         }
-        if let Route::Job(job) = tool.route {
-            return Ok(CallToolResponse::Complete(
-                self.job(job, &request, &context).await,
-            ));
+        let decoded = tools::decode(tool, request.arguments.as_ref(), &self.inner.config.policy);
+        if let Route::Job(_) = tool.route {
+            let result = match &decoded {
+                Ok(call) => self.job(call, &context).await,
+                Err(f) => self.job_render().failure(f),
+            };
+            return Ok(CallToolResponse::Complete(result));
         }
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.clone().unwrap_or_default();
             return self.resume_held(state, responses, &context).await;
         }
-        if let Some(task) = self.as_task(tool, &request, &context) {
+        let call = match decoded {
+            Ok(call) => call,
+            Err(f) => {
+                let failure = self.failure_for(tool, &f);
+                return Ok(CallToolResponse::Complete(downgraded(failure, &context)));
+            }
+        };
+        if let Some(task) = self.as_task(&call, &context) {
             return Ok(CallToolResponse::Task(task));
         }
-        if self.holds(tool, &request, &context) {
-            return Ok(self.start_held(tool, &request, &context).await);
+        if self.holds(&call, &context) {
+            return Ok(self.start_held(call, &context).await);
         }
         let env = CallEnv {
             version: context.protocol_version(),
@@ -223,18 +233,14 @@ impl ServerHandler for GeminiServer {
         // A prompt call with an idempotency_key (or the client's own id of the call) runs as the
         // job of that key: the call made again attaches to it.
         let run = async {
-            let key = tools::jobs::call_key(request.arguments.as_ref(), &context.meta);
+            let key = tools::jobs::call_key(call.idempotency_key(), &context.meta);
             match key.filter(|_| tool.runs_long) {
-                Some(key) => self.keyed_call(tool, &request, &context, key, env).await,
-                None => self.call(tool, &request, env).await,
+                Some(key) => self.keyed_call(call, &request, &context, key, env).await,
+                None => self.call(call, env).await,
             }
         };
-        let mut result = crate::logging::for_request(&context.peer, level, run).await;
-        if is_legacy(context.protocol_version().as_ref()) {
-            result.structured_content = None;
-            result.content.retain(|c| c.as_resource_link().is_none());
-        }
-        Ok(CallToolResponse::Complete(result))
+        let result = crate::logging::for_request(&context.peer, level, run).await;
+        Ok(CallToolResponse::Complete(downgraded(result, &context)))
     }
 
     async fn get_task(
@@ -359,11 +365,10 @@ impl GeminiServer {
     /// its progress becomes the task's status message.
     fn as_task(
         &self,
-        tool: &'static Decl,
-        request: &CallToolRequestParams,
+        call: &tools::Call,
         context: &RequestContext<RoleServer>,
     ) -> Option<CreateTaskResult> {
-        let long = tool.runs_long;
+        let long = call.tool.runs_long;
         let version = context.protocol_version();
         let declared = context
             .client_capabilities()
@@ -372,7 +377,7 @@ impl GeminiServer {
             return None;
         }
         let server = self.clone();
-        let request = request.clone();
+        let call = call.clone();
         let peer = context.peer.clone();
         let elicits = elicits(context);
         let timeout = self.inner.config.ask_timeout;
@@ -385,7 +390,7 @@ impl GeminiServer {
             })
         };
         let task = self.inner.tasks.start(owner(context), move |handle| {
-            run_as_task(server, tool, request, (version, peer), asker, handle)
+            run_as_task(server, call, (version, peer), asker, handle)
         })?;
         Some(CreateTaskResult::new(task))
     }
@@ -393,26 +398,14 @@ impl GeminiServer {
     /// Whether the call is held across rounds: an `ask` call (a prompt tool or the `acp` set's
     /// `gemini`) on the 2026-07-28 protocol, from a client that declared elicitation (and did not
     /// get a task).
-    fn holds(
-        &self,
-        tool: &'static Decl,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> bool {
-        let long = tool.runs_long;
-        let asks = request
-            .arguments
-            .as_ref()
-            .and_then(|a| a.get("approval_mode"))
-            .is_some_and(|m| m == "ask");
-        long && asks && modern(context) && elicits(context)
+    fn holds(&self, call: &tools::Call, context: &RequestContext<RoleServer>) -> bool {
+        call.tool.runs_long && call.asks() && modern(context) && elicits(context)
     }
 
     /// Runs a held call: its questions come back as rounds of this request and its retries.
     async fn start_held(
         &self,
-        tool: &'static Decl,
-        request: &CallToolRequestParams,
+        call: tools::Call,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
@@ -428,9 +421,9 @@ impl GeminiServer {
                 self.inner.config.ask_timeout,
             ))),
         };
-        let (server, request) = (self.clone(), request.clone());
+        let server = self.clone();
         tokio::spawn(async move {
-            let result = server.call(tool, &request, env).await;
+            let result = server.call(call, env).await;
             let _ = tx.send(Event::Done(result));
         });
         let round = Round {
@@ -524,12 +517,7 @@ impl GeminiServer {
         self.inner.runner.idle().await;
     }
 
-    async fn call(
-        &self,
-        tool: &'static Decl,
-        request: &CallToolRequestParams,
-        env: CallEnv,
-    ) -> CallToolResult {
+    async fn call(&self, call: tools::Call, env: CallEnv) -> CallToolResult {
         let inner = &self.inner;
         let ctx = tools::Ctx {
             config: &inner.config,
@@ -545,7 +533,7 @@ impl GeminiServer {
             ct: env.ct,
             asker: env.asker,
         };
-        tools::call(tool, request.arguments.as_ref(), ctx).await
+        tools::call(call, ctx).await
     }
 
     /// The asker of a plain call: `elicitation/create`, when the connection predates 2026-07-28
@@ -607,8 +595,7 @@ impl GeminiServer {
 /// questions are asked from the task's handle.
 async fn run_as_task(
     server: GeminiServer,
-    tool: &'static Decl,
-    request: CallToolRequestParams,
+    call: tools::Call,
     (version, peer): (Option<ProtocolVersion>, Peer<RoleServer>),
     asker: impl FnOnce(&Arc<Handle>) -> Option<Arc<dyn Asker>>,
     handle: Handle,
@@ -625,7 +612,7 @@ async fn run_as_task(
         ct: handle.cancel.clone(),
         asker: asker(&handle),
     };
-    let result = server.call(tool, &request, env).await;
+    let result = server.call(call, env).await;
     match serde_json::to_value(result) {
         Ok(serde_json::Value::Object(map)) => Outcome::Completed(map),
         _ => Outcome::Failed(crate::tasks::internal_error(
@@ -647,6 +634,16 @@ fn owner(context: &RequestContext<RoleServer>) -> Option<String> {
     let parts = context.extensions.get::<hyper::http::request::Parts>()?;
     let session = parts.headers.get("mcp-session-id")?;
     session.to_str().ok().map(str::to_owned)
+}
+
+/// `result` as a client of the request's protocol version reads it: before 2025-06-18 without
+/// `structuredContent` and `resource_link` blocks.
+fn downgraded(mut result: CallToolResult, context: &RequestContext<RoleServer>) -> CallToolResult {
+    if is_legacy(context.protocol_version().as_ref()) {
+        result.structured_content = None;
+        result.content.retain(|c| c.as_resource_link().is_none());
+    }
+    result
 }
 
 /// Whether the request's client capabilities (its `_meta` on 2026-07-28) declare elicitation.

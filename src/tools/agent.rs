@@ -13,6 +13,7 @@ use super::args::{self, given};
 use super::prompt::result::{FailureFields, PageFields, SaveFields};
 use super::prompt::{self, ModeArg, PermissionArg};
 use super::{Decl, Listing, Route, Set};
+use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
 use crate::error::Failure;
 use crate::gemini::command::PromptRequest;
@@ -81,7 +82,7 @@ impl AgentTool {
 }
 
 /// Arguments of `gemini`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct GeminiArgs {
     /// The task or question for Gemini.
     pub prompt: String,
@@ -143,12 +144,11 @@ pub(crate) struct GeminiArgs {
     /// default 10 min after it finished or was last asked about). The key with other arguments
     /// is refused.
     #[serde(default)]
-    #[allow(dead_code, reason = "the MCP layer reads it from the call's arguments")]
     pub idempotency_key: Option<String>,
 }
 
 /// Arguments of `reset_session`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct ResetArgs {
     /// The workspace whose session is reset; omit for all.
     #[serde(default)]
@@ -324,19 +324,73 @@ pub(crate) struct Env<'a> {
     pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
 }
 
-/// Runs one call of this tool set.
-pub(crate) async fn call(
-    env: Env<'_>,
+/// A call of this set, its arguments decoded.
+#[derive(Debug, Clone)]
+pub(crate) enum AgentCall {
+    /// `gemini`.
+    Gemini(Box<GeminiCall>),
+    /// `list_models` (it reads no arguments).
+    ListModels,
+    /// `list_sessions` (it reads no arguments).
+    ListSessions,
+    /// `reset_session`.
+    ResetSession(ResetArgs),
+}
+
+/// A `gemini` call: its arguments, and what of them is checked without the file system.
+#[derive(Debug, Clone)]
+pub(crate) struct GeminiCall {
+    /// The arguments as given.
+    pub args: GeminiArgs,
+    /// `model`, checked.
+    model: Option<String>,
+    /// The approval mode, under the ceiling.
+    mode: ApprovalMode,
+    /// `approval_mode: "ask"`.
+    pub ask: bool,
+}
+
+/// Decodes a call's arguments, and checks of `gemini`'s what needs no file system.
+pub(crate) fn decode(
     tool: AgentTool,
     arguments: Option<&JsonObject>,
-) -> CallToolResult {
+    policy: &Policy,
+) -> Result<AgentCall, Failure> {
+    Ok(match tool {
+        AgentTool::Gemini => {
+            let a: GeminiArgs = args::decode(arguments)?;
+            if a.prompt.trim().is_empty() {
+                return Err(Failure::invalid_input(
+                    "`prompt` must be a non-empty string",
+                ));
+            }
+            let model = given(a.model.clone());
+            if let Some(m) = &model {
+                command::validate_model(m)?;
+            }
+            let prompt::Approval { mode, ask } =
+                prompt::approval(policy, a.approval_mode, a.permission)?;
+            AgentCall::Gemini(Box::new(GeminiCall {
+                args: a,
+                model,
+                mode,
+                ask,
+            }))
+        }
+        AgentTool::ListModels => AgentCall::ListModels,
+        AgentTool::ListSessions => AgentCall::ListSessions,
+        AgentTool::ResetSession => AgentCall::ResetSession(args::decode(arguments)?),
+    })
+}
+
+/// Runs one call of this tool set.
+pub(crate) async fn call(env: Env<'_>, call: AgentCall) -> CallToolResult {
     let pool = env.runner.pool();
-    match tool {
-        AgentTool::Gemini => gemini(&env, arguments).await,
-        AgentTool::ListSessions => env.render.value(json!({"sessions": pool.sessions().await})),
-        AgentTool::ResetSession => {
+    match call {
+        AgentCall::Gemini(call) => gemini(&env, *call).await,
+        AgentCall::ListSessions => env.render.value(json!({"sessions": pool.sessions().await})),
+        AgentCall::ResetSession(a) => {
             let reset = async {
-                let a: ResetArgs = args::decode(arguments)?;
                 let raw = workspace_arg(a.cd, a.workspace)?;
                 let cwd = match &raw {
                     Some(raw) => Some(env.roots.workspace("cd", Some(raw)).await?),
@@ -352,7 +406,7 @@ pub(crate) async fn call(
                 Err(f) => env.render.failure(&f),
             }
         }
-        AgentTool::ListModels => match pool
+        AgentCall::ListModels => match pool
             .probe(env.roots.cwd().to_path_buf(), env.ct.clone())
             .await
         {
@@ -366,23 +420,15 @@ pub(crate) async fn call(
     }
 }
 
-/// A `gemini` call decoded into the one prompt job every prompt tool runs as, and its note.
-async fn decode(
-    env: &Env<'_>,
-    arguments: Option<&JsonObject>,
-) -> Result<(Job, Option<String>), Failure> {
-    let a: GeminiArgs = args::decode(arguments)?;
-    if a.prompt.trim().is_empty() {
-        return Err(Failure::invalid_input(
-            "`prompt` must be a non-empty string",
-        ));
-    }
-    let model = given(a.model);
-    if let Some(m) = &model {
-        command::validate_model(m)?;
-    }
-    let prompt::Approval { mode, ask } =
-        prompt::approval(env.policy, a.approval_mode, a.permission)?;
+/// A `gemini` call turned into the one prompt job every prompt tool runs as (its paths checked),
+/// and its note.
+async fn job(env: &Env<'_>, call: GeminiCall) -> Result<(Job, Option<String>), Failure> {
+    let GeminiCall {
+        args: a,
+        model,
+        mode,
+        ask,
+    } = call;
     let cwd = env
         .roots
         .workspace("cd", workspace_arg(a.cd, a.workspace)?.as_deref())
@@ -435,8 +481,8 @@ async fn decode(
     Ok((job, prompt::task_note(a.task_note)?))
 }
 
-async fn gemini(env: &Env<'_>, arguments: Option<&JsonObject>) -> CallToolResult {
-    let (job, note) = match decode(env, arguments).await {
+async fn gemini(env: &Env<'_>, call: GeminiCall) -> CallToolResult {
+    let (job, note) = match job(env, call).await {
         Ok(d) => d,
         Err(f) => return env.render.agent_failure(&f, &Map::new()),
     };

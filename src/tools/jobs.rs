@@ -73,7 +73,7 @@ impl JobTool {
 }
 
 /// Arguments of `gemini_start`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct StartArgs {
     /// The prompt tool the job runs: gemini_prompt (default), gemini_prompt_with_context or
     /// gemini_prompt_structured (and gemini, when the acp tool set is on).
@@ -88,7 +88,7 @@ pub(crate) struct StartArgs {
 }
 
 /// Arguments of `gemini_wait`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct WaitArgs {
     /// The jobs to wait on (1 to 16 job_ids of gemini_start): the wait ends when one of them has
     /// finished.
@@ -100,7 +100,7 @@ pub(crate) struct WaitArgs {
 }
 
 /// Arguments of `gemini_cancel`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct CancelArgs {
     /// The job to cancel (a job_id of gemini_start).
     pub job_id: String,
@@ -109,6 +109,32 @@ pub(crate) struct CancelArgs {
 /// Arguments of `gemini_jobs`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct JobsArgs {}
+
+/// A call of one of the job tools, its arguments decoded.
+#[derive(Debug, Clone)]
+pub(crate) enum JobCall {
+    /// `gemini_start`; the call it starts is decoded when it starts.
+    Start(StartArgs),
+    /// `gemini_wait`.
+    Wait(WaitArgs),
+    /// `gemini_cancel`.
+    Cancel(CancelArgs),
+    /// `gemini_jobs` (it reads no arguments).
+    Jobs,
+}
+
+/// Decodes a call's arguments.
+pub(crate) fn decode(
+    tool: JobTool,
+    arguments: Option<&rmcp::model::JsonObject>,
+) -> Result<JobCall, crate::error::Failure> {
+    Ok(match tool {
+        JobTool::Start => JobCall::Start(args::decode(arguments)?),
+        JobTool::Wait => JobCall::Wait(args::decode(arguments)?),
+        JobTool::Cancel => JobCall::Cancel(args::decode(arguments)?),
+        JobTool::Jobs => JobCall::Jobs,
+    })
+}
 
 /// `_meta` keys under which a client sends its own id of a tool call, the same when it sends the
 /// call again (Claude Code after a transport error).
@@ -134,16 +160,13 @@ impl CallKey {
     }
 }
 
-/// A prompt call's key: its `idempotency_key`, when its arguments carry one (a non-empty string;
-/// another type is the tool's own argument error), else the client's id of the call in `meta`.
+/// A prompt call's key: its decoded `idempotency_key`, when it is not empty, else the client's
+/// id of the call in `meta`.
 pub(crate) fn call_key(
-    arguments: Option<&rmcp::model::JsonObject>,
+    idempotency_key: Option<&str>,
     meta: &Map<String, Value>,
 ) -> Option<CallKey> {
-    let given = arguments
-        .and_then(|a| a.get("idempotency_key"))
-        .and_then(Value::as_str)
-        .filter(|k| !k.is_empty());
+    let given = idempotency_key.filter(|k| !k.is_empty());
     if let Some(key) = given {
         return Some(CallKey::Given(key.to_string()));
     }
@@ -211,26 +234,20 @@ mod tests {
     #[test]
     fn the_idempotency_key_wins_over_the_clients_id() {
         let meta = object(json!({"claudecode/toolUseId": "toolu_1"}));
-        let args = object(json!({"prompt": "p", "idempotency_key": "k"}));
-        assert_eq!(
-            call_key(Some(&args), &meta),
-            Some(CallKey::Given("k".into()))
-        );
+        assert_eq!(call_key(Some("k"), &meta), Some(CallKey::Given("k".into())));
     }
 
     #[test]
     fn the_clients_id_of_the_call_is_a_key_of_its_own_namespace() {
         let meta = object(json!({"claudecode/toolUseId": "toolu_1", "progressToken": 3}));
-        let args = object(json!({"prompt": "p"}));
-        let key = call_key(Some(&args), &meta).unwrap();
+        let key = call_key(None, &meta).unwrap();
         assert_eq!(key, CallKey::Client("claudecode/toolUseId toolu_1".into()));
         assert_eq!(key.text(), "claudecode/toolUseId toolu_1");
     }
 
     #[test]
     fn an_empty_or_missing_key_is_none() {
-        let args = object(json!({"prompt": "p", "idempotency_key": ""}));
-        assert_eq!(call_key(Some(&args), &Map::new()), None);
+        assert_eq!(call_key(Some(""), &Map::new()), None);
         let meta = object(json!({"claudecode/toolUseId": "", "other/id": "x"}));
         assert_eq!(call_key(None, &meta), None);
         let meta = object(json!({"claudecode/toolUseId": 7}));

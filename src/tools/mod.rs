@@ -182,7 +182,7 @@ const READ_ANSWER_TOOL: Decl = Decl {
 };
 
 /// Arguments of `gemini_read_answer`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct ReadAnswerArgs {
     /// The id of a cut answer (its `answerId`, or the `answer_id=` of its note).
     pub answer_id: String,
@@ -247,20 +247,80 @@ pub(crate) struct Ctx<'a> {
     pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
 }
 
-/// Runs one call of `tool`.
-pub(crate) async fn call(
-    tool: &Decl,
+/// A call decoded at the door, once: its tool and its arguments as its own types. The MCP layer
+/// reads what it decides on (a task, a job of a key, a held call) from here, and hands the call
+/// down as it is.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    /// The tool called.
+    pub tool: &'static Decl,
+    /// Its arguments.
+    args: Args,
+}
+
+/// A call's arguments, by the tool's module.
+#[derive(Debug, Clone)]
+enum Args {
+    Prompt(Box<prompt::Call>),
+    Extra(sessions::ExtraCall),
+    Agent(agent::AgentCall),
+    Job(jobs::JobCall),
+    ReadAnswer(ReadAnswerArgs),
+}
+
+/// Decodes a call of `tool`: its arguments, and what of them can be checked without the file
+/// system (the approval mode under `policy`'s ceiling, a model's name, a schema).
+pub(crate) fn decode(
+    tool: &'static Decl,
     arguments: Option<&JsonObject>,
-    ctx: Ctx<'_>,
-) -> CallToolResult {
-    match tool.route {
-        Route::Prompt(kind) => prompt_call(kind, arguments, ctx).await,
-        Route::Extra(extra) => {
-            sessions::call(extra, arguments, &ctx.roots, ctx.runner, ctx.ct.clone())
-                .await
-                .unwrap_or_else(|f| ctx.render.failure(&f))
+    policy: &crate::policy::Policy,
+) -> Result<Call, crate::error::Failure> {
+    let args = match tool.route {
+        Route::Prompt(kind) => Args::Prompt(Box::new(prompt::decode(kind, arguments, policy)?)),
+        Route::Extra(extra) => Args::Extra(sessions::decode(extra, arguments)?),
+        Route::Agent(agent_tool) => Args::Agent(agent::decode(agent_tool, arguments, policy)?),
+        Route::Job(job) => Args::Job(jobs::decode(job, arguments)?),
+        Route::ReadAnswer => Args::ReadAnswer(args::decode(arguments)?),
+    };
+    Ok(Call { tool, args })
+}
+
+impl Call {
+    /// Whether the call asks the client's user about Gemini's tool calls (`approval_mode: "ask"`).
+    pub(crate) fn asks(&self) -> bool {
+        match &self.args {
+            Args::Prompt(call) => call.ask,
+            Args::Agent(agent::AgentCall::Gemini(call)) => call.ask,
+            _ => false,
         }
-        Route::Agent(agent_tool) => {
+    }
+
+    /// The call's `idempotency_key`, when its tool takes one and it was given.
+    pub(crate) fn idempotency_key(&self) -> Option<&str> {
+        match &self.args {
+            Args::Prompt(call) => call.idempotency_key.as_deref(),
+            Args::Agent(agent::AgentCall::Gemini(call)) => call.args.idempotency_key.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The decoded arguments of a job tool's call.
+    pub(crate) fn job(&self) -> Option<&jobs::JobCall> {
+        match &self.args {
+            Args::Job(job) => Some(job),
+            _ => None,
+        }
+    }
+}
+
+/// Runs a decoded call.
+pub(crate) async fn call(call: Call, ctx: Ctx<'_>) -> CallToolResult {
+    match call.args {
+        Args::Prompt(prompt) => prompt_call(*prompt, ctx).await,
+        Args::Extra(extra) => sessions::call(extra, &ctx.roots, ctx.runner, ctx.ct.clone())
+            .await
+            .unwrap_or_else(|f| ctx.render.failure(&f)),
+        Args::Agent(agent_call) => {
             let env = agent::Env {
                 policy: &ctx.config.policy,
                 runner: ctx.runner,
@@ -270,35 +330,27 @@ pub(crate) async fn call(
                 ct: ctx.ct.clone(),
                 asker: ctx.asker.clone(),
             };
-            agent::call(env, agent_tool, arguments).await
+            agent::call(env, agent_call).await
         }
         // The MCP layer runs the job tools: it holds the jobs.
-        Route::Job(_) => ctx.render.failure(&crate::error::Failure::new(
+        Args::Job(_) => ctx.render.failure(&crate::error::Failure::new(
             crate::error::ErrorKind::Unknown,
-            format!("{} is run by the server, not as a tool call", tool.name),
-        )),
-        Route::ReadAnswer => match args::decode::<ReadAnswerArgs>(arguments) {
-            Ok(a) => ctx.render.read(
-                &a.answer_id,
-                usize::try_from(a.offset.unwrap_or(0)).unwrap_or(usize::MAX),
-                a.max_chars
-                    .map(|m| usize::try_from(m.get()).unwrap_or(usize::MAX)),
+            format!(
+                "{} is run by the server, not as a tool call",
+                call.tool.name
             ),
-            Err(f) => ctx.render.failure(&f),
-        },
+        )),
+        Args::ReadAnswer(a) => ctx.render.read(
+            &a.answer_id,
+            usize::try_from(a.offset.unwrap_or(0)).unwrap_or(usize::MAX),
+            a.max_chars
+                .map(|m| usize::try_from(m.get()).unwrap_or(usize::MAX)),
+        ),
     }
 }
 
-/// A prompt tool's call: decoded, its paths checked, run, rendered with what it asked to see.
-async fn prompt_call(
-    kind: prompt::Kind,
-    arguments: Option<&JsonObject>,
-    ctx: Ctx<'_>,
-) -> CallToolResult {
-    let call = match prompt::decode(kind, arguments, &ctx.config.policy) {
-        Ok(call) => call,
-        Err(f) => return ctx.render.failure(&f),
-    };
+/// A prompt tool's call: its paths checked, run, rendered with what it asked to see.
+async fn prompt_call(call: prompt::Call, ctx: Ctx<'_>) -> CallToolResult {
     let note = call.task_note.as_deref();
     // The note's closing text block counts against the budget too.
     let render = Render {

@@ -210,7 +210,6 @@ pub(crate) struct CommonArgs {
     /// default 10 min after it finished or was last asked about). The key with other arguments
     /// is refused.
     #[serde(default)]
-    #[allow(dead_code, reason = "the MCP layer reads it from the call's arguments")]
     pub idempotency_key: Option<String>,
 }
 
@@ -314,6 +313,8 @@ pub(crate) struct Call {
     pub debug: bool,
     /// `repair` (`gemini_prompt_structured`), the server's default filled in.
     pub repair: bool,
+    /// `idempotency_key`: the key the MCP layer runs the call as a job of.
+    pub idempotency_key: Option<String>,
 }
 
 /// Decodes a call's arguments and checks what can be checked without the file system.
@@ -393,6 +394,7 @@ pub(crate) fn decode(
         full_output: common.full_output.unwrap_or(false),
         debug: common.debug.unwrap_or(false),
         repair,
+        idempotency_key: common.idempotency_key,
     })
 }
 

@@ -23,7 +23,7 @@ pub(crate) const GEMINI_DELETE_SESSION: &str = "gemini_delete_session";
 pub(crate) const GEMINI_LIST_MODELS: &str = "gemini_list_models";
 
 /// Arguments of `gemini_list_sessions`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct ListArgs {
     /// The project directory (default: the server's working directory); under the allowed roots.
     #[serde(default)]
@@ -31,7 +31,7 @@ pub(crate) struct ListArgs {
 }
 
 /// Arguments of `gemini_delete_session`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct DeleteArgs {
     /// The project directory (default: the server's working directory); under the allowed roots.
     #[serde(default)]
@@ -78,22 +78,37 @@ impl Extra {
     }
 }
 
+/// A call of one of the opt-in tools, its arguments decoded.
+#[derive(Debug, Clone)]
+pub(crate) enum ExtraCall {
+    /// `gemini_list_sessions`.
+    ListSessions(ListArgs),
+    /// `gemini_delete_session`.
+    DeleteSession(DeleteArgs),
+    /// `gemini_list_models` (it takes no arguments, and reads none).
+    ListModels,
+}
+
+/// Decodes a call's arguments.
+pub(crate) fn decode(tool: Extra, arguments: Option<&JsonObject>) -> Result<ExtraCall, Failure> {
+    Ok(match tool {
+        Extra::ListSessions => ExtraCall::ListSessions(args::decode(arguments)?),
+        Extra::DeleteSession => ExtraCall::DeleteSession(args::decode(arguments)?),
+        Extra::ListModels => ExtraCall::ListModels,
+    })
+}
+
 /// Runs one of the opt-in tools.
 pub(crate) async fn call(
-    tool: Extra,
-    arguments: Option<&JsonObject>,
+    call: ExtraCall,
     roots: &Roots<'_>,
     runner: &Runner,
     ct: tokio_util::sync::CancellationToken,
 ) -> Result<CallToolResult, Failure> {
-    let (workspace, id) = match tool {
-        Extra::ListModels => return Ok(list_models()),
-        Extra::ListSessions => {
-            let a: ListArgs = args::decode(arguments)?;
-            (given(a.workspace), None)
-        }
-        Extra::DeleteSession => {
-            let a: DeleteArgs = args::decode(arguments)?;
+    let (workspace, id) = match call {
+        ExtraCall::ListModels => return Ok(list_models()),
+        ExtraCall::ListSessions(a) => (given(a.workspace), None),
+        ExtraCall::DeleteSession(a) => {
             session::validate_session_id(&a.session_id)?;
             (given(a.workspace), Some(a.session_id))
         }
