@@ -581,12 +581,7 @@ impl GeminiServer {
             structured: true,
             debug: false,
         };
-        match tool.route {
-            Route::Agent(tools::agent::AgentTool::Gemini) => {
-                render.agent_failure(f, &Default::default())
-            }
-            _ => render.failure(f),
-        }
+        tool.failure(&render, f)
     }
 }
 

@@ -383,6 +383,14 @@ pub(crate) fn decode(
     })
 }
 
+/// `f` in `tool`'s result shape: `gemini`'s contract for `gemini`, a plain failure for the others.
+pub(crate) fn failure(tool: AgentTool, render: &Render<'_>, f: &Failure) -> CallToolResult {
+    match tool {
+        AgentTool::Gemini => render.agent_failure(f, &Map::new()),
+        _ => render.failure(f),
+    }
+}
+
 /// Runs one call of this tool set.
 pub(crate) async fn call(env: Env<'_>, call: AgentCall) -> CallToolResult {
     let pool = env.runner.pool();
