@@ -10,9 +10,10 @@ use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::args::{self, given};
+pub(crate) use super::decl::AgentTool;
+use super::decl::{Decl, Listing, Route, Set};
 use super::prompt::result::{FailureFields, PageFields, SaveFields};
 use super::prompt::{self, ModeArg, PermissionArg};
-use super::{Decl, Listing, Route, Set};
 use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
 use crate::error::Failure;
@@ -32,19 +33,6 @@ pub(crate) const LIST_MODELS: &str = "list_models";
 pub(crate) const LIST_SESSIONS: &str = "list_sessions";
 /// `reset_session`.
 pub(crate) const RESET_SESSION: &str = "reset_session";
-
-/// One of this set's tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AgentTool {
-    /// `gemini`.
-    Gemini,
-    /// `list_models`.
-    ListModels,
-    /// `list_sessions`.
-    ListSessions,
-    /// `reset_session`.
-    ResetSession,
-}
 
 /// `gemini`: runs Gemini, so it may run as a task or a job.
 pub(crate) const GEMINI_TOOL: Decl = AgentTool::Gemini.decl(|l| definition(AgentTool::Gemini, l));

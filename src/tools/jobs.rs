@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::args;
-use super::{Decl, Listing, Route, Set};
+pub(crate) use super::decl::JobTool;
+use super::decl::{Decl, Listing, Route, Set};
 
 /// `gemini_start`.
 pub(crate) const GEMINI_START: &str = "gemini_start";
@@ -29,19 +30,6 @@ pub(crate) const DEFAULT_WAIT_S: u64 = 25;
 pub(crate) const MAX_WAIT_S: u64 = 240;
 /// Most jobs one `gemini_wait` waits on.
 pub(crate) const MAX_WAIT_JOBS: usize = 16;
-
-/// One of the job tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum JobTool {
-    /// `gemini_start`.
-    Start,
-    /// `gemini_wait`.
-    Wait,
-    /// `gemini_cancel`.
-    Cancel,
-    /// `gemini_jobs`.
-    Jobs,
-}
 
 /// `gemini_start`.
 pub(crate) const START: Decl = JobTool::Start.decl(|l| definition(JobTool::Start, l));

@@ -4,6 +4,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod args;
+mod decl;
 pub(crate) mod jobs;
 pub(crate) mod prompt;
 pub(crate) mod sessions;
@@ -21,91 +22,10 @@ use crate::progress::{Progress, Sink, Style};
 use crate::render::{Render, READ_ANSWER};
 use crate::roots::Roots;
 use crate::run::Runner;
-
-/// Which code runs a call of the tool: its module's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Route {
-    /// One of the three prompt tools.
-    Prompt(prompt::Kind),
-    /// One of the `sessions` and `models` sets.
-    Extra(sessions::Extra),
-    /// One of the `acp` set.
-    Agent(agent::AgentTool),
-    /// One of the `jobs` set (run by the MCP layer, which holds the jobs).
-    Job(jobs::JobTool),
-    /// `gemini_read_answer`, listed in every tool set.
-    ReadAnswer,
-}
-
-/// A tool set: the tools an operator turns on together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Set {
-    /// Always listed: the three prompt tools and `gemini_read_answer`.
-    Core,
-    /// `GEMINICLI_MCP_TOOLSETS=sessions`.
-    Sessions,
-    /// `GEMINICLI_MCP_TOOLSETS=models`.
-    Models,
-    /// `GEMINICLI_MCP_TOOLSETS=acp` (or `GEMINICLI_MCP_ACP`).
-    Acp,
-    /// `GEMINICLI_MCP_TOOLSETS=jobs`.
-    Jobs,
-}
-
-impl Set {
-    /// The set's name, as `GEMINICLI_MCP_TOOLSETS` spells it (`core` for the set always on).
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Set::Core => "core",
-            Set::Sessions => "sessions",
-            Set::Models => "models",
-            Set::Acp => "acp",
-            Set::Jobs => "jobs",
-        }
-    }
-
-    /// Whether `config` lists the set.
-    fn on(self, config: &Config) -> bool {
-        let sets = config.policy.toolsets;
-        match self {
-            Set::Core => true,
-            Set::Sessions => sets.sessions,
-            Set::Models => sets.models,
-            Set::Acp => config.acp.enabled,
-            Set::Jobs => sets.jobs,
-        }
-    }
-}
-
-/// What a definition is made for: the client's protocol and the operator's approval ceiling.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Listing {
-    /// The client knows `outputSchema` and tool titles (2025-06-18 and later).
-    pub with_output_schema: bool,
-    /// The approval-mode ceiling the annotations describe.
-    pub ceiling: ApprovalMode,
-}
-
-/// One tool, declared once: everything else (the listing, the route of a call, what may run as a
-/// task or a job, the `tools --json` catalogue and the `.mcpb` bundle's tool list) reads it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Decl {
-    /// The tool's name.
-    pub name: &'static str,
-    /// The set that lists it.
-    pub set: Set,
-    /// Whether a call runs Gemini: it may run as a task or a job (`gemini_start`), be held across
-    /// rounds for its questions, and run under an `idempotency_key`; the others answer at once.
-    pub runs_long: bool,
-    /// Which code runs a call.
-    pub route: Route,
-    /// Its definition: description, argument schema (its arguments' `JsonSchema` type), output
-    /// schema, title and annotations.
-    pub define: fn(&Listing) -> Tool,
-}
+pub(crate) use decl::{Decl, Listing, Route, Set};
 
 /// Every tool, in the order `tools/list` lists them. A new tool is one line here (its `Decl`
-/// lives in its module); `registry_tests` fail on a tool missing from the docs.
+/// lives in its module); `tests` fail on a tool missing from the docs.
 pub(crate) const TOOLS: &[Decl] = &[
     prompt::PROMPT,
     prompt::WITH_CONTEXT,

@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::args::{self, given};
-use super::{Decl, Listing, Route, Set};
+pub(crate) use super::decl::Kind;
+use super::decl::{Decl, Listing, Route, Set};
 use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
 use crate::error::Failure;
@@ -264,17 +265,6 @@ struct Full<T> {
     #[serde(flatten)]
     #[allow(dead_code)]
     common: CommonArgs,
-}
-
-/// Which of the three tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// `gemini_prompt`.
-    Prompt,
-    /// `gemini_prompt_with_context`.
-    WithContext,
-    /// `gemini_prompt_structured`.
-    Structured,
 }
 
 impl Kind {

@@ -8,7 +8,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::args::{self, given};
-use super::{Decl, Listing, Route, Set};
+pub(crate) use super::decl::Extra;
+use super::decl::{Decl, Listing, Route, Set};
 use crate::error::{tail_lossy, ErrorKind, Failure, STDERR_TAIL_BYTES};
 use crate::gemini::inputs::flag;
 use crate::gemini::session::{self, ListedSession};
@@ -38,17 +39,6 @@ pub(crate) struct DeleteArgs {
     pub workspace: Option<String>,
     /// The session's UUID.
     pub session_id: String,
-}
-
-/// One of the opt-in tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Extra {
-    /// `gemini_list_sessions`.
-    ListSessions,
-    /// `gemini_delete_session`.
-    DeleteSession,
-    /// `gemini_list_models`.
-    ListModels,
 }
 
 /// `gemini_list_sessions`, in the `sessions` set.
