@@ -47,6 +47,10 @@ fn main() -> anyhow::Result<()> {
         let code = setup::run(args, &env, &mut std::io::stdout(), &mut std::io::stderr());
         std::process::exit(code);
     }
+    if let Some(Command::Tools(args)) = &cli.command {
+        print_tools(args.json);
+        return Ok(());
+    }
     fd_limit::raise();
     if let Some(Command::Doctor(args)) = &cli.command {
         let http = HttpOptions::read(&lookup);
@@ -84,6 +88,24 @@ fn main() -> anyhow::Result<()> {
 fn finish_removals() {
     if !process::finish_tmp(REMOVAL_WAIT) {
         tracing::warn!("private temporary directories were still being removed at exit");
+    }
+}
+
+/// `geminicli-mcp tools`: every declared tool, as JSON or one line each (`name (set): description`).
+fn print_tools(json: bool) {
+    let catalogue = geminicli_mcp::server::tool_catalogue();
+    if json {
+        println!("{catalogue}");
+        return;
+    }
+    for tool in catalogue["tools"].as_array().into_iter().flatten() {
+        let field = |k: &str| tool[k].as_str().unwrap_or_default().to_string();
+        println!(
+            "{} ({}): {}",
+            field("name"),
+            field("toolset"),
+            field("description")
+        );
     }
 }
 

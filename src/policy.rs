@@ -8,7 +8,7 @@ use crate::approval::ApprovalMode;
 use crate::config::settings;
 use crate::error::Failure;
 
-pub(crate) use crate::config::policy::{Policy, QuotaPolicy, Toolsets};
+pub(crate) use crate::config::policy::{Policy, QuotaPolicy};
 
 impl Policy {
     /// The allowed roots, canonicalised; `cwd` when none are configured. Roots that do not exist
@@ -273,6 +273,7 @@ pub(crate) fn file_uri_path(uri: &str) -> Option<PathBuf> {
 mod tests {
     use super::*;
     use crate::config::parse::Vars;
+    use crate::config::policy::Toolsets;
     use crate::error::ErrorKind;
 
     #[test]

@@ -6,15 +6,18 @@
 // asks the user for (the API key, the allowed folder, the approval ceiling, the CLI to run),
 // handed to the server as its environment variables.
 //
-//   node packaging/mcpb/build.mjs --out DIR PLATFORM=BINDIR ...
+//   node packaging/mcpb/build.mjs --out DIR [--tools-from BINARY] PLATFORM=BINDIR ...
 //
 // PLATFORM is Node's `${process.platform}-${process.arch}`: linux-x64, linux-arm64, darwin-x64,
 // darwin-arm64 or win32-x64 (a glibc build serves Linux; the musl builds get no bundle). BINDIR
 // holds geminicli-mcp (.exe on Windows). Writes DIR/geminicli-mcp-<version>-<platform>.mcpb,
-// the version the root Cargo.toml's, and prints each path. Only the standard library is used,
-// and the same binary gives the same bytes (fixed entry times), so a bundle's SHA-256 can be
-// checked against a rebuild.
+// the version the root Cargo.toml's, and prints each path. The manifest's tools are those the
+// server lists by default (its `core` set), asked of the server itself (`geminicli-mcp tools
+// --json`): the bundled binary of the platform this runs on, or --tools-from's where none is.
+// Only the standard library is used, and the same binary gives the same bytes (fixed entry
+// times), so a bundle's SHA-256 can be checked against a rebuild.
 
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -25,26 +28,6 @@ const root = path.resolve(here, '..', '..');
 
 const NAME = 'geminicli-mcp';
 const PLATFORMS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64', 'win32-x64'];
-
-/** What Claude Desktop shows for each tool (the server lists these four in every tool set). */
-const TOOLS = [
-  {
-    name: 'gemini_prompt',
-    description: 'Ask Gemini (through the Gemini CLI) a prompt and get its answer',
-  },
-  {
-    name: 'gemini_prompt_with_context',
-    description: 'Ask Gemini a prompt with a block of context (a file, a diff, notes) placed before it',
-  },
-  {
-    name: 'gemini_prompt_structured',
-    description: 'Ask Gemini for JSON that validates against a JSON Schema, checked before it is returned',
-  },
-  {
-    name: 'gemini_read_answer',
-    description: 'Read on in an answer too long for one result',
-  },
-];
 
 /**
  * The settings Claude Desktop asks for, and the variable each becomes. A setting the user leaves
@@ -112,10 +95,11 @@ function cargoField(key) {
 }
 
 function parseArgs(argv) {
-  const args = { out: null, platforms: [] };
+  const args = { out: null, toolsFrom: null, platforms: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--out') args.out = path.resolve(argv[++i] ?? '');
+    else if (a === '--tools-from') args.toolsFrom = path.resolve(argv[++i] ?? '');
     else if (a.includes('=')) {
       const [platform, dir] = a.split(/=(.*)/s);
       if (!PLATFORMS.includes(platform)) {
@@ -125,13 +109,42 @@ function parseArgs(argv) {
     } else throw new Error(`unexpected argument ${a}`);
   }
   if (!args.out || args.platforms.length === 0) {
-    throw new Error('usage: build.mjs --out DIR PLATFORM=BINDIR ...');
+    throw new Error('usage: build.mjs --out DIR [--tools-from BINARY] PLATFORM=BINDIR ...');
   }
   return args;
 }
 
-/** The manifest of `platform`'s bundle (MCPB manifest 0.3). */
-function manifest(platform) {
+/**
+ * What Claude Desktop shows for each tool: the tools the server lists by default (its `core` set,
+ * the tool sets the user turns on being beyond a bundle's fixed list), as `binary` declares them.
+ */
+function defaultTools(binary) {
+  const out = execFileSync(binary, ['tools', '--json'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const tools = JSON.parse(out).tools
+    .filter((t) => t.toolset === 'core')
+    .map(({ name, description }) => ({ name, description }));
+  if (tools.length === 0) throw new Error(`${binary} tools --json: no tool in the core set`);
+  return tools;
+}
+
+/** The binary whose tool list the bundles declare: --tools-from, else this platform's. */
+function lister(args) {
+  if (args.toolsFrom) return args.toolsFrom;
+  const here = args.platforms.find((p) => p.platform === `${process.platform}-${process.arch}`);
+  if (!here) {
+    throw new Error(
+      `no bundle for ${process.platform}-${process.arch}, whose server could list the tools: ` +
+        'name a binary that runs here with --tools-from',
+    );
+  }
+  return path.join(here.dir, `${NAME}${process.platform === 'win32' ? '.exe' : ''}`);
+}
+
+/** The manifest of `platform`'s bundle (MCPB manifest 0.3), declaring `tools`. */
+function manifest(platform, tools) {
   const version = cargoField('version');
   const repository = cargoField('repository');
   const [os] = platform.split('-');
@@ -164,7 +177,7 @@ function manifest(platform) {
         ),
       },
     },
-    tools: TOOLS,
+    tools,
     tools_generated: false,
     keywords: cargoField('keywords'),
     license: cargoField('license'),
@@ -247,8 +260,8 @@ function zip(entries) {
   return Buffer.concat([...locals, ...centrals, end]);
 }
 
-function bundle(out, { platform, dir }) {
-  const m = manifest(platform);
+function bundle(out, tools, { platform, dir }) {
+  const m = manifest(platform, tools);
   const binary = path.join(dir, path.basename(m.server.entry_point));
   if (!fs.existsSync(binary)) throw new Error(`${platform}: ${binary} is missing`);
   const file = path.join(out, `${NAME}-${m.version}-${platform}.mcpb`);
@@ -267,7 +280,8 @@ function bundle(out, { platform, dir }) {
 function main() {
   const args = parseArgs(process.argv.slice(2));
   fs.mkdirSync(args.out, { recursive: true });
-  for (const p of args.platforms) console.log(bundle(args.out, p));
+  const tools = defaultTools(lister(args));
+  for (const p of args.platforms) console.log(bundle(args.out, tools, p));
 }
 
 try {

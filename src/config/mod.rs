@@ -91,6 +91,19 @@ pub enum Command {
     /// since setup wrote it. Exits 1 when any client's file could not be changed. docs/install.md
     /// and docs/clients.md have the details.
     Setup(crate::setup::SetupArgs),
+    /// List every tool the server declares, whatever the configuration turns on: its name, its
+    /// description and its tool set (`core` always listed; `sessions`, `models`, `jobs` and `acp`
+    /// turned on by GEMINICLI_MCP_TOOLSETS). The bundle builder reads this list.
+    Tools(ToolsArgs),
+}
+
+/// Options of `geminicli-mcp tools`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ToolsArgs {
+    /// Print one JSON document (`{"tools": [{"name", "description", "toolset"}]}`) instead of
+    /// text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `geminicli-mcp doctor`.

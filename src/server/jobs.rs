@@ -15,12 +15,12 @@ use crate::config::settings;
 use crate::error::{ErrorKind, Failure};
 use crate::render::Render;
 use crate::tasks::{JobLabel, JobView, Refused, Started};
-use crate::tools::args::{self, given};
+use crate::tools::args::given;
 use crate::tools::jobs::{
-    self, CallKey, CancelArgs, JobTool, StartArgs, WaitArgs, DEFAULT_WAIT_S, MAX_WAIT_JOBS,
-    MAX_WAIT_S,
+    CallKey, JobCall, StartArgs, WaitArgs, DEFAULT_WAIT_S, MAX_WAIT_JOBS, MAX_WAIT_S,
 };
 use crate::tools::prompt::GEMINI_PROMPT;
+use crate::tools::Decl;
 
 /// Longest accepted `idempotency_key`, in bytes.
 const MAX_KEY_BYTES: usize = 256;
@@ -29,23 +29,22 @@ impl GeminiServer {
     /// Runs one call of the job tools.
     pub(super) async fn job(
         &self,
-        tool: JobTool,
-        request: &CallToolRequestParams,
+        call: &crate::tools::Call,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         let render = self.job_render();
         let owner = owner(context);
-        let arguments = request.arguments.as_ref();
-        let done = match tool {
-            JobTool::Start => self.start_job(arguments, context, owner),
-            JobTool::Wait => self.wait_jobs(arguments, context, owner.as_deref()).await,
-            JobTool::Cancel => self.cancel_job(arguments, owner.as_deref()).await,
-            JobTool::Jobs => Ok(self.list_jobs(owner.as_deref())),
+        let done = match call.job() {
+            Some(JobCall::Start(a)) => self.start_job(a.clone(), context, owner),
+            Some(JobCall::Wait(a)) => self.wait_jobs(a.clone(), context, owner.as_deref()).await,
+            Some(JobCall::Cancel(a)) => self.cancel_job(&a.job_id, owner.as_deref()).await,
+            Some(JobCall::Jobs) => Ok(self.list_jobs(owner.as_deref())),
+            None => Err(Failure::new(ErrorKind::Unknown, "not a job tool's call")),
         };
         done.unwrap_or_else(|f| render.failure(&f))
     }
 
-    fn job_render(&self) -> Render<'_> {
+    pub(super) fn job_render(&self) -> Render<'_> {
         Render {
             answers: &self.inner.answers,
             budget: self.inner.config.result_budget,
@@ -55,26 +54,27 @@ impl GeminiServer {
     }
 
     /// `gemini_start`: the prompt call as a task, answered at once with its id; a key already
-    /// held attaches to its job.
+    /// held attaches to its job. The call is decoded here, as a direct call is at the door: a
+    /// call its tool refuses starts no job.
     fn start_job(
         &self,
-        arguments: Option<&rmcp::model::JsonObject>,
+        a: StartArgs,
         context: &RequestContext<RoleServer>,
         owner: Option<String>,
     ) -> Result<CallToolResult, Failure> {
-        let a: StartArgs = args::decode(arguments)?;
         let tool = given(a.tool).unwrap_or_else(|| GEMINI_PROMPT.to_string());
-        let runnable = jobs::runnable(self.inner.config.acp.enabled);
-        let route = crate::tools::route(&tool, &self.inner.config)
-            .filter(|_| runnable.contains(&tool.as_str()))
+        let runnable = crate::tools::runnable(&self.inner.config);
+        let decl = crate::tools::find(&tool, &self.inner.config)
+            .filter(|d| d.runs_long)
             .ok_or_else(|| {
                 Failure::invalid_input(format!(
                     "`tool` must be one of {}, got {tool:?}",
                     runnable.join(", ")
                 ))
             })?;
+        let call = crate::tools::decode(decl, Some(&a.arguments), &self.inner.config.policy)?;
         let key = given(a.idempotency_key);
-        let started = self.spawn_job(route, &tool, a.arguments, key, context, owner);
+        let started = self.spawn_job(call, a.arguments, key, context, owner);
         let (id, attached) = match started.map_err(|r| self.refused(r))? {
             Started::New(task) => (task.task_id, false),
             Started::Attached(id) => (id, true),
@@ -97,19 +97,19 @@ impl GeminiServer {
     /// call.
     pub(super) async fn keyed_call(
         &self,
-        route: crate::tools::Route,
+        call: crate::tools::Call,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         key: CallKey,
         env: super::CallEnv,
     ) -> CallToolResult {
-        let name = request.name.to_string();
-        let fail = |f: &Failure| self.failure_for(route, &name, f);
+        let tool = call.tool;
+        let fail = |f: &Failure| self.failure_for(tool, f);
         let mut arguments = request.arguments.clone().unwrap_or_default();
         arguments.remove("idempotency_key");
         let owner = owner(context);
         let text = key.text().to_string();
-        let started = self.spawn_job(route, &name, arguments, Some(text), context, owner.clone());
+        let started = self.spawn_job(call.clone(), arguments, Some(text), context, owner.clone());
         let id = match (started, &key) {
             (Ok(Started::New(task)), _) => task.task_id,
             (Ok(Started::Attached(id)), _) => id,
@@ -118,12 +118,12 @@ impl GeminiServer {
                     "the client sent this call under the id of an earlier call with other arguments (job {id}; the id is in the request's _meta), so it was not run: made again, the call goes under a new id"
                 )))
             }
-            (Err(_), CallKey::Client(_)) => return self.call(route, request, env).await,
+            (Err(_), CallKey::Client(_)) => return self.call(call, env).await,
             (Err(r), CallKey::Given(_)) => return fail(&self.refused(r)),
         };
         let ends_run = matches!(key, CallKey::Client(_));
         match self.await_job(owner.as_deref(), &id, context).await {
-            Ok(payload) => self.keyed_result(payload, route, &name),
+            Ok(payload) => self.keyed_result(payload, tool),
             Err(None) if ends_run => {
                 let _ = self.inner.tasks.cancel(owner.as_deref(), &id);
                 fail(&Failure::cancelled("the call was cancelled"))
@@ -171,13 +171,8 @@ impl GeminiServer {
     }
 
     /// A keyed call's result from its finished job: the call's own result.
-    fn keyed_result(
-        &self,
-        payload: TaskPayload,
-        route: crate::tools::Route,
-        name: &str,
-    ) -> CallToolResult {
-        let failed = |f: Failure| self.failure_for(route, name, &f);
+    fn keyed_result(&self, payload: TaskPayload, tool: &Decl) -> CallToolResult {
+        let failed = |f: Failure| self.failure_for(tool, &f);
         match payload {
             TaskPayload::Completed { result } => serde_json::from_value(Value::Object(result))
                 .unwrap_or_else(|e| failed(Failure::new(ErrorKind::Unknown, format!("the job's result could not be read: {e}")))),
@@ -191,12 +186,11 @@ impl GeminiServer {
         }
     }
 
-    /// Starts `tool`'s call with `arguments` as a job of `owner` — under `key`, when given: then a
-    /// job held under it for the same tool and arguments is attached to instead.
+    /// Starts `call` as a job of `owner` — under `key`, when given: then a job held under it for
+    /// the same tool and `arguments` (the call's as given) is attached to instead.
     fn spawn_job(
         &self,
-        route: crate::tools::Route,
-        tool: &str,
+        call: crate::tools::Call,
         arguments: Map<String, Value>,
         key: Option<String>,
         context: &RequestContext<RoleServer>,
@@ -208,18 +202,18 @@ impl GeminiServer {
         if key.as_ref().is_some_and(|k| k.len() > MAX_KEY_BYTES) {
             return Err(Refusal::LongKey);
         }
+        let name = call.tool.name;
         let label = JobLabel {
-            tool: tool.to_string(),
-            key: key.map(|k| (k, fingerprint(tool, &arguments))),
+            tool: name.to_string(),
+            key: key.map(|k| (k, fingerprint(name, &arguments))),
         };
-        let call = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let server = self.clone();
         let parts = (context.protocol_version(), context.peer.clone());
         let asker = self.elicit_asker(context);
         self.inner
             .tasks
             .start_job(owner, Some(label), move |handle| {
-                run_as_task(server, route, call, parts, move |_| asker, handle)
+                run_as_task(server, call, parts, move |_| asker, handle)
             })
             .map_err(Refusal::Store)
     }
@@ -251,11 +245,10 @@ impl GeminiServer {
     /// `gemini_wait`: the jobs' states once one has finished, or the time is up.
     async fn wait_jobs(
         &self,
-        arguments: Option<&rmcp::model::JsonObject>,
+        a: WaitArgs,
         context: &RequestContext<RoleServer>,
         owner: Option<&str>,
     ) -> Result<CallToolResult, Failure> {
-        let a: WaitArgs = args::decode(arguments)?;
         let ids: Vec<String> = a
             .job_ids
             .into_iter()
@@ -291,22 +284,17 @@ impl GeminiServer {
     }
 
     /// `gemini_cancel`: the job's run cancelled, and its end awaited (its processes gone).
-    async fn cancel_job(
-        &self,
-        arguments: Option<&rmcp::model::JsonObject>,
-        owner: Option<&str>,
-    ) -> Result<CallToolResult, Failure> {
-        let a: CancelArgs = args::decode(arguments)?;
+    async fn cancel_job(&self, id: &str, owner: Option<&str>) -> Result<CallToolResult, Failure> {
         self.inner
             .tasks
-            .cancel(owner, &a.job_id)
-            .map_err(|e| unknown_job(&a.job_id, &e.message))?;
+            .cancel(owner, id)
+            .map_err(|e| unknown_job(id, &e.message))?;
         // A run stops within the kill grace of its cancellation; a little more for its end.
         let until =
             tokio::time::Instant::now() + self.inner.config.kill_grace + Duration::from_secs(5);
         let view = loop {
             let finished = self.inner.tasks.next_finish();
-            let view = self.job_view(owner, &a.job_id)?;
+            let view = self.job_view(owner, id)?;
             if view.payload.is_some() || tokio::time::Instant::now() >= until {
                 break view;
             }

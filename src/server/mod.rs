@@ -30,7 +30,7 @@ use crate::render::Render;
 use crate::roots::Roots;
 use crate::run::Runner;
 use crate::tasks::{Handle, Outcome, Tasks};
-use crate::tools::{self, Route};
+use crate::tools::{self, Decl, Route};
 use crate::transport::INVALID_ARGUMENTS_META;
 
 mod jobs;
@@ -175,7 +175,7 @@ impl ServerHandler for GeminiServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(route) = tools::route(&request.name, &self.inner.config) else {
+        let Some(tool) = tools::find(&request.name, &self.inner.config) else {
             let names: Vec<String> = tools::list(&self.inner.config, false)
                 .into_iter()
                 .map(|t| t.name.to_string())
@@ -186,26 +186,34 @@ impl ServerHandler for GeminiServer {
             ));
         };
         if let Some(kind) = context.meta.get(INVALID_ARGUMENTS_META) {
-            return Ok(CallToolResponse::Complete(self.not_an_object(
-                route,
-                &request.name,
-                kind.as_str(),
-            )));
-        }
-        if let Route::Job(tool) = route {
             return Ok(CallToolResponse::Complete(
-                self.job(tool, &request, &context).await,
+                self.not_an_object(tool, kind.as_str()),
             ));
+        }
+        let decoded = tools::decode(tool, request.arguments.as_ref(), &self.inner.config.policy);
+        if let Route::Job(_) = tool.route {
+            let result = match &decoded {
+                Ok(call) => self.job(call, &context).await,
+                Err(f) => self.job_render().failure(f),
+            };
+            return Ok(CallToolResponse::Complete(result));
         }
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.clone().unwrap_or_default();
             return self.resume_held(state, responses, &context).await;
         }
-        if let Some(task) = self.as_task(route, &request, &context) {
+        let call = match decoded {
+            Ok(call) => call,
+            Err(f) => {
+                let failure = self.failure_for(tool, &f);
+                return Ok(CallToolResponse::Complete(downgraded(failure, &context)));
+            }
+        };
+        if let Some(task) = self.as_task(&call, &context) {
             return Ok(CallToolResponse::Task(task));
         }
-        if self.holds(route, &request, &context) {
-            return Ok(self.start_held(route, &request, &context).await);
+        if self.holds(&call, &context) {
+            return Ok(self.start_held(call, &context).await);
         }
         let env = CallEnv {
             version: context.protocol_version(),
@@ -227,18 +235,14 @@ impl ServerHandler for GeminiServer {
         // A prompt call with an idempotency_key (or the client's own id of the call) runs as the
         // job of that key: the call made again attaches to it.
         let run = async {
-            let key = tools::jobs::call_key(request.arguments.as_ref(), &context.meta);
-            match key.filter(|_| runs_long(route, &request.name)) {
-                Some(key) => self.keyed_call(route, &request, &context, key, env).await,
-                None => self.call(route, &request, env).await,
+            let key = tools::jobs::call_key(call.idempotency_key(), &context.meta);
+            match key.filter(|_| tool.runs_long) {
+                Some(key) => self.keyed_call(call, &request, &context, key, env).await,
+                None => self.call(call, env).await,
             }
         };
-        let mut result = crate::logging::for_request(&context.peer, level, run).await;
-        if is_legacy(context.protocol_version().as_ref()) {
-            result.structured_content = None;
-            result.content.retain(|c| c.as_resource_link().is_none());
-        }
-        Ok(CallToolResponse::Complete(result))
+        let result = crate::logging::for_request(&context.peer, level, run).await;
+        Ok(CallToolResponse::Complete(downgraded(result, &context)))
     }
 
     async fn get_task(
@@ -384,11 +388,10 @@ impl GeminiServer {
     /// its progress becomes the task's status message.
     fn as_task(
         &self,
-        route: Route,
-        request: &CallToolRequestParams,
+        call: &tools::Call,
         context: &RequestContext<RoleServer>,
     ) -> Option<CreateTaskResult> {
-        let long = runs_long(route, &request.name);
+        let long = call.tool.runs_long;
         let version = context.protocol_version();
         let declared = context
             .client_capabilities()
@@ -397,7 +400,7 @@ impl GeminiServer {
             return None;
         }
         let server = self.clone();
-        let request = request.clone();
+        let call = call.clone();
         let peer = context.peer.clone();
         let elicits = elicits(context);
         let timeout = self.inner.config.ask_timeout;
@@ -410,7 +413,7 @@ impl GeminiServer {
             })
         };
         let task = self.inner.tasks.start(owner(context), move |handle| {
-            run_as_task(server, route, request, (version, peer), asker, handle)
+            run_as_task(server, call, (version, peer), asker, handle)
         })?;
         Some(CreateTaskResult::new(task))
     }
@@ -418,26 +421,14 @@ impl GeminiServer {
     /// Whether the call is held across rounds: an `ask` call (a prompt tool or the `acp` set's
     /// `gemini`) on the 2026-07-28 protocol, from a client that declared elicitation (and did not
     /// get a task).
-    fn holds(
-        &self,
-        route: Route,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> bool {
-        let long = runs_long(route, &request.name);
-        let asks = request
-            .arguments
-            .as_ref()
-            .and_then(|a| a.get("approval_mode"))
-            .is_some_and(|m| m == "ask");
-        long && asks && modern(context) && elicits(context)
+    fn holds(&self, call: &tools::Call, context: &RequestContext<RoleServer>) -> bool {
+        call.tool.runs_long && call.asks() && modern(context) && elicits(context)
     }
 
     /// Runs a held call: its questions come back as rounds of this request and its retries.
     async fn start_held(
         &self,
-        route: Route,
-        request: &CallToolRequestParams,
+        call: tools::Call,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
@@ -453,9 +444,9 @@ impl GeminiServer {
                 self.inner.config.ask_timeout,
             ))),
         };
-        let (server, request) = (self.clone(), request.clone());
+        let server = self.clone();
         tokio::spawn(async move {
-            let result = server.call(route, &request, env).await;
+            let result = server.call(call, env).await;
             let _ = tx.send(Event::Done(result));
         });
         let round = Round {
@@ -549,12 +540,7 @@ impl GeminiServer {
         self.inner.runner.idle().await;
     }
 
-    async fn call(
-        &self,
-        route: Route,
-        request: &CallToolRequestParams,
-        env: CallEnv,
-    ) -> CallToolResult {
+    async fn call(&self, call: tools::Call, env: CallEnv) -> CallToolResult {
         let inner = &self.inner;
         let ctx = tools::Ctx {
             config: &inner.config,
@@ -570,7 +556,7 @@ impl GeminiServer {
             ct: env.ct,
             asker: env.asker,
         };
-        tools::call(route, &request.name, request.arguments.as_ref(), ctx).await
+        tools::call(call, ctx).await
     }
 
     /// The asker of a plain call: `elicitation/create`, when the connection predates 2026-07-28
@@ -602,28 +588,23 @@ impl GeminiServer {
 
     /// A call whose `arguments` is not a JSON object (see [`INVALID_ARGUMENTS_META`]): an
     /// `input_validation` failure in the tool's own result shape.
-    fn not_an_object(&self, route: Route, name: &str, kind: Option<&str>) -> CallToolResult {
+    fn not_an_object(&self, tool: &Decl, kind: Option<&str>) -> CallToolResult {
         let f = Failure::invalid_input(format!(
             "`arguments` must be a JSON object, got {}",
             kind.unwrap_or("something else")
         ));
-        self.failure_for(route, name, &f)
+        self.failure_for(tool, &f)
     }
 
-    /// `f` in the result shape of the tool `name`.
-    fn failure_for(&self, route: Route, name: &str, f: &Failure) -> CallToolResult {
+    /// `f` in the result shape of `tool`.
+    fn failure_for(&self, tool: &Decl, f: &Failure) -> CallToolResult {
         let render = Render {
             answers: &self.inner.answers,
             budget: self.inner.config.result_budget,
             structured: true,
             debug: false,
         };
-        match route {
-            Route::Agent if name == tools::agent::GEMINI => {
-                render.agent_failure(f, &Default::default())
-            }
-            _ => render.failure(f),
-        }
+        tool.failure(&render, f)
     }
 }
 
@@ -632,8 +613,7 @@ impl GeminiServer {
 /// questions are asked from the task's handle.
 async fn run_as_task(
     server: GeminiServer,
-    route: Route,
-    request: CallToolRequestParams,
+    call: tools::Call,
     (version, peer): (Option<ProtocolVersion>, Peer<RoleServer>),
     asker: impl FnOnce(&Arc<Handle>) -> Option<Arc<dyn Asker>>,
     handle: Handle,
@@ -650,13 +630,19 @@ async fn run_as_task(
         ct: handle.cancel.clone(),
         asker: asker(&handle),
     };
-    let result = server.call(route, &request, env).await;
+    let result = server.call(call, env).await;
     match serde_json::to_value(result) {
         Ok(serde_json::Value::Object(map)) => Outcome::Completed(map),
         _ => Outcome::Failed(crate::tasks::internal_error(
             "the result could not be serialised",
         )),
     }
+}
+
+/// Every tool the server declares, as `geminicli-mcp tools --json` prints it:
+/// `{"tools": [{"name", "description", "toolset"}]}` in the order `tools/list` lists them.
+pub fn tool_catalogue() -> serde_json::Value {
+    tools::catalogue()
 }
 
 /// Who a task belongs to: over HTTP the session that made it (its `Mcp-Session-Id`), when there
@@ -668,14 +654,14 @@ fn owner(context: &RequestContext<RoleServer>) -> Option<String> {
     session.to_str().ok().map(str::to_owned)
 }
 
-/// Whether a call of `name` runs Gemini (a prompt tool, the `acp` set's `gemini`): what may run as
-/// a task or be held across rounds; the other tools answer at once.
-fn runs_long(route: Route, name: &str) -> bool {
-    match route {
-        Route::Prompt(_) => true,
-        Route::Agent => name == tools::agent::GEMINI,
-        Route::Extra(_) | Route::Job(_) | Route::ReadAnswer => false,
+/// `result` as a client of the request's protocol version reads it: before 2025-06-18 without
+/// `structuredContent` and `resource_link` blocks.
+fn downgraded(mut result: CallToolResult, context: &RequestContext<RoleServer>) -> CallToolResult {
+    if is_legacy(context.protocol_version().as_ref()) {
+        result.structured_content = None;
+        result.content.retain(|c| c.as_resource_link().is_none());
     }
+    result
 }
 
 /// Whether the request's client capabilities (its `_meta` on 2026-07-28) declare elicitation.

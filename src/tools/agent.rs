@@ -10,6 +10,8 @@ use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::args::{self, given};
+pub(crate) use super::decl::AgentTool;
+use super::decl::{Decl, Listing, Route, Set};
 use super::prompt::result::{FailureFields, PageFields, SaveFields};
 use super::prompt::{self, ModeArg, PermissionArg};
 use crate::approval::ApprovalMode;
@@ -32,13 +34,43 @@ pub(crate) const LIST_SESSIONS: &str = "list_sessions";
 /// `reset_session`.
 pub(crate) const RESET_SESSION: &str = "reset_session";
 
-/// Whether `name` is one of this tool set's tools.
-pub(crate) fn is_agent_tool(name: &str) -> bool {
-    matches!(name, GEMINI | LIST_MODELS | LIST_SESSIONS | RESET_SESSION)
+/// `gemini`: runs Gemini, so it may run as a task or a job.
+pub(crate) const GEMINI_TOOL: Decl = AgentTool::Gemini.decl(|l| definition(AgentTool::Gemini, l));
+/// `list_models`.
+pub(crate) const LIST_MODELS_TOOL: Decl =
+    AgentTool::ListModels.decl(|l| definition(AgentTool::ListModels, l));
+/// `list_sessions`.
+pub(crate) const LIST_SESSIONS_TOOL: Decl =
+    AgentTool::ListSessions.decl(|l| definition(AgentTool::ListSessions, l));
+/// `reset_session`.
+pub(crate) const RESET_SESSION_TOOL: Decl =
+    AgentTool::ResetSession.decl(|l| definition(AgentTool::ResetSession, l));
+
+impl AgentTool {
+    /// The tool's name.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            AgentTool::Gemini => GEMINI,
+            AgentTool::ListModels => LIST_MODELS,
+            AgentTool::ListSessions => LIST_SESSIONS,
+            AgentTool::ResetSession => RESET_SESSION,
+        }
+    }
+
+    /// The tool's declaration, in the `acp` set, defined by `define`.
+    const fn decl(self, define: fn(&Listing) -> Tool) -> Decl {
+        Decl {
+            name: self.name(),
+            set: Set::Acp,
+            runs_long: matches!(self, AgentTool::Gemini),
+            route: Route::Agent(self),
+            define,
+        }
+    }
 }
 
 /// Arguments of `gemini`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct GeminiArgs {
     /// The task or question for Gemini.
     pub prompt: String,
@@ -100,12 +132,11 @@ pub(crate) struct GeminiArgs {
     /// default 10 min after it finished or was last asked about). The key with other arguments
     /// is refused.
     #[serde(default)]
-    #[allow(dead_code, reason = "the MCP layer reads it from the call's arguments")]
     pub idempotency_key: Option<String>,
 }
 
 /// Arguments of `reset_session`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct ResetArgs {
     /// The workspace whose session is reset; omit for all.
     #[serde(default)]
@@ -220,8 +251,8 @@ enum EventKind {
     Cancelled,
 }
 
-/// The four tools; `with_output_schema` for clients of 2025-06-18 and later.
-pub(crate) fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool> {
+/// The tool's definition; `gemini`'s output schema for clients of 2025-06-18 and later.
+fn definition(tool: AgentTool, listing: &Listing) -> Tool {
     let read_only = |title: &str| {
         ToolAnnotations::with_title(title)
             .read_only(true)
@@ -229,40 +260,38 @@ pub(crate) fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Ve
             .idempotent(true)
             .open_world(false)
     };
-    let mut gemini = Tool::new(
-        GEMINI,
-        format!("Runs a task with Gemini over ACP (Agent Client Protocol) in a warm agent: the first call in a workspace starts the agent, later calls reuse it and its session (replaced after a number of turns). Returns success, SESSION_ID, agent_messages, thought, stop_reason, tool_calls, plan (empty with Gemini CLI 0.61) and error. Pass SESSION_ID to continue a specific session. No automatic retry; a model fallback only when the operator configured one ({}).", crate::config::settings::FALLBACK_MODELS.name),
-        args::input_schema::<GeminiArgs>(),
-    );
-    gemini.annotations = Some(prompt::annotations("Gemini (warm ACP session)", ceiling));
-    let mut list_models = Tool::new(
-        LIST_MODELS,
-        "Lists the models Gemini offers, the current model and the agent's name and version (starts an agent in the server's working directory if none runs).",
-        args::input_schema::<NoArgs>(),
-    );
-    list_models.annotations = Some(read_only("List Gemini models"));
-    let mut list_sessions = Tool::new(
-        LIST_SESSIONS,
-        "Lists the ACP sessions the server holds: workspace, SESSION_ID, turn count, model and approval mode.",
-        args::input_schema::<NoArgs>(),
-    );
-    list_sessions.annotations = Some(read_only("List Gemini sessions"));
-    let mut reset_session = Tool::new(
-        RESET_SESSION,
-        "Forgets the ACP session of a workspace (`cd`/`workspace`), or of every workspace when none is given: the next gemini call there starts a fresh session.",
-        args::input_schema::<ResetArgs>(),
-    );
-    reset_session.annotations = Some(
-        ToolAnnotations::with_title("Reset Gemini sessions")
-            .read_only(false)
-            .destructive(true)
-            .idempotent(true)
-            .open_world(false),
-    );
-    if with_output_schema {
-        gemini.output_schema = Some(Arc::new(args::output_schema_of::<GeminiResult>()));
+    let (description, input, annotations) = match tool {
+        AgentTool::Gemini => (
+            format!("Runs a task with Gemini over ACP (Agent Client Protocol) in a warm agent: the first call in a workspace starts the agent, later calls reuse it and its session (replaced after a number of turns). Returns success, SESSION_ID, agent_messages, thought, stop_reason, tool_calls, plan (empty with Gemini CLI 0.61) and error. Pass SESSION_ID to continue a specific session. No automatic retry; a model fallback only when the operator configured one ({}).", crate::config::settings::FALLBACK_MODELS.name),
+            args::input_schema::<GeminiArgs>(),
+            prompt::annotations("Gemini (warm ACP session)", listing.ceiling),
+        ),
+        AgentTool::ListModels => (
+            "Lists the models Gemini offers, the current model and the agent's name and version (starts an agent in the server's working directory if none runs).".to_owned(),
+            args::input_schema::<NoArgs>(),
+            read_only("List Gemini models"),
+        ),
+        AgentTool::ListSessions => (
+            "Lists the ACP sessions the server holds: workspace, SESSION_ID, turn count, model and approval mode.".to_owned(),
+            args::input_schema::<NoArgs>(),
+            read_only("List Gemini sessions"),
+        ),
+        AgentTool::ResetSession => (
+            "Forgets the ACP session of a workspace (`cd`/`workspace`), or of every workspace when none is given: the next gemini call there starts a fresh session.".to_owned(),
+            args::input_schema::<ResetArgs>(),
+            ToolAnnotations::with_title("Reset Gemini sessions")
+                .read_only(false)
+                .destructive(true)
+                .idempotent(true)
+                .open_world(false),
+        ),
+    };
+    let mut defined = Tool::new(tool.name(), description, input);
+    defined.annotations = Some(annotations);
+    if listing.with_output_schema && tool == AgentTool::Gemini {
+        defined.output_schema = Some(Arc::new(args::output_schema_of::<GeminiResult>()));
     }
-    vec![gemini, list_models, list_sessions, reset_session]
+    defined
 }
 
 /// What a call of this set needs from the server.
@@ -283,19 +312,81 @@ pub(crate) struct Env<'a> {
     pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
 }
 
-/// Runs one call of this tool set.
-pub(crate) async fn call(
-    env: Env<'_>,
-    name: &str,
+/// A call of this set, its arguments decoded.
+#[derive(Debug, Clone)]
+pub(crate) enum AgentCall {
+    /// `gemini`.
+    Gemini(Box<GeminiCall>),
+    /// `list_models` (it reads no arguments).
+    ListModels,
+    /// `list_sessions` (it reads no arguments).
+    ListSessions,
+    /// `reset_session`.
+    ResetSession(ResetArgs),
+}
+
+/// A `gemini` call: its arguments, and what of them is checked without the file system.
+#[derive(Debug, Clone)]
+pub(crate) struct GeminiCall {
+    /// The arguments as given.
+    pub args: GeminiArgs,
+    /// `model`, checked.
+    model: Option<String>,
+    /// The approval mode, under the ceiling.
+    mode: ApprovalMode,
+    /// `approval_mode: "ask"`.
+    pub ask: bool,
+}
+
+/// Decodes a call's arguments, and checks of `gemini`'s what needs no file system.
+pub(crate) fn decode(
+    tool: AgentTool,
     arguments: Option<&JsonObject>,
-) -> CallToolResult {
+    policy: &Policy,
+) -> Result<AgentCall, Failure> {
+    Ok(match tool {
+        AgentTool::Gemini => {
+            let a: GeminiArgs = args::decode(arguments)?;
+            if a.prompt.trim().is_empty() {
+                return Err(Failure::invalid_input(
+                    "`prompt` must be a non-empty string",
+                ));
+            }
+            let model = given(a.model.clone());
+            if let Some(m) = &model {
+                command::validate_model(m)?;
+            }
+            let prompt::Approval { mode, ask } =
+                prompt::approval(policy, a.approval_mode, a.permission)?;
+            AgentCall::Gemini(Box::new(GeminiCall {
+                args: a,
+                model,
+                mode,
+                ask,
+            }))
+        }
+        AgentTool::ListModels => AgentCall::ListModels,
+        AgentTool::ListSessions => AgentCall::ListSessions,
+        AgentTool::ResetSession => AgentCall::ResetSession(args::decode(arguments)?),
+    })
+}
+
+/// `f` in `tool`'s result shape: `gemini`'s contract for `gemini`, a plain failure for the others.
+pub(crate) fn failure(tool: AgentTool, render: &Render<'_>, f: &Failure) -> CallToolResult {
+    match tool {
+        AgentTool::Gemini => render.agent_failure(f, &Map::new()),
+        _ => render.failure(f),
+    }
+}
+
+/// Runs one call of this tool set.
+pub(crate) async fn call(env: Env<'_>, call: AgentCall) -> CallToolResult {
     let pool = env.runner.pool();
-    match name {
-        GEMINI => gemini(&env, arguments).await,
-        LIST_SESSIONS => env.render.value(json!({"sessions": pool.sessions().await})),
-        RESET_SESSION => {
+    match call {
+        AgentCall::Gemini(call) => gemini(&env, *call).await,
+        AgentCall::ListSessions => env.render.value(json!({"sessions": pool.sessions().await})),
+        AgentCall::ResetSession(a) => {
             let reset = async {
-                let a: ResetArgs = args::decode(arguments)?;
                 let raw = workspace_arg(a.cd, a.workspace)?;
                 let cwd = match &raw {
                     Some(raw) => Some(env.roots.workspace("cd", Some(raw)).await?),
@@ -311,7 +402,7 @@ pub(crate) async fn call(
                 Err(f) => env.render.failure(&f),
             }
         }
-        LIST_MODELS => match pool
+        AgentCall::ListModels => match pool
             .probe(env.roots.cwd().to_path_buf(), env.ct.clone())
             .await
         {
@@ -322,29 +413,18 @@ pub(crate) async fn call(
             })),
             Err(f) => env.render.failure(&f),
         },
-        _ => env
-            .render
-            .failure(&Failure::invalid_input(format!("unknown tool {name}"))),
     }
 }
 
-/// A `gemini` call decoded into the one prompt job every prompt tool runs as, and its note.
-async fn decode(
-    env: &Env<'_>,
-    arguments: Option<&JsonObject>,
-) -> Result<(Job, Option<String>), Failure> {
-    let a: GeminiArgs = args::decode(arguments)?;
-    if a.prompt.trim().is_empty() {
-        return Err(Failure::invalid_input(
-            "`prompt` must be a non-empty string",
-        ));
-    }
-    let model = given(a.model);
-    if let Some(m) = &model {
-        command::validate_model(m)?;
-    }
-    let prompt::Approval { mode, ask } =
-        prompt::approval(env.policy, a.approval_mode, a.permission)?;
+/// A `gemini` call turned into the one prompt job every prompt tool runs as (its paths checked),
+/// and its note.
+async fn job(env: &Env<'_>, call: GeminiCall) -> Result<(Job, Option<String>), Failure> {
+    let GeminiCall {
+        args: a,
+        model,
+        mode,
+        ask,
+    } = call;
     let cwd = env
         .roots
         .workspace("cd", workspace_arg(a.cd, a.workspace)?.as_deref())
@@ -397,8 +477,8 @@ async fn decode(
     Ok((job, prompt::task_note(a.task_note)?))
 }
 
-async fn gemini(env: &Env<'_>, arguments: Option<&JsonObject>) -> CallToolResult {
-    let (job, note) = match decode(env, arguments).await {
+async fn gemini(env: &Env<'_>, call: GeminiCall) -> CallToolResult {
+    let (job, note) = match job(env, call).await {
         Ok(d) => d,
         Err(f) => return env.render.agent_failure(&f, &Map::new()),
     };

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::args;
-use super::prompt::{GEMINI_PROMPT, GEMINI_PROMPT_STRUCTURED, GEMINI_PROMPT_WITH_CONTEXT};
+pub(crate) use super::decl::JobTool;
+use super::decl::{Decl, Listing, Route, Set};
 
 /// `gemini_start`.
 pub(crate) const GEMINI_START: &str = "gemini_start";
@@ -30,34 +31,37 @@ pub(crate) const MAX_WAIT_S: u64 = 240;
 /// Most jobs one `gemini_wait` waits on.
 pub(crate) const MAX_WAIT_JOBS: usize = 16;
 
-/// One of the job tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum JobTool {
-    /// `gemini_start`.
-    Start,
-    /// `gemini_wait`.
-    Wait,
-    /// `gemini_cancel`.
-    Cancel,
-    /// `gemini_jobs`.
-    Jobs,
-}
+/// `gemini_start`.
+pub(crate) const START: Decl = JobTool::Start.decl(|l| definition(JobTool::Start, l));
+/// `gemini_wait`.
+pub(crate) const WAIT: Decl = JobTool::Wait.decl(|l| definition(JobTool::Wait, l));
+/// `gemini_cancel`.
+pub(crate) const CANCEL: Decl = JobTool::Cancel.decl(|l| definition(JobTool::Cancel, l));
+/// `gemini_jobs`.
+pub(crate) const JOBS: Decl = JobTool::Jobs.decl(|l| definition(JobTool::Jobs, l));
 
 impl JobTool {
-    /// The tool named `name`, if it is one of the set.
-    pub(crate) fn from_name(name: &str) -> Option<JobTool> {
-        match name {
-            GEMINI_START => Some(JobTool::Start),
-            GEMINI_WAIT => Some(JobTool::Wait),
-            GEMINI_CANCEL => Some(JobTool::Cancel),
-            GEMINI_JOBS => Some(JobTool::Jobs),
-            _ => None,
+    /// The tool's declaration, in the `jobs` set, answering at once (a job runs apart from the
+    /// call that started it), defined by `define`.
+    const fn decl(self, define: fn(&Listing) -> Tool) -> Decl {
+        let name = match self {
+            JobTool::Start => GEMINI_START,
+            JobTool::Wait => GEMINI_WAIT,
+            JobTool::Cancel => GEMINI_CANCEL,
+            JobTool::Jobs => GEMINI_JOBS,
+        };
+        Decl {
+            name,
+            set: Set::Jobs,
+            runs_long: false,
+            route: Route::Job(self),
+            define,
         }
     }
 }
 
 /// Arguments of `gemini_start`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct StartArgs {
     /// The prompt tool the job runs: gemini_prompt (default), gemini_prompt_with_context or
     /// gemini_prompt_structured (and gemini, when the acp tool set is on).
@@ -72,7 +76,7 @@ pub(crate) struct StartArgs {
 }
 
 /// Arguments of `gemini_wait`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct WaitArgs {
     /// The jobs to wait on (1 to 16 job_ids of gemini_start): the wait ends when one of them has
     /// finished.
@@ -84,7 +88,7 @@ pub(crate) struct WaitArgs {
 }
 
 /// Arguments of `gemini_cancel`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct CancelArgs {
     /// The job to cancel (a job_id of gemini_start).
     pub job_id: String,
@@ -93,6 +97,32 @@ pub(crate) struct CancelArgs {
 /// Arguments of `gemini_jobs`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct JobsArgs {}
+
+/// A call of one of the job tools, its arguments decoded.
+#[derive(Debug, Clone)]
+pub(crate) enum JobCall {
+    /// `gemini_start`; the call it starts is decoded when it starts.
+    Start(StartArgs),
+    /// `gemini_wait`.
+    Wait(WaitArgs),
+    /// `gemini_cancel`.
+    Cancel(CancelArgs),
+    /// `gemini_jobs` (it reads no arguments).
+    Jobs,
+}
+
+/// Decodes a call's arguments.
+pub(crate) fn decode(
+    tool: JobTool,
+    arguments: Option<&rmcp::model::JsonObject>,
+) -> Result<JobCall, crate::error::Failure> {
+    Ok(match tool {
+        JobTool::Start => JobCall::Start(args::decode(arguments)?),
+        JobTool::Wait => JobCall::Wait(args::decode(arguments)?),
+        JobTool::Cancel => JobCall::Cancel(args::decode(arguments)?),
+        JobTool::Jobs => JobCall::Jobs,
+    })
+}
 
 /// `_meta` keys under which a client sends its own id of a tool call, the same when it sends the
 /// call again (Claude Code after a transport error).
@@ -118,16 +148,13 @@ impl CallKey {
     }
 }
 
-/// A prompt call's key: its `idempotency_key`, when its arguments carry one (a non-empty string;
-/// another type is the tool's own argument error), else the client's id of the call in `meta`.
+/// A prompt call's key: its decoded `idempotency_key`, when it is not empty, else the client's
+/// id of the call in `meta`.
 pub(crate) fn call_key(
-    arguments: Option<&rmcp::model::JsonObject>,
+    idempotency_key: Option<&str>,
     meta: &Map<String, Value>,
 ) -> Option<CallKey> {
-    let given = arguments
-        .and_then(|a| a.get("idempotency_key"))
-        .and_then(Value::as_str)
-        .filter(|k| !k.is_empty());
+    let given = idempotency_key.filter(|k| !k.is_empty());
     if let Some(key) = given {
         return Some(CallKey::Given(key.to_string()));
     }
@@ -137,27 +164,14 @@ pub(crate) fn call_key(
     })
 }
 
-/// The tools a job may run: the prompt tools, and the `acp` set's `gemini` when it is on.
-pub(crate) fn runnable(acp: bool) -> Vec<&'static str> {
-    let mut tools = vec![
-        GEMINI_PROMPT,
-        GEMINI_PROMPT_WITH_CONTEXT,
-        GEMINI_PROMPT_STRUCTURED,
-    ];
-    if acp {
-        tools.push(super::agent::GEMINI);
-    }
-    tools
-}
-
 const START_DESCRIPTION: &str = "Starts a Gemini prompt as a background job and returns its job_id at once: for long runs (an analysis of a repository, edits across files) that your client would cut, or to go on working while Gemini works. Pass the prompt tool's name as `tool` and its arguments as `arguments`. Then call gemini_wait with the job_id for its result. Jobs nobody waits on or lists for the server's retention time (10 min by default) are cancelled.";
 const WAIT_DESCRIPTION: &str = "Waits until one of the given jobs has finished, or until timeout_s passes (0: look without waiting), and returns each job's state (working, input_required, completed, failed, cancelled), its elapsed seconds and its last progress message; a finished job's result is the result the prompt tool would have returned (a long answer read on with gemini_read_answer). Waiting does not stop a job: call again to wait longer.";
 const CANCEL_DESCRIPTION: &str = "Cancels a job: its Gemini run is stopped (its processes killed, or its turn on a warm agent ended) and the job reads cancelled. A finished job stays as it finished.";
 const JOBS_DESCRIPTION: &str = "Lists your jobs, oldest first: job_id, tool, state, elapsed seconds and last progress message (results through gemini_wait).";
 
-/// The four tools; `gemini_start` annotated as the prompt tools are under the approval-mode
-/// `ceiling`.
-pub(crate) fn definitions(ceiling: crate::approval::ApprovalMode) -> Vec<Tool> {
+/// The tool's definition; `gemini_start` annotated as the prompt tools are under the
+/// approval-mode ceiling.
+fn definition(tool: JobTool, listing: &Listing) -> Tool {
     let annotate = |title: &str, read_only: bool, destructive: bool| {
         ToolAnnotations::with_title(title)
             .read_only(read_only)
@@ -165,32 +179,35 @@ pub(crate) fn definitions(ceiling: crate::approval::ApprovalMode) -> Vec<Tool> {
             .idempotent(read_only)
             .open_world(!read_only)
     };
-    vec![
-        Tool::new(
+    match tool {
+        JobTool::Start => Tool::new(
             GEMINI_START,
             START_DESCRIPTION,
             args::input_schema::<StartArgs>(),
         )
-        .annotate(super::prompt::annotations("Start a Gemini job", ceiling)),
-        Tool::new(
+        .annotate(super::prompt::annotations(
+            "Start a Gemini job",
+            listing.ceiling,
+        )),
+        JobTool::Wait => Tool::new(
             GEMINI_WAIT,
             WAIT_DESCRIPTION,
             args::input_schema::<WaitArgs>(),
         )
         .annotate(annotate("Wait for Gemini jobs", true, false)),
-        Tool::new(
+        JobTool::Cancel => Tool::new(
             GEMINI_CANCEL,
             CANCEL_DESCRIPTION,
             args::input_schema::<CancelArgs>(),
         )
         .annotate(annotate("Cancel a Gemini job", false, true)),
-        Tool::new(
+        JobTool::Jobs => Tool::new(
             GEMINI_JOBS,
             JOBS_DESCRIPTION,
             args::input_schema::<JobsArgs>(),
         )
         .annotate(annotate("List Gemini jobs", true, false)),
-    ]
+    }
 }
 
 #[cfg(test)]
@@ -205,26 +222,20 @@ mod tests {
     #[test]
     fn the_idempotency_key_wins_over_the_clients_id() {
         let meta = object(json!({"claudecode/toolUseId": "toolu_1"}));
-        let args = object(json!({"prompt": "p", "idempotency_key": "k"}));
-        assert_eq!(
-            call_key(Some(&args), &meta),
-            Some(CallKey::Given("k".into()))
-        );
+        assert_eq!(call_key(Some("k"), &meta), Some(CallKey::Given("k".into())));
     }
 
     #[test]
     fn the_clients_id_of_the_call_is_a_key_of_its_own_namespace() {
         let meta = object(json!({"claudecode/toolUseId": "toolu_1", "progressToken": 3}));
-        let args = object(json!({"prompt": "p"}));
-        let key = call_key(Some(&args), &meta).unwrap();
+        let key = call_key(None, &meta).unwrap();
         assert_eq!(key, CallKey::Client("claudecode/toolUseId toolu_1".into()));
         assert_eq!(key.text(), "claudecode/toolUseId toolu_1");
     }
 
     #[test]
     fn an_empty_or_missing_key_is_none() {
-        let args = object(json!({"prompt": "p", "idempotency_key": ""}));
-        assert_eq!(call_key(Some(&args), &Map::new()), None);
+        assert_eq!(call_key(Some(""), &Map::new()), None);
         let meta = object(json!({"claudecode/toolUseId": "", "other/id": "x"}));
         assert_eq!(call_key(None, &meta), None);
         let meta = object(json!({"claudecode/toolUseId": 7}));

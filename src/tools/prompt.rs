@@ -13,6 +13,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::args::{self, given};
+pub(crate) use super::decl::Kind;
+use super::decl::{Decl, Listing, Route, Set};
 use crate::approval::ApprovalMode;
 use crate::deadline::Deadlines;
 use crate::error::Failure;
@@ -209,7 +211,6 @@ pub(crate) struct CommonArgs {
     /// default 10 min after it finished or was last asked about). The key with other arguments
     /// is refused.
     #[serde(default)]
-    #[allow(dead_code, reason = "the MCP layer reads it from the call's arguments")]
     pub idempotency_key: Option<String>,
 }
 
@@ -266,30 +267,9 @@ struct Full<T> {
     common: CommonArgs,
 }
 
-/// Which of the three tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// `gemini_prompt`.
-    Prompt,
-    /// `gemini_prompt_with_context`.
-    WithContext,
-    /// `gemini_prompt_structured`.
-    Structured,
-}
-
 impl Kind {
-    /// The tool named `name`, if it is one of the three.
-    pub(crate) fn from_name(name: &str) -> Option<Kind> {
-        match name {
-            GEMINI_PROMPT => Some(Kind::Prompt),
-            GEMINI_PROMPT_WITH_CONTEXT => Some(Kind::WithContext),
-            GEMINI_PROMPT_STRUCTURED => Some(Kind::Structured),
-            _ => None,
-        }
-    }
-
     /// The tool's name.
-    pub(crate) fn name(self) -> &'static str {
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             Kind::Prompt => GEMINI_PROMPT,
             Kind::WithContext => GEMINI_PROMPT_WITH_CONTEXT,
@@ -323,6 +303,8 @@ pub(crate) struct Call {
     pub debug: bool,
     /// `repair` (`gemini_prompt_structured`), the server's default filled in.
     pub repair: bool,
+    /// `idempotency_key`: the key the MCP layer runs the call as a job of.
+    pub idempotency_key: Option<String>,
 }
 
 /// Decodes a call's arguments and checks what can be checked without the file system.
@@ -402,6 +384,7 @@ pub(crate) fn decode(
         full_output: common.full_output.unwrap_or(false),
         debug: common.debug.unwrap_or(false),
         repair,
+        idempotency_key: common.idempotency_key,
     })
 }
 
@@ -571,10 +554,29 @@ The server appends an instruction to answer with JSON only, extracts the JSON fr
 A response that does not validate is an error (`schema_mismatch`) listing each validation error and the raw response. \
 Schema limits: 1 MiB, 10,000 nodes, 64 levels.";
 
-/// The three tool definitions, annotated for the approval-mode `ceiling`. `with_output_schema`
-/// is false for clients of protocol versions before 2025-06-18, which have no `outputSchema`
-/// (nor tool titles).
-pub(crate) fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Vec<Tool> {
+/// `gemini_prompt`.
+pub(crate) const PROMPT: Decl = Kind::Prompt.decl(|l| definition(Kind::Prompt, l));
+/// `gemini_prompt_with_context`.
+pub(crate) const WITH_CONTEXT: Decl = Kind::WithContext.decl(|l| definition(Kind::WithContext, l));
+/// `gemini_prompt_structured`.
+pub(crate) const STRUCTURED: Decl = Kind::Structured.decl(|l| definition(Kind::Structured, l));
+
+impl Kind {
+    /// The tool's declaration: in the core set, running long, defined by `define`.
+    const fn decl(self, define: fn(&Listing) -> Tool) -> Decl {
+        Decl {
+            name: self.name(),
+            set: Set::Core,
+            runs_long: true,
+            route: Route::Prompt(self),
+            define,
+        }
+    }
+}
+
+/// The tool's definition, annotated for the approval-mode ceiling. Without `with_output_schema`
+/// (clients of protocol versions before 2025-06-18) it has no `outputSchema` nor title.
+fn definition(kind: Kind, listing: &Listing) -> Tool {
     static INPUTS: LazyLock<[Arc<JsonObject>; 3]> = LazyLock::new(|| {
         [
             args::input_schema::<Full<PromptArgs>>(),
@@ -582,35 +584,23 @@ pub(crate) fn definitions(with_output_schema: bool, ceiling: ApprovalMode) -> Ve
             args::input_schema::<Full<StructuredArgs>>(),
         ]
     });
-    let tools = [
-        (GEMINI_PROMPT, "Ask Gemini", PROMPT_DESCRIPTION, false),
-        (
-            GEMINI_PROMPT_WITH_CONTEXT,
-            "Ask Gemini with context",
-            CONTEXT_DESCRIPTION,
-            false,
-        ),
-        (
-            GEMINI_PROMPT_STRUCTURED,
+    let (title, description, input) = match kind {
+        Kind::Prompt => ("Ask Gemini", PROMPT_DESCRIPTION, &INPUTS[0]),
+        Kind::WithContext => ("Ask Gemini with context", CONTEXT_DESCRIPTION, &INPUTS[1]),
+        Kind::Structured => (
             "Ask Gemini for schema-valid JSON",
             STRUCTURED_DESCRIPTION,
-            true,
+            &INPUTS[2],
         ),
-    ];
-    tools
-        .into_iter()
-        .zip(INPUTS.iter())
-        .map(|((name, title, description, structured), input)| {
-            let mut tool =
-                Tool::new(name, description, input.clone()).annotate(annotations(title, ceiling));
-            if with_output_schema {
-                tool = tool
-                    .with_title(title)
-                    .with_raw_output_schema(output_schema(structured));
-            }
-            tool
-        })
-        .collect()
+    };
+    let mut tool = Tool::new(kind.name(), description, input.clone())
+        .annotate(annotations(title, listing.ceiling));
+    if listing.with_output_schema {
+        tool = tool
+            .with_title(title)
+            .with_raw_output_schema(output_schema(kind == Kind::Structured));
+    }
+    tool
 }
 
 #[cfg(test)]

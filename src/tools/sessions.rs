@@ -8,10 +8,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::args::{self, given};
+pub(crate) use super::decl::Extra;
+use super::decl::{Decl, Listing, Route, Set};
 use crate::error::{tail_lossy, ErrorKind, Failure, STDERR_TAIL_BYTES};
 use crate::gemini::inputs::flag;
 use crate::gemini::session::{self, ListedSession};
-use crate::policy::Toolsets;
 use crate::roots::Roots;
 use crate::run::Runner;
 
@@ -23,7 +24,7 @@ pub(crate) const GEMINI_DELETE_SESSION: &str = "gemini_delete_session";
 pub(crate) const GEMINI_LIST_MODELS: &str = "gemini_list_models";
 
 /// Arguments of `gemini_list_sessions`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct ListArgs {
     /// The project directory (default: the server's working directory); under the allowed roots.
     #[serde(default)]
@@ -31,7 +32,7 @@ pub(crate) struct ListArgs {
 }
 
 /// Arguments of `gemini_delete_session`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct DeleteArgs {
     /// The project directory (default: the server's working directory); under the allowed roots.
     #[serde(default)]
@@ -40,45 +41,64 @@ pub(crate) struct DeleteArgs {
     pub session_id: String,
 }
 
-/// One of the opt-in tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Extra {
-    /// `gemini_list_sessions`.
-    ListSessions,
-    /// `gemini_delete_session`.
-    DeleteSession,
-    /// `gemini_list_models`.
-    ListModels,
-}
+/// `gemini_list_sessions`, in the `sessions` set.
+pub(crate) const LIST_SESSIONS: Decl =
+    Extra::ListSessions.decl(|l| definition(Extra::ListSessions, l));
+/// `gemini_delete_session`, in the `sessions` set.
+pub(crate) const DELETE_SESSION: Decl =
+    Extra::DeleteSession.decl(|l| definition(Extra::DeleteSession, l));
+/// `gemini_list_models`, in the `models` set.
+pub(crate) const LIST_MODELS: Decl = Extra::ListModels.decl(|l| definition(Extra::ListModels, l));
 
 impl Extra {
-    /// The tool named `name`, when its set is enabled.
-    pub(crate) fn from_name(name: &str, enabled: Toolsets) -> Option<Extra> {
-        match name {
-            GEMINI_LIST_SESSIONS if enabled.sessions => Some(Extra::ListSessions),
-            GEMINI_DELETE_SESSION if enabled.sessions => Some(Extra::DeleteSession),
-            GEMINI_LIST_MODELS if enabled.models => Some(Extra::ListModels),
-            _ => None,
+    /// The tool's declaration: its set, answering at once, defined by `define`.
+    const fn decl(self, define: fn(&Listing) -> Tool) -> Decl {
+        let (name, set) = match self {
+            Extra::ListSessions => (GEMINI_LIST_SESSIONS, Set::Sessions),
+            Extra::DeleteSession => (GEMINI_DELETE_SESSION, Set::Sessions),
+            Extra::ListModels => (GEMINI_LIST_MODELS, Set::Models),
+        };
+        Decl {
+            name,
+            set,
+            runs_long: false,
+            route: Route::Extra(self),
+            define,
         }
     }
 }
 
+/// A call of one of the opt-in tools, its arguments decoded.
+#[derive(Debug, Clone)]
+pub(crate) enum ExtraCall {
+    /// `gemini_list_sessions`.
+    ListSessions(ListArgs),
+    /// `gemini_delete_session`.
+    DeleteSession(DeleteArgs),
+    /// `gemini_list_models` (it takes no arguments, and reads none).
+    ListModels,
+}
+
+/// Decodes a call's arguments.
+pub(crate) fn decode(tool: Extra, arguments: Option<&JsonObject>) -> Result<ExtraCall, Failure> {
+    Ok(match tool {
+        Extra::ListSessions => ExtraCall::ListSessions(args::decode(arguments)?),
+        Extra::DeleteSession => ExtraCall::DeleteSession(args::decode(arguments)?),
+        Extra::ListModels => ExtraCall::ListModels,
+    })
+}
+
 /// Runs one of the opt-in tools.
 pub(crate) async fn call(
-    tool: Extra,
-    arguments: Option<&JsonObject>,
+    call: ExtraCall,
     roots: &Roots<'_>,
     runner: &Runner,
     ct: tokio_util::sync::CancellationToken,
 ) -> Result<CallToolResult, Failure> {
-    let (workspace, id) = match tool {
-        Extra::ListModels => return Ok(list_models()),
-        Extra::ListSessions => {
-            let a: ListArgs = args::decode(arguments)?;
-            (given(a.workspace), None)
-        }
-        Extra::DeleteSession => {
-            let a: DeleteArgs = args::decode(arguments)?;
+    let (workspace, id) = match call {
+        ExtraCall::ListModels => return Ok(list_models()),
+        ExtraCall::ListSessions(a) => (given(a.workspace), None),
+        ExtraCall::DeleteSession(a) => {
             session::validate_session_id(&a.session_id)?;
             (given(a.workspace), Some(a.session_id))
         }
@@ -133,11 +153,10 @@ Runs serialised with the other calls in that workspace.";
 const DELETE_SESSION_DESCRIPTION: &str = "Delete one of the Gemini CLI's saved sessions of a workspace by its id (a UUID from gemini_list_sessions or an answer's sessionId). Irreversible.";
 const LIST_MODELS_DESCRIPTION: &str = "The Gemini models and aliases the installed Gemini CLI knows, the default, and where the list comes from.";
 
-/// The definitions of the enabled opt-in tools.
-pub(crate) fn definitions(enabled: Toolsets, with_output_schema: bool) -> Vec<Tool> {
-    let mut tools = Vec::new();
-    if enabled.sessions {
-        tools.push((
+/// The tool's definition; its output schema and title for clients of 2025-06-18 and later.
+fn definition(tool: Extra, listing: &Listing) -> Tool {
+    let (tool, title, out) = match tool {
+        Extra::ListSessions => (
             Tool::new(
                 GEMINI_LIST_SESSIONS,
                 LIST_SESSIONS_DESCRIPTION,
@@ -152,8 +171,8 @@ pub(crate) fn definitions(enabled: Toolsets, with_output_schema: bool) -> Vec<To
             ),
             "List Gemini sessions",
             json!({"type": "object", "properties": {"workspace": {"type": "string"}, "sessions": {"type": "array", "items": {"type": "object", "properties": {"sessionId": {"type": "string"}, "title": {"type": "string"}, "age": {"type": "string"}, "current": {"type": "boolean"}}, "required": ["sessionId", "title", "age", "current"]}}}, "required": ["workspace", "sessions"]}),
-        ));
-        tools.push((
+        ),
+        Extra::DeleteSession => (
             Tool::new(
                 GEMINI_DELETE_SESSION,
                 DELETE_SESSION_DESCRIPTION,
@@ -168,10 +187,8 @@ pub(crate) fn definitions(enabled: Toolsets, with_output_schema: bool) -> Vec<To
             ),
             "Delete a Gemini session",
             json!({"type": "object", "properties": {"workspace": {"type": "string"}, "sessionId": {"type": "string"}, "deleted": {"type": "string"}}}),
-        ));
-    }
-    if enabled.models {
-        tools.push((
+        ),
+        Extra::ListModels => (
             Tool::new(
                 GEMINI_LIST_MODELS,
                 LIST_MODELS_DESCRIPTION,
@@ -186,18 +203,13 @@ pub(crate) fn definitions(enabled: Toolsets, with_output_schema: bool) -> Vec<To
             ),
             "List Gemini models",
             json!({"type": "object", "properties": {"models": {"type": "array"}, "aliases": {"type": "object"}, "default": {"type": "string"}, "source": {"type": "string"}}, "required": ["models", "aliases", "default", "source"]}),
-        ));
+        ),
+    };
+    if listing.with_output_schema {
+        tool.with_title(title).with_raw_output_schema(object(out))
+    } else {
+        tool
     }
-    tools
-        .into_iter()
-        .map(|(tool, title, out)| {
-            if with_output_schema {
-                tool.with_title(title).with_raw_output_schema(object(out))
-            } else {
-                tool
-            }
-        })
-        .collect()
 }
 
 /// The Gemini CLI 0.61 model table (its `models.ts`, reference §7): until the ACP backend can ask
@@ -332,28 +344,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn extra_tools_only_when_enabled() {
-        let none = Toolsets::default();
-        assert!(Extra::from_name(GEMINI_LIST_MODELS, none).is_none());
-        assert!(definitions(none, true).is_empty());
-        let all = Toolsets::parse("all").0;
-        let names: Vec<_> = definitions(all, true)
-            .iter()
-            .map(|t| t.name.to_string())
-            .collect();
-        assert_eq!(
-            names,
-            [
-                GEMINI_LIST_SESSIONS,
-                GEMINI_DELETE_SESSION,
-                GEMINI_LIST_MODELS
-            ]
-        );
-        let delete = &definitions(all, true)[1];
+    fn delete_is_destructive_and_titled_for_new_clients_only() {
+        let new = Listing {
+            with_output_schema: true,
+            ceiling: crate::approval::ApprovalMode::Yolo,
+        };
+        let delete = (DELETE_SESSION.define)(&new);
+        assert_eq!(delete.name, GEMINI_DELETE_SESSION);
         assert_eq!(
             delete.annotations.as_ref().unwrap().destructive_hint,
             Some(true)
         );
+        assert!(delete.output_schema.is_some() && delete.title.is_some());
+        let old = Listing {
+            with_output_schema: false,
+            ..new
+        };
+        let delete = (DELETE_SESSION.define)(&old);
+        assert!(delete.output_schema.is_none() && delete.title.is_none());
     }
 
     #[test]

@@ -436,3 +436,42 @@ fn sigterm_on_the_server_kills_every_tree_and_exits(
         );
     }
 }
+
+/// The names a server started with `env` lists in `tools/list`.
+fn listed_names(env: &[(&str, &str)]) -> Vec<String> {
+    let mut h = Harness::start(env);
+    let list = h.rpc("tools/list", None);
+    list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools in {list}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `geminicli-mcp tools --json` (what the `.mcpb` bundle's tool list is read from) names the
+/// tools `tools/list` lists, in its order: `core` by default, every set when all are on.
+#[test]
+fn the_tools_subcommand_lists_what_tools_list_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = super::server_command(dir.path())
+        .args(["tools", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let catalogue: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = catalogue["tools"].as_array().unwrap();
+    let names = |core_only: bool| -> Vec<String> {
+        tools
+            .iter()
+            .filter(|t| !core_only || t["toolset"] == "core")
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(true), listed_names(&[]));
+    let all = [("GEMINICLI_MCP_TOOLSETS", "sessions,models,jobs,acp")];
+    assert_eq!(names(false), listed_names(&all));
+    assert!(tools
+        .iter()
+        .all(|t| t["description"].as_str().is_some_and(|d| !d.is_empty())));
+}

@@ -8,6 +8,18 @@ fn obj(v: Value) -> JsonObject {
     }
 }
 
+/// The three prompt tools' definitions under the `yolo` ceiling.
+fn defined(with_output_schema: bool) -> Vec<Tool> {
+    let listing = Listing {
+        with_output_schema,
+        ceiling: ApprovalMode::Yolo,
+    };
+    [PROMPT, WITH_CONTEXT, STRUCTURED]
+        .iter()
+        .map(|d| (d.define)(&listing))
+        .collect()
+}
+
 fn decoded(kind: Kind, v: Value) -> Result<Call, Failure> {
     decode(kind, Some(&obj(v)), &Policy::default())
 }
@@ -73,7 +85,7 @@ fn bad_arguments_are_input_validation() {
 
 #[test]
 fn definitions_advertise_the_reference_contract() {
-    let tools = definitions(true, ApprovalMode::Yolo);
+    let tools = defined(true);
     let names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
@@ -100,9 +112,7 @@ fn definitions_advertise_the_reference_contract() {
         assert_eq!(a.idempotent_hint, Some(false));
         assert_eq!(a.open_world_hint, Some(true));
     }
-    assert!(definitions(false, ApprovalMode::Yolo)
-        .iter()
-        .all(|t| t.output_schema.is_none()));
+    assert!(defined(false).iter().all(|t| t.output_schema.is_none()));
 }
 
 #[test]
