@@ -28,7 +28,7 @@ mod held;
 pub mod http;
 pub mod logging;
 mod names;
-mod oneshot;
+pub mod oneshot;
 mod policy;
 mod progress;
 mod render;

@@ -9,7 +9,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::error::{tail_lossy, ErrorKind, Failure, RunFacts, STDERR_TAIL_BYTES};
-use crate::gemini::events::{ResultEvent, Transcript};
+use crate::oneshot::events::{ResultEvent, Transcript};
 use crate::gemini::process::{KillReason, RunOutput, Stream, Termination};
 
 /// A successful run.

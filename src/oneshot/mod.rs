@@ -2,6 +2,8 @@
 //! lines fed to the call's progress as they arrive, its deadlines watched, and its end classified
 //! into the answer or a typed failure.
 
+pub mod events;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -12,12 +14,12 @@ use tokio_util::sync::CancellationToken;
 use crate::deadline::{self, Deadlines};
 use crate::error::{tail_lossy, ErrorKind, Failure, STDERR_TAIL_BYTES};
 use crate::gemini::auth;
-use crate::gemini::events::{self, Transcript};
 use crate::gemini::launch::spawn_failure;
 use crate::gemini::outcome::{self, CancelCause, Success};
 use crate::gemini::process::{self, Activity, KillReason, RunSpec, Stream, Watch};
 use crate::gemini::session;
 use crate::progress::{Hint, Progress, PREVIEW_CHARS};
+use events::Transcript;
 
 /// What one attempt is asked to do besides running `spec`.
 pub(crate) struct Attempt<'a> {
