@@ -630,11 +630,17 @@ fn the_layer_check_sees_an_import_up_and_a_room_in_no_layer() {
         .any(|l| l == "high is in no layer"));
 }
 
+/// A wing's name (its folder under `src/`) and its floors, top first: each a name and its rooms.
+type Wing = (
+    &'static str,
+    &'static [(&'static str, &'static [&'static str])],
+);
+
 /// The floors inside a wing (a folder of `src/`), top first, as [`LAYERS`] orders the crate's
 /// rooms: each floor names its rooms, a file's stem or a folder under the wing (`mod` is the wing's
 /// own `mod.rs`, or `x.rs` beside a folder `x/`). An import from one room of a wing to another runs
 /// down or stays on its floor, never up; a wing's room in no floor fails the test as well.
-const FLOORS: &[(&str, &[(&str, &[&str])])] = &[
+const FLOORS: &[Wing] = &[
     (
         "acp",
         &[
@@ -731,7 +737,7 @@ fn inner_room(src: &Path, wing: &str, file: &Path) -> Option<String> {
 
 /// Every arrow inside a wing of `floors` that runs up its floors, every room of a wing no floor
 /// names and every room a floor names that the wing lacks, described for a reader with the files.
-fn floor_breaches(src: &Path, floors: &[(&str, &[(&str, &[&str])])]) -> Vec<String> {
+fn floor_breaches(src: &Path, floors: &[Wing]) -> Vec<String> {
     let show = |p: &Path| p.strip_prefix(src).unwrap_or(p).display().to_string();
     let mut files = Vec::new();
     rust_files(src, &mut files);
@@ -808,7 +814,7 @@ fn the_floor_check_sees_an_import_up_a_room_in_no_floor_and_a_room_gone() {
     write("wing/high.rs", "pub fn h() { super::low::l() }\n");
     write("wing/low.rs", "pub fn l() {}\n");
     write("wing/deep/mod.rs", "pub fn d() { crate::wing::low::l() }\n");
-    let floors: &[(&str, &[(&str, &[&str])])] = &[(
+    let floors: &[Wing] = &[(
         "wing",
         &[
             ("top", &["mod", "high"]),
@@ -828,7 +834,7 @@ fn the_floor_check_sees_an_import_up_a_room_in_no_floor_and_a_room_gone() {
         ["wing: low (bottom) imports up from deep (middle): wing/low.rs -> wing/deep/mod.rs: super::deep::d"],
         "the failure names the rooms, their floors and the files"
     );
-    let unplaced: &[(&str, &[(&str, &[&str])])] = &[(
+    let unplaced: &[Wing] = &[(
         "wing",
         &[("top", &["mod", "high", "gone"]), ("bottom", &["low"])],
     )];
@@ -842,7 +848,7 @@ fn the_floor_check_sees_an_import_up_a_room_in_no_floor_and_a_room_gone() {
 }
 
 /// Every room listed more than once in `layers`, or more than once among one wing's `floors`.
-fn listed_twice(layers: &[(&str, &[&str])], floors: &[(&str, &[(&str, &[&str])])]) -> Vec<String> {
+fn listed_twice(layers: &[(&str, &[&str])], floors: &[Wing]) -> Vec<String> {
     let twice = |rooms: Vec<&str>, what: &str| {
         let mut seen = BTreeSet::new();
         rooms
