@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The server's release binary within its budget (BENCHMARKS.md, "The release binary's size"):
+# 8 MiB, x86_64 Linux (glibc), built as the release workflow builds it (the same packages and
+# binaries in one build, so their dependencies' features unify the same way, and the same
+# --remap-path-prefix flags). Fails when the binary is over the budget.
+#
+#   .ci/binary-size.sh                  build (release profile, in CARGO_TARGET_DIR or target/), then check
+#   .ci/binary-size.sh --check FILE     check a binary already built (the release workflow's)
+#
+# A release build takes several minutes on two cores: .ci/run starts it in the background while the
+# real-CLI lane waits on the CLI, and waits for it after.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+budget=$((8 * 1024 * 1024))
+
+if [[ "${1:-}" == --check ]]; then
+  bin="${2:?usage: .ci/binary-size.sh --check FILE}"
+else
+  cargo fetch --locked
+  cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+  flags="--remap-path-prefix=$PWD=/build"
+  for d in "$cargo_home"/registry/src/*/; do
+    flags="$flags --remap-path-prefix=${d%/}=/cargo"
+  done
+  # The workflow's build command (.github/workflows/release.yml, "Build"), for the host.
+  RUSTFLAGS="$flags" CARGO_INCREMENTAL=0 cargo build --release --locked --quiet \
+    -p geminicli-mcp -p fake-gemini -p gemini-mcp-conformance \
+    --bin geminicli-mcp --bin fake-gemini --bin fake-gemini-api --bin gemini-mcp-conformance
+  bin="${CARGO_TARGET_DIR:-$PWD/target}/release/geminicli-mcp"
+fi
+
+size="$(wc -c < "$bin" | tr -d ' ')"
+if (( size > budget )); then
+  echo "binary size: $bin is $size bytes, $((size - budget)) over the budget of $budget (8 MiB):" \
+    "see BENCHMARKS.md, \"The release binary's size\", for what was cut and what was kept" >&2
+  exit 1
+fi
+echo "binary size: $size bytes, $((budget - size)) under the budget of $budget (8 MiB)"
