@@ -3,8 +3,8 @@
 //! The binary (`src/main.rs`) parses flags and env into a [`config::Config`] and serves MCP over
 //! stdio; this library holds everything else so tests can reach it. The arrows point one way,
 //! down from the protocol to the process (CONTRIBUTING.md has the map):
-//! `server` → `tools` → `run` → the backends `gemini` (one-shot) and `acp` (warm) → `progress`,
-//! `deadline`, `error`, `approval`, `config`.
+//! `server` → `tools` → `run` → the backends `oneshot` and `acp` (warm) → `gemini` (what both
+//! share of the CLI) → `progress`, `deadline`, `error`, `approval`, `config`.
 
 // `error::Failure` (about 280 bytes) is the error type of every call path. It is built at most
 // once per tool call, next to a process spawn; boxing it would only add noise.
@@ -28,7 +28,7 @@ mod held;
 pub mod http;
 pub mod logging;
 mod names;
-mod oneshot;
+pub mod oneshot;
 mod policy;
 mod progress;
 mod prompts;

@@ -3,7 +3,7 @@
 //! in-place parse (`from_stdout_owned`, what the server runs) must give the same transcript.
 #![no_main]
 
-use geminicli_mcp::gemini::events::{parse_line, progress_hint, Transcript};
+use geminicli_mcp::oneshot::events::{parse_line, progress_hint, Transcript};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

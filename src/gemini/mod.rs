@@ -1,13 +1,12 @@
 //! What both backends share about the Gemini CLI: finding and starting it (`resolve`,
 //! `environment`, `launch`), what is handed to it (`inputs`, `command`), supervising the process
-//! tree (`process`), reading what it printed (`events`, `outcome`), its logins (`auth`) and
+//! tree (`process`), reading what it printed (`outcome`: a run's success, the stderr both backends read), its logins (`auth`) and
 //! settings (`settings`, `telemetry`), and its sessions on disk (`session`, `retention`). The one-shot backend
 //! is `crate::oneshot`, the warm one `crate::acp`; neither imports the other.
 
 pub(crate) mod auth;
 pub(crate) mod command;
 pub(crate) mod environment;
-pub mod events;
 pub(crate) mod gate;
 pub(crate) mod history;
 pub mod inputs;

@@ -511,7 +511,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "ground",
         &[
-            "names", "answers", "deadline", "sync", "approval", "setup", "fd_limit",
+            "names", "deadline", "sync", "approval", "setup", "fd_limit",
         ],
     ),
 ];
@@ -623,6 +623,273 @@ fn the_layer_check_sees_an_import_up_and_a_room_in_no_layer() {
     assert!(layer_breaches(&src, unplaced)
         .iter()
         .any(|l| l == "high is in no layer"));
+}
+
+/// A wing's name (its folder under `src/`) and its floors, top first: each a name and its rooms.
+type Wing = (
+    &'static str,
+    &'static [(&'static str, &'static [&'static str])],
+);
+
+/// The floors inside a wing (a folder of `src/`), top first, as [`LAYERS`] orders the crate's
+/// rooms: each floor names its rooms, a file's stem or a folder under the wing (`mod` is the wing's
+/// own `mod.rs`, or `x.rs` beside a folder `x/`). An import from one room of a wing to another runs
+/// down or stays on its floor, never up; a wing's room in no floor fails the test as well.
+const FLOORS: &[Wing] = &[
+    (
+        "acp",
+        &[
+            ("the backend", &["mod"]),
+            ("agents, sessions and prompts", &["pool"]),
+            ("one agent's JSON-RPC", &["client"]),
+            ("the ACP messages", &["wire"]),
+        ],
+    ),
+    (
+        "acp/pool",
+        &[
+            ("the two uses", &["prompt", "warm"]),
+            ("the pool", &["mod"]),
+            ("a turn and a load's replay", &["turn", "replay"]),
+            ("what a turn folds and where it runs", &["fold", "slots"]),
+            ("a call and an agent's key", &["call", "agent"]),
+        ],
+    ),
+    (
+        "gemini",
+        &[
+            ("the wing", &["mod"]),
+            (
+                "what starts the CLI and waits on it",
+                &["launch", "gate", "auth", "mcp_probe", "history"],
+            ),
+            (
+                "what a start is made of",
+                &[
+                    "command",
+                    "environment",
+                    "process",
+                    "mcp_servers",
+                    "retention",
+                    "telemetry",
+                ],
+            ),
+            (
+                "the CLI's program, sessions and settings",
+                &["resolve", "session", "settings"],
+            ),
+            (
+                "what is handed to the CLI and read of its end",
+                &["inputs", "outcome"],
+            ),
+        ],
+    ),
+    (
+        "gemini/process",
+        &[
+            ("supervision", &["mod"]),
+            (
+                "the tree, its command line and its pipes",
+                &["tree", "argv", "capture"],
+            ),
+            ("trees killed if the server dies", &["watchdog"]),
+            (
+                "what the watchdog reads and removes",
+                &["sweep", "tmp", "status"],
+            ),
+        ],
+    ),
+    (
+        "oneshot",
+        &[
+            ("an attempt", &["mod"]),
+            ("its end classified", &["classify"]),
+            ("stream-json", &["events"]),
+        ],
+    ),
+    (
+        "tools",
+        &[
+            ("the registry", &["mod"]),
+            ("the jobs set", &["jobs"]),
+            ("the acp set", &["agent"]),
+            ("the prompt and sessions sets", &["prompt", "sessions"]),
+            ("arguments decoded", &["args"]),
+            ("what a tool is declared with", &["decl"]),
+        ],
+    ),
+];
+
+/// The room of `file` inside the wing `wing` (a folder under `src`), if the file is in it.
+fn inner_room(src: &Path, wing: &str, file: &Path) -> Option<String> {
+    let base = src.join(wing);
+    if file == base.with_extension("rs") {
+        return Some("mod".into());
+    }
+    let rel = file.strip_prefix(&base).ok()?;
+    let first = rel.components().next()?.as_os_str().to_string_lossy();
+    Some(first.strip_suffix(".rs").unwrap_or(&first).to_owned())
+}
+
+/// Every arrow inside a wing of `floors` that runs up its floors, every room of a wing no floor
+/// names and every room a floor names that the wing lacks, described for a reader with the files.
+fn floor_breaches(src: &Path, floors: &[Wing]) -> Vec<String> {
+    let show = |p: &Path| p.strip_prefix(src).unwrap_or(p).display().to_string();
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let krate = Crate::load(&src.join("lib.rs"));
+    let arrows = arrows(&krate);
+    let mut report = Vec::new();
+    for &(wing, wing_floors) in floors {
+        let floor = |room: &str| {
+            wing_floors
+                .iter()
+                .position(|(_, rooms)| rooms.contains(&room))
+        };
+        // A wing's unit tests (`tests.rs`, `#[cfg(test)]`) stand on no floor.
+        let present: BTreeSet<String> = files
+            .iter()
+            .filter_map(|f| inner_room(src, wing, f))
+            .filter(|room| room != "tests")
+            .collect();
+        for room in &present {
+            if floor(room).is_none() {
+                report.push(format!("{wing}: {room} is in no floor"));
+            }
+        }
+        for (_, rooms) in wing_floors {
+            for room in rooms.iter().filter(|r| !present.contains(**r)) {
+                report.push(format!("{wing}: {room} is listed but not in src/{wing}"));
+            }
+        }
+        for (from, tos) in &arrows {
+            let Some(from_room) = inner_room(src, wing, from) else {
+                continue;
+            };
+            for (to, names) in tos {
+                let Some(to_room) = inner_room(src, wing, to) else {
+                    continue;
+                };
+                let (Some(up), Some(down)) = (floor(&to_room), floor(&from_room)) else {
+                    continue;
+                };
+                if up < down {
+                    report.push(format!(
+                        "{wing}: {from_room} ({}) imports up from {to_room} ({}): {} -> {}: {}",
+                        wing_floors[down].0,
+                        wing_floors[up].0,
+                        show(from),
+                        show(to),
+                        names.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    report.sort();
+    report.dedup();
+    report
+}
+
+#[test]
+fn the_rooms_inside_a_wing_import_only_down_its_floors() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let report = floor_breaches(&src, FLOORS);
+    assert!(report.is_empty(), "{}", report.join("\n"));
+}
+
+#[test]
+fn the_floor_check_sees_an_import_up_a_room_in_no_floor_and_a_room_gone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("wing/deep")).expect("src");
+    let write = |name: &str, text: &str| std::fs::write(src.join(name), text).expect("write");
+    write("lib.rs", "pub mod wing;\n");
+    write(
+        "wing/mod.rs",
+        "pub mod high;\npub mod low;\npub mod deep;\n",
+    );
+    write("wing/high.rs", "pub fn h() { super::low::l() }\n");
+    write("wing/low.rs", "pub fn l() {}\n");
+    write("wing/deep/mod.rs", "pub fn d() { crate::wing::low::l() }\n");
+    write("wing/tests.rs", "use super::high::h;\n");
+    let floors: &[Wing] = &[(
+        "wing",
+        &[
+            ("top", &["mod", "high"]),
+            ("middle", &["deep"]),
+            ("bottom", &["low"]),
+        ],
+    )];
+    assert_eq!(floor_breaches(&src, floors), Vec::<String>::new());
+
+    write(
+        "wing/low.rs",
+        "pub fn l() {}\npub fn up() { super::deep::d() }\n",
+    );
+    let found = floor_breaches(&src, floors);
+    assert_eq!(
+        found,
+        ["wing: low (bottom) imports up from deep (middle): wing/low.rs -> wing/deep/mod.rs: super::deep::d"],
+        "the failure names the rooms, their floors and the files"
+    );
+    let unplaced: &[Wing] = &[(
+        "wing",
+        &[("top", &["mod", "high", "gone"]), ("bottom", &["low"])],
+    )];
+    assert_eq!(
+        floor_breaches(&src, unplaced),
+        [
+            "wing: deep is in no floor",
+            "wing: gone is listed but not in src/wing"
+        ]
+    );
+}
+
+/// Every room listed more than once in `layers`, or more than once among one wing's `floors`.
+fn listed_twice(layers: &[(&str, &[&str])], floors: &[Wing]) -> Vec<String> {
+    let twice = |rooms: Vec<&str>, what: &str| {
+        let mut seen = BTreeSet::new();
+        rooms
+            .into_iter()
+            .filter(|r| !seen.insert(*r))
+            .map(|r| format!("{r} is listed twice in {what}"))
+            .collect::<Vec<_>>()
+    };
+    let mut out = twice(
+        layers
+            .iter()
+            .flat_map(|(_, rooms)| rooms.iter().copied())
+            .collect(),
+        "LAYERS",
+    );
+    for (wing, wing_floors) in floors {
+        out.extend(twice(
+            wing_floors
+                .iter()
+                .flat_map(|(_, rooms)| rooms.iter().copied())
+                .collect(),
+            &format!("the floors of {wing}"),
+        ));
+    }
+    out
+}
+
+#[test]
+fn each_room_is_listed_once() {
+    let twice = listed_twice(LAYERS, FLOORS);
+    assert!(twice.is_empty(), "{twice:?}");
+    assert_eq!(
+        listed_twice(
+            &[("top", &["a", "b"]), ("bottom", &["b"])],
+            &[("w", &[("top", &["x"]), ("bottom", &["x", "y"])])]
+        ),
+        [
+            "b is listed twice in LAYERS",
+            "x is listed twice in the floors of w"
+        ],
+        "the check sees a room in two layers and one in two floors"
+    );
 }
 
 /// The files below [`PROTOCOL_LAYERS`] that name rmcp outside their tests.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::gemini::outcome::retry_delay_ms;
 
 fn run(status: Option<Termination>, stdout: &str, stderr: &str) -> (RunOutput, Transcript) {
     let out = RunOutput {

@@ -2,6 +2,9 @@
 //! lines fed to the call's progress as they arrive, its deadlines watched, and its end classified
 //! into the answer or a typed failure.
 
+mod classify;
+pub mod events;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -12,12 +15,13 @@ use tokio_util::sync::CancellationToken;
 use crate::deadline::{self, Deadlines};
 use crate::error::{tail_lossy, ErrorKind, Failure, STDERR_TAIL_BYTES};
 use crate::gemini::auth;
-use crate::gemini::events::{self, Transcript};
 use crate::gemini::launch::spawn_failure;
-use crate::gemini::outcome::{self, CancelCause, Success};
+use crate::gemini::outcome::Success;
 use crate::gemini::process::{self, Activity, KillReason, RunSpec, Stream, Watch};
 use crate::gemini::session;
 use crate::progress::{Hint, Progress, PREVIEW_CHARS};
+pub(crate) use classify::CancelCause;
+use events::Transcript;
 
 /// What one attempt is asked to do besides running `spec`.
 pub(crate) struct Attempt<'a> {
@@ -129,7 +133,7 @@ pub(crate) async fn run(
         _ => None,
     };
     let tools_ran = !transcript.tools.is_empty();
-    let result = outcome::classify(&out, transcript, cause(), deadline_ms)
+    let result = classify::classify(&out, transcript, cause(), deadline_ms)
         .map_err(|f| auth::with_auth_fix(f, &cwd, &child_env))
         .and_then(|success| same_session(success, resume));
     Ran {
