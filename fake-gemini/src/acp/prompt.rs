@@ -464,8 +464,7 @@ fn model_run(
             }
             let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": c}});
             if written == 0 && sc.process.hang == Some(Hang::AfterOutput) {
-                agent.send_then_freeze(&json!({"jsonrpc": "2.0", "method": "session/update",
-                    "params": {"sessionId": s.id, "update": chunk}}));
+                agent.send_then_freeze(&super::agent::update_message(&s.id, &chunk));
             }
             agent.update(&s.id, chunk);
             written += 1;
