@@ -148,3 +148,17 @@ fn the_lines_sent_are_the_ones_the_cli_reads() {
         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/set_mode\",\"params\":{\"sessionId\":\"s\",\"modeId\":\"yolo\"}}\n"
     );
 }
+
+#[test]
+fn initialize_names_no_capability() {
+    let init = acp::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
+        .client_info(acp::Implementation::new("geminicli-mcp", "1.0.0"));
+    assert_eq!(
+        serde_json::to_value(init).expect("JSON"),
+        json!({"protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false,
+                "auth": {"terminal": false}},
+            "clientInfo": {"name": "geminicli-mcp", "version": "1.0.0"}}),
+        "no file system and no terminal for the agent"
+    );
+}
