@@ -15,7 +15,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::wire::{error_of, session_of, update_of, Envelope, Method, PermissionRequest};
+use crate::acp::wire::{
+    error_of, id_number, session_of, update_of, Envelope, Method, PermissionRequest,
+};
 use crate::approval::ApprovalMode;
 use crate::ask::{Question, Reply, Why};
 use crate::gemini::process::{Live, RunSpec, SpawnError, Termination};
@@ -661,14 +663,6 @@ impl Message {
             },
             _ => Message::Ignored,
         }
-    }
-}
-
-/// The server's own id a response carries (the server's ids are positive integers).
-fn id_number(id: &acp::RequestId) -> Option<u64> {
-    match id {
-        acp::RequestId::Number(n) => u64::try_from(*n).ok(),
-        acp::RequestId::Null | acp::RequestId::Str(_) => None,
     }
 }
 

@@ -397,6 +397,14 @@ pub(crate) struct Envelope {
     pub error: Option<Value>,
 }
 
+/// The server's own id a response carries (the server's ids are positive integers).
+pub(crate) fn id_number(id: &acp::RequestId) -> Option<u64> {
+    match id {
+        acp::RequestId::Number(n) => u64::try_from(*n).ok(),
+        acp::RequestId::Null | acp::RequestId::Str(_) => None,
+    }
+}
+
 /// The session a `session/update` or a `session/request_permission` is about (its `sessionId`).
 pub(crate) fn session_of(params: &Value) -> String {
     #[derive(Deserialize)]
