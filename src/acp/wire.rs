@@ -1,8 +1,12 @@
-//! The ACP messages the server reads from an agent, typed: a session's updates and a permission
-//! request's tool call and options. Only what the server reads is typed; a kind it does not know
-//! (a newer agent's) reads as `Other`, and a transcript keeps the message as it came. The ACP SDK's
-//! schema crate has no such fallback for unknown update kinds, content blocks or stop reasons, so
-//! an agent one release ahead of it would fail to parse; these types stay small and lenient.
+//! The ACP messages both ways. Every request the server sends is a type of the ACP project's
+//! schema (`agent-client-protocol-schema`) with its method and the type its answer reads into
+//! ([`Method`]); a message from the agent is an [`Envelope`] whose parts are read by their
+//! schema types. A session's updates and a permission request's tool call and options are read
+//! by the small lenient types here instead: a kind the server does not know (a newer agent's)
+//! reads as `Other`, and a transcript keeps the message as it came. The schema's types have no
+//! such fallback for unknown update kinds, content blocks or option kinds, so an agent one
+//! release ahead of them would fail to parse. Where the Gemini CLI leaves the schema:
+//! `departures`.
 
 use std::borrow::Cow;
 
