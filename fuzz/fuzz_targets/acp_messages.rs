@@ -34,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
                 let offered = params["options"].as_array().cloned().unwrap_or_default();
                 for mode in MODES {
                     let (outcome, allowed) = permission(mode, &params);
+                    let outcome = serde_json::to_value(outcome).expect("an outcome is JSON");
                     if mode <= ApprovalMode::Default {
                         assert!(!allowed, "{mode:?} approved a tool call");
                     }
@@ -54,6 +55,7 @@ fuzz_target!(|data: &[u8]| {
                     }
                 }
                 let (outcome, allowed) = permission(ApprovalMode::AutoEdit, &params);
+                let outcome = serde_json::to_value(outcome).expect("an outcome is JSON");
                 fold.absorb(Inbound::Permission {
                     tool_call: params["toolCall"].clone(),
                     options: params["options"].clone(),

@@ -8,12 +8,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use agent_client_protocol_schema::v1 as acp;
+use serde::Serialize;
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::wire::PermissionRequest;
+use crate::acp::wire::{
+    error_of, id_number, session_of, update_of, Envelope, Method, PermissionRequest,
+};
 use crate::approval::ApprovalMode;
 use crate::ask::{Question, Reply, Why};
 use crate::gemini::process::{Live, RunSpec, SpawnError, Termination};
@@ -45,6 +49,9 @@ pub enum AcpError {
     /// No answer within the request timeout; the agent is killed.
     #[error("the Gemini ACP agent did not answer {0} in time; it was killed")]
     Timeout(String),
+    /// An answer the schema's type of it does not take (the method named).
+    #[error("the Gemini ACP agent answered {0} with a result ACP does not define")]
+    Unreadable(String),
 }
 
 /// What reaches the prompt waiting on a session.
@@ -426,26 +433,30 @@ impl Connection {
         String::from_utf8_lossy(&[a, b].concat()).into_owned()
     }
 
-    fn send(&self, msg: &Value) {
-        let mut line = serde_json::to_vec(msg).unwrap_or_default();
-        line.push(b'\n');
-        let _ = self.out.send(line);
+    fn send(&self, msg: &impl Serialize) {
+        let _ = self.out.send(line(msg));
     }
 
-    /// Sends a notification.
-    pub fn notify(&self, method: &str, params: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    /// Sends a request and waits for its answer: `timeout` (`None`: unbounded, for prompts)
-    /// past which the agent is killed, since an agent that ignores one request is stuck.
-    pub async fn request(
+    /// Sends a request and waits for its answer, read as the schema's type of it: `timeout`
+    /// (`None`: unbounded) past which the agent is killed, since an agent that ignores one
+    /// request is stuck.
+    pub(crate) async fn call<M: Method>(
         &self,
-        method: &str,
-        params: Value,
+        params: &M,
+        timeout: Option<Duration>,
+    ) -> Result<M::Answer, AcpError> {
+        let result = self.request(params, timeout).await?;
+        M::answer(result).ok_or_else(|| AcpError::Unreadable(M::NAME.to_string()))
+    }
+
+    /// Sends a request and waits for its answer's `result`, as [`Connection::call`].
+    async fn request<M: Method>(
+        &self,
+        params: &M,
         timeout: Option<Duration>,
     ) -> Result<Value, AcpError> {
-        let (rx, _) = match self.start_request(method, params) {
+        let method = M::NAME;
+        let (rx, _) = match self.start_request(params) {
             Ok(sent) => sent,
             // Ending (its stdout closed, say) but not yet reaped: its exit and stderr say why, and
             // they come within the kill's grace.
@@ -476,11 +487,11 @@ impl Connection {
         }
     }
 
-    /// Sends a request; the receiver gets its answer (or the agent's end).
-    pub fn start_request(
+    /// Sends a request; the receiver gets its answer's `result` (or the agent's end), which
+    /// [`Method::answer`] reads.
+    pub(crate) fn start_request<M: Method>(
         &self,
-        method: &str,
-        params: Value,
+        params: &M,
     ) -> Result<(oneshot::Receiver<Result<Value, AcpError>>, u64), AcpError> {
         if self.is_dead() {
             return Err(AcpError::Exited(
@@ -490,7 +501,11 @@ impl Connection {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         lock(&self.shared.waiters).insert(id, tx);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.send(&acp::JsonRpcMessage::wrap(acp::Request {
+            id: acp::RequestId::Number(i64::try_from(id).unwrap_or(i64::MAX)),
+            method: M::NAME.into(),
+            params: Some(params),
+        }));
         Ok((rx, id))
     }
 
@@ -510,7 +525,10 @@ impl Connection {
                 self.shared.settled.notify_waiters();
             }
         }
-        self.notify("session/cancel", json!({"sessionId": session}));
+        self.send(&acp::JsonRpcMessage::wrap(acp::Notification {
+            method: acp::AGENT_METHOD_NAMES.session_cancel.into(),
+            params: Some(acp::CancelNotification::new(session.to_string())),
+        }));
     }
 
     /// Whether a cancelled prompt of this running agent awaits its answer.
@@ -582,8 +600,8 @@ pub enum Message {
     },
     /// A `session/request_permission` request.
     Permission {
-        /// Its id, echoed in the answer (any JSON value).
-        id: Value,
+        /// Its id, echoed in the answer.
+        id: acp::RequestId,
         /// The session asking.
         session: String,
         /// The request's `params` (`toolCall`, `options`).
@@ -592,7 +610,7 @@ pub enum Message {
     /// Another request: answered "method not found" (no `fs` or `terminal` capability).
     Unsupported {
         /// Its id.
-        id: Value,
+        id: acp::RequestId,
         /// Its method.
         method: String,
     },
@@ -605,46 +623,39 @@ impl Message {
     /// Classifies one line of the agent's stdout (trailing newline allowed). Never fails: a
     /// stray line must not end the connection.
     pub fn parse(line: &[u8]) -> Message {
-        let parsed = serde_json::from_slice::<Value>(line).or_else(|e| {
+        let parsed = serde_json::from_slice::<Envelope>(line).or_else(|e| {
             // Bytes that are not UTF-8 are read as the one-shot backend reads the CLI's output:
             // each bad sequence as U+FFFD.
             match std::str::from_utf8(line) {
                 Ok(_) => Err(e),
-                Err(_) => serde_json::from_str::<Value>(&String::from_utf8_lossy(line)),
+                Err(_) => serde_json::from_str::<Envelope>(&String::from_utf8_lossy(line)),
             }
         });
-        let Ok(mut msg) = parsed else {
+        let Ok(msg) = parsed else {
             return Message::Ignored;
         };
-        let method = msg.get("method").and_then(Value::as_str);
-        let id = msg.get("id").filter(|id| !id.is_null()).cloned();
-        let session = |params: &Value| params["sessionId"].as_str().unwrap_or_default().to_string();
-        match (method, id) {
+        match (msg.method.as_deref(), msg.id) {
             (None, Some(id)) => {
-                let Some(id) = id.as_u64() else {
+                let Some(id) = id_number(&id) else {
                     return Message::Ignored;
                 };
-                let answer = match msg.get("error") {
-                    Some(e) => Err(AcpError::Rpc {
-                        code: e["code"].as_i64().unwrap_or(0),
-                        message: e["message"].as_str().unwrap_or_default().to_string(),
-                    }),
-                    None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
+                let answer = match msg.error {
+                    Some(e) => {
+                        let (code, message) = error_of(e);
+                        Err(AcpError::Rpc { code, message })
+                    }
+                    None => Ok(msg.result.unwrap_or(Value::Null)),
                 };
                 Message::Response { id, answer }
             }
             (Some("session/update"), None) => Message::Update {
-                session: session(&msg["params"]),
-                // Taken, not copied: an answer chunk may be many MiB.
-                update: msg
-                    .get_mut("params")
-                    .and_then(|p| p.get_mut("update"))
-                    .map_or(Value::Null, Value::take),
+                session: session_of(&msg.params),
+                update: update_of(msg.params),
             },
             (Some("session/request_permission"), Some(id)) => Message::Permission {
                 id,
-                session: session(&msg["params"]),
-                params: msg["params"].clone(),
+                session: session_of(&msg.params),
+                params: msg.params,
             },
             (Some(other), Some(id)) => Message::Unsupported {
                 id,
@@ -655,6 +666,20 @@ impl Message {
     }
 }
 
+/// One message as the line that carries it.
+fn line(msg: &impl Serialize) -> Vec<u8> {
+    let mut line = serde_json::to_vec(msg).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// The answer to the agent's permission request `id`.
+fn permission_answer(id: acp::RequestId, outcome: acp::RequestPermissionOutcome) -> Vec<u8> {
+    line(&acp::JsonRpcMessage::wrap(
+        acp::Response::<_, acp::Error>::new(id, Ok(acp::RequestPermissionResponse::new(outcome))),
+    ))
+}
+
 /// One message from the agent, with its line's length and its share of the budget (kept by a
 /// message routed to a prompt until the prompt takes it).
 fn dispatch(
@@ -663,11 +688,6 @@ fn dispatch(
     msg: Message,
     (bytes, budget): (usize, OwnedSemaphorePermit),
 ) {
-    let send = |v: Value| {
-        let mut line = serde_json::to_vec(&v).unwrap_or_default();
-        line.push(b'\n');
-        let _ = reply.send(line);
-    };
     match msg {
         Message::Response { id, answer } => {
             if let Some(w) = lock(&s.waiters).remove(&id) {
@@ -704,22 +724,27 @@ fn dispatch(
                 .unwrap_or(ApprovalMode::Plan);
             let (outcome, allowed) = permission(mode, &params);
             if let Some(tx) = route {
+                let (tool_call, options) = PermissionRequest::as_sent(params);
                 let _ = tx.send(Routed::made(Inbound::Permission {
-                    tool_call: params["toolCall"].clone(),
-                    options: params["options"].clone(),
+                    tool_call,
+                    options,
                     allowed,
-                    outcome: outcome.clone(),
+                    outcome: serde_json::to_value(&outcome).unwrap_or_default(),
                     decided_by: None,
                 }));
             }
-            send(json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}));
+            let _ = reply.send(permission_answer(id, outcome));
         }
         Message::Unsupported { id, method } => {
             // No `fs` or `terminal` capability is advertised: the server is no file system or
             // shell for the agent.
-            send(
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {method}")}}),
+            let error = acp::Error::new(
+                i32::from(acp::ErrorCode::MethodNotFound),
+                format!("Method not found: {method}"),
             );
+            let _ = reply.send(line(&acp::JsonRpcMessage::wrap(
+                acp::Response::<(), _>::new(id, Err(error)),
+            )));
         }
         Message::Ignored => {}
     }
@@ -732,7 +757,7 @@ fn ask(
     route: mpsc::UnboundedSender<Routed>,
     ceiling: ApprovalMode,
     writer: mpsc::UnboundedSender<Vec<u8>>,
-    id: Value,
+    id: acp::RequestId,
     params: Value,
 ) {
     let request = PermissionRequest::read(&params);
@@ -753,19 +778,15 @@ fn ask(
             (true, true) => rx.await.unwrap_or(Reply::Reject(Why::Gone)),
         };
         let (outcome, allowed) = chosen(reply, &request);
+        let (tool_call, options) = PermissionRequest::as_sent(params);
         let _ = route.send(Routed::made(Inbound::Permission {
-            tool_call: params["toolCall"].clone(),
-            options: params["options"].clone(),
+            tool_call,
+            options,
             allowed,
-            outcome: outcome.clone(),
+            outcome: serde_json::to_value(&outcome).unwrap_or_default(),
             decided_by: Some(reply.decided_by()),
         }));
-        let mut line = serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}),
-        )
-        .unwrap_or_default();
-        line.push(b'\n');
-        let _ = writer.send(line);
+        let _ = writer.send(permission_answer(id, outcome));
     };
     tokio::spawn(answer);
 }

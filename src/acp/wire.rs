@@ -1,13 +1,20 @@
-//! The ACP messages the server reads from an agent, typed: a session's updates and a permission
-//! request's tool call and options. Only what the server reads is typed; a kind it does not know
-//! (a newer agent's) reads as `Other`, and a transcript keeps the message as it came. The ACP SDK's
-//! schema crate has no such fallback for unknown update kinds, content blocks or stop reasons, so
-//! an agent one release ahead of it would fail to parse; these types stay small and lenient.
+//! The ACP messages both ways. Every request the server sends is a type of the ACP project's
+//! schema (`agent-client-protocol-schema`) with its method and the type its answer reads into
+//! ([`Method`]); a message from the agent is an [`Envelope`] whose parts are read by their
+//! schema types. A session's updates and a permission request's tool call and options are read
+//! by the small lenient types here instead: a kind the server does not know (a newer agent's)
+//! reads as `Other`, and a transcript keeps the message as it came. The schema's types have no
+//! such fallback for unknown update kinds, content blocks or option kinds, so an agent one
+//! release ahead of them would fail to parse. Where the Gemini CLI leaves the schema:
+//! `departures`.
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
+use agent_client_protocol_schema::v1 as acp;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::acp::departures::{self, Opened, PromptAnswer, SetSessionModelRequest};
 
 /// One `session/update`'s `update`, its text borrowed from the message (a chunk may be many MiB).
 #[derive(Debug, Clone, Deserialize)]
@@ -107,22 +114,39 @@ impl<'de> Deserialize<'de> for ToolCall {
 }
 
 impl ToolCall {
-    /// Reads a tool call leniently, field by field.
+    /// Reads a tool call leniently, field by field (the schema's `ToolCallUpdate`, its kind and
+    /// status kept as text: the schema's sets are closed).
     pub(crate) fn read(value: &Value) -> ToolCall {
-        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-        let each = |key: &str| value.get(key).and_then(Value::as_array);
+        #[derive(Deserialize, Default)]
+        #[serde(rename_all = "camelCase")]
+        struct Fields {
+            #[serde(default, deserialize_with = "lenient")]
+            tool_call_id: Option<String>,
+            #[serde(default, deserialize_with = "lenient")]
+            title: Option<String>,
+            #[serde(default, deserialize_with = "lenient")]
+            kind: Option<String>,
+            #[serde(default, deserialize_with = "lenient")]
+            status: Option<String>,
+            #[serde(default, deserialize_with = "lenient")]
+            locations: Option<Vec<Value>>,
+            #[serde(default, deserialize_with = "lenient")]
+            content: Option<Vec<Value>>,
+        }
+        let f = Fields::deserialize(value).unwrap_or_default();
         ToolCall {
-            tool_call_id: text("toolCallId").unwrap_or_default(),
-            title: text("title"),
-            kind: text("kind"),
-            status: text("status"),
-            locations: each("locations").map(|l| {
+            tool_call_id: f.tool_call_id.unwrap_or_default(),
+            title: f.title,
+            kind: f.kind,
+            status: f.status,
+            locations: f.locations.map(|l| {
                 l.iter()
                     .filter_map(|l| Location::deserialize(l).ok())
                     .collect()
             }),
-            content: each("content")
-                .into_iter()
+            content: f
+                .content
+                .iter()
                 .flatten()
                 .filter_map(ToolCallContent::read)
                 .collect(),
@@ -166,15 +190,20 @@ pub(crate) enum ToolCallContent {
 impl ToolCallContent {
     /// Reads a piece; one of kind `content` whose block is no object with a `type` is none.
     fn read(piece: &Value) -> Option<ToolCallContent> {
-        match piece.get("type").and_then(Value::as_str) {
-            Some("content") => {
-                let block = ContentBlock::deserialize(piece.get("content")?).ok()?;
-                Some(ToolCallContent::Content {
-                    text: block.text().to_owned(),
-                })
-            }
-            Some(_) => Some(ToolCallContent::Other),
-            None => None,
+        #[derive(Deserialize)]
+        struct Piece<'a> {
+            #[serde(rename = "type", borrow)]
+            kind: Cow<'a, str>,
+            #[serde(default, borrow)]
+            content: Option<ContentBlock<'a>>,
+        }
+        let piece = Piece::deserialize(piece).ok()?;
+        match (&*piece.kind, piece.content) {
+            ("content", Some(block)) => Some(ToolCallContent::Content {
+                text: block.text().to_owned(),
+            }),
+            ("content", None) => None,
+            _ => Some(ToolCallContent::Other),
         }
     }
 }
@@ -193,10 +222,18 @@ pub(crate) struct PermissionOption {
 impl PermissionOption {
     /// An option with a text id; one without cannot be chosen, nor confused with one that has.
     fn read(option: &Value) -> Option<PermissionOption> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Fields {
+            option_id: String,
+            #[serde(default)]
+            kind: Value,
+        }
+        let f = Fields::deserialize(option).ok()?;
         Some(PermissionOption {
-            option_id: option["optionId"].as_str()?.to_owned(),
-            kind: match &option["kind"] {
-                Value::String(kind) => kind.clone(),
+            option_id: f.option_id,
+            kind: match f.kind {
+                Value::String(kind) => kind,
                 other => other.to_string(),
             },
         })
@@ -216,9 +253,10 @@ impl PermissionRequest {
     /// Reads the parameters leniently: a tool call that does not parse names nothing, and an
     /// option without a text id is not offered.
     pub(crate) fn read(params: &Value) -> PermissionRequest {
+        let (tool_call, options) = Self::parts(params);
         PermissionRequest {
-            tool_call: ToolCall::read(&params["toolCall"]),
-            options: params["options"]
+            tool_call: ToolCall::read(&tool_call),
+            options: options
                 .as_array()
                 .into_iter()
                 .flatten()
@@ -226,82 +264,178 @@ impl PermissionRequest {
                 .collect(),
         }
     }
+
+    /// The request's `toolCall` and `options` as sent (`null` when absent), for a transcript.
+    pub(crate) fn as_sent(params: Value) -> (Value, Value) {
+        let parts: Parts = serde_json::from_value(params).unwrap_or_default();
+        (parts.tool_call, parts.options)
+    }
+
+    fn parts(params: &Value) -> (Value, Value) {
+        let parts = Parts::deserialize(params).unwrap_or_default();
+        (parts.tool_call, parts.options)
+    }
 }
 
-/// The parts of a `session/new` or `session/load` result the server reads (`models` is kept as
-/// sent for `list_models`).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SessionResult {
-    /// The new session's id (`session/load` answers without one: the id asked for).
-    pub session_id: String,
-    /// The session's models.
-    pub models: Option<SessionModels>,
-    /// The session's modes.
-    pub modes: Option<SessionModes>,
-}
-
-/// A session's current model.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// The parts of the schema's `RequestPermissionRequest` the server reads, as sent.
+#[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct SessionModels {
-    /// The model its prompts run on.
+struct Parts {
     #[serde(default)]
-    pub current_model_id: String,
+    tool_call: Value,
+    #[serde(default)]
+    options: Value,
 }
 
-/// A session's current mode.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SessionModes {
-    /// The mode's id (`default`, `autoEdit`, `yolo`, `plan`).
-    pub current_mode_id: Option<String>,
-}
-
-impl SessionResult {
-    /// Reads a result leniently, each part on its own: a part that does not parse is absent,
-    /// and takes nothing else with it (a newer shape of `models` leaves the session's id).
-    pub(crate) fn read(result: &Value) -> SessionResult {
-        let part = |key: &str| result.get(key).filter(|v| !v.is_null());
-        SessionResult {
-            session_id: part("sessionId")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            models: part("models").and_then(|v| SessionModels::deserialize(v).ok()),
-            modes: part("modes").and_then(|v| SessionModes::deserialize(v).ok()),
-        }
-    }
-
-    /// The session's model (empty when the agent did not say).
-    pub(crate) fn model(&self) -> String {
-        self.models
-            .as_ref()
-            .map(|m| m.current_model_id.clone())
-            .unwrap_or_default()
-    }
-
-    /// The session's mode id, when the agent said.
-    pub(crate) fn mode(&self) -> Option<&str> {
-        self.modes.as_ref()?.current_mode_id.as_deref()
-    }
-}
-
-/// Why a `session/prompt` turn ended: `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`,
-/// `cancelled`, or a newer reason as sent; `end_turn` when the result names none.
-pub(crate) fn stop_reason(result: &Value) -> &str {
-    result
-        .get("stopReason")
-        .and_then(Value::as_str)
-        .unwrap_or("end_turn")
+/// A field of the type asked for, or none (one of another type takes nothing else with it).
+fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    Ok(serde_json::from_value(Value::deserialize(deserializer)?).ok())
 }
 
 /// The kind of a `session/update` (`agent_message_chunk`, `tool_call`, …), without reading the
 /// rest of it.
 pub(crate) fn update_kind(update: &Value) -> &str {
-    update
-        .get("sessionUpdate")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "sessionUpdate", borrow)]
+        kind: &'a str,
+    }
+    Kind::deserialize(update).map_or("", |k| k.kind)
+}
+
+/// A request the server sends the agent: the schema's parameters of `NAME`, and what its answer
+/// reads as (`None`: an answer the schema's type does not take).
+pub(crate) trait Method: Serialize {
+    /// The JSON-RPC method.
+    const NAME: &'static str;
+    /// The answer, read.
+    type Answer;
+    /// Reads the answer's `result`.
+    fn answer(result: Value) -> Option<Self::Answer>;
+}
+
+/// A method whose answer is the schema's type of it, read whole.
+macro_rules! method {
+    ($request:ty, $name:expr, $answer:ty) => {
+        impl Method for $request {
+            const NAME: &'static str = $name;
+            type Answer = $answer;
+            fn answer(result: Value) -> Option<$answer> {
+                serde_json::from_value(result).ok()
+            }
+        }
+    };
+}
+
+method!(
+    acp::InitializeRequest,
+    acp::AGENT_METHOD_NAMES.initialize,
+    acp::InitializeResponse
+);
+method!(
+    acp::AuthenticateRequest,
+    acp::AGENT_METHOD_NAMES.authenticate,
+    acp::AuthenticateResponse
+);
+method!(
+    acp::SetSessionModeRequest,
+    acp::AGENT_METHOD_NAMES.session_set_mode,
+    acp::SetSessionModeResponse
+);
+
+impl Method for acp::NewSessionRequest {
+    const NAME: &'static str = acp::AGENT_METHOD_NAMES.session_new;
+    type Answer = Opened<acp::NewSessionResponse>;
+    fn answer(result: Value) -> Option<Self::Answer> {
+        Opened::read(result)
+    }
+}
+
+impl Method for acp::LoadSessionRequest {
+    const NAME: &'static str = acp::AGENT_METHOD_NAMES.session_load;
+    type Answer = Opened<acp::LoadSessionResponse>;
+    fn answer(result: Value) -> Option<Self::Answer> {
+        Opened::read(result)
+    }
+}
+
+impl Method for acp::PromptRequest {
+    const NAME: &'static str = acp::AGENT_METHOD_NAMES.session_prompt;
+    type Answer = PromptAnswer;
+    fn answer(result: Value) -> Option<PromptAnswer> {
+        Some(PromptAnswer::read(&result))
+    }
+}
+
+impl Method for SetSessionModelRequest {
+    const NAME: &'static str = departures::SET_MODEL;
+    // Answered `{}`, which nothing reads.
+    type Answer = ();
+    fn answer(_: Value) -> Option<()> {
+        Some(())
+    }
+}
+
+/// One JSON-RPC message from the agent, its parts by name: a request (`id` and `method`), a
+/// notification (`method`), or a response (`id`, and `result` or `error`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Envelope {
+    /// A request's or a response's id (`null` is none).
+    #[serde(default)]
+    pub id: Option<acp::RequestId>,
+    /// A request's or a notification's method.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Its parameters.
+    #[serde(default)]
+    pub params: Value,
+    /// A response's result (`null` is none).
+    #[serde(default)]
+    pub result: Option<Value>,
+    /// A response's error.
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+/// The server's own id a response carries (the server's ids are positive integers).
+pub(crate) fn id_number(id: &acp::RequestId) -> Option<u64> {
+    match id {
+        acp::RequestId::Number(n) => u64::try_from(*n).ok(),
+        acp::RequestId::Null | acp::RequestId::Str(_) => None,
+    }
+}
+
+/// The session a `session/update` or a `session/request_permission` is about (its `sessionId`).
+pub(crate) fn session_of(params: &Value) -> String {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Of {
+        session_id: acp::SessionId,
+    }
+    Of::deserialize(params).map_or_else(|_| String::new(), |of| of.session_id.0.to_string())
+}
+
+/// A `session/update`'s `update`, taken from its parameters (not copied: a chunk may be many
+/// MiB). The schema's `SessionNotification`, its update left as sent for [`SessionUpdate::read`].
+pub(crate) fn update_of(params: Value) -> Value {
+    #[derive(Deserialize)]
+    struct Of {
+        #[serde(default)]
+        update: Value,
+    }
+    serde_json::from_value::<Of>(params).map_or(Value::Null, |of| of.update)
+}
+
+/// An error answer's code and message; one that is not the schema's `Error` is code 0 with no
+/// message.
+pub(crate) fn error_of(error: Value) -> (i64, String) {
+    serde_json::from_value::<acp::Error>(error).map_or((0, String::new()), |e| {
+        (i64::from(i32::from(e.code)), e.message)
+    })
 }
 
 #[cfg(test)]
@@ -397,25 +531,19 @@ mod tests {
     }
 
     #[test]
-    fn session_and_prompt_results_read_what_the_server_uses() {
-        let r = SessionResult::read(&json!({"sessionId": "s1",
-            "models": {"currentModelId": "gemini-2.5-pro", "availableModels": []},
-            "modes": {"currentModeId": "yolo", "availableModes": []}}));
-        assert_eq!(
-            (r.session_id.as_str(), r.model().as_str(), r.mode()),
-            ("s1", "gemini-2.5-pro", Some("yolo"))
-        );
-        let none = SessionResult::read(&json!({"models": 3}));
-        assert_eq!(
-            (none.session_id.as_str(), none.model().as_str(), none.mode()),
-            ("", "", None)
-        );
-        assert_eq!(
-            stop_reason(&json!({"stopReason": "max_tokens"})),
-            "max_tokens"
-        );
-        assert_eq!(stop_reason(&json!({})), "end_turn");
+    fn envelopes_and_errors_read_by_their_schema() {
         assert_eq!(update_kind(&json!({"sessionUpdate": "plan"})), "plan");
         assert_eq!(update_kind(&json!(null)), "");
+        assert_eq!(session_of(&json!({"sessionId": "s", "update": {}})), "s");
+        assert_eq!(session_of(&json!({"sessionId": 3})), "");
+        assert_eq!(
+            update_of(json!({"sessionId": "s", "update": {"sessionUpdate": "plan"}})),
+            json!({"sessionUpdate": "plan"})
+        );
+        assert_eq!(
+            error_of(json!({"code": 429, "message": "quota"})),
+            (429, "quota".into())
+        );
+        assert_eq!(error_of(json!({"code": -32000})), (0, String::new()));
     }
 }

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use agent_client_protocol_schema::v1 as acp;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::wire;
@@ -108,7 +110,7 @@ const REPLAY_YIELD_MS: u64 = 200;
 
 impl Agent {
     /// Writes one JSON-RPC message as a line on stdout.
-    pub(crate) fn send(&self, msg: &Value) {
+    pub(crate) fn send(&self, msg: &impl Serialize) {
         let mut line = serde_json::to_vec(msg).expect("serializes");
         line.push(b'\n');
         let ticket = self.writer.ticket();
@@ -127,9 +129,8 @@ impl Agent {
         let mut first = Some(ticket);
         let mut holding = false;
         for update in updates {
-            let line = json!({"jsonrpc": "2.0", "method": "session/update",
-                "params": {"sessionId": session_id, "update": update}});
-            let mut line = serde_json::to_vec(&line).expect("serializes");
+            let mut line =
+                serde_json::to_vec(&update_message(session_id, update)).expect("serializes");
             line.push(b'\n');
             if !holding {
                 let t = first.take().unwrap_or_else(|| self.writer.ticket());
@@ -198,7 +199,7 @@ impl Agent {
 
     /// Sends a message and freezes the agent before anyone else can write or read (the
     /// `hang-after-output` fault: the chunk is the last thing the client ever sees).
-    pub(crate) fn send_then_freeze(&self, msg: &Value) -> ! {
+    pub(crate) fn send_then_freeze(&self, msg: &impl Serialize) -> ! {
         let mut line = serde_json::to_vec(msg).expect("serializes");
         line.push(b'\n');
         let ticket = self.writer.ticket();
@@ -209,19 +210,18 @@ impl Agent {
 
     /// A `session/update` notification.
     pub(crate) fn update(&self, session_id: &str, update: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": "session/update",
-            "params": {"sessionId": session_id, "update": update}}));
+        self.send(&update_message(session_id, &update));
     }
 
     pub(crate) fn respond(&self, id: &Value, result: Result<Value, Value>, msg: &Value) {
         match result {
-            Ok(r) => self.send(&json!({"jsonrpc": "2.0", "id": id, "result": r})),
+            Ok(r) => self.send(&response(id, Ok(r))),
             Err(mut e) => {
                 if crate::releases::has(&self.version, crate::releases::ACP_ERRORS_AS_TEXT) {
                     e = wire::as_text_error(e);
                 }
                 self.stderr_line(&wire::error_log_line("request", msg, &e));
-                self.send(&json!({"jsonrpc": "2.0", "id": id, "error": e}));
+                self.send(&response(id, Err(e)));
             }
         }
     }
@@ -248,7 +248,11 @@ impl Agent {
         let id = self.next_request_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = mpsc::channel();
         self.client_waiters.lock().expect("lock").insert(id, tx);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.send(&acp::JsonRpcMessage::wrap(acp::Request {
+            id: acp::RequestId::Number(i64::try_from(id).unwrap_or(i64::MAX)),
+            method: method.into(),
+            params: Some(params),
+        }));
         // The reading thread ends the process at EOF, so an unanswered request just waits.
         self.awaiting_client.fetch_add(1, Ordering::SeqCst);
         let answer = rx.recv().unwrap_or(Value::Null);
@@ -272,4 +276,40 @@ pub(crate) fn selected_auth_type() -> Option<String> {
         .as_str()
         .or_else(|| v["selectedAuthType"].as_str())
         .map(String::from)
+}
+
+/// The parameters of a `session/update`: the schema's `SessionNotification`, its update written
+/// as the scenario's 0.61 shapes have it (with the fields and `_meta` the schema does not type).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UpdateParams<'a> {
+    session_id: acp::SessionId,
+    update: &'a Value,
+}
+
+/// A `session/update` notification of `session_id`.
+pub(crate) fn update_message<'a>(session_id: &str, update: &'a Value) -> impl Serialize + 'a {
+    acp::JsonRpcMessage::wrap(acp::Notification {
+        method: acp::CLIENT_METHOD_NAMES.session_update.into(),
+        params: Some(UpdateParams {
+            session_id: acp::SessionId::new(session_id),
+            update,
+        }),
+    })
+}
+
+/// The answer to the client's request `id`: its result, or its error (the CLI's shapes, some
+/// of them not the schema's `Error`). An id the schema does not type (a fraction, a boolean) is
+/// echoed as sent, as the real agent's SDK echoes any id.
+pub(crate) fn response(id: &Value, answer: Result<Value, Value>) -> Value {
+    match serde_json::from_value::<acp::RequestId>(id.clone()) {
+        Ok(typed) if serde_json::to_value(&typed).ok().as_ref() == Some(id) => {
+            serde_json::to_value(acp::JsonRpcMessage::wrap(acp::Response::new(typed, answer)))
+                .expect("serializes")
+        }
+        _ => match answer {
+            Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
+            Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e}),
+        },
+    }
 }

@@ -110,7 +110,7 @@ pub(super) fn run(
             // is cancelled.
             None => {
                 while !p.sleep(60_000) {}
-                return Some(Ok(json!({"stopReason": "cancelled"})));
+                return Some(Ok(super::wire::cancelled_answer()));
             }
         },
         ("extensions", _) => "No extensions installed.".into(),
@@ -122,8 +122,10 @@ pub(super) fn run(
         &s.id,
         json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}),
     );
-    Some(Ok(json!({"stopReason": "end_turn", "_meta": {"quota": {
-        "token_count": {"input_tokens": 0, "output_tokens": 0}, "model_usage": []}}})))
+    Some(Ok(super::wire::prompt_answer(
+        agent_client_protocol_schema::v1::StopReason::EndTurn,
+        json!({"token_count": {"input_tokens": 0, "output_tokens": 0}, "model_usage": []}),
+    )))
 }
 
 /// `/init`: an empty `GEMINI.md` in the session's directory and the prompt that would fill it,

@@ -88,9 +88,8 @@ fn update_line(sid: &str, kind: FloodUpdate, n: u64, text: &str) -> Vec<u8> {
             "content": [{"type": "content", "content": content}]})
         }
     };
-    let msg = json!({"jsonrpc": "2.0", "method": "session/update",
-        "params": {"sessionId": sid, "update": update}});
-    let mut line = serde_json::to_vec(&msg).expect("serializes");
+    let mut line =
+        serde_json::to_vec(&super::agent::update_message(sid, &update)).expect("serializes");
     line.push(b'\n');
     line
 }

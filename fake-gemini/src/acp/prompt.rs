@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use agent_client_protocol_schema::v1::StopReason;
 use serde_json::{json, Value};
 
 use super::agent::{freeze, AcpSession, Agent, Pending};
@@ -59,20 +60,22 @@ impl Usage {
         }
     }
 
-    fn result(&self, stop: &str) -> Value {
+    fn result(&self, stop: StopReason) -> Value {
         let usage: Vec<Value> = self
             .models
             .iter()
             .map(|(m, i, o)| json!({"model": m, "token_count": {"input_tokens": i, "output_tokens": o}}))
             .collect();
-        json!({"stopReason": stop, "_meta": {"quota": {
-            "token_count": {"input_tokens": self.input, "output_tokens": self.output},
-            "model_usage": usage}}})
+        wire::prompt_answer(
+            stop,
+            json!({"token_count": {"input_tokens": self.input, "output_tokens": self.output},
+                "model_usage": usage}),
+        )
     }
 }
 
 fn cancelled() -> Result<Value, Value> {
-    Ok(json!({"stopReason": "cancelled"}))
+    Ok(wire::cancelled_answer())
 }
 
 /// The tool's ACP kind (`toAcpToolKind` of the tool's `Kind`).
@@ -339,7 +342,7 @@ fn model_run(
         .unwrap_or(1_048_576);
     if over_context_window(text, limit) {
         // ContextWindowWillOverflow: nothing is sent.
-        return Ok(usage.result("max_tokens"));
+        return Ok(usage.result(StopReason::MaxTokens));
     }
     let requested = s.model.lock().expect("lock").clone();
     let (router, resolved, known) = session_model(s);
@@ -379,7 +382,7 @@ fn model_run(
         return Err(api_error(404, None, &requested));
     }
     if super::faults::answer(agent, &s.id, sc) {
-        return Ok(usage.result("end_turn"));
+        return Ok(usage.result(StopReason::EndTurn));
     }
 
     let mut turns: Vec<Turn> = if sc.model.turns.is_empty() {
@@ -424,7 +427,7 @@ fn model_run(
             return failure(agent, f, p, &usage, false, &requested);
         }
         if max_turns.is_some_and(|m| i as u32 + 1 > m) {
-            return Ok(usage.result("max_turn_requests"));
+            return Ok(usage.result(StopReason::MaxTurnRequests));
         }
         if p.is_aborted() {
             return cancelled();
@@ -464,8 +467,7 @@ fn model_run(
             }
             let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": c}});
             if written == 0 && sc.process.hang == Some(Hang::AfterOutput) {
-                agent.send_then_freeze(&json!({"jsonrpc": "2.0", "method": "session/update",
-                    "params": {"sessionId": s.id, "update": chunk}}));
+                agent.send_then_freeze(&super::agent::update_message(&s.id, &chunk));
             }
             agent.update(&s.id, chunk);
             written += 1;
@@ -519,15 +521,15 @@ fn model_run(
         for c in words.iter().chain(&words) {
             agent.update(&s.id, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": c}}));
         }
-        return Ok(usage.result("max_turn_requests"));
+        return Ok(usage.result(StopReason::MaxTurnRequests));
     }
     if max_turns.is_some_and(|m| turns.len() as u32 > m) {
-        return Ok(usage.result("max_turn_requests"));
+        return Ok(usage.result(StopReason::MaxTurnRequests));
     }
     if p.is_aborted() {
         return cancelled();
     }
-    Ok(usage.result("end_turn"))
+    Ok(usage.result(StopReason::EndTurn))
 }
 
 /// Process faults and the scripted cancel after an answer chunk.
@@ -643,7 +645,7 @@ fn failure(
                 return cancelled();
             }
             // InvalidStreamError ends the turn quietly (from source).
-            Ok(usage.result("end_turn"))
+            Ok(usage.result(StopReason::EndTurn))
         }
         FailureKind::MalformedStream => Err(wire::error(
             500,
@@ -1005,7 +1007,7 @@ mod tests {
         u.add("gemini-3.8-flash", 100, 7);
         u.add("auto", 100, 7);
         u.add("none", 0, 0);
-        let r = u.result("end_turn");
+        let r = u.result(StopReason::EndTurn);
         assert_eq!(
             r["_meta"]["quota"]["token_count"],
             json!({"input_tokens": 200, "output_tokens": 14})

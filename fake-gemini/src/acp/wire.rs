@@ -2,6 +2,7 @@
 //! model and command lists of `session/new`, JSON-RPC error shapes, and Node's `util.inspect`
 //! rendering of the messages it logs on stderr.
 
+use agent_client_protocol_schema::v1::{PromptResponse, StopReason};
 use serde_json::{json, Map, Value};
 
 /// `initialize`'s result, byte for byte as observed on 0.61.0 (`version` is the emulated CLI's).
@@ -21,6 +22,19 @@ pub fn initialize_result(version: &str) -> Value {
             "mcpCapabilities": {"http": true, "sse": true}
         }
     })
+}
+
+/// A `session/prompt` answer: the schema's `PromptResponse`, with the CLI's token counts in
+/// `_meta.quota` (no ACP `usage` before 0.64).
+pub fn prompt_answer(stop: StopReason, quota: Value) -> Value {
+    let mut meta = Map::new();
+    meta.insert("quota".into(), quota);
+    serde_json::to_value(PromptResponse::new(stop).meta(meta)).expect("serializes")
+}
+
+/// The answer to a cancelled prompt: stop reason `cancelled`, no counts.
+pub fn cancelled_answer() -> Value {
+    serde_json::to_value(PromptResponse::new(StopReason::Cancelled)).expect("serializes")
 }
 
 /// The auth method ids `authenticate` accepts (the CLI's `AuthType` enum, from source).

@@ -1,7 +1,8 @@
 //! The answers to the agent's permission requests: from a session's approval mode, or from the
 //! user's reply to the question a request becomes.
 
-use serde_json::{json, Value};
+use agent_client_protocol_schema::v1::{RequestPermissionOutcome, SelectedPermissionOutcome};
+use serde_json::Value;
 
 use crate::acp::wire::{PermissionOption, PermissionRequest};
 use crate::approval::ApprovalMode;
@@ -32,7 +33,10 @@ pub(super) fn question(request: &PermissionRequest) -> Question {
 
 /// The agent's answer for `reply`: the option of its kind (allow once; allow for the session by
 /// the ids of [`SESSION_OPTIONS`], else once; reject), chosen as [`permission`] chooses.
-pub(super) fn chosen(reply: Reply, request: &PermissionRequest) -> (Value, bool) {
+pub(super) fn chosen(
+    reply: Reply,
+    request: &PermissionRequest,
+) -> (RequestPermissionOutcome, bool) {
     match reply {
         Reply::AllowOnce => answer(ApprovalMode::Yolo, request),
         Reply::AllowSession => {
@@ -45,7 +49,7 @@ pub(super) fn chosen(reply: Reply, request: &PermissionRequest) -> (Value, bool)
                     && options.iter().any(|o| o.option_id == **id)
             });
             match session {
-                Some(id) => (json!({"outcome": "selected", "optionId": id}), true),
+                Some(id) => (selected(id), true),
                 None => answer(ApprovalMode::Yolo, request),
             }
         }
@@ -58,12 +62,15 @@ pub(super) fn chosen(reply: Reply, request: &PermissionRequest) -> (Value, bool)
 /// option": the choice is by the option's kind, and only an option whose id names no option of
 /// another kind counts (the agent acts on the id alone: a "reject" id it also offers as "allow
 /// always" would approve).
-pub fn permission(mode: ApprovalMode, params: &Value) -> (Value, bool) {
+pub fn permission(mode: ApprovalMode, params: &Value) -> (RequestPermissionOutcome, bool) {
     answer(mode, &PermissionRequest::read(params))
 }
 
 /// [`permission`] of a request already read.
-pub(super) fn answer(mode: ApprovalMode, request: &PermissionRequest) -> (Value, bool) {
+pub(super) fn answer(
+    mode: ApprovalMode,
+    request: &PermissionRequest,
+) -> (RequestPermissionOutcome, bool) {
     let kind = request.tool_call.kind.as_deref().unwrap_or("other");
     let allow = match mode {
         ApprovalMode::Yolo => true,
@@ -90,7 +97,12 @@ pub(super) fn answer(mode: ApprovalMode, request: &PermissionRequest) -> (Value,
         false => pick("reject_once").or_else(|| pick("reject_always")),
     };
     match chosen {
-        Some(id) => (json!({"outcome": "selected", "optionId": id}), allow),
-        None => (json!({"outcome": "cancelled"}), false),
+        Some(id) => (selected(&id), allow),
+        None => (RequestPermissionOutcome::Cancelled, false),
     }
+}
+
+/// The outcome that selects option `id`.
+fn selected(id: &str) -> RequestPermissionOutcome {
+    RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id.to_string()))
 }

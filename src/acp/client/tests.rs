@@ -1,4 +1,11 @@
 use super::*;
+use serde_json::json;
+
+/// The answer to a permission request as it goes on the wire, and whether it allows.
+fn permission(mode: ApprovalMode, params: &Value) -> (Value, bool) {
+    let (outcome, allowed) = super::permission(mode, params);
+    (serde_json::to_value(outcome).expect("JSON"), allowed)
+}
 
 fn request(kind: &str) -> Value {
     json!({"toolCall": {"kind": kind}, "options": [
@@ -39,12 +46,12 @@ fn agent_lines_are_classified() {
     );
     assert!(matches!(
         parse(r#"{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s"}}"#),
-        Message::Permission { id, session, .. } if id == json!(0) && session == "s"
+        Message::Permission { id, session, .. } if id == acp::RequestId::Number(0) && session == "s"
     ));
     assert_eq!(
         parse(r#"{"jsonrpc":"2.0","id":"r","method":"fs/read_text_file","params":{}}"#),
         Message::Unsupported {
-            id: json!("r"),
+            id: acp::RequestId::Str("r".into()),
             method: "fs/read_text_file".into()
         }
     );
@@ -117,4 +124,41 @@ fn lines_that_are_not_utf8_are_read_lossily() {
     );
     // Not JSON either way: still skipped.
     assert_eq!(Message::parse(b"{\"jsonrpc\":\xFF\n"), Message::Ignored);
+}
+
+#[test]
+fn the_lines_sent_are_the_ones_the_cli_reads() {
+    let answer = permission_answer(
+        acp::RequestId::Number(7),
+        acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
+            "proceed_once",
+        )),
+    );
+    assert_eq!(
+        String::from_utf8(answer).expect("UTF-8"),
+        "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"outcome\":{\"outcome\":\"selected\",\"optionId\":\"proceed_once\"}}}\n"
+    );
+    let request = line(&acp::JsonRpcMessage::wrap(acp::Request {
+        id: acp::RequestId::Number(2),
+        method: "session/set_mode".into(),
+        params: Some(acp::SetSessionModeRequest::new("s".to_string(), "yolo")),
+    }));
+    assert_eq!(
+        String::from_utf8(request).expect("UTF-8"),
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/set_mode\",\"params\":{\"sessionId\":\"s\",\"modeId\":\"yolo\"}}\n"
+    );
+}
+
+#[test]
+fn initialize_names_no_capability() {
+    let init = acp::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
+        .client_info(acp::Implementation::new("geminicli-mcp", "1.0.0"));
+    assert_eq!(
+        serde_json::to_value(init).expect("JSON"),
+        json!({"protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false,
+                "auth": {"terminal": false}},
+            "clientInfo": {"name": "geminicli-mcp", "version": "1.0.0"}}),
+        "no file system and no terminal for the agent"
+    );
 }

@@ -99,10 +99,7 @@ pub(super) fn cancelled(when: &str) -> Failure {
 fn http_status(code: i64, message: &str) -> Option<u16> {
     let status = |n: i64| u16::try_from(n).ok().filter(|c| (400..=599).contains(c));
     status(code)
-        .or_else(|| {
-            let body: serde_json::Value = serde_json::from_str(message.trim()).ok()?;
-            status(body["error"]["code"].as_i64()?)
-        })
+        .or_else(|| status(crate::acp::departures::api_status(message)?))
         .or_else(|| {
             let (head, _) = message.split_once(' ')?;
             status(head.trim_end_matches(':').parse().ok()?)
@@ -163,6 +160,10 @@ pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Fai
                 ),
             }
         }
+        AcpError::Unreadable(method) => Failure::new(
+            ErrorKind::Error,
+            format!("the Gemini ACP agent answered {method} with a result ACP does not define while {doing}"),
+        ),
         AcpError::Timeout(method) => Failure::new(
             ErrorKind::Error,
             format!("the Gemini ACP agent did not answer {method} in time while {doing}; it was killed and is restarted on the next call"),

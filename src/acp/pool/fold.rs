@@ -51,9 +51,11 @@ impl Fold {
     pub(super) fn cost(&self, inbound: &Inbound, line: usize) -> usize {
         let kept = match inbound {
             Inbound::Update(u) => match update_kind(u) {
-                "agent_message_chunk" | "agent_thought_chunk" => {
-                    u["content"]["text"].as_str().map_or(0, str::len)
-                }
+                "agent_message_chunk" | "agent_thought_chunk" => match SessionUpdate::read(u) {
+                    SessionUpdate::AgentMessageChunk { content }
+                    | SessionUpdate::AgentThoughtChunk { content } => content.text().len(),
+                    _ => 0,
+                },
                 "tool_call" | "tool_call_update" => line + ENTRY_OVERHEAD,
                 _ => 0,
             },

@@ -42,7 +42,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::client::{AcpError, Connection};
-use super::wire::SessionResult;
+use super::departures::{ModeOf, SetSessionModelRequest, AUTH_REQUIRED, LOAD_NOT_FOUND};
 use crate::approval::ApprovalMode;
 use crate::config::Config;
 use crate::error::{ErrorKind, Failure};
@@ -53,6 +53,7 @@ use crate::gemini::process::RunSpec;
 use crate::gemini::session as cli_session;
 use crate::progress::Progress;
 use crate::sync::lock;
+use agent_client_protocol_schema::v1 as acp;
 
 /// How many times an agent that exits 199 at start ("restart me") is started again.
 const AGENT_RESTARTS: u32 = 2;
@@ -438,18 +439,18 @@ impl Pool {
         let _gate = self.start_gate(slot, ct, Waiter::default()).await?;
         self.make_room(&slot.key).await;
         let spec = self.spec(&slot.key)?;
-        let init = json!({
-            "protocolVersion": 1,
-            // No `fs` (nor terminal) capability: the agent uses its own file system tools.
-            "clientCapabilities": {},
-            "clientInfo": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
-        });
+        // No `fs` (nor terminal) capability: the agent uses its own file system tools.
+        let init = acp::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
+            .client_info(acp::Implementation::new(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            ));
         let mut restarts = 0;
         loop {
             let agent = Connection::start(&spec, self.config.kill_grace)
                 .map_err(|e| spawn_failure(e, "gemini --acp"))?;
             let answer = tokio::select! {
-                r = agent.request("initialize", init.clone(), Some(self.config.acp.request_timeout)) => r,
+                r = agent.call(&init, Some(self.config.acp.request_timeout)) => r,
                 _ = ct.cancelled() => {
                     agent.kill();
                     return Err(cancelled("while the agent was starting"));
@@ -457,7 +458,9 @@ impl Pool {
             };
             match answer {
                 Ok(r) => {
-                    let info = r.get("agentInfo").cloned().unwrap_or(Value::Null);
+                    let info = r
+                        .agent_info
+                        .map_or(Value::Null, |i| serde_json::to_value(i).unwrap_or_default());
                     return Ok((agent, info));
                 }
                 // Exit 199: the CLI asks to be started again, as its own launcher would.
@@ -514,10 +517,10 @@ impl Pool {
     async fn new_session(&self, slot: &Slot, agent: &Connection) -> Result<Session, Failure> {
         let _one_at_a_time = self.session_ops.lock().await;
         let t = Some(self.config.acp.request_timeout);
-        let params = json!({"cwd": slot.key.cwd, "mcpServers": []});
-        let mut answer = agent.request("session/new", params.clone(), t).await;
+        let params = acp::NewSessionRequest::new(&slot.key.cwd);
+        let mut answer = agent.call(&params, t).await;
         if let Err(AcpError::Rpc {
-            code: -32000,
+            code: AUTH_REQUIRED,
             message,
         }) = &answer
         {
@@ -544,23 +547,21 @@ impl Pool {
                 }
             }
             agent
-                .request("authenticate", json!({"methodId": method}), t)
+                .call(&acp::AuthenticateRequest::new(method), t)
                 .await
                 .map_err(|e| agent_failure(agent, e, "authenticating"))?;
-            answer = agent.request("session/new", params, t).await;
+            answer = agent.call(&params, t).await;
         }
-        let result = answer.map_err(|e| agent_failure(agent, e, "creating a session"))?;
-        let read = SessionResult::read(&result);
-        let id = read.session_id.clone();
+        let read = answer.map_err(|e| agent_failure(agent, e, "creating a session"))?;
+        let id = read.acp.session_id.0.to_string();
         lock(&self.opened).note(&slot.key.cwd, &id, SystemTime::now());
         let session = Session {
             id,
             turns: 0,
             model: read.model(),
-            mode: ApprovalMode::from_acp_id(read.mode()),
+            mode: ApprovalMode::from_acp_id(read.acp.mode()),
         };
-        let models = result.get("models").cloned().unwrap_or(Value::Null);
-        slot.opened(session.clone(), Some(models));
+        slot.opened(session.clone(), Some(read.models));
         Ok(session)
     }
 
@@ -580,9 +581,8 @@ impl Pool {
         let t = Some(self.config.acp.request_timeout);
         if barrier || session.mode != mode {
             agent
-                .request(
-                    "session/set_mode",
-                    json!({"sessionId": session.id, "modeId": mode.acp_id()}),
+                .call(
+                    &acp::SetSessionModeRequest::new(session.id.clone(), mode.acp_id()),
                     t,
                 )
                 .await
@@ -591,9 +591,11 @@ impl Pool {
         }
         if let Some(model) = model.filter(|m| *m != session.model) {
             agent
-                .request(
-                    "session/set_model",
-                    json!({"sessionId": session.id, "modelId": model}),
+                .call(
+                    &SetSessionModelRequest {
+                        session_id: session.id.clone().into(),
+                        model_id: model.to_string(),
+                    },
                     t,
                 )
                 .await
@@ -614,9 +616,8 @@ impl Pool {
         let (tx, mut replayed) = tokio::sync::mpsc::unbounded_channel();
         agent.route(asked, ApprovalMode::Plan, tx);
         let r = agent
-            .request(
-                "session/load",
-                json!({"sessionId": asked, "cwd": slot.key.cwd, "mcpServers": []}),
+            .call(
+                &acp::LoadSessionRequest::new(asked.to_string(), &slot.key.cwd),
                 Some(self.config.acp.request_timeout),
             )
             .await;
@@ -633,13 +634,16 @@ impl Pool {
                 let session = Session {
                     id: asked.to_string(),
                     turns: 0,
-                    model: SessionResult::read(&result).model(),
-                    mode: ApprovalMode::from_acp_id(SessionResult::read(&result).mode()),
+                    model: result.model(),
+                    mode: ApprovalMode::from_acp_id(result.acp.mode()),
                 };
-                slot.opened(session.clone(), result.get("models").cloned());
+                slot.opened(
+                    session.clone(),
+                    Some(result.models).filter(|m| !m.is_null()),
+                );
                 Ok(session)
             }
-            Err(AcpError::Rpc { code, message }) if code == -32603 || code == -32602 => {
+            Err(AcpError::Rpc { code, message }) if LOAD_NOT_FOUND.contains(&code) => {
                 Err(Failure::new(
                     ErrorKind::SessionNotFound,
                     format!("session {asked} cannot be loaded in this workspace: {message}"),

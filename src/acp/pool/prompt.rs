@@ -6,7 +6,6 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::client::Connection;
-use crate::acp::wire::stop_reason;
 use crate::error::{Failure, RunFacts};
 use crate::gemini::gate::{StartGuard, Waiter};
 use crate::progress::Progress;
@@ -118,7 +117,7 @@ impl Pool {
         }
         match turn.outcome {
             Ok(result) => {
-                answer.stop_reason = stop_reason(&result).to_string();
+                answer.stop_reason = result.stop_reason;
                 Ok(answer)
             }
             Err(e) => Err(turn_failure(slot, &agent, &sid, e, facts(answer))),

@@ -69,7 +69,7 @@ pub(super) async fn take(
                     _ => continue,
                 },
             };
-            let kind = update["sessionUpdate"].as_str().unwrap_or_default();
+            let kind = crate::acp::wire::update_kind(&update);
             if !REPLAY_KINDS.contains(&kind) {
                 continue;
             }

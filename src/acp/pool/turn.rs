@@ -11,12 +11,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::client::{AcpError, Connection, Inbound, Routed};
-use crate::acp::wire::{stop_reason, update_kind};
+use crate::acp::departures::PromptAnswer;
+use crate::acp::wire::update_kind;
 use crate::deadline::{Deadlines, Limit};
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::gate::{self, StartGuard};
 use crate::progress::{preview, Progress};
 use crate::sync::lock;
+use agent_client_protocol_schema::v1 as acp;
 
 use super::agent::agent_failure;
 use super::call::{Answer, Block, Call};
@@ -72,7 +74,7 @@ pub(super) enum Overflow {
 /// why the server did, if it did.
 pub(super) struct Turn {
     pub(super) fold: Fold,
-    pub(super) outcome: Result<Value, AcpError>,
+    pub(super) outcome: Result<PromptAnswer, AcpError>,
     pub(super) cancelled: bool,
     pub(super) stopped: Option<Stop>,
 }
@@ -112,7 +114,7 @@ impl Turn {
         match (&self.outcome, self.cancelled) {
             (_, true) => json!({"kind": "cancelled"}),
             (Ok(result), false) => {
-                json!({"kind": "stop", "stopReason": stop_reason(result)})
+                json!({"kind": "stop", "stopReason": result.stop_reason})
             }
             (Err(AcpError::Rpc { code, message }), false) => {
                 json!({"kind": "error", "code": code, "message": message})
@@ -144,7 +146,7 @@ impl Prompting<'_> {
     )]
     pub(super) async fn turn(
         &self,
-        blocks: Vec<Value>,
+        blocks: Vec<acp::ContentBlock>,
         mut fold: Fold,
         ct: &CancellationToken,
         progress: &Progress,
@@ -175,10 +177,7 @@ impl Prompting<'_> {
         let mut questions: Vec<AbortOnDrop<()>> = Vec::new();
         let sid = session.id.clone();
         let (mut reply, request_id) = agent
-            .start_request(
-                "session/prompt",
-                json!({"sessionId": sid, "prompt": blocks}),
-            )
+            .start_request(&acp::PromptRequest::new(sid.clone(), blocks))
             .map_err(|e| agent_failure(agent, e, "sending the prompt"))?;
         let mut guard = PromptGuard {
             agent: agent.clone(),
@@ -246,7 +245,9 @@ impl Prompting<'_> {
                             stopped.get_or_insert(Stop::OutputCap(cap, Overflow::Turn));
                         }
                     }
-                    break r.unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())));
+                    break r
+                        .unwrap_or_else(|_| Err(AcpError::Exited(agent.exit().unwrap_or_default())))
+                        .map(|result| PromptAnswer::read(&result));
                 }
                 _ = ct.cancelled(), if cancel_sent.is_none() => {
                     agent.cancel_prompt(&sid, request_id);
@@ -412,18 +413,23 @@ pub(super) fn is_content(inbound: &Inbound) -> bool {
 /// The prompt's content blocks, in order: text; context as an embedded resource; an image as a
 /// file link (the agent reads it as the one-shot CLI reads an `@` reference) or as an image block
 /// of the file's bytes, its MIME type from its extension (checked when the call was decoded).
-pub(super) async fn prompt_blocks(blocks: &[Block]) -> Result<Vec<Value>, Failure> {
+pub(super) async fn prompt_blocks(blocks: &[Block]) -> Result<Vec<acp::ContentBlock>, Failure> {
     let mut out = Vec::with_capacity(blocks.len());
     for block in blocks {
         out.push(match block {
-            Block::Text(text) => json!({"type": "text", "text": text}),
-            Block::Context(context) => json!({"type": "resource", "resource": {
-                "uri": "geminicli-mcp://context", "mimeType": "text/plain", "text": context}}),
-            Block::Link(path) => json!({
-                "type": "resource_link",
-                "uri": format!("file://{}", path.display()),
-                "name": path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            }),
+            Block::Text(text) => acp::ContentBlock::Text(acp::TextContent::new(text.clone())),
+            Block::Context(context) => acp::ContentBlock::Resource(acp::EmbeddedResource::new(
+                acp::EmbeddedResourceResource::TextResourceContents(
+                    acp::TextResourceContents::new(context.clone(), "geminicli-mcp://context")
+                        .mime_type("text/plain".to_string()),
+                ),
+            )),
+            Block::Link(path) => acp::ContentBlock::ResourceLink(acp::ResourceLink::new(
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                format!("file://{}", path.display()),
+            )),
             Block::Image(path) => {
                 let read = {
                     let path = path.clone();
@@ -435,7 +441,7 @@ pub(super) async fn prompt_blocks(blocks: &[Block]) -> Result<Vec<Value>, Failur
                         Failure::invalid_input(format!("image_path {}: {e}", path.display()))
                     })?;
                 let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                json!({"type": "image", "mimeType": image_mime(path), "data": data})
+                acp::ContentBlock::Image(acp::ImageContent::new(data, image_mime(path)))
             }
         });
     }
@@ -569,6 +575,13 @@ mod tests {
         ])
         .await
         .expect("blocks");
+        let blocks = serde_json::to_value(blocks).expect("JSON");
+        assert_eq!(
+            blocks[1],
+            json!({"type": "resource", "resource": {"mimeType": "text/plain",
+                "text": "ctx", "uri": "geminicli-mcp://context"}}),
+            "as the CLI reads it"
+        );
         assert_eq!(blocks[0], json!({"type": "text", "text": "describe"}));
         assert_eq!(blocks[1]["type"], "resource");
         assert_eq!(blocks[1]["resource"]["text"], "ctx");

@@ -20,6 +20,7 @@ use super::turn::{
 };
 use super::Pool;
 use crate::acp::client::Connection;
+use crate::acp::departures::PromptAnswer;
 use crate::approval::ApprovalMode;
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::gate::{self, StartGuard, Waiter};
@@ -475,14 +476,14 @@ fn debug_report(
 /// too large to send, no answer text).
 fn answered(
     cwd: &std::path::Path,
-    result: &Value,
+    result: &PromptAnswer,
     answer: &Answer,
     messages: std::sync::Arc<String>,
     session: &Session,
     duration: Duration,
     facts: RunFacts,
 ) -> Result<Success, Failure> {
-    let stop = crate::acp::wire::stop_reason(result);
+    let stop = result.stop_reason.as_str();
     let refused =
         |kind: ErrorKind, message: String| Err(Failure::new(kind, message).with_run(facts.clone()));
     match stop {
@@ -542,28 +543,36 @@ fn turn_requests_limited(cwd: &std::path::Path) -> (ErrorKind, String) {
 /// of the prompt's answer), then what the agent's `usage_update` said of the context window. ACP's
 /// own `usage` (CLI 0.64 and later, by its release notes) is preferred for the totals, which then
 /// also count thoughts and cached reads where it gives them.
-fn stats(result: &Value, context: Option<(u64, u64)>) -> Option<Value> {
-    let quota = result.get("_meta").and_then(|m| m.get("quota"));
-    let usage = result.get("usage").filter(|u| u.is_object());
+fn stats(result: &PromptAnswer, context: Option<(u64, u64)>) -> Option<Value> {
+    let (quota, usage) = (result.quota.as_ref(), result.usage.as_ref());
     if quota.is_none() && usage.is_none() && context.is_none() {
         return None;
     }
-    let count = |key: &str| quota.and_then(|q| q["token_count"][key].as_u64());
-    let acp = |key: &str| usage.and_then(|u| u[key].as_u64());
-    let input = acp("inputTokens").or_else(|| count("input_tokens"));
-    let output = acp("outputTokens").or_else(|| count("output_tokens"));
+    let count = quota.map(|q| &q.token_count);
+    let input = usage
+        .map(|u| u.input_tokens)
+        .or_else(|| count?.input_tokens);
+    let output = usage
+        .map(|u| u.output_tokens)
+        .or_else(|| count?.output_tokens);
     let mut stats = json!({
-        "total_tokens": acp("totalTokens").unwrap_or(input.unwrap_or(0) + output.unwrap_or(0)),
+        "total_tokens": usage.map_or(input.unwrap_or(0) + output.unwrap_or(0), |u| u.total_tokens),
         "input_tokens": input,
         "output_tokens": output,
-        "models": quota.and_then(|q| q.get("model_usage")).cloned().unwrap_or(Value::Null),
+        "models": quota.map_or(Value::Null, |q| q.model_usage.clone()),
     });
-    for (key, name) in [
-        ("thoughtTokens", "thought_tokens"),
-        ("cachedReadTokens", "cached_read_tokens"),
-        ("cachedWriteTokens", "cached_write_tokens"),
+    for (n, name) in [
+        (usage.and_then(|u| u.thought_tokens), "thought_tokens"),
+        (
+            usage.and_then(|u| u.cached_read_tokens),
+            "cached_read_tokens",
+        ),
+        (
+            usage.and_then(|u| u.cached_write_tokens),
+            "cached_write_tokens",
+        ),
     ] {
-        if let Some(n) = acp(key) {
+        if let Some(n) = n {
             stats[name] = json!(n);
         }
     }
@@ -582,11 +591,17 @@ mod tests {
         let result = json!({"stopReason": "end_turn", "_meta": {"quota": {
             "token_count": {"input_tokens": 12, "output_tokens": 30},
             "model_usage": [{"model": "gemini-2.5-flash", "token_count": {"input_tokens": 12, "output_tokens": 30}}]}}});
-        let s = stats(&result, None).expect("stats");
+        let s = stats(&PromptAnswer::read(&result), None).expect("stats");
         assert_eq!(s["total_tokens"], 42);
         assert_eq!(s["models"][0]["model"], "gemini-2.5-flash");
         assert_eq!(s.get("context"), None);
-        assert_eq!(stats(&json!({"stopReason": "end_turn"}), None), None);
+        assert_eq!(
+            stats(
+                &PromptAnswer::read(&json!({"stopReason": "end_turn"})),
+                None
+            ),
+            None
+        );
     }
 
     #[test]
@@ -595,7 +610,7 @@ mod tests {
             "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 19, "thoughtTokens": 4},
             "_meta": {"quota": {"token_count": {"input_tokens": 10, "output_tokens": 5},
                 "model_usage": [{"model": "m", "token_count": {"input_tokens": 10, "output_tokens": 5}}]}}});
-        let s = stats(&result, Some((19, 1_048_576))).expect("stats");
+        let s = stats(&PromptAnswer::read(&result), Some((19, 1_048_576))).expect("stats");
         assert_eq!(s["total_tokens"], 19, "ACP's total counts the thoughts");
         assert_eq!(s["thought_tokens"], 4);
         assert_eq!(s["models"][0]["model"], "m");
