@@ -643,6 +643,7 @@ const FLOORS: &[Wing] = &[
             ("agents, sessions and prompts", &["pool"]),
             ("one agent's JSON-RPC", &["client"]),
             ("the ACP messages", &["wire"]),
+            ("where the Gemini CLI departs from the schema", &["departures"]),
         ],
     ),
     (
