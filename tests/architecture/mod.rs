@@ -510,9 +510,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("settings", &["config"]),
     (
         "ground",
-        &[
-            "names", "deadline", "sync", "approval", "setup", "fd_limit",
-        ],
+        &["names", "deadline", "sync", "approval", "setup", "fd_limit"],
     ),
 ];
 
@@ -643,7 +641,10 @@ const FLOORS: &[Wing] = &[
             ("agents, sessions and prompts", &["pool"]),
             ("one agent's JSON-RPC", &["client"]),
             ("the ACP messages", &["wire"]),
-            ("where the Gemini CLI departs from the schema", &["departures"]),
+            (
+                "where the Gemini CLI departs from the schema",
+                &["departures"],
+            ),
         ],
     ),
     (
