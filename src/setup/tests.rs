@@ -65,21 +65,7 @@ impl Home {
     /// Every file under the home folder, with its bytes: what a run that must write nothing
     /// compares before and after.
     fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
-        fn walk(dir: &Path, acc: &mut Vec<(PathBuf, Vec<u8>)>) {
-            for e in fs::read_dir(dir).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    acc.push((p.clone(), Vec::new()));
-                    walk(&p, acc);
-                } else {
-                    acc.push((p.clone(), fs::read(&p).unwrap_or_default()));
-                }
-            }
-        }
-        let mut acc = Vec::new();
-        walk(self.dir.path(), &mut acc);
-        acc.sort();
-        acc
+        snapshot_of(self.dir.path())
     }
 
     fn backups(&self, client: Client) -> Vec<PathBuf> {
@@ -693,4 +679,24 @@ fn a_key_the_user_set_in_env_stays() {
     assert_eq!(gemini["env"], json!({"GEMINI_API_KEY": "users-own"}));
     assert_eq!(gemini["command"], json!(EXE));
     assert_eq!(gemini["trust"], json!(true));
+}
+
+/// Every file and folder under `root`, with each file's bytes, sorted: a tree to compare before and
+/// after a run that must write nothing.
+pub(super) fn snapshot_of(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    fn walk(dir: &Path, acc: &mut Vec<(PathBuf, Vec<u8>)>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                acc.push((p.clone(), Vec::new()));
+                walk(&p, acc);
+            } else {
+                acc.push((p.clone(), fs::read(&p).unwrap_or_default()));
+            }
+        }
+    }
+    let mut acc = Vec::new();
+    walk(root, &mut acc);
+    acc.sort();
+    acc
 }

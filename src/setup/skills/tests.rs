@@ -3,7 +3,7 @@
 //! ours, dry runs, and folders that are the user's.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::super::{run, Client, Env, Launch, SetupArgs};
 use super::*;
@@ -56,21 +56,7 @@ impl Home {
 
     /// Every file under the home folder, with its bytes.
     fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
-        fn walk(dir: &Path, acc: &mut Vec<(PathBuf, Vec<u8>)>) {
-            for e in fs::read_dir(dir).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    acc.push((p.clone(), Vec::new()));
-                    walk(&p, acc);
-                } else {
-                    acc.push((p.clone(), fs::read(&p).unwrap_or_default()));
-                }
-            }
-        }
-        let mut acc = Vec::new();
-        walk(self.dir.path(), &mut acc);
-        acc.sort();
-        acc
+        crate::setup::tests::snapshot_of(self.dir.path())
     }
 }
 
