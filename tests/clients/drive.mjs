@@ -214,6 +214,21 @@ function baseEnv(run, mock) {
   };
 }
 
+/** Claude Code's environment: the base, the mock as its API, telemetry, updates and reports off. */
+export function claudeEnv(run, mock) {
+  return {
+    ...baseEnv(run, mock),
+    ANTHROPIC_BASE_URL: mock.url,
+    ANTHROPIC_API_KEY: "sk-ant-fake-offline-key",
+    DISABLE_TELEMETRY: "1",
+    DISABLE_AUTOUPDATER: "1",
+    DISABLE_ERROR_REPORTING: "1",
+    DISABLE_BUG_COMMAND: "1",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    DO_NOT_TRACK: "1",
+  };
+}
+
 /** The server's own environment, as the snippets of docs/clients.md set it. */
 // GEMINICLI_MCP_BACKEND in the test's own environment (e.g. `acp`) picks the server's backend.
 // A scenario's own fake-gemini scenario files come in FAKE_GEMINI_SCENARIO_DIR.
@@ -302,15 +317,7 @@ const CLIENTS = {
     setup(run, prefix, mock) {
       const claude = path.join(prefix, "node_modules", ".bin", "claude");
       const env = {
-        ...baseEnv(run, mock),
-        ANTHROPIC_BASE_URL: mock.url,
-        ANTHROPIC_API_KEY: "sk-ant-fake-offline-key",
-        DISABLE_TELEMETRY: "1",
-        DISABLE_AUTOUPDATER: "1",
-        DISABLE_ERROR_REPORTING: "1",
-        DISABLE_BUG_COMMAND: "1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        DO_NOT_TRACK: "1",
+        ...claudeEnv(run, mock),
         ...(run.toolTimeoutMs ? { MCP_TOOL_TIMEOUT: String(run.toolTimeoutMs) } : {}),
         // Tasks: the flag cache of ~/.claude.json (written below) is read with telemetry off only
         // with this, and a headless session backgrounds a call as a task only with the other.

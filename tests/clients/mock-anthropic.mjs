@@ -70,22 +70,25 @@ export function streamMessage(res, msg) {
   res.end();
 }
 
+/** The assistant message answering `body` with `content`, as the Messages API shapes it. */
+export const assistantMessage = (body, content) => ({
+  id: newId("msg"),
+  type: "message",
+  role: "assistant",
+  model: body.model ?? "mock",
+  content,
+  stop_reason: content.some((b) => b.type === "tool_use") ? "tool_use" : "end_turn",
+  stop_sequence: null,
+  usage: { input_tokens: estimateTokens(body.messages), output_tokens: 10 },
+});
+
 /** Starts the mock for one conversation of `model` (a model.mjs Model). */
 export async function startAnthropic(model, logFile) {
   let pending = null; // the model's step waiting for a tool search
   let searched = false;
   let lastUseId = null;
 
-  const reply = (body, content) => ({
-    id: newId("msg"),
-    type: "message",
-    role: "assistant",
-    model: body.model ?? "mock",
-    content,
-    stop_reason: content.some((b) => b.type === "tool_use") ? "tool_use" : "end_turn",
-    stop_sequence: null,
-    usage: { input_tokens: estimateTokens(body.messages), output_tokens: 10 },
-  });
+  const reply = assistantMessage;
 
   /** The reply of the main loop: the model's next call, a tool search first, or the end. */
   const mainLoop = (body) => {

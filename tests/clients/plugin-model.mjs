@@ -28,7 +28,7 @@
 // directly. Requests without tools (titles, summaries) are answered "ok".
 
 import crypto from "node:crypto";
-import { estimateTokens, streamMessage } from "./mock-anthropic.mjs";
+import { assistantMessage, streamMessage } from "./mock-anthropic.mjs";
 import { json, serve } from "./mock-http.mjs";
 
 /** The policies, by name. */
@@ -230,16 +230,7 @@ export async function startPluginModel(policy, logFile) {
     return [use];
   };
 
-  const reply = (body, content) => ({
-    id: newId("msg"),
-    type: "message",
-    role: "assistant",
-    model: body.model ?? "mock",
-    content,
-    stop_reason: content.some((b) => b.type === "tool_use") ? "tool_use" : "end_turn",
-    stop_sequence: null,
-    usage: { input_tokens: estimateTokens(body.messages), output_tokens: 10 },
-  });
+  const reply = assistantMessage;
 
   const server = await serve(async (req, body, res) => {
     const path = new URL(req.url, "http://mock").pathname;

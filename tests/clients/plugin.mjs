@@ -23,7 +23,7 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
-import { ensureInstalled, installedVersion, pinned } from "./drive.mjs";
+import { claudeEnv, ensureInstalled, installedVersion, pinned } from "./drive.mjs";
 import { POLICIES, startPluginModel } from "./plugin-model.mjs";
 
 const USAGE =
@@ -54,31 +54,6 @@ function parseArgs(argv) {
 function usage(message) {
   process.stderr.write(`plugin.mjs: ${message}\n${USAGE}\n`);
   process.exit(2);
-}
-
-/** Claude Code's environment: nothing of the caller's but PATH; offline, its API at the mock. */
-function claudeEnv(home, mock) {
-  return {
-    PATH: process.env.PATH,
-    HOME: home,
-    LANG: "C.UTF-8",
-    TERM: "dumb",
-    NO_COLOR: "1",
-    HTTPS_PROXY: mock.url,
-    HTTP_PROXY: mock.url,
-    https_proxy: mock.url,
-    http_proxy: mock.url,
-    NO_PROXY: "127.0.0.1,localhost",
-    no_proxy: "127.0.0.1,localhost",
-    ANTHROPIC_BASE_URL: mock.url,
-    ANTHROPIC_API_KEY: "sk-ant-fake-offline-key",
-    DISABLE_TELEMETRY: "1",
-    DISABLE_AUTOUPDATER: "1",
-    DISABLE_ERROR_REPORTING: "1",
-    DISABLE_BUG_COMMAND: "1",
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    DO_NOT_TRACK: "1",
-  };
 }
 
 /** The tokens of a details cell: `~291` is 291, `< 20` is 20. */
@@ -173,7 +148,7 @@ async function main() {
   fs.mkdirSync(home, { recursive: true });
 
   const mock = await startPluginModel(opts.policy, path.join(opts.work, "mock.jsonl"));
-  const env = claudeEnv(home, mock);
+  const env = claudeEnv({ home }, mock);
   // Not spawnSync: the mock answers in this process's event loop (Claude Code counts tokens
   // through the API for `details`).
   const run = (args, name, where = { cwd: home, env }) =>
