@@ -256,6 +256,33 @@ pub fn alive(pid: i64) -> bool {
     unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
 }
 
+/// What `/proc` says of `pid` (its state, parent, group and threads), for a failure's message.
+#[cfg(target_os = "linux")]
+pub fn process_facts(pid: i64) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let wanted = [
+        "Name:", "State:", "Tgid:", "PPid:", "Uid:", "Threads:", "SigIgn:", "SigCgt:",
+    ];
+    let lines: Vec<&str> = status
+        .lines()
+        .filter(|l| wanted.iter().any(|w| l.starts_with(w)))
+        .collect();
+    format!(
+        "{} | stat: {} | cmdline: {}",
+        lines.join(", "),
+        stat.trim(),
+        String::from_utf8_lossy(&cmdline).replace('\0', " ")
+    )
+}
+
+/// What is known of `pid` where `/proc` is not there.
+#[cfg(all(unix, not(target_os = "linux")))]
+pub fn process_facts(pid: i64) -> String {
+    format!("pid {pid} (no /proc here)")
+}
+
 /// Waits up to [`STEP`] for `pid` to be gone.
 #[cfg(unix)]
 pub fn gone(pid: i64) -> bool {

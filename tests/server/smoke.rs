@@ -194,7 +194,9 @@ fn refused_arguments_never_spawn() {
 #[cfg(unix)]
 #[test]
 fn cancelling_a_hung_call_kills_its_tree_and_sends_no_response() {
-    let mut h = Harness::start(&[]);
+    // The server's debug log (and rmcp's note of the cancellation) on stderr: a failure shows
+    // whether the cancellation arrived and what the turn did with it.
+    let mut h = Harness::start(&[("GEMINICLI_MCP_LOG", "geminicli_mcp=debug,rmcp=info")]);
     let id = h
         .client
         .request(
@@ -214,7 +216,9 @@ fn cancelling_a_hung_call_kills_its_tree_and_sends_no_response() {
         .unwrap();
     assert!(
         super::gone(pid),
-        "fake-gemini {pid} survived the cancellation"
+        "fake-gemini {pid} survived the cancellation: {}; fake-gemini's log: {:?}",
+        super::process_facts(pid),
+        h.log_records()
     );
     // A response to a cancelled request must not come; give it a moment to (wrongly) appear.
     let quiet = Instant::now() + Duration::from_millis(500);
