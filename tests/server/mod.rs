@@ -233,20 +233,26 @@ pub fn text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_default()
 }
 
+/// The fields of `/proc/{pid}/stat` after the parenthesised command name (the state first).
+#[cfg(target_os = "linux")]
+fn stat_fields(pid: i64) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit(')').next()?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
 /// Whether `pid` still exists as a live (not zombie) process.
 #[cfg(target_os = "linux")]
 pub fn alive(pid: i64) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => {
-            // The state follows the parenthesised command name.
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|s| s.split_whitespace().next());
-            !matches!(state, Some("Z" | "X"))
-        }
-    }
+    stat_fields(pid).is_some_and(|f| !matches!(f.first().map(String::as_str), Some("Z" | "X")))
+}
+
+/// The start time of `pid` (field 22 of its stat): with the pid, it names one process, so a pid
+/// the kernel handed out again (it wraps at `pid_max`, 32768 on many machines, within seconds
+/// on a busy one with many cores) is not taken for the process that had it.
+#[cfg(target_os = "linux")]
+fn started_at(pid: i64) -> Option<String> {
+    stat_fields(pid)?.get(19).cloned()
 }
 
 /// Whether `pid` still exists.
@@ -283,11 +289,19 @@ pub fn process_facts(pid: i64) -> String {
     format!("pid {pid} (no /proc here)")
 }
 
-/// Waits up to [`STEP`] for `pid` to be gone.
+/// Waits up to [`STEP`] for `pid` to be gone: on Linux, the process that has it when this is
+/// called (a later process given the same pid does not count).
 #[cfg(unix)]
 pub fn gone(pid: i64) -> bool {
     let end = deadline();
-    while alive(pid) {
+    #[cfg(target_os = "linux")]
+    let same = {
+        let first = started_at(pid);
+        move || first.is_some() && started_at(pid) == first
+    };
+    #[cfg(not(target_os = "linux"))]
+    let same = || true;
+    while alive(pid) && same() {
         if Instant::now() >= end {
             return false;
         }
