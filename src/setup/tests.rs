@@ -11,15 +11,16 @@ use super::*;
 
 const EXE: &str = "/opt/geminicli-mcp/bin/geminicli-mcp";
 
-/// A private home folder and the `Env` that points every client into it.
-struct Home {
-    dir: tempfile::TempDir,
-    env: Env,
+/// A private home folder and the `Env` that points every client into it (the skills' tests use
+/// it too).
+pub(super) struct Home {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) env: Env,
 }
 
 impl Home {
     /// An empty home; `PATH` holds nothing, so only folders show a client installed.
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let env = Env {
             home: dir.path().to_path_buf(),
@@ -33,6 +34,13 @@ impl Home {
             },
         };
         Self { dir, env }
+    }
+
+    /// Runs `setup` with `argv` (after `setup`); asserts it exits 0 and returns its stdout.
+    pub(super) fn setup_ok(&self, argv: &[&str]) -> String {
+        let (code, out, err) = self.setup(argv);
+        assert_eq!(code, 0, "{out}{err}");
+        out
     }
 
     /// Runs `setup` with `argv` (after `setup`); returns the exit code, stdout and stderr.
@@ -64,7 +72,7 @@ impl Home {
 
     /// Every file under the home folder, with its bytes: what a run that must write nothing
     /// compares before and after.
-    fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
+    pub(super) fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
         snapshot_of(self.dir.path())
     }
 

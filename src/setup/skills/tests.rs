@@ -5,59 +5,13 @@
 use std::fs;
 use std::path::PathBuf;
 
-use super::super::{run, Client, Env, Launch, SetupArgs};
 use super::*;
+use crate::setup::tests::Home;
+use crate::setup::Client;
 
-/// A private home folder and the `Env` that points every client into it.
-struct Home {
-    dir: tempfile::TempDir,
-    env: Env,
-}
-
-impl Home {
-    /// An empty home; `PATH` holds nothing, so only folders show a client installed.
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let env = Env {
-            home: dir.path().to_path_buf(),
-            xdg_config_home: None,
-            appdata: None,
-            codex_home: None,
-            path: None,
-            launch: Launch {
-                launcher: None,
-                exe: PathBuf::from("/opt/geminicli-mcp/bin/geminicli-mcp"),
-            },
-        };
-        Self { dir, env }
-    }
-
-    /// Runs `setup` with `argv` (after `setup`); asserts it exits 0 and returns its stdout.
-    fn setup(&self, argv: &[&str]) -> String {
-        let mut full = vec!["geminicli-mcp", "setup"];
-        full.extend_from_slice(argv);
-        let args: SetupArgs = match crate::config::Cli::try_parse_from(full).unwrap().command {
-            Some(crate::config::Command::Setup(args)) => args,
-            other => panic!("not setup: {other:?}"),
-        };
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = run(&args, &self.env, &mut out, &mut err);
-        let (out, err) = (
-            String::from_utf8(out).unwrap(),
-            String::from_utf8(err).unwrap(),
-        );
-        assert_eq!(code, 0, "{out}{err}");
-        out
-    }
-
-    fn skills(&self, client: Client) -> PathBuf {
-        client.skills_dir(&self.env).unwrap()
-    }
-
-    /// Every file under the home folder, with its bytes.
-    fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
-        crate::setup::tests::snapshot_of(self.dir.path())
-    }
+/// The folder `client` takes skills from, in `home`.
+fn skills(home: &Home, client: Client) -> PathBuf {
+    client.skills_dir(&home.env).unwrap()
 }
 
 #[test]
@@ -111,7 +65,7 @@ fn each_skill_names_only_tools_the_server_has_and_never_asks_for_yolo() {
 #[test]
 fn setup_installs_the_skills_where_each_client_loads_them() {
     let home = Home::new();
-    let out = home.setup(&[
+    let out = home.setup_ok(&[
         "claude-code",
         "codex",
         "gemini-cli",
@@ -126,7 +80,7 @@ fn setup_installs_the_skills_where_each_client_loads_them() {
         (Client::GeminiCli, ".gemini/skills"),
     ] {
         let dir = root.join(dir);
-        assert_eq!(home.skills(client), dir);
+        assert_eq!(skills(&home, client), dir);
         for skill in SKILLS {
             let text = fs::read_to_string(dir.join(skill.name).join("SKILL.md")).unwrap();
             assert_eq!(text, skill.text);
@@ -158,7 +112,7 @@ fn codex_home_moves_the_codex_skills() {
     let mut home = Home::new();
     let codex_home = home.dir.path().join("elsewhere");
     home.env.codex_home = Some(codex_home.clone());
-    home.setup(&["codex"]);
+    home.setup_ok(&["codex"]);
     assert!(codex_home.join("skills/gemini-review/SKILL.md").is_file());
     assert!(!home.dir.path().join(".codex").exists());
 }
@@ -166,9 +120,9 @@ fn codex_home_moves_the_codex_skills() {
 #[test]
 fn a_second_setup_changes_nothing_and_says_so() {
     let home = Home::new();
-    home.setup(&["claude-code", "codex", "gemini-cli"]);
+    home.setup_ok(&["claude-code", "codex", "gemini-cli"]);
     let before = home.snapshot();
-    let out = home.setup(&["claude-code", "codex", "gemini-cli"]);
+    let out = home.setup_ok(&["claude-code", "codex", "gemini-cli"]);
     assert_eq!(home.snapshot(), before);
     assert_eq!(out.matches(": skills unchanged: ").count(), 3, "{out}");
     assert!(!out.contains("skills added"), "{out}");
@@ -178,7 +132,7 @@ fn a_second_setup_changes_nothing_and_says_so() {
 fn a_client_not_installed_gets_no_skills() {
     let home = Home::new();
     fs::create_dir_all(home.dir.path().join(".codex")).unwrap();
-    let out = home.setup(&[]);
+    let out = home.setup_ok(&[]);
     assert!(out.contains("codex: skills added"), "{out}");
     assert!(!home.dir.path().join(".claude").exists(), "{out}");
     assert!(!home.dir.path().join(".gemini").exists(), "{out}");
@@ -187,16 +141,16 @@ fn a_client_not_installed_gets_no_skills() {
 #[test]
 fn no_skills_writes_only_the_entry() {
     let home = Home::new();
-    let out = home.setup(&["--no-skills", "claude-code"]);
+    let out = home.setup_ok(&["--no-skills", "claude-code"]);
     assert!(out.contains("added `gemini`"), "{out}");
-    assert!(!home.skills(Client::ClaudeCode).exists(), "{out}");
+    assert!(!skills(&home, Client::ClaudeCode).exists(), "{out}");
 }
 
 #[test]
 fn an_earlier_unedited_version_is_updated_and_an_edited_one_left_alone() {
     let home = Home::new();
-    let dir = home.skills(Client::GeminiCli);
-    home.setup(&["gemini-cli"]);
+    let dir = skills(&home, Client::GeminiCli);
+    home.setup_ok(&["gemini-cli"]);
     // An earlier release's text, recorded as written by setup.
     let old = "---\nname: gemini-review\ndescription: old\n---\nold body\n";
     fs::write(dir.join("gemini-review/SKILL.md"), old).unwrap();
@@ -208,7 +162,7 @@ fn an_earlier_unedited_version_is_updated_and_an_edited_one_left_alone() {
     let mine = "---\nname: gemini-delegate\ndescription: mine\n---\nmy rules\n";
     fs::write(dir.join("gemini-delegate/SKILL.md"), mine).unwrap();
 
-    let out = home.setup(&["gemini-cli"]);
+    let out = home.setup_ok(&["gemini-cli"]);
     assert!(
         out.contains("gemini-cli: skills updated: gemini-review in"),
         "{out}"
@@ -227,7 +181,7 @@ fn an_earlier_unedited_version_is_updated_and_an_edited_one_left_alone() {
         mine
     );
     // And --remove leaves the edited one too.
-    let out = home.setup(&["--remove", "gemini-cli"]);
+    let out = home.setup_ok(&["--remove", "gemini-cli"]);
     assert!(out.contains("skills left alone: gemini-delegate"), "{out}");
     assert_eq!(
         fs::read_to_string(dir.join("gemini-delegate/SKILL.md")).unwrap(),
@@ -238,15 +192,15 @@ fn an_earlier_unedited_version_is_updated_and_an_edited_one_left_alone() {
 #[test]
 fn remove_takes_out_only_our_skills() {
     let home = Home::new();
-    let dir = home.skills(Client::ClaudeCode);
+    let dir = skills(&home, Client::ClaudeCode);
     let theirs = dir.join("my-skill/SKILL.md");
     fs::create_dir_all(theirs.parent().unwrap()).unwrap();
     fs::write(&theirs, "---\nname: my-skill\ndescription: mine\n---\n").unwrap();
-    home.setup(&["claude-code"]);
+    home.setup_ok(&["claude-code"]);
     // A file of the user's beside one of ours keeps that folder.
     fs::write(dir.join("gemini-review/notes.txt"), "mine").unwrap();
 
-    let out = home.setup(&["--remove", "claude-code"]);
+    let out = home.setup_ok(&["--remove", "claude-code"]);
     assert!(out.contains("removed `gemini`"), "{out}");
     assert!(
         out.contains(
@@ -263,7 +217,7 @@ fn remove_takes_out_only_our_skills() {
     }
     assert!(!dir.join(RECORD).exists());
 
-    let out = home.setup(&["--remove", "claude-code"]);
+    let out = home.setup_ok(&["--remove", "claude-code"]);
     assert!(out.contains("skills nothing to remove"), "{out}");
 }
 
@@ -271,7 +225,7 @@ fn remove_takes_out_only_our_skills() {
 fn a_dry_run_shows_the_skills_and_writes_nothing() {
     let home = Home::new();
     let before = home.snapshot();
-    let out = home.setup(&["--dry-run", "claude-code", "codex", "gemini-cli"]);
+    let out = home.setup_ok(&["--dry-run", "claude-code", "codex", "gemini-cli"]);
     assert_eq!(home.snapshot(), before);
     assert_eq!(out.matches(": skills would add: ").count(), 3, "{out}");
     for skill in SKILLS {
@@ -282,9 +236,9 @@ fn a_dry_run_shows_the_skills_and_writes_nothing() {
         );
         assert_eq!(out.matches(&line).count(), 3, "{out}");
     }
-    home.setup(&["codex"]);
+    home.setup_ok(&["codex"]);
     let before = home.snapshot();
-    let out = home.setup(&["--dry-run", "--remove", "codex"]);
+    let out = home.setup_ok(&["--dry-run", "--remove", "codex"]);
     assert_eq!(home.snapshot(), before);
     assert!(
         out.contains("codex: skills would remove: gemini-review"),
@@ -296,18 +250,18 @@ fn a_dry_run_shows_the_skills_and_writes_nothing() {
 #[test]
 fn a_linked_skill_folder_is_the_users() {
     let home = Home::new();
-    let dir = home.skills(Client::Codex);
+    let dir = skills(&home, Client::Codex);
     let elsewhere = home.dir.path().join("checkout/gemini-review");
     fs::create_dir_all(&elsewhere).unwrap();
     fs::write(elsewhere.join("SKILL.md"), SKILLS[0].text).unwrap();
     fs::create_dir_all(&dir).unwrap();
     std::os::unix::fs::symlink(&elsewhere, dir.join("gemini-review")).unwrap();
-    let out = home.setup(&["codex"]);
+    let out = home.setup_ok(&["codex"]);
     assert!(
         out.contains("codex: skills left alone: gemini-review"),
         "{out}"
     );
-    let out = home.setup(&["--remove", "codex"]);
+    let out = home.setup_ok(&["--remove", "codex"]);
     assert!(
         out.contains("codex: skills left alone: gemini-review"),
         "{out}"
