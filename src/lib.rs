@@ -37,6 +37,7 @@ mod roots;
 mod run;
 mod save;
 pub mod server;
+pub mod serving;
 pub mod setup;
 pub mod structured;
 mod sync;
