@@ -1,7 +1,8 @@
 //! geminicli-mcp: an MCP server that runs Google's headless Gemini CLI as a supervised tool.
 //!
-//! The binary (`src/main.rs`) parses flags and env into a [`config::Config`] and serves MCP over
-//! stdio; this library holds everything else so tests can reach it. The arrows point one way,
+//! The binary (`src/main.rs`) parses flags and env into a [`config::Config`] and hands it to
+//! [`serving`], which serves MCP over stdio or HTTP; this library holds everything but the
+//! command line's dispatch, so tests can reach it and the server's code is compiled once. The arrows point one way,
 //! down from the protocol to the process (CONTRIBUTING.md has the map):
 //! `server` → `tools` → `run` → the backends `oneshot` and `acp` (warm) → `gemini` (what both
 //! share of the CLI) → `progress`, `deadline`, `error`, `approval`, `config`.
@@ -37,6 +38,7 @@ mod roots;
 mod run;
 mod save;
 pub mod server;
+pub mod serving;
 pub mod setup;
 pub mod structured;
 mod sync;

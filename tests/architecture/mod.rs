@@ -487,7 +487,7 @@ fn the_check_sees_a_circle_and_its_names() {
 /// above the backends, those above what a run reports and asks through (no protocol in it),
 /// that above the settings, and the ground floor under everything.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("entry", &["main", "lib"]),
+    ("entry", &["main", "lib", "serving"]),
     (
         "MCP",
         &[
