@@ -141,9 +141,7 @@ fn doctor(
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn large_allocations_go_back() {
     // SAFETY: mallopt before any thread exists; it only sets an allocator parameter.
-    if std::env::var_os("XX_NO_MALLOPT").is_none() {
-        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) };
-    }
+    unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) };
 }
 
 /// Other allocators (musl's, the systems') give large blocks back on their own.

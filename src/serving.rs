@@ -38,6 +38,7 @@ pub fn doctor(runtime: &Runtime, inputs: doctor::Inputs) -> doctor::Report {
 }
 
 async fn serve(config: Config) -> anyhow::Result<i32> {
+    let signal = termination_signal();
     let shutdown = CancellationToken::new();
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let kill_wait = config.kill_grace + EXIT_SLACK;
@@ -90,7 +91,7 @@ async fn serve(config: Config) -> anyhow::Result<i32> {
         // Cancel inside the branch: leaving the select drops the session, which cancels every
         // request, and runs must see the shutdown (not a client cancellation) first.
         signal = async {
-            let signal = termination_signal().await;
+            let signal = signal.await;
             shutdown.cancel();
             signal
         } => {
@@ -105,6 +106,7 @@ async fn serve(config: Config) -> anyhow::Result<i32> {
 
 /// Serves Streamable HTTP until a termination signal; then kills every run and exits 0.
 async fn serve_http(config: Config, options: HttpOptions) -> anyhow::Result<i32> {
+    let signal = termination_signal();
     let shutdown = CancellationToken::new();
     let cwd = std::env::current_dir().context("reading the working directory")?;
     let kill_wait = config.kill_grace + EXIT_SLACK;
@@ -123,7 +125,7 @@ async fn serve_http(config: Config, options: HttpOptions) -> anyhow::Result<i32>
     let serving = http::serve(listener, options, server.clone(), shutdown.clone());
     tokio::select! {
         result = serving => result.context("serving HTTP")?,
-        signal = termination_signal() => {
+        signal = signal => {
             tracing::info!(signal, "terminating: killing every Gemini process tree");
         }
     }
@@ -132,9 +134,11 @@ async fn serve_http(config: Config, options: HttpOptions) -> anyhow::Result<i32>
     Ok(0)
 }
 
-/// Resolves with the signal number on SIGTERM, SIGINT or SIGHUP.
+/// Resolves with the signal number on SIGTERM, SIGINT or SIGHUP. The handlers are installed when
+/// this is called, not when the future is first polled: a signal sent as soon as the server says
+/// it is listening still ends it cleanly, instead of by the signal's default action (exit 143).
 #[cfg(unix)]
-async fn termination_signal() -> i32 {
+fn termination_signal() -> impl std::future::Future<Output = i32> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).ok();
     let mut int = signal(SignalKind::interrupt()).ok();
@@ -147,16 +151,21 @@ async fn termination_signal() -> i32 {
             None => std::future::pending().await,
         }
     }
-    tokio::select! {
-        _ = next(&mut term) => libc::SIGTERM,
-        _ = next(&mut int) => libc::SIGINT,
-        _ = next(&mut hup) => libc::SIGHUP,
+    async move {
+        tokio::select! {
+            _ = next(&mut term) => libc::SIGTERM,
+            _ = next(&mut int) => libc::SIGINT,
+            _ = next(&mut hup) => libc::SIGHUP,
+        }
     }
 }
 
 /// Resolves on Ctrl+C.
 #[cfg(not(unix))]
-async fn termination_signal() -> i32 {
-    let _ = tokio::signal::ctrl_c().await;
-    2
+fn termination_signal() -> impl std::future::Future<Output = i32> {
+    let ctrl_c = tokio::signal::ctrl_c();
+    async move {
+        let _ = ctrl_c.await;
+        2
+    }
 }

@@ -1498,6 +1498,23 @@ fn a_stuck_task_costs_only_its_own_call_and_sigterm_ends_everything(#[case] back
     let _ = held.recv_timeout(Duration::from_secs(5));
 }
 
+/// SIGTERM sent the moment the server says where it listens ends it cleanly (exit 0): its
+/// handlers are in place before it says so, and the signal's default action (exit 143) never
+/// applies.
+#[cfg(unix)]
+#[test]
+fn sigterm_as_soon_as_the_server_listens_exits_0() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut server = HttpServer::start();
+    let status = sigterm_and_wait(&mut server.child);
+    assert_eq!(
+        (status.code(), status.signal()),
+        (Some(0), None),
+        "{}",
+        server.stderr()
+    );
+}
+
 /// Sends SIGTERM to the server `child` and waits (up to the test deadline) for it to exit.
 #[cfg(unix)]
 fn sigterm_and_wait(child: &mut std::process::Child) -> std::process::ExitStatus {
