@@ -1,3 +1,4 @@
+use super::message::permission_answer;
 use super::*;
 use serde_json::json;
 

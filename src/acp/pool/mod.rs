@@ -383,7 +383,10 @@ impl Pool {
                 _ = ct.cancelled() => return Err(cancelled("while the agent was starting")),
             };
             match start {
-                Start::Running(agent) if agent.unsettled() => {
+                Start::Running(agent) => {
+                    if !agent.unsettled().await {
+                        return Ok(agent);
+                    }
                     tracing::debug!(
                         pid = agent.pid(),
                         "the agent has not answered a cancel: waiting before sending it work"
@@ -398,7 +401,6 @@ impl Pool {
                     }
                     return Ok(agent);
                 }
-                Start::Running(agent) => return Ok(agent),
                 Start::Failed(f) => return Err(*f),
                 Start::Yours(ticket) => break ticket,
             }

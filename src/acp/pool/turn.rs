@@ -494,7 +494,7 @@ impl Drop for PromptGuard {
                 tokio::time::sleep(grace).await;
                 // Answered meanwhile (cancelled or done): the agent is healthy and may be in
                 // use by the next call.
-                if agent.is_waiting(id) {
+                if agent.is_waiting(id).await {
                     agent.kill();
                 }
             });
