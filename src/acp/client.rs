@@ -4,9 +4,9 @@
 //! and a supervisor that notices the exit and kills the whole tree. `message` classifies the
 //! agent's lines, `book` is what the reader routes by, `permission` the answers it gives.
 //!
-//! The reader task owns what it routes by ([`Book`]: the waiters, the routes, the approval modes,
+//! The reader task owns what it routes by (`Book`: the waiters, the routes, the approval modes,
 //! the sessions that ask, the prompts being cancelled). Callers change it, or ask it, with
-//! [`Command`]s on an unbounded channel (a plain send, so a `Drop` can send one), and the reader
+//! `Command`s on an unbounded channel (a plain send, so a `Drop` can send one), and the reader
 //! applies every command sent before it read a line before it dispatches that line: a route or a
 //! waiter made before its request is sent sees every message of that request. When the agent is
 //! dead the reader fails every waiter with how it ended.
