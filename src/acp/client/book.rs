@@ -94,7 +94,11 @@ impl Book {
             Command::Settled(tx) if self.cancelling.is_empty() => {
                 let _ = tx.send(());
             }
-            Command::Settled(tx) => self.settling.push(tx),
+            Command::Settled(tx) => {
+                // An asker that gave up (its call cancelled) is not kept.
+                self.settling.retain(|t| !t.is_closed());
+                self.settling.push(tx);
+            }
         }
     }
 
@@ -118,7 +122,7 @@ impl Book {
 
     /// Request `id` answered: its waiter told, and the agent settled if it was the last
     /// cancelled prompt.
-    fn answered(&mut self, id: u64, answer: Result<Value, AcpError>) {
+    pub(super) fn answered(&mut self, id: u64, answer: Result<Value, AcpError>) {
         if let Some(w) = self.waiters.remove(&id) {
             let _ = w.send(answer);
         }

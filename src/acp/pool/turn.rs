@@ -602,6 +602,33 @@ mod tests {
         assert!(intake.take(&mut fold, plan, 700, &progress));
     }
 
+    #[test]
+    fn a_moment_gives_back_its_instant_and_the_first_one_stays() {
+        let started = Instant::now();
+        let first = Moment::new(started);
+        assert_eq!(first.get(), None);
+        let (a, b) = (
+            started + Duration::from_nanos(1_234_567),
+            started + Duration::from_secs(3),
+        );
+        first.set_once(a);
+        first.set_once(b);
+        assert_eq!(
+            first.get(),
+            Some(a),
+            "the first one stays, to the nanosecond"
+        );
+        let last = Moment::new(started);
+        last.set(started);
+        assert_eq!(
+            last.get(),
+            Some(started),
+            "the turn's start is a moment too"
+        );
+        last.set(b);
+        assert_eq!(last.get(), Some(b));
+    }
+
     #[tokio::test]
     async fn blocks_go_in_order_images_as_links_or_as_their_bytes() {
         let dir = tempfile::tempdir().expect("tempdir");
