@@ -473,13 +473,15 @@ impl Connection {
     /// is answered the agent is [unsettled](Connection::unsettled): one that ignores the cancel
     /// may be frozen, and whoever sent it kills the agent when its grace passes.
     pub fn cancel_prompt(&self, session: &str, prompt: u64) {
-        // The reader looks whether the prompt still waits and marks it in one step: an answer
-        // read before the mark finds nothing to settle, one read after it settles the agent.
-        self.tell(Command::Cancel(prompt));
         self.send(&acp::JsonRpcMessage::wrap(acp::Notification {
             method: acp::AGENT_METHOD_NAMES.session_cancel.into(),
             params: Some(acp::CancelNotification::new(session.to_string())),
         }));
+        // The reader looks whether the prompt still waits and marks it in one step: an answer
+        // read before the mark finds nothing to settle, one read after it settles the agent. The
+        // cancel is handed to the writer first: it is what stops an agent flooding its stdout,
+        // and woken after the reader it was measured to reach the agent milliseconds later.
+        self.tell(Command::Cancel(prompt));
     }
 
     /// Whether a cancelled prompt of this running agent awaits its answer (one cancelled before
