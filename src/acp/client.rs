@@ -1,135 +1,59 @@
 //! One agent process and the JSON-RPC connection to it: a writer, a reader routing responses to
 //! their waiters and `session/update` notifications to the session's current prompt, the answers
 //! to the agent's own requests (permissions from the session's approval mode, no file system),
-//! and a supervisor that notices the exit and kills the whole tree.
+//! and a supervisor that notices the exit and kills the whole tree. `message` classifies the
+//! agent's lines, `book` is what the reader routes by, `permission` the answers it gives.
+//!
+//! The reader task owns what it routes by (`Book`: the waiters, the routes, the approval modes,
+//! the sessions that ask, the prompts being cancelled). Callers change it, or ask it, with
+//! `Command`s on an unbounded channel (a plain send, so a `Drop` can send one), and the reader
+//! applies every command sent before it read a line before it dispatches that line: a route or a
+//! waiter made before its request is sent sees every message of that request. When the agent is
+//! dead the reader fails every waiter with how it ended.
+//!
+//! One lock is left: the tail of the agent's stderr, written by the stderr task and read where a
+//! failure is built — in sync code, and often after that task has ended, so there is no task to
+//! ask — held only to append a read or copy 8 KiB at most. How the agent ended is written once
+//! (a `OnceLock`); the rest is atomics, cancellation tokens and the output budget's semaphore.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::wire::{
-    error_of, id_number, session_of, update_of, Envelope, Method, PermissionRequest,
-};
+use crate::acp::wire::Method;
 use crate::approval::ApprovalMode;
-use crate::ask::{Question, Reply, Why};
 use crate::gemini::process::{Live, RunSpec, SpawnError, Termination};
 use crate::sync::lock;
 
+mod book;
+mod message;
 mod permission;
+use book::{Book, Command};
+use message::{line, ROUTED_BUDGET, ROUTED_MIN_CHARGE};
+pub use message::{AcpError, Inbound, Message, Routed};
 pub use permission::permission;
-use permission::{answer, chosen, question};
 
 /// Bytes of the agent's stderr kept for error messages.
 const STDERR_TAIL: usize = 8 * 1024;
 /// Longest wait, once the agent has ended, for the rest of its stderr.
 const STDERR_SETTLE: Duration = Duration::from_millis(500);
 
-/// Why a request to the agent failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum AcpError {
-    /// The agent answered with a JSON-RPC error.
-    #[error("the agent answered {code}: {message}")]
-    Rpc {
-        /// The JSON-RPC code (the CLI puts an API error's HTTP status here).
-        code: i64,
-        /// The error's message.
-        message: String,
-    },
-    /// The agent process ended (or was killed) before answering.
-    #[error("the Gemini ACP agent exited ({0})")]
-    Exited(String),
-    /// No answer within the request timeout; the agent is killed.
-    #[error("the Gemini ACP agent did not answer {0} in time; it was killed")]
-    Timeout(String),
-    /// An answer the schema's type of it does not take (the method named).
-    #[error("the Gemini ACP agent answered {0} with a result ACP does not define")]
-    Unreadable(String),
-}
-
-/// What reaches the prompt waiting on a session.
-#[derive(Debug)]
-pub enum Inbound {
-    /// A `session/update`'s `update` object.
-    Update(Value),
-    /// A permission request and the option the server chose (`None`: refused, `cancelled`).
-    Permission {
-        /// The request's `toolCall`.
-        tool_call: Value,
-        /// The options offered.
-        options: Value,
-        /// Whether it was allowed.
-        allowed: bool,
-        /// The `outcome` answered (`selected` with its `optionId`, or `cancelled`).
-        outcome: Value,
-        /// Who decided, when the session asks (`user`, or why nobody allowed it).
-        decided_by: Option<&'static str>,
-    },
-    /// A permission request of a session that asks ([`Connection::ask`]): the prompt's asker puts
-    /// it to the client's user and sends the reply; the agent is answered when it arrives (a
-    /// dropped sender rejects).
-    Question {
-        /// What the agent wants to do.
-        question: Question,
-        /// Where the reply goes.
-        reply: oneshot::Sender<Reply>,
-    },
-}
-
-/// One message routed to a session's prompt: what it is, the bytes of its line, and its share of
-/// the connection's budget for messages read and not yet taken ([`ROUTED_BUDGET`]), given back
-/// when it is dropped.
-#[derive(Debug)]
-pub struct Routed {
-    /// The message.
-    pub inbound: Inbound,
-    /// The length of the line it came in (0: made by the server, a question's answer).
-    pub bytes: usize,
-    _budget: Option<OwnedSemaphorePermit>,
-}
-
-impl Routed {
-    /// A message the server itself routes (no line, no budget).
-    pub(crate) fn made(inbound: Inbound) -> Routed {
-        Routed {
-            inbound,
-            bytes: 0,
-            _budget: None,
-        }
-    }
-}
-
-/// What the routed messages read and not yet taken by their prompts may hold, in bytes of their
-/// lines: past it the reader stops reading (the agent blocks on its stdout) until a prompt takes
-/// one. Every message counts as at least [`ROUTED_MIN_CHARGE`] (a parsed message holds more than
-/// its line), and one larger than the whole budget takes all of it.
-const ROUTED_BUDGET: usize = 4 << 20;
-/// The least a routed message counts for in [`ROUTED_BUDGET`].
-const ROUTED_MIN_CHARGE: usize = 1024;
-
-type Waiters = Mutex<HashMap<u64, oneshot::Sender<Result<Value, AcpError>>>>;
-
+/// What the connection's tasks and its handle share.
 struct Shared {
-    waiters: Waiters,
-    routes: Mutex<HashMap<String, mpsc::UnboundedSender<Routed>>>,
-    modes: Mutex<HashMap<String, ApprovalMode>>,
-    /// Sessions whose permission requests are questions, with the ceiling bounding the answers.
-    asking: Mutex<HashMap<String, ApprovalMode>>,
+    /// The tail of the agent's stderr ([`STDERR_TAIL`]), kept by the stderr task.
     stderr: Mutex<VecDeque<u8>>,
     /// Fired when stderr reached its end: what the agent printed as it died is in the tail.
     stderr_done: CancellationToken,
-    exit: Mutex<Option<String>>,
-    /// The prompts sent `session/cancel` and not answered yet ([`Connection::cancel_prompt`]).
-    cancelling: Mutex<HashSet<u64>>,
-    /// Told when one of them is answered.
-    settled: Notify,
+    /// How the agent ended: written once by the supervisor, before `dead` fires.
+    exit: OnceLock<String>,
     /// The routed messages read and not yet taken ([`ROUTED_BUDGET`]).
     budget: Arc<Semaphore>,
     /// Set when a line passed the output cap and the agent was stopped for it.
@@ -186,26 +110,29 @@ const KEPT_LINE_CAPACITY: usize = 1 << 20;
 /// the agent (`stop`) before it is read whole, and is remembered as the reason
 /// ([`Connection::overflowed`]); stdout's end fires `eof`. A message for a prompt waits for its
 /// share of [`ROUTED_BUDGET`] before it is parsed, so an agent that writes faster than its
-/// prompts take in is held back by its own pipe, never buffered without bound here.
+/// prompts take in is held back by its own pipe, never buffered without bound here. Owns the
+/// [`Book`]: applies `commands` all along, and once the agent is `dead` fails every waiter.
 async fn read_messages(
     stdout: tokio::process::ChildStdout,
     s: Arc<Shared>,
-    reply: mpsc::UnboundedSender<Vec<u8>>,
-    (eof, stop): (CancellationToken, CancellationToken),
+    (mut commands, reply): (
+        mpsc::UnboundedReceiver<Command>,
+        mpsc::UnboundedSender<Vec<u8>>,
+    ),
+    (eof, stop, dead): (CancellationToken, CancellationToken, CancellationToken),
     cap: u64,
     pid: u32,
 ) {
+    let mut book = Book::default();
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
     loop {
         line.clear();
-        match (&mut reader)
-            .take(cap + 1)
-            .read_until(b'\n', &mut line)
-            .await
-        {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        let mut limited = (&mut reader).take(cap + 1);
+        let read = limited.read_until(b'\n', &mut line);
+        match book.meanwhile(&mut commands, &dead, read).await {
+            Some(Ok(0) | Err(_)) | None => break,
+            Some(Ok(_)) => {}
         }
         if line.len() as u64 > cap {
             tracing::warn!(
@@ -220,7 +147,8 @@ async fn read_messages(
             break;
         }
         let charge = line.len().clamp(ROUTED_MIN_CHARGE, ROUTED_BUDGET) as u32;
-        let Ok(budget) = s.budget.clone().acquire_many_owned(charge).await else {
+        let acquire = s.budget.clone().acquire_many_owned(charge);
+        let Some(Ok(budget)) = book.meanwhile(&mut commands, &dead, acquire).await else {
             break;
         };
         let bytes = line.len();
@@ -230,10 +158,28 @@ async fn read_messages(
         if line.capacity() > KEPT_LINE_CAPACITY {
             line = Vec::new();
         }
-        dispatch(&s, &reply, message, (bytes, budget));
+        // Every command sent before the line was read is applied before it is dispatched: a
+        // route or waiter made before its request was sent. (`try_recv` waits out a send under
+        // way, so none is skipped.)
+        while let Ok(command) = commands.try_recv() {
+            book.apply(command);
+        }
+        book.dispatch(&reply, message, (bytes, budget));
     }
     // stdout closed: the agent is finished as a peer, whatever its process does.
     eof.cancel();
+    book.meanwhile(&mut commands, &dead, std::future::pending::<()>())
+        .await;
+    // Dead: no answer comes any more. Commands still queued are applied, so a request sent in
+    // between fails with the others.
+    commands.close();
+    while let Ok(command) = commands.try_recv() {
+        book.apply(command);
+    }
+    let how = s.exit.get().cloned().unwrap_or_default();
+    for (_, w) in book.waiters.drain() {
+        let _ = w.send(Err(AcpError::Exited(how.clone())));
+    }
 }
 
 /// How long an agent whose stdout closed, unasked, has to exit by itself: one ending on its own
@@ -241,7 +187,7 @@ async fn read_messages(
 const OWN_EXIT_WAIT: Duration = Duration::from_millis(500);
 
 /// Owns the tree: on its exit or `kill` (stdout's end, or `stop`: the server's asking), ends all
-/// of it, says how, and fails every waiter.
+/// of it and says how; `dead` then has the reader fail every waiter.
 async fn supervise(
     mut live: Live,
     s: Arc<Shared>,
@@ -283,17 +229,15 @@ async fn supervise(
     // The waiters' failures read the stderr tail (why a CLI refused to start): let the last of it
     // arrive. Bounded, since a descendant that left the tree may hold the pipe open.
     let _ = tokio::time::timeout(STDERR_SETTLE, s.stderr_done.cancelled()).await;
-    *lock(&s.exit) = Some(how.clone());
+    let _ = s.exit.set(how);
     dead.cancel();
-    for (_, w) in lock(&s.waiters).drain() {
-        let _ = w.send(Err(AcpError::Exited(how.clone())));
-    }
-    lock(&s.routes).clear();
 }
 
 /// A running agent. Dropping the last handle does not stop it: call [`Connection::kill`].
 pub struct Connection {
     out: mpsc::UnboundedSender<Vec<u8>>,
+    /// To the reader, which owns the [`Book`].
+    commands: mpsc::UnboundedSender<Command>,
     shared: Arc<Shared>,
     next_id: AtomicU64,
     /// Cancelled when the agent is ending: the server asked, or its stdout closed.
@@ -317,15 +261,9 @@ impl Connection {
             ));
         };
         let shared = Arc::new(Shared {
-            waiters: Mutex::default(),
-            routes: Mutex::default(),
-            modes: Mutex::default(),
-            asking: Mutex::default(),
             stderr: Mutex::default(),
             stderr_done: CancellationToken::new(),
-            exit: Mutex::default(),
-            cancelling: Mutex::default(),
-            settled: Notify::new(),
+            exit: OnceLock::new(),
             budget: Arc::new(Semaphore::new(ROUTED_BUDGET)),
             overflow: AtomicBool::new(false),
             stderr_bytes: AtomicU64::new(0),
@@ -336,6 +274,7 @@ impl Connection {
         let stop = CancellationToken::new();
         let dead = CancellationToken::new();
         let (out, rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (commands, inbox) = mpsc::unbounded_channel();
 
         tokio::spawn(write_lines(stdin, rx, dead.clone()));
         tokio::spawn(drain_stderr(stderr, shared.clone()));
@@ -345,8 +284,8 @@ impl Connection {
         tokio::spawn(read_messages(
             stdout,
             shared.clone(),
-            out.clone(),
-            (kill.clone(), stop.clone()),
+            (inbox, out.clone()),
+            (kill.clone(), stop.clone(), dead.clone()),
             cap,
             pid,
         ));
@@ -360,6 +299,7 @@ impl Connection {
         ));
         Ok(Arc::new(Connection {
             out,
+            commands,
             shared,
             next_id: AtomicU64::new(1),
             kill,
@@ -399,7 +339,7 @@ impl Connection {
 
     /// How the agent ended, once it has.
     pub fn exit(&self) -> Option<String> {
-        lock(&self.shared.exit).clone()
+        self.shared.exit.get().cloned()
     }
 
     /// Whether the agent was stopped for a line longer than the output cap.
@@ -435,6 +375,18 @@ impl Connection {
 
     fn send(&self, msg: &impl Serialize) {
         let _ = self.out.send(line(msg));
+    }
+
+    /// Hands the reader a command (dropped once the reader has ended: the agent is dead).
+    fn tell(&self, command: Command) {
+        let _ = self.commands.send(command);
+    }
+
+    /// Asks the reader; `None` once it has ended.
+    async fn query<T>(&self, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.tell(command(tx));
+        rx.await.ok()
     }
 
     /// Sends a request and waits for its answer, read as the schema's type of it: `timeout`
@@ -500,7 +452,8 @@ impl Connection {
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        lock(&self.shared.waiters).insert(id, tx);
+        // Told before the request is written, so the reader has it before the answer.
+        self.tell(Command::Await(id, tx));
         self.send(&acp::JsonRpcMessage::wrap(acp::Request {
             id: acp::RequestId::Number(i64::try_from(id).unwrap_or(i64::MAX)),
             method: M::NAME.into(),
@@ -509,286 +462,64 @@ impl Connection {
         Ok((rx, id))
     }
 
-    /// Whether request `id` still waits for its answer.
-    pub fn is_waiting(&self, id: u64) -> bool {
-        lock(&self.shared.waiters).contains_key(&id)
+    /// Whether request `id` still waits for its answer (false once the agent is dead).
+    pub async fn is_waiting(&self, id: u64) -> bool {
+        self.query(|tx| Command::Waiting(id, tx))
+            .await
+            .unwrap_or(false)
     }
 
     /// Sends `session/cancel` for `session`, whose prompt is request `prompt`. Until the prompt
     /// is answered the agent is [unsettled](Connection::unsettled): one that ignores the cancel
     /// may be frozen, and whoever sent it kills the agent when its grace passes.
     pub fn cancel_prompt(&self, session: &str, prompt: u64) {
-        if self.is_waiting(prompt) {
-            lock(&self.shared.cancelling).insert(prompt);
-            // Answered in between: the reader found nothing to remove.
-            if !self.is_waiting(prompt) && lock(&self.shared.cancelling).remove(&prompt) {
-                self.shared.settled.notify_waiters();
-            }
-        }
         self.send(&acp::JsonRpcMessage::wrap(acp::Notification {
             method: acp::AGENT_METHOD_NAMES.session_cancel.into(),
             params: Some(acp::CancelNotification::new(session.to_string())),
         }));
+        // The reader looks whether the prompt still waits and marks it in one step: an answer
+        // read before the mark finds nothing to settle, one read after it settles the agent. The
+        // cancel is handed to the writer first: it is what stops an agent flooding its stdout,
+        // and woken after the reader it was measured to reach the agent milliseconds later.
+        self.tell(Command::Cancel(prompt));
     }
 
-    /// Whether a cancelled prompt of this running agent awaits its answer.
-    pub fn unsettled(&self) -> bool {
-        !self.is_dead() && !lock(&self.shared.cancelling).is_empty()
+    /// Whether a cancelled prompt of this running agent awaits its answer (one cancelled before
+    /// this is asked counts).
+    pub async fn unsettled(&self) -> bool {
+        !self.is_dead() && self.query(Command::Unsettled).await.unwrap_or(false)
     }
 
     /// Resolves once no cancelled prompt awaits its answer, or the agent is ending.
     pub async fn settled(&self) {
-        loop {
-            // Made before the look, so an answer in between still wakes it.
-            let answered = self.shared.settled.notified();
-            if !self.unsettled() {
-                return;
-            }
-            tokio::select! {
-                _ = answered => {}
-                _ = self.kill.cancelled() => return,
-                _ = self.dead.cancelled() => return,
-            }
+        tokio::select! {
+            _ = self.query(Command::Settled) => {}
+            _ = self.kill.cancelled() => {}
+            _ = self.dead.cancelled() => {}
         }
     }
 
     /// Routes a session's updates and permission decisions to `tx` until [`Connection::unroute`];
     /// `mode` decides the permission answers.
     pub fn route(&self, session: &str, mode: ApprovalMode, tx: mpsc::UnboundedSender<Routed>) {
-        lock(&self.shared.routes).insert(session.to_string(), tx);
-        lock(&self.shared.modes).insert(session.to_string(), mode);
+        self.tell(Command::Route(session.to_string(), mode, tx));
     }
 
     /// Sets the approval mode permission requests of `session` are answered from.
     pub fn set_mode(&self, session: &str, mode: ApprovalMode) {
-        lock(&self.shared.modes).insert(session.to_string(), mode);
+        self.tell(Command::Mode(session.to_string(), mode));
     }
 
     /// Makes `session`'s permission requests questions to the prompt's user while it is routed,
     /// each answer bounded by `ceiling` (`None`: answered from the mode again).
     pub fn ask(&self, session: &str, ceiling: Option<ApprovalMode>) {
-        let mut asking = lock(&self.shared.asking);
-        match ceiling {
-            Some(c) => asking.insert(session.to_string(), c),
-            None => asking.remove(session),
-        };
+        self.tell(Command::Ask(session.to_string(), ceiling));
     }
 
     /// Stops routing a session's updates (they are dropped: e.g. history replayed by a load).
     pub fn unroute(&self, session: &str) {
-        lock(&self.shared.routes).remove(session);
-        lock(&self.shared.asking).remove(session);
+        self.tell(Command::Unroute(session.to_string()));
     }
-}
-
-/// One line from the agent, classified: the reader's whole view of the agent→client direction.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Message {
-    /// The answer to one of our requests (`id` as sent: ids are the server's own integers).
-    Response {
-        /// The request's id.
-        id: u64,
-        /// Its `result`, or its `error` (an API error's HTTP status is the code).
-        answer: Result<Value, AcpError>,
-    },
-    /// A `session/update` notification: the session and its `update` object.
-    Update {
-        /// The session it belongs to.
-        session: String,
-        /// The `update` object.
-        update: Value,
-    },
-    /// A `session/request_permission` request.
-    Permission {
-        /// Its id, echoed in the answer.
-        id: acp::RequestId,
-        /// The session asking.
-        session: String,
-        /// The request's `params` (`toolCall`, `options`).
-        params: Value,
-    },
-    /// Another request: answered "method not found" (no `fs` or `terminal` capability).
-    Unsupported {
-        /// Its id.
-        id: acp::RequestId,
-        /// Its method.
-        method: String,
-    },
-    /// Not JSON, a response whose id is no integer (never one of ours), or a notification
-    /// the client does not use.
-    Ignored,
-}
-
-impl Message {
-    /// Classifies one line of the agent's stdout (trailing newline allowed). Never fails: a
-    /// stray line must not end the connection.
-    pub fn parse(line: &[u8]) -> Message {
-        let parsed = serde_json::from_slice::<Envelope>(line).or_else(|e| {
-            // Bytes that are not UTF-8 are read as the one-shot backend reads the CLI's output:
-            // each bad sequence as U+FFFD.
-            match std::str::from_utf8(line) {
-                Ok(_) => Err(e),
-                Err(_) => serde_json::from_str::<Envelope>(&String::from_utf8_lossy(line)),
-            }
-        });
-        let Ok(msg) = parsed else {
-            return Message::Ignored;
-        };
-        match (msg.method.as_deref(), msg.id) {
-            (None, Some(id)) => {
-                let Some(id) = id_number(&id) else {
-                    return Message::Ignored;
-                };
-                let answer = match msg.error {
-                    Some(e) => {
-                        let (code, message) = error_of(e);
-                        Err(AcpError::Rpc { code, message })
-                    }
-                    None => Ok(msg.result.unwrap_or(Value::Null)),
-                };
-                Message::Response { id, answer }
-            }
-            (Some("session/update"), None) => Message::Update {
-                session: session_of(&msg.params),
-                update: update_of(msg.params),
-            },
-            (Some("session/request_permission"), Some(id)) => Message::Permission {
-                id,
-                session: session_of(&msg.params),
-                params: msg.params,
-            },
-            (Some(other), Some(id)) => Message::Unsupported {
-                id,
-                method: other.to_string(),
-            },
-            _ => Message::Ignored,
-        }
-    }
-}
-
-/// One message as the line that carries it.
-fn line(msg: &impl Serialize) -> Vec<u8> {
-    let mut line = serde_json::to_vec(msg).unwrap_or_default();
-    line.push(b'\n');
-    line
-}
-
-/// The answer to the agent's permission request `id`.
-fn permission_answer(id: acp::RequestId, outcome: acp::RequestPermissionOutcome) -> Vec<u8> {
-    line(&acp::JsonRpcMessage::wrap(
-        acp::Response::<_, acp::Error>::new(id, Ok(acp::RequestPermissionResponse::new(outcome))),
-    ))
-}
-
-/// One message from the agent, with its line's length and its share of the budget (kept by a
-/// message routed to a prompt until the prompt takes it).
-fn dispatch(
-    s: &Shared,
-    reply: &mpsc::UnboundedSender<Vec<u8>>,
-    msg: Message,
-    (bytes, budget): (usize, OwnedSemaphorePermit),
-) {
-    match msg {
-        Message::Response { id, answer } => {
-            if let Some(w) = lock(&s.waiters).remove(&id) {
-                let _ = w.send(answer);
-            }
-            if lock(&s.cancelling).remove(&id) {
-                s.settled.notify_waiters();
-            }
-        }
-        Message::Update { session, update } => {
-            if let Some(tx) = lock(&s.routes).get(&session) {
-                let _ = tx.send(Routed {
-                    inbound: Inbound::Update(update),
-                    bytes,
-                    _budget: Some(budget),
-                });
-            }
-        }
-        Message::Permission {
-            id,
-            session,
-            params,
-        } => {
-            let route = lock(&s.routes).get(&session).cloned();
-            let asking = lock(&s.asking).get(&session).copied();
-            if let (Some(route), Some(ceiling)) = (route.clone(), asking) {
-                ask(route, ceiling, reply.clone(), id, params);
-                return;
-            }
-            // A session nobody routes (no prompt of ours runs) gets the most careful answer.
-            let mode = lock(&s.modes)
-                .get(&session)
-                .copied()
-                .unwrap_or(ApprovalMode::Plan);
-            let (outcome, allowed) = permission(mode, &params);
-            if let Some(tx) = route {
-                let (tool_call, options) = PermissionRequest::as_sent(params);
-                let _ = tx.send(Routed::made(Inbound::Permission {
-                    tool_call,
-                    options,
-                    allowed,
-                    outcome: serde_json::to_value(&outcome).unwrap_or_default(),
-                    decided_by: None,
-                }));
-            }
-            let _ = reply.send(permission_answer(id, outcome));
-        }
-        Message::Unsupported { id, method } => {
-            // No `fs` or `terminal` capability is advertised: the server is no file system or
-            // shell for the agent.
-            let error = acp::Error::new(
-                i32::from(acp::ErrorCode::MethodNotFound),
-                format!("Method not found: {method}"),
-            );
-            let _ = reply.send(line(&acp::JsonRpcMessage::wrap(
-                acp::Response::<(), _>::new(id, Err(error)),
-            )));
-        }
-        Message::Ignored => {}
-    }
-}
-
-/// A permission request of a session that asks: rejected at once when `ceiling` would not allow
-/// it whatever the answer, else put to the prompt as a [`Inbound::Question`]; the agent's answer
-/// (and the prompt's record of it) follows the reply.
-fn ask(
-    route: mpsc::UnboundedSender<Routed>,
-    ceiling: ApprovalMode,
-    writer: mpsc::UnboundedSender<Vec<u8>>,
-    id: acp::RequestId,
-    params: Value,
-) {
-    let request = PermissionRequest::read(&params);
-    let (_, within) = answer(ceiling, &request);
-    let question = question(&request);
-    let (tx, rx) = oneshot::channel();
-    let asked = within
-        && route
-            .send(Routed::made(Inbound::Question {
-                question,
-                reply: tx,
-            }))
-            .is_ok();
-    let answer = async move {
-        let reply = match (within, asked) {
-            (false, _) => Reply::Reject(Why::Ceiling),
-            (true, false) => Reply::Reject(Why::Gone),
-            (true, true) => rx.await.unwrap_or(Reply::Reject(Why::Gone)),
-        };
-        let (outcome, allowed) = chosen(reply, &request);
-        let (tool_call, options) = PermissionRequest::as_sent(params);
-        let _ = route.send(Routed::made(Inbound::Permission {
-            tool_call,
-            options,
-            allowed,
-            outcome: serde_json::to_value(&outcome).unwrap_or_default(),
-            decided_by: Some(reply.decided_by()),
-        }));
-        let _ = writer.send(permission_answer(id, outcome));
-    };
-    tokio::spawn(answer);
 }
 
 #[cfg(test)]

@@ -3,6 +3,11 @@
 //! connection; `wire` types the messages both ways with the ACP schema's types, and `departures`
 //! says where the Gemini CLI leaves that schema. Nothing here knows about MCP tools or
 //! results: `run` drives it, `tools` renders it.
+//!
+//! State is owned by tasks where it can be: a connection's by its reader, an agent's sessions by
+//! its slot's task, both reached through commands. Four locks are left, each said where it is
+//! declared: the tail of an agent's stderr (`client`), and the pool's registry, its server-wide
+//! order of `session/new` and `session/load`, and each session's prompt lock (`pool`).
 
 pub mod client;
 pub(crate) mod departures;

@@ -1,3 +1,5 @@
+use super::book::{Book, Command};
+use super::message::permission_answer;
 use super::*;
 use serde_json::json;
 
@@ -161,4 +163,41 @@ fn initialize_names_no_capability() {
             "clientInfo": {"name": "geminicli-mcp", "version": "1.0.0"}}),
         "no file system and no terminal for the agent"
     );
+}
+
+/// The reader's book: a cancel counts only while its prompt waits (an answer read first leaves
+/// nothing to settle), and the last cancelled prompt's answer settles the agent.
+#[test]
+fn a_cancel_counts_while_its_prompt_waits_and_its_answer_settles_the_agent() {
+    let mut book = Book::default();
+    let ask = |book: &mut Book, command: fn(oneshot::Sender<bool>) -> Command| {
+        let (tx, mut rx) = oneshot::channel();
+        book.apply(command(tx));
+        rx.try_recv().expect("answered at once")
+    };
+    let (waiter, mut answer) = oneshot::channel();
+    book.apply(Command::Await(1, waiter));
+    book.apply(Command::Cancel(2));
+    assert!(
+        !ask(&mut book, Command::Unsettled),
+        "prompt 2 was answered already"
+    );
+    book.apply(Command::Cancel(1));
+    assert!(ask(&mut book, Command::Unsettled));
+    assert!(ask(&mut book, |tx| Command::Waiting(1, tx)));
+    let (tx, mut settled) = oneshot::channel();
+    book.apply(Command::Settled(tx));
+    assert!(settled.try_recv().is_err(), "prompt 1 not answered yet");
+
+    book.answered(1, Ok(json!({"stopReason": "cancelled"})));
+    assert_eq!(
+        answer.try_recv(),
+        Ok(Ok(json!({"stopReason": "cancelled"})))
+    );
+    assert_eq!(settled.try_recv(), Ok(()));
+    assert!(!ask(&mut book, Command::Unsettled));
+    assert!(!ask(&mut book, |tx| Command::Waiting(1, tx)));
+    let (tx, mut settled) = oneshot::channel();
+    book.apply(Command::Settled(tx));
+    assert_eq!(settled.try_recv(), Ok(()), "settled already");
 }

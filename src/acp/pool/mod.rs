@@ -17,6 +17,16 @@
 //! the answer; `prompt` the `acp` set's prompt; `warm` the prompt tools on the warm backend.
 //! Their imports run one way: `agent` and `call` at the bottom, then `slots`, `fold` and
 //! `turn`, this file, and `prompt` and `warm` on top.
+//!
+//! What an agent holds is owned by its slot's task; what spans agents is under three locks:
+//! - `registry` (a plain mutex): the slots, the sessions made or loaded (for the clock minute a
+//!   load must wait out), the sessions' locks and the rate-limit pause. Each is looked at or
+//!   changed in a few steps and never held across a wait, so one lock serves them all.
+//! - `session_ops` (async): `session/new` and `session/load` one at a time server-wide, held
+//!   across the request, since the CLI's `projects.json` lock backs off exponentially when they
+//!   overlap.
+//! - a `SessionLock` per session in use (async): one prompt per session at a time, held across
+//!   the prompt, the next call waiting its turn.
 
 mod agent;
 mod call;
@@ -120,28 +130,39 @@ impl Opened {
     }
 }
 
+/// The lock a prompt holds on its session: one prompt per session at a time, the next waiting
+/// its turn.
+type SessionLock = tokio::sync::Mutex<()>;
+
+/// What the pool keeps across calls, under one lock ([`Pool`]'s `registry`): each part is looked
+/// at or changed in a few steps and never held across a wait.
+#[derive(Default)]
+struct Registry {
+    /// The slots by key; a vacant one no call holds is let go of when a new key comes.
+    slots: HashMap<Key, Arc<Slot>>,
+    /// When this server made (or last loaded) each session: the minute a load must not happen
+    /// in, when the session's chat files cannot be read.
+    opened: Opened,
+    /// The lock of each session in use, while a call holds it.
+    session_locks: HashMap<String, Weak<SessionLock>>,
+    /// Until when the API asked every prompt to wait (its last rate-limit delay).
+    cooldown: Option<tokio::time::Instant>,
+}
+
 /// All agents of the server: a slot per workspace (and start flags), each with the task that
 /// keeps its agent and sessions ([`slots`]); what spans agents stays here.
 pub struct Pool {
     config: Config,
-    /// The slots by key: looked up, never held across a wait; a vacant one no call holds is let
-    /// go of when a new key comes.
-    slots: Mutex<HashMap<Key, Arc<Slot>>>,
+    /// The slots, the sessions opened, the sessions' locks and the rate-limit pause.
+    registry: Mutex<Registry>,
     shutdown: CancellationToken,
     /// The workspaces' start gates, shared with the one-shot runs: an agent's start-up deletes
     /// the project's session files that hold no message yet, as every CLI start does.
     starts: Arc<StartGates>,
-    /// When this server made (or last loaded) each session: the minute a load must not happen
-    /// in, when the session's chat files cannot be read.
-    opened: Mutex<Opened>,
     /// Held around every `session/new` and `session/load`, server-wide.
     session_ops: tokio::sync::Mutex<()>,
-    /// One lock per session in use: one prompt per session at a time.
-    session_locks: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
     /// Prompts of the prompt tools running at once (`GEMINICLI_MCP_MAX_PROMPTS`).
     prompts: Arc<tokio::sync::Semaphore>,
-    /// Until when the API asked every prompt to wait (its last rate-limit delay).
-    cooldown: Mutex<Option<tokio::time::Instant>>,
 }
 
 impl Pool {
@@ -149,26 +170,23 @@ impl Pool {
     /// are the workspaces' start gates, shared with the one-shot runs.
     pub fn new(config: Config, shutdown: CancellationToken, starts: Arc<StartGates>) -> Self {
         Pool {
-            slots: Mutex::default(),
+            registry: Mutex::default(),
             shutdown,
             starts,
-            opened: Mutex::default(),
             session_ops: tokio::sync::Mutex::new(()),
-            session_locks: Mutex::default(),
             prompts: Arc::new(tokio::sync::Semaphore::new(config.acp.max_prompts.max(1))),
-            cooldown: Mutex::default(),
             config,
         }
     }
 
     /// The lock of session `id` (one prompt per session at a time).
-    fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = lock(&self.session_locks);
+    fn session_lock(&self, id: &str) -> Arc<SessionLock> {
+        let locks = &mut lock(&self.registry).session_locks;
         if let Some(l) = locks.get(id).and_then(Weak::upgrade) {
             return l;
         }
         locks.retain(|_, l| l.strong_count() > 0);
-        let l = Arc::new(tokio::sync::Mutex::new(()));
+        let l = Arc::new(SessionLock::new(()));
         locks.insert(id.to_string(), Arc::downgrade(&l));
         l
     }
@@ -221,7 +239,7 @@ impl Pool {
         let this_minute = cli_session::minute_stamp(now);
         // The files are what the CLI looks at; without them, what this server itself did.
         let clash = if minutes.is_empty() {
-            lock(&self.opened).in_minute_of(cwd, id, now)
+            lock(&self.registry).opened.in_minute_of(cwd, id, now)
         } else {
             minutes.contains(&this_minute)
         };
@@ -255,11 +273,11 @@ impl Pool {
     /// that keep nothing and that no call holds, so a server that sees many workspaces keeps a
     /// task only for those with an agent (or a failed start to remember).
     fn slot(&self, key: Key) -> Arc<Slot> {
-        let mut slots = lock(&self.slots);
+        let slots = &mut lock(&self.registry).slots;
         if let Some(slot) = slots.get(&key) {
             return slot.clone();
         }
-        slots::let_go_of_vacant(&mut slots);
+        slots::let_go_of_vacant(slots);
         let wear = Wear {
             max_sessions: self.config.acp.max_sessions,
             max_agent_mb: self.config.acp.max_agent_mb,
@@ -272,7 +290,7 @@ impl Pool {
 
     /// The slots, for a look at each.
     fn all_slots(&self) -> Vec<Arc<Slot>> {
-        lock(&self.slots).values().cloned().collect()
+        lock(&self.registry).slots.values().cloned().collect()
     }
 
     /// Each real agent holds hundreds of MiB: with GEMINICLI_MCP_MAX_AGENTS agents running, the
@@ -325,7 +343,7 @@ impl Pool {
     /// with its id loads it, and finds it gone.
     pub fn forget(&self, cwd: &std::path::Path, id: &str) {
         // Its files are gone: no clock minute to wait out before the load that finds it gone.
-        lock(&self.opened).forget(cwd, id);
+        lock(&self.registry).opened.forget(cwd, id);
         for slot in self.all_slots() {
             if slot.key.cwd == cwd {
                 slot.forget(id);
@@ -383,7 +401,10 @@ impl Pool {
                 _ = ct.cancelled() => return Err(cancelled("while the agent was starting")),
             };
             match start {
-                Start::Running(agent) if agent.unsettled() => {
+                Start::Running(agent) => {
+                    if !agent.unsettled().await {
+                        return Ok(agent);
+                    }
                     tracing::debug!(
                         pid = agent.pid(),
                         "the agent has not answered a cancel: waiting before sending it work"
@@ -398,7 +419,6 @@ impl Pool {
                     }
                     return Ok(agent);
                 }
-                Start::Running(agent) => return Ok(agent),
                 Start::Failed(f) => return Err(*f),
                 Start::Yours(ticket) => break ticket,
             }
@@ -554,7 +574,9 @@ impl Pool {
         }
         let read = answer.map_err(|e| agent_failure(agent, e, "creating a session"))?;
         let id = read.acp.session_id.0.to_string();
-        lock(&self.opened).note(&slot.key.cwd, &id, SystemTime::now());
+        lock(&self.registry)
+            .opened
+            .note(&slot.key.cwd, &id, SystemTime::now());
         let session = Session {
             id,
             turns: 0,
@@ -630,7 +652,9 @@ impl Pool {
         remove_load_stubs(&slot.key.cwd, asked).await;
         match r {
             Ok(result) => {
-                lock(&self.opened).note(&slot.key.cwd, asked, SystemTime::now());
+                lock(&self.registry)
+                    .opened
+                    .note(&slot.key.cwd, asked, SystemTime::now());
                 let session = Session {
                     id: asked.to_string(),
                     turns: 0,

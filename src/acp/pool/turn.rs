@@ -2,7 +2,8 @@
 //! deadlines, cancellation and output cap, its permission questions put to the user, and the
 //! failure a turn that did not end well reports.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -17,7 +18,6 @@ use crate::deadline::{Deadlines, Limit};
 use crate::error::{ErrorKind, Failure, RunFacts};
 use crate::gemini::gate::{self, StartGuard};
 use crate::progress::{preview, Progress};
-use crate::sync::lock;
 use agent_client_protocol_schema::v1 as acp;
 
 use super::agent::agent_failure;
@@ -160,13 +160,13 @@ impl Prompting<'_> {
         } = *self;
         let (limits, asking) = (call.limits, call.asking.as_ref());
         let started = Instant::now();
-        let first_content: Mutex<Option<Instant>> = Mutex::default();
-        let last_activity: Mutex<Option<Instant>> = Mutex::default();
+        let first_content = Moment::new(started);
+        let last_activity = Moment::new(started);
         let watch = crate::deadline::first_to_pass(
             limits,
             started,
-            || *lock(&first_content),
-            || *lock(&last_activity),
+            || first_content.get(),
+            || last_activity.get(),
         );
         tokio::pin!(watch);
         let mut stopped: Option<Stop> = None;
@@ -210,9 +210,9 @@ impl Prompting<'_> {
                         other => other,
                     };
                     let now = Instant::now();
-                    *lock(&last_activity) = Some(now);
+                    last_activity.set(now);
                     if is_content(&inbound) {
-                        lock(&first_content).get_or_insert(now);
+                        first_content.set_once(now);
                     }
                     if intake.take(&mut fold, inbound, bytes, progress) && stopped.is_none() {
                         tracing::debug!(cap, "the turn's output passed the output cap: cancelling the prompt");
@@ -280,6 +280,46 @@ impl Prompting<'_> {
             cancelled: cancel_sent.is_some() && stopped.is_none(),
             stopped,
         })
+    }
+}
+
+/// When something first or last happened in a turn, written by the turn's loop and read by its
+/// deadline watch without a lock: the time since the turn started, in nanoseconds plus one
+/// (0: not yet), which gives the instant back exactly.
+struct Moment {
+    started: Instant,
+    since: AtomicU64,
+}
+
+impl Moment {
+    fn new(started: Instant) -> Moment {
+        Moment {
+            started,
+            since: AtomicU64::new(0),
+        }
+    }
+
+    fn encode(&self, at: Instant) -> u64 {
+        let nanos = at.saturating_duration_since(self.started).as_nanos();
+        u64::try_from(nanos).unwrap_or(u64::MAX - 1) + 1
+    }
+
+    fn set(&self, at: Instant) {
+        self.since.store(self.encode(at), Ordering::Relaxed);
+    }
+
+    /// Sets it unless it was set.
+    fn set_once(&self, at: Instant) {
+        let _ =
+            self.since
+                .compare_exchange(0, self.encode(at), Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> Option<Instant> {
+        match self.since.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(self.started + Duration::from_nanos(n - 1)),
+        }
     }
 }
 
@@ -494,7 +534,7 @@ impl Drop for PromptGuard {
                 tokio::time::sleep(grace).await;
                 // Answered meanwhile (cancelled or done): the agent is healthy and may be in
                 // use by the next call.
-                if agent.is_waiting(id) {
+                if agent.is_waiting(id).await {
                     agent.kill();
                 }
             });
@@ -560,6 +600,33 @@ mod tests {
         assert_eq!(fold.bytes(), 700 + 256);
         let plan = Inbound::Update(json!({"sessionUpdate": "plan", "entries": []}));
         assert!(intake.take(&mut fold, plan, 700, &progress));
+    }
+
+    #[test]
+    fn a_moment_gives_back_its_instant_and_the_first_one_stays() {
+        let started = Instant::now();
+        let first = Moment::new(started);
+        assert_eq!(first.get(), None);
+        let (a, b) = (
+            started + Duration::from_nanos(1_234_567),
+            started + Duration::from_secs(3),
+        );
+        first.set_once(a);
+        first.set_once(b);
+        assert_eq!(
+            first.get(),
+            Some(a),
+            "the first one stays, to the nanosecond"
+        );
+        let last = Moment::new(started);
+        last.set(started);
+        assert_eq!(
+            last.get(),
+            Some(started),
+            "the turn's start is a moment too"
+        );
+        last.set(b);
+        assert_eq!(last.get(), Some(b));
     }
 
     #[tokio::test]

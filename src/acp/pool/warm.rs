@@ -137,7 +137,7 @@ impl Pool {
 
     /// Waits out the delay the API last asked for, announced as progress.
     async fn cool_down(&self, ct: &CancellationToken, progress: &Progress) -> Result<(), Failure> {
-        let until = *lock(&self.cooldown);
+        let until = lock(&self.registry).cooldown;
         let Some(until) = until.filter(|u| *u > tokio::time::Instant::now()) else {
             return Ok(());
         };
@@ -417,7 +417,7 @@ impl Pool {
                 let f = turn_failure(slot, agent, &session.id, e, facts);
                 if let (ErrorKind::RateLimited, Some(ms)) = (f.kind, f.retry_delay_ms) {
                     let until = tokio::time::Instant::now() + Duration::from_millis(ms);
-                    let mut c = lock(&self.cooldown);
+                    let c = &mut lock(&self.registry).cooldown;
                     *c = Some(c.map_or(until, |u| u.max(until)));
                 }
                 Err(f)
