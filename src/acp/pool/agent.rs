@@ -126,15 +126,37 @@ fn rpc_failure(code: i64, message: &str, doing: &str) -> Failure {
         .with_retry_delay(crate::gemini::outcome::retry_delay_ms(message))
 }
 
+/// The signal an agent died by, from how it ended (`killed by signal 9`), when the server did not
+/// stop it (`stopped by the server, killed by signal 9` is the server's own kill).
+fn signal_of(how: &str) -> Option<i32> {
+    if how.starts_with("stopped by the server") {
+        return None;
+    }
+    how.strip_prefix("killed by signal ")?.parse().ok()
+}
+
 /// A failed ACP exchange as a tool failure: an API error carries its HTTP status as the code
 /// and is classified as on the one-shot path (`ErrorKind::from_http`).
 pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Failure {
+    let signal = match &e {
+        AcpError::Exited(how) => signal_of(how),
+        _ => None,
+    };
     let f = match &e {
         AcpError::Rpc { message, .. } if unsupported_login(message).is_some() => Failure::new(
             ErrorKind::AuthUnsupported,
             unsupported_login(message).unwrap_or_default(),
         ),
         AcpError::Rpc { code, message } => rpc_failure(*code, message, doing),
+        // Died by a signal the server did not send (the OOM killer, a user's `kill`): as the
+        // one-shot CLI's death by a signal reads, `unknown` with 128 + the signal.
+        AcpError::Exited(how) if signal.is_some() => {
+            Failure::with_exit(
+                ErrorKind::Unknown,
+                128 + signal.unwrap_or_default(),
+                format!("the Gemini ACP agent ended while {doing} ({how}); it is restarted on the next call, and this prompt was not re-run"),
+            )
+        }
         AcpError::Exited(how) => {
             // What the CLI printed as it ended says why, as on the one-shot path: a CLI too old
             // for a flag of the agent's command line, a login it cannot use, a broken settings
@@ -171,6 +193,7 @@ pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Fai
     };
     f.with_run(RunFacts {
         stderr_tail: agent.stderr_tail(),
+        signal,
         ..RunFacts::default()
     })
 }
@@ -178,6 +201,18 @@ pub(super) fn agent_failure(agent: &Connection, e: AcpError, doing: &str) -> Fai
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_signal_is_the_agents_death_only_when_the_server_did_not_send_it() {
+        assert_eq!(signal_of("killed by signal 9"), Some(9));
+        assert_eq!(signal_of("killed by signal 15"), Some(15));
+        assert_eq!(signal_of("stopped by the server, killed by signal 9"), None);
+        assert_eq!(signal_of("exit 1"), None);
+        assert_eq!(
+            signal_of("killed: it went on sending past the output cap"),
+            None
+        );
+    }
 
     #[test]
     fn resident_memory_is_read_from_vm_rss() {

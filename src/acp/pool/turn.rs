@@ -422,9 +422,10 @@ pub(super) fn turn_failure(
         slot.retire(sid);
         f = f.note(WEDGE_NOTE);
     }
-    let stderr = f.run.stderr_tail.clone();
+    let (stderr, signal) = (f.run.stderr_tail.clone(), f.run.signal);
     f.with_run(RunFacts {
         stderr_tail: stderr,
+        signal,
         ..facts
     })
 }
