@@ -171,14 +171,8 @@ impl Book {
                     .unwrap_or(ApprovalMode::Plan);
                 let (outcome, allowed) = permission(mode, &params);
                 if let Some(tx) = route {
-                    let (tool_call, options) = PermissionRequest::as_sent(params);
-                    let _ = tx.send(Routed::made(Inbound::Permission {
-                        tool_call,
-                        options,
-                        allowed,
-                        outcome: serde_json::to_value(&outcome).unwrap_or_default(),
-                        decided_by: None,
-                    }));
+                    let record = Inbound::permission(params, allowed, &outcome, None);
+                    let _ = tx.send(Routed::made(record));
                 }
                 let _ = reply.send(permission_answer(id, outcome));
             }
@@ -226,14 +220,8 @@ fn ask(
             (true, true) => rx.await.unwrap_or(Reply::Reject(Why::Gone)),
         };
         let (outcome, allowed) = chosen(reply, &request);
-        let (tool_call, options) = PermissionRequest::as_sent(params);
-        let _ = route.send(Routed::made(Inbound::Permission {
-            tool_call,
-            options,
-            allowed,
-            outcome: serde_json::to_value(&outcome).unwrap_or_default(),
-            decided_by: Some(reply.decided_by()),
-        }));
+        let record = Inbound::permission(params, allowed, &outcome, Some(reply.decided_by()));
+        let _ = route.send(Routed::made(record));
         let _ = writer.send(permission_answer(id, outcome));
     };
     tokio::spawn(answer);

@@ -61,6 +61,26 @@ pub enum Inbound {
     },
 }
 
+impl Inbound {
+    /// The record of a permission request the server answered with `outcome`, from the request's
+    /// `params` as sent; `decided_by` as in [`Inbound::Permission`].
+    pub(super) fn permission(
+        params: Value,
+        allowed: bool,
+        outcome: &acp::RequestPermissionOutcome,
+        decided_by: Option<&'static str>,
+    ) -> Self {
+        let (tool_call, options) = crate::acp::wire::PermissionRequest::as_sent(params);
+        Inbound::Permission {
+            tool_call,
+            options,
+            allowed,
+            outcome: serde_json::to_value(outcome).unwrap_or_default(),
+            decided_by,
+        }
+    }
+}
+
 /// One message routed to a session's prompt: what it is, the bytes of its line, and its share of
 /// the connection's budget for messages read and not yet taken ([`ROUTED_BUDGET`]), given back
 /// when it is dropped.
