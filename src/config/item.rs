@@ -1,7 +1,9 @@
 //! A setting's declaration: its row (variable, flag, help, how the doctor lists it) and, for one
-//! read into [`Config`], its typed item (default and reading), with the readings the items share.
-//! The items themselves are in `super::settings`.
+//! read into [`Config`], its typed item (default and reading), with the readings the items share
+//! and the `settings!` table that makes the items, [`Config`] and its parts from the rows. The rows
+//! themselves are in `super::settings`.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -9,8 +11,11 @@ use serde_json::{json, Value};
 
 use crate::approval::ApprovalMode;
 
+use super::acp::Backend;
 use super::parse::{parse_flag, split_list, Vars};
-use super::values::Config;
+use super::policy::Toolsets;
+use super::settings::Config;
+use super::values::{EnvPolicy, SlashCommands};
 
 /// One setting.
 pub struct Setting {
@@ -130,12 +135,8 @@ pub(super) const fn flag(
     })
 }
 
-pub(super) fn millis_json(d: Duration) -> Value {
+fn millis_json(d: Duration) -> Value {
     json!(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-pub(super) fn optional_millis(d: Option<Duration>) -> Value {
-    d.map_or(Value::Null, millis_json)
 }
 
 /// A positive base-10 integer that fits `T`.
@@ -192,3 +193,245 @@ pub(super) fn models(vars: &Vars, name: &str) -> Option<Vec<String>> {
             .collect()
     })
 }
+
+/// How the doctor lists a value read into [`Config`]: as the variable would spell it (a duration
+/// in milliseconds, a list joined with commas, a mode by its word), `null` for none.
+pub trait Shown {
+    /// The value, as the doctor lists it.
+    fn shown(&self) -> Value;
+}
+
+macro_rules! shown_as_json {
+    ($($t:ty),*) => {$(
+        impl Shown for $t {
+            fn shown(&self) -> Value {
+                json!(self)
+            }
+        }
+    )*};
+}
+
+shown_as_json!(bool, u32, u64, usize);
+
+impl Shown for Duration {
+    fn shown(&self) -> Value {
+        millis_json(*self)
+    }
+}
+
+impl Shown for Option<Duration> {
+    fn shown(&self) -> Value {
+        self.map_or(Value::Null, millis_json)
+    }
+}
+
+impl Shown for Option<OsString> {
+    fn shown(&self) -> Value {
+        json!(self.as_ref().map(|b| b.to_string_lossy().into_owned()))
+    }
+}
+
+impl Shown for Vec<String> {
+    fn shown(&self) -> Value {
+        json!(self.join(","))
+    }
+}
+
+impl Shown for Vec<PathBuf> {
+    /// As the variable lists them; none: `null` (the server's working directory).
+    fn shown(&self) -> Value {
+        std::env::join_paths(self)
+            .ok()
+            .filter(|p| !p.is_empty())
+            .map_or(Value::Null, |p| json!(p.to_string_lossy()))
+    }
+}
+
+impl Shown for SlashCommands {
+    fn shown(&self) -> Value {
+        json!(self.as_str())
+    }
+}
+
+impl Shown for EnvPolicy {
+    fn shown(&self) -> Value {
+        json!(self.as_str())
+    }
+}
+
+impl Shown for Backend {
+    fn shown(&self) -> Value {
+        json!(self.as_str())
+    }
+}
+
+impl Shown for ApprovalMode {
+    fn shown(&self) -> Value {
+        json!(self.as_str())
+    }
+}
+
+impl Shown for Toolsets {
+    /// The sets turned on, as the variable names them.
+    fn shown(&self) -> Value {
+        let on = [
+            (self.sessions, "sessions"),
+            (self.models, "models"),
+            (self.jobs, "jobs"),
+            (self.acp, "acp"),
+        ];
+        let names: Vec<&str> = on.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
+        json!(names.join(","))
+    }
+}
+
+/// Calls a part's reading (`Policy::read`) or a field's (`|vars| …`) in a struct the table
+/// makes.
+pub(super) fn read_with<T>(vars: &Vars, read: impl FnOnce(&Vars) -> T) -> T {
+    read(vars)
+}
+
+/// The table of settings (`super::settings`): three structs' headers, then one row per setting,
+/// in `--help`'s order. It makes every row's item, [`SETTINGS`](super::settings::SETTINGS) in
+/// the rows' order, and the structs [`Config`], `AcpConfig` and `TaskLimits` with their
+/// readings and defaults.
+///
+/// A row read into a struct is `path: Type = ITEM { name, flag, help, default, parse }`: `path`
+/// is where the value lives in [`Config`] (`max_output_bytes`, `acp.idle`, `tasks.retention`),
+/// and the row's doc comment is the field's. The field is read through the item, and the doctor
+/// lists it through [`Shown`] (or the row's own `show: |c| …`, given before `default`). A row
+/// under `policy.` declares its item and the doctor's listing only: [`Policy`](super::policy)
+/// is made of its items by hand (`Policy::read`). A row `ITEM { name, flag, help, kind }` is a
+/// setting read where it is used. A struct's header lists its fields that are not one row's,
+/// each with its reading (`= Part::read`, or `= |vars| …`).
+macro_rules! settings {
+    // A field of `AcpConfig`.
+    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] $head:tt
+        $(#[$m:meta])* acp . $f:ident : $ty:ty = $ITEM:ident { $($body:tt)* }, $($rest:tt)*
+    ) => {
+        settings!(@item [$(#[$m])*] $ITEM: $ty, [acp . $f], { $($body)* });
+        settings!(@rows [$($list)* &$ITEM.setting,] [$($c)*] [$($a)* $(#[$m])* $f: $ty = $ITEM,]
+            [$($t)*] [$($read)* $ITEM.setting.name,] $head $($rest)*);
+    };
+    // A field of `TaskLimits`.
+    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] $head:tt
+        $(#[$m:meta])* tasks . $f:ident : $ty:ty = $ITEM:ident { $($body:tt)* }, $($rest:tt)*
+    ) => {
+        settings!(@item [$(#[$m])*] $ITEM: $ty, [tasks . $f], { $($body)* });
+        settings!(@rows [$($list)* &$ITEM.setting,] [$($c)*] [$($a)*]
+            [$($t)* $(#[$m])* $f: $ty = $ITEM,] [$($read)* $ITEM.setting.name,] $head $($rest)*);
+    };
+    // An item of `Policy`, which reads it.
+    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] $head:tt
+        $(#[$m:meta])* policy $(. $f:ident)+ : $ty:ty = $ITEM:ident { $($body:tt)* },
+        $($rest:tt)*
+    ) => {
+        settings!(@item [$(#[$m])*] $ITEM: $ty, [policy $(. $f)+], { $($body)* });
+        settings!(@rows [$($list)* &$ITEM.setting,] [$($c)*] [$($a)*] [$($t)*] [$($read)*]
+            $head $($rest)*);
+    };
+    // A field of `Config`.
+    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] $head:tt
+        $(#[$m:meta])* $f:ident : $ty:ty = $ITEM:ident { $($body:tt)* }, $($rest:tt)*
+    ) => {
+        settings!(@item [$(#[$m])*] $ITEM: $ty, [$f], { $($body)* });
+        settings!(@rows [$($list)* &$ITEM.setting,] [$($c)* $(#[$m])* $f: $ty = $ITEM,] [$($a)*]
+            [$($t)*] [$($read)* $ITEM.setting.name,] $head $($rest)*);
+    };
+    // A setting read where it is used.
+    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] $head:tt
+        $(#[$m:meta])* $ITEM:ident { $($body:tt)* }, $($rest:tt)*
+    ) => {
+        $(#[$m])*
+        pub const $ITEM: $crate::config::item::Setting =
+            $crate::config::item::Setting { $($body)* };
+        settings!(@rows [$($list)* &$ITEM,] [$($c)*] [$($a)*] [$($t)*] [$($read)*]
+            $head $($rest)*);
+    };
+    // Every row sorted: the list and the structs.
+    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] {
+        $(#[$cm:meta])* pub struct Config { $($cx:tt)* }
+        $(#[$am:meta])* pub struct AcpConfig { $($ax:tt)* }
+        $(#[$tm:meta])* pub struct TaskLimits { $($tx:tt)* }
+    }) => {
+        /// Every setting, in `--help`'s order (the rows').
+        pub const SETTINGS: &[&$crate::config::item::Setting] = &[$($list)*];
+
+        /// The settings read into a field of [`Config`] or its parts by the table itself.
+        #[cfg(test)]
+        pub(super) const READ_INTO_FIELDS: &[&str] = &[$($read)*];
+
+        settings!(@struct [$(#[$cm])*] Config [$($c)*] [$($cx)*]);
+        settings!(@struct [$(#[$am])*] AcpConfig [$($a)*] [$($ax)*]);
+        settings!(@struct [$(#[$tm])*] TaskLimits [$($t)*] [$($tx)*]);
+    };
+    (@struct [$(#[$sm:meta])*] $S:ident
+        [$($(#[$fm:meta])* $f:ident : $ft:ty = $fi:ident,)*]
+        [$($(#[$xm:meta])* pub $x:ident : $xt:ty = $xr:expr,)*]
+    ) => {
+        $(#[$sm])*
+        pub struct $S {
+            $($(#[$fm])* pub $f: $ft,)*
+            $($(#[$xm])* pub $x: $xt,)*
+        }
+
+        impl $S {
+            /// Reads each field through its item, or its part through the part's reading; a
+            /// value not understood leaves the item's default, and is noted in `vars`.
+            pub(crate) fn read(vars: &$crate::config::parse::Vars) -> Self {
+                $S {
+                    $($f: $fi.get(vars),)*
+                    $($x: $crate::config::item::read_with(vars, $xr),)*
+                }
+            }
+        }
+
+        impl Default for $S {
+            /// Every item's default: the reading of an empty environment.
+            fn default() -> Self {
+                Self::read(&$crate::config::parse::Vars::new(&|_| None))
+            }
+        }
+    };
+    (@item [$(#[$m:meta])*] $ITEM:ident : $ty:ty, [$($path:tt)*], {
+        name: $name:literal,
+        flag: $flag:expr,
+        help: $help:expr,
+        $(show: $show:expr,)?
+        default: $default:expr,
+        parse: $parse:expr $(,)?
+    }) => {
+        $(#[$m])*
+        pub const $ITEM: $crate::config::item::Item<$ty> = $crate::config::item::Item {
+            setting: $crate::config::item::Setting {
+                name: $name,
+                flag: $flag,
+                help: $help,
+                kind: $crate::config::item::Kind::Config(settings!(@show [$($path)*] $($show)?)),
+            },
+            default: $default,
+            parse: $parse,
+        };
+    };
+    (@show [$($path:tt)*]) => {
+        |c| $crate::config::item::Shown::shown(&c.$($path)*)
+    };
+    (@show [$($path:tt)*] $show:expr) => {
+        $show
+    };
+    // The headers, then the rows.
+    (
+        $(#[$cm:meta])* pub struct Config { $($cx:tt)* }
+        $(#[$am:meta])* pub struct AcpConfig { $($ax:tt)* }
+        $(#[$tm:meta])* pub struct TaskLimits { $($tx:tt)* }
+        $($rows:tt)*
+    ) => {
+        settings!(@rows [] [] [] [] [] {
+            $(#[$cm])* pub struct Config { $($cx)* }
+            $(#[$am])* pub struct AcpConfig { $($ax)* }
+            $(#[$tm])* pub struct TaskLimits { $($tx)* }
+        } $($rows)*);
+    };
+}
+
+pub(super) use settings;
