@@ -1,4 +1,4 @@
-//! A call checked against the operator's limits (read as settings in `config::policy`): its
+//! A call checked against the operator's limits (the rows `policy.*` of `config::settings`): its
 //! approval mode against the ceiling, and its paths against the allowed roots.
 
 use std::ffi::OsString;

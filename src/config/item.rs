@@ -285,89 +285,106 @@ impl Shown for Toolsets {
     }
 }
 
-/// Calls a part's reading (`Policy::read`) or a field's (`|vars| …`) in a struct the table
-/// makes.
+/// Calls the reading a header gives a field (`AcpConfig::read`, `|vars| …`) in a struct the
+/// table makes.
 pub(super) fn read_with<T>(vars: &Vars, read: impl FnOnce(&Vars) -> T) -> T {
     read(vars)
 }
 
-/// The table of settings (`super::settings`): three structs' headers, then one row per setting,
-/// in `--help`'s order. It makes every row's item, [`SETTINGS`](super::settings::SETTINGS) in
-/// the rows' order, and the structs [`Config`], `AcpConfig` and `TaskLimits` with their
-/// readings and defaults.
+/// The table of settings (`super::settings`): the headers of the structs it makes, then one row
+/// per setting, in `--help`'s order. It makes every row's item, [`SETTINGS`](super::settings::SETTINGS)
+/// in the rows' order, and the structs [`Config`], `Policy`, `QuotaPolicy`, `AcpConfig` and
+/// `TaskLimits`, each with its reading and its default (the reading of an empty environment).
 ///
 /// A row read into a struct is `path: Type = ITEM { name, flag, help, default, parse }`: `path`
-/// is where the value lives in [`Config`] (`max_output_bytes`, `acp.idle`, `tasks.retention`),
+/// is where the value lives in [`Config`] (`max_output_bytes`, `acp.idle`, `policy.quota.max_wait`),
 /// and the row's doc comment is the field's. The field is read through the item, and the doctor
-/// lists it through [`Shown`] (or the row's own `show: |c| …`, given before `default`). A row
-/// under `policy.` declares its item and the doctor's listing only: [`Policy`](super::policy)
-/// is made of its items by hand (`Policy::read`). A row `ITEM { name, flag, help, kind }` is a
-/// setting read where it is used. A struct's header lists its fields that are not one row's,
-/// each with its reading (`= Part::read`, or `= |vars| …`).
+/// lists it through [`Shown`] (or through the row's own `show: |c| …`, given before `default`).
+/// A path into a struct the table does not make (`policy.deadlines.total`) declares the item
+/// and the doctor's listing only: the header of the struct that holds it reads it. A row
+/// `ITEM { name, flag, help, kind }` is a setting read where it is used. A header lists its
+/// struct's fields that are not one row's, each with its reading (`= AcpConfig::read`, or
+/// `= |vars| …`).
 macro_rules! settings {
-    // A field of `AcpConfig`.
-    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] $head:tt
+    // A field of a part: `acp.x`, `tasks.x`, `policy.quota.x`, `policy.x`.
+    (@rows [$($list:tt)*] $c:tt $p:tt $q:tt [$($a:tt)*] $t:tt [$($read:tt)*] $head:tt
         $(#[$m:meta])* acp . $f:ident : $ty:ty = $ITEM:ident { $($body:tt)* }, $($rest:tt)*
     ) => {
         settings!(@item [$(#[$m])*] $ITEM: $ty, [acp . $f], { $($body)* });
-        settings!(@rows [$($list)* &$ITEM.setting,] [$($c)*] [$($a)* $(#[$m])* $f: $ty = $ITEM,]
-            [$($t)*] [$($read)* $ITEM.setting.name,] $head $($rest)*);
+        settings!(@rows [$($list)* &$ITEM.setting,] $c $p $q [$($a)* $(#[$m])* $f: $ty = $ITEM,]
+            $t [$($read)* $ITEM.setting.name,] $head $($rest)*);
     };
-    // A field of `TaskLimits`.
-    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] $head:tt
+    (@rows [$($list:tt)*] $c:tt $p:tt $q:tt $a:tt [$($t:tt)*] [$($read:tt)*] $head:tt
         $(#[$m:meta])* tasks . $f:ident : $ty:ty = $ITEM:ident { $($body:tt)* }, $($rest:tt)*
     ) => {
         settings!(@item [$(#[$m])*] $ITEM: $ty, [tasks . $f], { $($body)* });
-        settings!(@rows [$($list)* &$ITEM.setting,] [$($c)*] [$($a)*]
-            [$($t)* $(#[$m])* $f: $ty = $ITEM,] [$($read)* $ITEM.setting.name,] $head $($rest)*);
+        settings!(@rows [$($list)* &$ITEM.setting,] $c $p $q $a [$($t)* $(#[$m])* $f: $ty = $ITEM,]
+            [$($read)* $ITEM.setting.name,] $head $($rest)*);
     };
-    // An item of `Policy`, which reads it.
-    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] $head:tt
-        $(#[$m:meta])* policy $(. $f:ident)+ : $ty:ty = $ITEM:ident { $($body:tt)* },
+    (@rows [$($list:tt)*] $c:tt $p:tt [$($q:tt)*] $a:tt $t:tt [$($read:tt)*] $head:tt
+        $(#[$m:meta])* policy . quota . $f:ident : $ty:ty = $ITEM:ident { $($body:tt)* },
         $($rest:tt)*
     ) => {
-        settings!(@item [$(#[$m])*] $ITEM: $ty, [policy $(. $f)+], { $($body)* });
-        settings!(@rows [$($list)* &$ITEM.setting,] [$($c)*] [$($a)*] [$($t)*] [$($read)*]
-            $head $($rest)*);
+        settings!(@item [$(#[$m])*] $ITEM: $ty, [policy . quota . $f], { $($body)* });
+        settings!(@rows [$($list)* &$ITEM.setting,] $c $p [$($q)* $(#[$m])* $f: $ty = $ITEM,] $a $t
+            [$($read)* $ITEM.setting.name,] $head $($rest)*);
+    };
+    (@rows [$($list:tt)*] $c:tt [$($p:tt)*] $q:tt $a:tt $t:tt [$($read:tt)*] $head:tt
+        $(#[$m:meta])* policy . $f:ident : $ty:ty = $ITEM:ident { $($body:tt)* }, $($rest:tt)*
+    ) => {
+        settings!(@item [$(#[$m])*] $ITEM: $ty, [policy . $f], { $($body)* });
+        settings!(@rows [$($list)* &$ITEM.setting,] $c [$($p)* $(#[$m])* $f: $ty = $ITEM,] $q $a $t
+            [$($read)* $ITEM.setting.name,] $head $($rest)*);
     };
     // A field of `Config`.
-    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] $head:tt
+    (@rows [$($list:tt)*] [$($c:tt)*] $p:tt $q:tt $a:tt $t:tt [$($read:tt)*] $head:tt
         $(#[$m:meta])* $f:ident : $ty:ty = $ITEM:ident { $($body:tt)* }, $($rest:tt)*
     ) => {
         settings!(@item [$(#[$m])*] $ITEM: $ty, [$f], { $($body)* });
-        settings!(@rows [$($list)* &$ITEM.setting,] [$($c)* $(#[$m])* $f: $ty = $ITEM,] [$($a)*]
-            [$($t)*] [$($read)* $ITEM.setting.name,] $head $($rest)*);
+        settings!(@rows [$($list)* &$ITEM.setting,] [$($c)* $(#[$m])* $f: $ty = $ITEM,] $p $q $a $t
+            [$($read)* $ITEM.setting.name,] $head $($rest)*);
+    };
+    // A value in a struct the table does not make: its item and its listing.
+    (@rows [$($list:tt)*] $c:tt $p:tt $q:tt $a:tt $t:tt $read:tt $head:tt
+        $(#[$m:meta])* $f:ident $(. $g:ident)+ : $ty:ty = $ITEM:ident { $($body:tt)* },
+        $($rest:tt)*
+    ) => {
+        settings!(@item [$(#[$m])*] $ITEM: $ty, [$f $(. $g)+], { $($body)* });
+        settings!(@rows [$($list)* &$ITEM.setting,] $c $p $q $a $t $read $head $($rest)*);
     };
     // A setting read where it is used.
-    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] $head:tt
+    (@rows [$($list:tt)*] $c:tt $p:tt $q:tt $a:tt $t:tt $read:tt $head:tt
         $(#[$m:meta])* $ITEM:ident { $($body:tt)* }, $($rest:tt)*
     ) => {
         $(#[$m])*
         pub const $ITEM: $crate::config::item::Setting =
             $crate::config::item::Setting { $($body)* };
-        settings!(@rows [$($list)* &$ITEM,] [$($c)*] [$($a)*] [$($t)*] [$($read)*]
-            $head $($rest)*);
+        settings!(@rows [$($list)* &$ITEM,] $c $p $q $a $t $read $head $($rest)*);
     };
     // Every row sorted: the list and the structs.
-    (@rows [$($list:tt)*] [$($c:tt)*] [$($a:tt)*] [$($t:tt)*] [$($read:tt)*] {
-        $(#[$cm:meta])* pub struct Config { $($cx:tt)* }
-        $(#[$am:meta])* pub struct AcpConfig { $($ax:tt)* }
-        $(#[$tm:meta])* pub struct TaskLimits { $($tx:tt)* }
+    (@rows [$($list:tt)*] $c:tt $p:tt $q:tt $a:tt $t:tt [$($read:tt)*] {
+        $(#[$cm:meta])* pub struct Config $cx:tt
+        $(#[$pm:meta])* pub struct Policy $px:tt
+        $(#[$qm:meta])* pub struct QuotaPolicy $qx:tt
+        $(#[$am:meta])* pub struct AcpConfig $ax:tt
+        $(#[$tm:meta])* pub struct TaskLimits $tx:tt
     }) => {
         /// Every setting, in `--help`'s order (the rows').
         pub const SETTINGS: &[&$crate::config::item::Setting] = &[$($list)*];
 
-        /// The settings read into a field of [`Config`] or its parts by the table itself.
+        /// The settings the table reads itself, each into its field.
         #[cfg(test)]
         pub(super) const READ_INTO_FIELDS: &[&str] = &[$($read)*];
 
-        settings!(@struct [$(#[$cm])*] Config [$($c)*] [$($cx)*]);
-        settings!(@struct [$(#[$am])*] AcpConfig [$($a)*] [$($ax)*]);
-        settings!(@struct [$(#[$tm])*] TaskLimits [$($t)*] [$($tx)*]);
+        settings!(@struct [$(#[$cm])*] Config $c $cx);
+        settings!(@struct [$(#[$pm])*] Policy $p $px);
+        settings!(@struct [$(#[$qm])*] QuotaPolicy $q $qx);
+        settings!(@struct [$(#[$am])*] AcpConfig $a $ax);
+        settings!(@struct [$(#[$tm])*] TaskLimits $t $tx);
     };
     (@struct [$(#[$sm:meta])*] $S:ident
         [$($(#[$fm:meta])* $f:ident : $ft:ty = $fi:ident,)*]
-        [$($(#[$xm:meta])* pub $x:ident : $xt:ty = $xr:expr,)*]
+        {$($(#[$xm:meta])* pub $x:ident : $xt:ty = $xr:expr,)*}
     ) => {
         $(#[$sm])*
         pub struct $S {
@@ -376,8 +393,8 @@ macro_rules! settings {
         }
 
         impl $S {
-            /// Reads each field through its item, or its part through the part's reading; a
-            /// value not understood leaves the item's default, and is noted in `vars`.
+            /// Reads each field through its item, or as its header says; a value not
+            /// understood leaves the item's default, and is noted in `vars`.
             pub(crate) fn read(vars: &$crate::config::parse::Vars) -> Self {
                 $S {
                     $($f: $fi.get(vars),)*
@@ -420,17 +437,8 @@ macro_rules! settings {
         $show
     };
     // The headers, then the rows.
-    (
-        $(#[$cm:meta])* pub struct Config { $($cx:tt)* }
-        $(#[$am:meta])* pub struct AcpConfig { $($ax:tt)* }
-        $(#[$tm:meta])* pub struct TaskLimits { $($tx:tt)* }
-        $($rows:tt)*
-    ) => {
-        settings!(@rows [] [] [] [] [] {
-            $(#[$cm])* pub struct Config { $($cx)* }
-            $(#[$am])* pub struct AcpConfig { $($ax)* }
-            $(#[$tm])* pub struct TaskLimits { $($tx)* }
-        } $($rows)*);
+    (structs { $($head:tt)* } $($rows:tt)*) => {
+        settings!(@rows [] [] [] [] [] [] [] { $($head)* } $($rows)*);
     };
 }
 

@@ -14,13 +14,14 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::approval::ApprovalMode;
+use crate::deadline::Deadlines;
 
 use super::acp::Backend;
 use super::item::{
     approval_ceiling, flag, list, millis, models, on, paths, positive, settings, FlagValue, Kind,
 };
 use super::parse::parse_off;
-use super::policy::{Policy, Toolsets};
+use super::policy::Toolsets;
 use super::values::{
     EnvPolicy, SlashCommands, DEFAULT_ASK_TIMEOUT_MS, DEFAULT_BUDGET_BYTES, DEFAULT_EOF_GRACE_MS,
     DEFAULT_HEARTBEAT_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_OUTPUT_BYTES,
@@ -28,12 +29,13 @@ use super::values::{
 };
 
 settings! {
+structs {
     /// Everything the server reads from its environment: a field for each row below without a
     /// part's prefix, and these.
     #[derive(Debug, Clone)]
     pub struct Config {
         /// Allowed roots, the approval ceiling, the tool sets, the deadlines and the quota policy
-        /// (the rows `policy.*`; see `policy`).
+        /// (the rows `policy.*`).
         pub policy: Policy = Policy::read,
         /// The ACP tool set and its agents (the rows `acp.*`).
         pub acp: AcpConfig = AcpConfig::read,
@@ -45,6 +47,24 @@ settings! {
         pub unread: Vec<String> = |_| Vec::new(),
     }
 
+    /// The operator's limits on what a call may ask for: the rows `policy.*`, and these.
+    #[derive(Debug, Clone)]
+    pub struct Policy {
+        /// The operator's deadlines of every run (none by default).
+        pub deadlines: Deadlines = |vars| Deadlines {
+            first_content: FIRST_CONTENT_TIMEOUT_MS.get(vars),
+            inactivity: INACTIVITY_TIMEOUT_MS.get(vars),
+            total: TOTAL_TIMEOUT_MS.get(vars),
+        },
+        /// The opt-in quota and retry policy (the rows `policy.quota.*`; off by default).
+        pub quota: QuotaPolicy = QuotaPolicy::read,
+    }
+
+    /// What the server does about 429s on top of the CLI's own retries: the rows
+    /// `policy.quota.*`.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct QuotaPolicy {}
+
     /// The ACP backend's settings: the rows `acp.*`, and this.
     #[derive(Debug, Clone)]
     pub struct AcpConfig {
@@ -55,6 +75,7 @@ settings! {
     /// The operator's task settings: the rows `tasks.*`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TaskLimits {}
+}
 
     /// `GEMINI_CLI_BIN`, when set and non-empty.
     gemini_bin: Option<OsString> = GEMINI_CLI_BIN {
@@ -220,6 +241,8 @@ settings! {
         parse: list,
     },
 
+    /// Where `workspace`, `include_directories`, `image_paths` and `save_file` may point. Empty:
+    /// the server's working directory and below.
     policy.allowed_roots: Vec<PathBuf> = ALLOWED_ROOTS {
         name: "GEMINICLI_MCP_ALLOWED_ROOTS",
         flag: None,
@@ -229,6 +252,8 @@ settings! {
         parse: paths,
     },
 
+    /// The most permissive approval mode a call may ask for, and the mode of calls that ask for
+    /// none (default `yolo`, as the reference).
     policy.approval_ceiling: ApprovalMode = APPROVAL_MODE {
         name: "GEMINICLI_MCP_APPROVAL_MODE",
         flag: None,
@@ -239,6 +264,7 @@ settings! {
         parse: approval_ceiling,
     },
 
+    /// The opt-in tools listed besides the reference's three.
     policy.toolsets: Toolsets = TOOLSETS {
         name: "GEMINICLI_MCP_TOOLSETS",
         flag: None,
@@ -278,6 +304,7 @@ settings! {
         parse: |v, n| millis(v, n).map(Some),
     },
 
+    /// After `rate_limited` with a known delay, wait and retry once.
     policy.quota.rate_limit_retry: bool = RATE_LIMIT_RETRY {
         name: "GEMINICLI_MCP_RATE_LIMIT_RETRY",
         flag: None,
@@ -288,6 +315,7 @@ settings! {
         parse: on,
     },
 
+    /// The longest wait for that retry.
     policy.quota.max_wait: Duration = RATE_LIMIT_MAX_WAIT_MS {
         name: "GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS",
         flag: None,
@@ -296,6 +324,7 @@ settings! {
         parse: millis,
     },
 
+    /// After `quota_exhausted`, the models to try next, in order.
     policy.quota.fallback_models: Vec<String> = FALLBACK_MODELS {
         name: "GEMINICLI_MCP_FALLBACK_MODELS",
         flag: None,
@@ -304,6 +333,8 @@ settings! {
         parse: models,
     },
 
+    /// A structured answer that does not validate gets one follow-up turn asking for the
+    /// corrected JSON (a call's `repair` wins; off by default).
     policy.structured_repair: bool = STRUCTURED_REPAIR {
         name: "GEMINICLI_MCP_STRUCTURED_REPAIR",
         flag: None,
