@@ -292,19 +292,23 @@ pub(super) fn read_with<T>(vars: &Vars, read: impl FnOnce(&Vars) -> T) -> T {
 }
 
 /// The table of settings (`super::settings`): the headers of the structs it makes, then one row
-/// per setting, in `--help`'s order. It makes every row's item, [`SETTINGS`](super::settings::SETTINGS)
-/// in the rows' order, and the structs [`Config`], `Policy`, `QuotaPolicy`, `AcpConfig` and
-/// `TaskLimits`, each with its reading and its default (the reading of an empty environment).
+/// per setting, in `--help`'s order. It makes every row's item,
+/// [`SETTINGS`](super::settings::SETTINGS) in the rows' order, and the structs [`Config`],
+/// `Policy`, `QuotaPolicy`, `AcpConfig` and `TaskLimits`, each with its reading and its default
+/// (the reading of an empty environment).
 ///
 /// A row read into a struct is `path: Type = ITEM { name, flag, help, default, parse }`: `path`
-/// is where the value lives in [`Config`] (`max_output_bytes`, `acp.idle`, `policy.quota.max_wait`),
-/// and the row's doc comment is the field's. The field is read through the item, and the doctor
-/// lists it through [`Shown`] (or through the row's own `show: |c| …`, given before `default`).
-/// A path into a struct the table does not make (`policy.deadlines.total`) declares the item
-/// and the doctor's listing only: the header of the struct that holds it reads it. A row
-/// `ITEM { name, flag, help, kind }` is a setting read where it is used. A header lists its
-/// struct's fields that are not one row's, each with its reading (`= AcpConfig::read`, or
-/// `= |vars| …`).
+/// is where the value lives in [`Config`] (`max_output_bytes`, `acp.idle`,
+/// `policy.quota.max_wait`), and the row's doc comment is the field's. The field is read through
+/// the item, and the doctor lists it through [`Shown`] (or through the row's own `show: |c| …`,
+/// given before `default`). A path into a struct the table does not make
+/// (`policy.deadlines.total`) declares the item and the doctor's listing only: the header of the
+/// struct that holds it reads it. A row `ITEM { name, flag, help, kind }` is a setting read where
+/// it is used. A header lists its struct's fields that are not one row's, each with its reading
+/// (`= AcpConfig::read`, or `= |vars| …`).
+///
+/// The rows are sorted into their structs one at a time (each part's rule matches its path's
+/// prefix, in the order of the rules); the structs come last, when every row is sorted.
 macro_rules! settings {
     // A field of a part: `acp.x`, `tasks.x`, `policy.quota.x`, `policy.x`.
     (@rows [$($list:tt)*] $c:tt $p:tt $q:tt [$($a:tt)*] $t:tt [$($read:tt)*] $head:tt

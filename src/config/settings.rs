@@ -29,54 +29,57 @@ use super::values::{
 };
 
 settings! {
-structs {
-    /// Everything the server reads from its environment: a field for each row below without a
-    /// part's prefix, and these.
-    #[derive(Debug, Clone)]
-    pub struct Config {
-        /// Allowed roots, the approval ceiling, the tool sets, the deadlines and the quota policy
-        /// (the rows `policy.*`).
-        pub policy: Policy = Policy::read,
-        /// The ACP tool set and its agents (the rows `acp.*`).
-        pub acp: AcpConfig = AcpConfig::read,
-        /// Calls as tasks (the rows `tasks.*`).
-        pub tasks: TaskLimits = TaskLimits::read,
-        /// The variables set to something the settings did not understand, and what was wrong
-        /// (`GEMINICLI_MCP_BACKEND is not oneshot or acp`), in `--help`'s order: their defaults
-        /// apply, and the server logs each once at start.
-        pub unread: Vec<String> = |_| Vec::new(),
+    // The structs the rows make: each one's fields that are not a row's, with their readings.
+    structs {
+        /// Everything the server reads from its environment: a field for each row below without a
+        /// part's prefix, and these.
+        #[derive(Debug, Clone)]
+        pub struct Config {
+            /// Allowed roots, the approval ceiling, the tool sets, the deadlines and the quota
+            /// policy (the rows `policy.*`).
+            pub policy: Policy = Policy::read,
+            /// The ACP tool set and its agents (the rows `acp.*`).
+            pub acp: AcpConfig = AcpConfig::read,
+            /// Calls as tasks (the rows `tasks.*`).
+            pub tasks: TaskLimits = TaskLimits::read,
+            /// The variables set to something the settings did not understand, and what was wrong
+            /// (`GEMINICLI_MCP_BACKEND is not oneshot or acp`), in `--help`'s order: their defaults
+            /// apply, and the server logs each once at start.
+            pub unread: Vec<String> = |_| Vec::new(),
+        }
+
+        /// The operator's limits on what a call may ask for: the rows `policy.*`, and these.
+        #[derive(Debug, Clone)]
+        pub struct Policy {
+            /// The operator's deadlines of every run (none by default).
+            pub deadlines: Deadlines = |vars| Deadlines {
+                first_content: FIRST_CONTENT_TIMEOUT_MS.get(vars),
+                inactivity: INACTIVITY_TIMEOUT_MS.get(vars),
+                total: TOTAL_TIMEOUT_MS.get(vars),
+            },
+            /// The opt-in quota and retry policy (the rows `policy.quota.*`; off by default).
+            pub quota: QuotaPolicy = QuotaPolicy::read,
+        }
+
+        /// What the server does about 429s on top of the CLI's own retries: the rows
+        /// `policy.quota.*`.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct QuotaPolicy {}
+
+        /// The ACP backend's settings: the rows `acp.*`, and this.
+        #[derive(Debug, Clone)]
+        pub struct AcpConfig {
+            /// `GEMINICLI_MCP_TOOLSETS` names `acp` (or `agent`): the four tools are listed and
+            /// served.
+            pub enabled: bool = |vars| TOOLSETS.get(vars).acp,
+        }
+
+        /// The operator's task settings: the rows `tasks.*`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct TaskLimits {}
     }
 
-    /// The operator's limits on what a call may ask for: the rows `policy.*`, and these.
-    #[derive(Debug, Clone)]
-    pub struct Policy {
-        /// The operator's deadlines of every run (none by default).
-        pub deadlines: Deadlines = |vars| Deadlines {
-            first_content: FIRST_CONTENT_TIMEOUT_MS.get(vars),
-            inactivity: INACTIVITY_TIMEOUT_MS.get(vars),
-            total: TOTAL_TIMEOUT_MS.get(vars),
-        },
-        /// The opt-in quota and retry policy (the rows `policy.quota.*`; off by default).
-        pub quota: QuotaPolicy = QuotaPolicy::read,
-    }
-
-    /// What the server does about 429s on top of the CLI's own retries: the rows
-    /// `policy.quota.*`.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    pub struct QuotaPolicy {}
-
-    /// The ACP backend's settings: the rows `acp.*`, and this.
-    #[derive(Debug, Clone)]
-    pub struct AcpConfig {
-        /// `GEMINICLI_MCP_TOOLSETS` names `acp` (or `agent`): the four tools are listed and served.
-        pub enabled: bool = |vars| TOOLSETS.get(vars).acp,
-    }
-
-    /// The operator's task settings: the rows `tasks.*`.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct TaskLimits {}
-}
-
+    // The rows, in `--help`'s order.
     /// `GEMINI_CLI_BIN`, when set and non-empty.
     gemini_bin: Option<OsString> = GEMINI_CLI_BIN {
         name: "GEMINI_CLI_BIN",
@@ -436,8 +439,8 @@ structs {
         name: "GEMINICLI_MCP_ACP_MAX_SESSIONS",
         flag: None,
         help: "Sessions an agent makes or loads before it is replaced (32).",
-        // Each session costs the agent ~1.8 MB it never gives back, and starts the user's MCP servers
-        // again, which live as long as it.
+        // Each session costs the agent ~1.8 MB it never gives back, and starts the user's MCP
+        // servers again, which live as long as it.
         default: || 32,
         parse: positive::<u32>,
     },
@@ -448,9 +451,9 @@ structs {
         flag: None,
         help: "An agent whose resident memory has grown past this many MiB is replaced at its \
                    first idle moment (1024; measured on Linux).",
-        // A fresh real agent holds 210-270 MB; one that leaks (CLI 0.62 keeps each model request's
-        // history when telemetry is off, ~1.17 MB a turn by its bug report) or holds huge sessions is
-        // started afresh long before Node's own heap limit ends it mid-turn.
+        // A fresh real agent holds 210-270 MB; one that leaks (CLI 0.62 keeps each model
+        // request's history when telemetry is off, ~1.17 MB a turn by its bug report) or holds
+        // huge sessions is started afresh long before Node's own heap limit ends it mid-turn.
         default: || 1024,
         parse: positive::<u64>,
     },
@@ -644,9 +647,9 @@ structs {
             "Most HTTP connections at once (default: from the open-file limit)",
         ),
         help: "Most HTTP connections at once (default: the open-file limit less 128, at most \
-                   1024). At the cap the oldest connection that has not sent the token is closed for \
-                   the new one. The three HTTP limits must be positive integers: a bad value stops \
-                   the server.",
+                   1024). At the cap the oldest connection that has not sent the token is closed \
+                   for the new one. The three HTTP limits must be positive integers: a bad value \
+                   stops the server.",
         kind: Kind::Elsewhere,
     },
 
