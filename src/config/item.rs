@@ -392,7 +392,12 @@ macro_rules! settings {
     ) => {
         $(#[$sm])*
         pub struct $S {
-            $($(#[$fm])* pub $f: $ft,)*
+            $(
+                $(#[$fm])*
+                #[doc = ""]
+                #[doc = concat!("Read through its item, [`", stringify!($fi), "`].")]
+                pub $f: $ft,
+            )*
             $($(#[$xm])* pub $x: $xt,)*
         }
 
