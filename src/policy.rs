@@ -8,7 +8,7 @@ use crate::approval::ApprovalMode;
 use crate::config::settings;
 use crate::error::Failure;
 
-pub(crate) use crate::config::policy::{Policy, QuotaPolicy};
+pub(crate) use crate::config::settings::{Policy, QuotaPolicy};
 
 impl Policy {
     /// The allowed roots, canonicalised; `cwd` when none are configured. Roots that do not exist

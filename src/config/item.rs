@@ -1,7 +1,8 @@
 //! A setting's declaration: its row (variable, flag, help, how the doctor lists it) and, for one
-//! read into [`Config`], its typed item (default and reading), with the readings the items share
-//! and the `settings!` table that makes the items, [`Config`] and its parts from the rows. The rows
-//! themselves are in `super::settings`.
+//! read into `Config`, its typed item (default and reading), with the readings the items share
+//! and the `settings!` table that makes the items, `Config` and its parts from the rows. The rows,
+//! and so `Config`, are in `super::settings`, which this file does not name: the arrows run one
+//! way.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -14,11 +15,11 @@ use crate::approval::ApprovalMode;
 use super::acp::Backend;
 use super::parse::{parse_flag, split_list, Vars};
 use super::policy::Toolsets;
-use super::settings::Config;
 use super::values::{EnvPolicy, SlashCommands};
 
-/// One setting.
-pub struct Setting {
+/// One setting; `C` is the configuration a setting may be read into (`Config`, whose file
+/// declares the settings: this one names none of them).
+pub struct Setting<C: 'static> {
     /// The environment variable.
     pub name: &'static str,
     /// The command-line flag that stands for it, if any.
@@ -26,14 +27,13 @@ pub struct Setting {
     /// What `--help` says of the variable: one paragraph, wrapped when printed.
     pub help: &'static str,
     /// Where the server reads it: what the doctor lists.
-    pub kind: Kind,
+    pub kind: Kind<C>,
 }
 
 /// How a setting shows in the doctor's listing.
-#[derive(Clone, Copy)]
-pub enum Kind {
-    /// Read into [`Config`]: the value in effect, typed.
-    Config(fn(&Config) -> Value),
+pub enum Kind<C: 'static> {
+    /// Read into the configuration `C`: the value in effect there, typed.
+    Config(fn(&C) -> Value),
     /// Read where it is used (HTTP, the log, the launcher): listed as given, or as unset.
     Elsewhere,
     /// A secret: listed only as `set`, or as unset.
@@ -71,11 +71,11 @@ pub enum FlagValue {
     OneOf(&'static [&'static str]),
 }
 
-/// A setting the server reads into [`Config`]: its row, its default and its reading. It derefs to
-/// its [`Setting`], so `X.name` names it.
-pub struct Item<T> {
+/// A setting the server reads into its configuration `C`: its row, its default and its reading. It
+/// derefs to its [`Setting`], so `X.name` names it.
+pub struct Item<T, C: 'static> {
     /// Its variable, flag, help and doctor row.
-    pub setting: Setting,
+    pub setting: Setting<C>,
     /// Its value when unset or not understood.
     pub default: fn() -> T,
     /// Its lenient reading of the variable it is given the name of: `None` when unset (or not
@@ -83,7 +83,7 @@ pub struct Item<T> {
     pub parse: fn(&Vars, &'static str) -> Option<T>,
 }
 
-impl<T> Item<T> {
+impl<T, C> Item<T, C> {
     /// Its default.
     pub fn default(&self) -> T {
         (self.default)()
@@ -101,22 +101,22 @@ impl<T> Item<T> {
 }
 
 /// A setting shows as its variable's name, so a message names it as `{MAX_OUTPUT_BYTES}`.
-impl std::fmt::Display for Setting {
+impl<C> std::fmt::Display for Setting<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name)
     }
 }
 
-impl<T> std::fmt::Display for Item<T> {
+impl<T, C> std::fmt::Display for Item<T, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.setting.name)
     }
 }
 
-impl<T> std::ops::Deref for Item<T> {
-    type Target = Setting;
+impl<T, C> std::ops::Deref for Item<T, C> {
+    type Target = Setting<C>;
 
-    fn deref(&self) -> &Setting {
+    fn deref(&self) -> &Setting<C> {
         &self.setting
     }
 }
@@ -194,7 +194,7 @@ pub(super) fn models(vars: &Vars, name: &str) -> Option<Vec<String>> {
     })
 }
 
-/// How the doctor lists a value read into [`Config`]: as the variable would spell it (a duration
+/// How the doctor lists a value read into `Config`: as the variable would spell it (a duration
 /// in milliseconds, a list joined with commas, a mode by its word), `null` for none.
 pub trait Shown {
     /// The value, as the doctor lists it.
@@ -293,12 +293,12 @@ pub(super) fn read_with<T>(vars: &Vars, read: impl FnOnce(&Vars) -> T) -> T {
 
 /// The table of settings (`super::settings`): the headers of the structs it makes, then one row
 /// per setting, in `--help`'s order. It makes every row's item,
-/// [`SETTINGS`](super::settings::SETTINGS) in the rows' order, and the structs [`Config`],
+/// [`SETTINGS`](super::settings::SETTINGS) in the rows' order, and the structs `Config`,
 /// `Policy`, `QuotaPolicy`, `AcpConfig` and `TaskLimits`, each with its reading and its default
 /// (the reading of an empty environment).
 ///
 /// A row read into a struct is `path: Type = ITEM { name, flag, help, default, parse }`: `path`
-/// is where the value lives in [`Config`] (`max_output_bytes`, `acp.idle`,
+/// is where the value lives in `Config` (`max_output_bytes`, `acp.idle`,
 /// `policy.quota.max_wait`), and the row's doc comment is the field's. The field is read through
 /// the item, and the doctor lists it through [`Shown`] (or through the row's own `show: |c| …`,
 /// given before `default`). A path into a struct the table does not make
@@ -361,7 +361,7 @@ macro_rules! settings {
         $(#[$m:meta])* $ITEM:ident { $($body:tt)* }, $($rest:tt)*
     ) => {
         $(#[$m])*
-        pub const $ITEM: $crate::config::item::Setting =
+        pub const $ITEM: $crate::config::item::Setting<Config> =
             $crate::config::item::Setting { $($body)* };
         settings!(@rows [$($list)* &$ITEM,] $c $p $q $a $t $read $head $($rest)*);
     };
@@ -374,7 +374,7 @@ macro_rules! settings {
         $(#[$tm:meta])* pub struct TaskLimits $tx:tt
     }) => {
         /// Every setting, in `--help`'s order (the rows').
-        pub const SETTINGS: &[&$crate::config::item::Setting] = &[$($list)*];
+        pub const SETTINGS: &[&$crate::config::item::Setting<Config>] = &[$($list)*];
 
         /// The settings the table reads itself, each into its field.
         #[cfg(test)]
@@ -428,7 +428,7 @@ macro_rules! settings {
         parse: $parse:expr $(,)?
     }) => {
         $(#[$m])*
-        pub const $ITEM: $crate::config::item::Item<$ty> = $crate::config::item::Item {
+        pub const $ITEM: $crate::config::item::Item<$ty, Config> = $crate::config::item::Item {
             setting: $crate::config::item::Setting {
                 name: $name,
                 flag: $flag,

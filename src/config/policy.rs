@@ -5,8 +5,6 @@
 
 use super::parse::Vars;
 
-pub(crate) use super::settings::{Policy, QuotaPolicy};
-
 /// Which opt-in tool sets are listed and callable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Toolsets {
