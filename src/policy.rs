@@ -1,4 +1,4 @@
-//! A call checked against the operator's limits (read as settings in `config::policy`): its
+//! A call checked against the operator's limits (the rows `policy.*` of `config::settings`): its
 //! approval mode against the ceiling, and its paths against the allowed roots.
 
 use std::ffi::OsString;
@@ -8,7 +8,7 @@ use crate::approval::ApprovalMode;
 use crate::config::settings;
 use crate::error::Failure;
 
-pub(crate) use crate::config::policy::{Policy, QuotaPolicy};
+pub(crate) use crate::config::settings::{Policy, QuotaPolicy};
 
 impl Policy {
     /// The allowed roots, canonicalised; `cwd` when none are configured. Roots that do not exist

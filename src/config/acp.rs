@@ -1,6 +1,5 @@
-//! The warm backend's settings (`GEMINICLI_MCP_TOOLSETS` naming `acp`, `GEMINICLI_MCP_ACP_*`).
-
-use std::time::Duration;
+//! The warm backend's choice of backend; its settings, `AcpConfig`, are the rows `acp.*` of
+//! `super::settings`.
 
 /// Which backend answers the prompt tools (`GEMINICLI_MCP_BACKEND`, `--backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -32,38 +31,12 @@ impl Backend {
     }
 }
 
-/// The ACP backend's settings.
-#[derive(Debug, Clone)]
-pub struct AcpConfig {
-    /// `GEMINICLI_MCP_TOOLSETS` names `acp` (or `agent`): the four tools are listed and served.
-    pub enabled: bool,
-    /// `GEMINICLI_MCP_ACP_IDLE_MS`: an agent unused this long is shut down.
-    pub idle: Duration,
-    /// `GEMINICLI_MCP_ACP_MAX_TURNS`: prompts per session before it is replaced.
-    pub max_turns: u32,
-    /// `GEMINICLI_MCP_ACP_REQUEST_TIMEOUT_MS`: bound on start-up and every request but prompts; an
-    /// agent that does not answer in time is killed.
-    pub request_timeout: Duration,
-    /// `GEMINICLI_MCP_BACKEND`: what answers the prompt tools.
-    pub backend: Backend,
-    /// `GEMINICLI_MCP_MAX_AGENTS`: agent processes at once (a real agent holds 210-270 MB); past
-    /// it the least recently used idle one is stopped. Unset: `GEMINICLI_MCP_MAX_CONCURRENCY`.
-    pub max_agents: Option<usize>,
-    /// `GEMINICLI_MCP_MAX_PROMPTS`: prompts running on agents at once, server-wide; more wait.
-    pub max_prompts: usize,
-    /// `GEMINICLI_MCP_ACP_SPARE_SESSIONS`: fresh sessions an agent keeps ready (0: none).
-    pub spare_sessions: usize,
-    /// `GEMINICLI_MCP_ACP_MAX_SESSIONS`: sessions an agent opens before it is replaced.
-    pub max_sessions: u32,
-    /// `GEMINICLI_MCP_ACP_MAX_AGENT_MB`: resident memory past which an agent is replaced.
-    pub max_agent_mb: u64,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::parse::Vars;
     use crate::config::settings as s;
+    use crate::config::AcpConfig;
     use std::collections::HashMap;
     use std::ffi::OsString;
 

@@ -1,6 +1,7 @@
 //! Server configuration: the command line (`--help`, `--version`) and the `GEMINI_CLI_BIN` /
 //! `GEMINICLI_MCP_*` environment variables, parsed leniently into one [`Config`]. Each setting is
-//! declared once, in [`table`]; [`values`] reads them.
+//! declared once, as a row of [`settings`], which makes [`Config`] too; [`table`] makes the
+//! command line, `--help` and the doctor's listing of them.
 
 use std::ffi::OsString;
 
@@ -15,15 +16,14 @@ pub mod settings;
 #[cfg(test)]
 mod spelling;
 pub mod table;
-mod tasks;
 mod values;
 
-pub use acp::{AcpConfig, Backend};
+pub use acp::Backend;
+pub use settings::{AcpConfig, Config, TaskLimits};
 pub use table::{known_names, Given};
-pub use tasks::TaskLimits;
 pub use values::{
-    Config, EnvPolicy, SlashCommands, DEFAULT_BUDGET_BYTES, DEFAULT_EOF_GRACE_MS,
-    DEFAULT_HEARTBEAT_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_OUTPUT_BYTES,
+    EnvPolicy, SlashCommands, DEFAULT_BUDGET_BYTES, DEFAULT_EOF_GRACE_MS, DEFAULT_HEARTBEAT_MS,
+    DEFAULT_KILL_GRACE_MS, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_START_GATE_MS,
 };
 
@@ -279,6 +279,8 @@ mod tests {
             ("GEMINICLI_MCP_TOOLSETS", "sessions,sesions"),
             ("GEMINICLI_MCP_TOTAL_TIMEOUT_MS", "-5"),
             ("GEMINICLI_MCP_ENV", "secret-looking-value"),
+            // A field of `Config` read before `acp`'s, noted in `--help`'s order all the same.
+            ("GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS", "soon"),
             // Blank is unset, and these are understood: nothing to say of them.
             ("GEMINICLI_MCP_KILL_GRACE_MS", " "),
             ("GEMINICLI_MCP_SLASH_COMMANDS", "Pass"),
@@ -300,6 +302,7 @@ mod tests {
                 "GEMINICLI_MCP_TOOLSETS",
                 "GEMINICLI_MCP_TOTAL_TIMEOUT_MS",
                 "GEMINICLI_MCP_BACKEND",
+                "GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS",
             ],
             "{:?}",
             c.unread

@@ -1,45 +1,9 @@
-//! The operator's limits on what a call may ask for, as settings: the allowed roots, the
-//! approval-mode ceiling, the opt-in tool sets, the deadlines and the quota policy, each read
-//! through its item of `super::settings`. The checks of a call against them are in `crate::policy`.
-
-use std::path::PathBuf;
-
-use crate::approval::ApprovalMode;
-use crate::deadline::Deadlines;
+//! The opt-in tool sets' reading. The operator's limits on what a call may ask for, `Policy`
+//! (the allowed roots, the approval-mode ceiling, the tool sets, the deadlines and the quota
+//! policy), are the rows `policy.*` of `super::settings`; the checks of a call against them are in
+//! `crate::policy`.
 
 use super::parse::Vars;
-
-/// The operator's limits.
-#[derive(Debug, Clone)]
-pub struct Policy {
-    /// `GEMINICLI_MCP_ALLOWED_ROOTS`: where `workspace`, `include_directories`, `image_paths` and
-    /// `save_file` may point. Empty: the server's working directory and below.
-    pub allowed_roots: Vec<PathBuf>,
-    /// `GEMINICLI_MCP_APPROVAL_MODE`: the most permissive approval mode a call may ask for, and
-    /// the mode of calls that ask for none (default `yolo`, as the reference).
-    pub approval_ceiling: ApprovalMode,
-    /// `GEMINICLI_MCP_TOOLSETS`: the opt-in tools listed besides the reference's three.
-    pub toolsets: Toolsets,
-    /// `GEMINICLI_MCP_*_TIMEOUT_MS`: the operator's deadlines (none by default).
-    pub deadlines: Deadlines,
-    /// The opt-in quota and retry policy (off by default).
-    pub quota: QuotaPolicy,
-    /// `GEMINICLI_MCP_STRUCTURED_REPAIR`: a structured answer that does not validate gets one
-    /// follow-up turn asking for the corrected JSON (a call's `repair` wins; off by default).
-    pub structured_repair: bool,
-}
-
-/// What the server does about 429s on top of the CLI's own retries (off by default).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QuotaPolicy {
-    /// `GEMINICLI_MCP_RATE_LIMIT_RETRY`: after `rate_limited` with a known delay, wait and retry
-    /// once.
-    pub rate_limit_retry: bool,
-    /// `GEMINICLI_MCP_RATE_LIMIT_MAX_WAIT_MS` (default 60000): the longest wait for that retry.
-    pub max_wait: std::time::Duration,
-    /// `GEMINICLI_MCP_FALLBACK_MODELS`: after `quota_exhausted`, the models to try next, in order.
-    pub fallback_models: Vec<String>,
-}
 
 /// Which opt-in tool sets are listed and callable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

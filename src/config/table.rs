@@ -11,8 +11,7 @@ use clap::{Arg, ArgAction, ArgMatches};
 use serde_json::{json, Value};
 
 use super::item::{FlagValue, Kind};
-use super::settings::SETTINGS;
-use super::values::Config;
+use super::settings::{Config, SETTINGS};
 
 /// Every variable the server reads: what a set name is checked against before it is called a
 /// misspelling.

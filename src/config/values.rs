@@ -1,11 +1,5 @@
-//! The configuration's values: [`Config`], its defaults, and its lenient reading from any variable
-//! lookup (the environment, with the flags over it).
-
-use std::ffi::OsString;
-use std::time::Duration;
-
-use super::acp::AcpConfig;
-use super::tasks::TaskLimits;
+//! The types and defaults of the configuration's values (the rows of `super::settings` make
+//! [`Config`](super::Config) of them).
 
 /// Default per-stream cap on bytes read from the child (32 MiB), as in the TypeScript reference.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
@@ -38,6 +32,14 @@ pub enum SlashCommands {
 }
 
 impl SlashCommands {
+    /// The spelling in `GEMINICLI_MCP_SLASH_COMMANDS` and `--slash-commands`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SlashCommands::Escape => "escape",
+            SlashCommands::Passthrough => "passthrough",
+        }
+    }
+
     /// `escape` or `passthrough` (also `pass-through`, `pass`; any case, trimmed).
     pub fn parse(value: &str) -> Option<Self> {
         match value.trim().to_ascii_lowercase().as_str() {
@@ -74,51 +76,4 @@ impl EnvPolicy {
             _ => None,
         }
     }
-}
-
-/// Everything the server reads from its environment.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// `GEMINI_CLI_BIN`, when set and non-empty.
-    pub gemini_bin: Option<OsString>,
-    /// Cap per stream on bytes read from the child.
-    pub max_output_bytes: usize,
-    /// Whether debug diagnostics go to stderr.
-    pub debug: bool,
-    /// Time between SIGTERM and SIGKILL of a run's tree.
-    pub kill_grace: Duration,
-    /// Time calls in flight may take after stdin reached EOF.
-    pub eof_grace: Duration,
-    /// Number of Gemini runs at once.
-    pub max_concurrency: usize,
-    /// Interval of the progress heartbeat.
-    pub heartbeat: Duration,
-    /// How long each MCP server of the CLI's settings is given to answer `initialize` when a
-    /// call starts (`GEMINICLI_MCP_MCP_SERVER_TIMEOUT_MS`); one that does not is left out.
-    pub mcp_server_timeout: Duration,
-    /// Most bytes of one serialised tool result (`GEMINICLI_MCP_RESULT_BUDGET_BYTES`).
-    pub result_budget: usize,
-    /// How a leading `/` is passed.
-    pub slash_commands: SlashCommands,
-    /// What environment a run gets (`GEMINICLI_MCP_ENV`).
-    pub env_policy: EnvPolicy,
-    /// Variables `minimal` keeps besides its own list (`GEMINICLI_MCP_ENV_PASS`): names, or
-    /// prefixes ending in `*`.
-    pub env_pass: Vec<String>,
-    /// Allowed roots and the approval ceiling (`GEMINICLI_MCP_ALLOWED_ROOTS`,
-    /// `GEMINICLI_MCP_APPROVAL_MODE`; see `policy`).
-    pub policy: super::policy::Policy,
-    /// The ACP tool set and its agents (`GEMINICLI_MCP_TOOLSETS`, `GEMINICLI_MCP_ACP_*`).
-    pub acp: AcpConfig,
-    /// Calls as tasks (`GEMINICLI_MCP_TASKS`, `GEMINICLI_MCP_TASK_RETENTION_MS`,
-    /// `GEMINICLI_MCP_MAX_TASKS`).
-    pub tasks: TaskLimits,
-    /// How long an `ask` question waits for the user (`GEMINICLI_MCP_ASK_TIMEOUT_MS`).
-    pub ask_timeout: Duration,
-    /// The longest hold of a workspace's start gate (`GEMINICLI_MCP_START_GATE_MS`).
-    pub start_gate: Duration,
-    /// The variables set to something the settings did not understand, and what was wrong
-    /// (`GEMINICLI_MCP_BACKEND is not oneshot or acp`): their defaults apply, and the server logs
-    /// each once at start.
-    pub unread: Vec<String>,
 }

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::git::{self, Changes, Gathered, GitError, MAX_DIFF_BYTES};
 use super::*;
-use crate::config::policy::Policy;
+use crate::config::settings::Policy;
 use crate::policy;
 
 fn run_git(dir: &Path, args: &[&str]) {
