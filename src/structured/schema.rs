@@ -1,5 +1,9 @@
 //! The caller's JSON Schema: the reference's size limits, checked before the model runs, then
-//! compilation by `jsonschema` (every draft, offline, linear-time `pattern` engine).
+//! compilation by `boon` (every draft, offline, `pattern` on the linear-time `regex` engine after
+//! its ECMA-262 translation). The validator has no hook for a keyword of the caller's: the
+//! server's limits on `pattern` are checked in a walk of the schema before it compiles, and the
+//! per-string limit and per-answer budget are a `format` of the server's own, which the validator
+//! runs just before `pattern` in every schema object that has one.
 
 use std::cell::Cell;
 use std::io;
