@@ -306,6 +306,10 @@ pub fn extract_and_validate(
     schema: &PreparedSchema,
     response: &str,
 ) -> Result<StructuredOk, StructuredFailure> {
+    schema::with_validator_stack(|| search(schema, response))
+}
+
+fn search(schema: &PreparedSchema, response: &str) -> Result<StructuredOk, StructuredFailure> {
     let _budget = schema::PatternBudget::start();
     let mut search = Search {
         schema,

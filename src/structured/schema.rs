@@ -1,13 +1,14 @@
 //! The caller's JSON Schema: the reference's size limits, checked before the model runs, then
-//! compilation by `jsonschema` (every draft, offline, linear-time `pattern` engine).
+//! compilation by `boon` (every draft, offline, `pattern` on the linear-time `regex` engine after
+//! its ECMA-262 translation). The validator has no hook for a keyword of the caller's: the
+//! server's limits on `pattern` are checked in a walk of the schema before it compiles, and the
+//! per-string limit and per-answer budget are a `format` of the server's own, which the validator
+//! runs just before `pattern` in every schema object that has one.
 
 use std::cell::Cell;
 use std::io;
-use std::sync::{Arc, Mutex};
 
-use jsonschema::error::ValidationErrorKind;
-use jsonschema::{Keyword, PatternOptions, ValidationError, Validator};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 /// Largest accepted schema, in bytes of its compact JSON serialization (1 MiB).
 pub const MAX_SCHEMA_BYTES: usize = 1 << 20;
@@ -81,14 +82,16 @@ pub enum SchemaError {
 
 /// A schema that passed the limits and compiled: ready to validate answers.
 pub struct PreparedSchema {
-    validator: Validator,
+    schemas: boon::Schemas,
+    index: boon::SchemaIndex,
+    draft: boon::Draft,
     schema: Value,
 }
 
 impl std::fmt::Debug for PreparedSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PreparedSchema")
-            .field("draft", &self.validator.draft())
+            .field("draft", &self.draft)
             .finish_non_exhaustive()
     }
 }
@@ -96,54 +99,106 @@ impl std::fmt::Debug for PreparedSchema {
 /// Namespace for schema preparation.
 pub struct Schema;
 
+/// Where the caller's schema sits for the compiler: a URI nothing can be fetched from, against
+/// which a relative `$ref` resolves to another document (refused by [`Offline`]).
+const LOCATION: &str = "urn:geminicli-mcp:schema";
+
+/// The `format` the compiler sees in place of the caller's in every schema object that has a
+/// `pattern`: its check charges the string to the pattern limits ([`charge`]) just before the
+/// `pattern` itself is evaluated (the validator runs `format` first).
+const PATTERN_INPUT: &str = "geminicli-mcp-pattern-input";
+
+/// The loader of every document but the caller's: refuses, so no reference is ever fetched.
+struct Offline;
+
+impl boon::UrlLoader for Offline {
+    fn load(&self, url: &str) -> Result<Value, Box<dyn std::error::Error>> {
+        Err(format!("{url} is never fetched").into())
+    }
+}
+
 impl Schema {
     /// Checks the limits and compiles `schema`. The draft comes from `$schema` (default 2020-12);
     /// `format` is an annotation; no reference is ever fetched.
     pub fn prepare(schema: &Value) -> Result<PreparedSchema, SchemaError> {
         check_shape(schema)?;
         check_size(schema)?;
-        let refusals: Arc<Mutex<Vec<SchemaError>>> = Arc::default();
-        let sink = Arc::clone(&refusals);
-        let built = jsonschema::options()
-            .offline()
-            .should_validate_formats(false)
-            .with_pattern_options(pattern_options())
-            // Taking `pattern` over is the one hook where the reference's per-string limit and
-            // per-response budget can sit; the matching itself stays the crate's own.
-            .with_keyword(
-                "pattern",
-                move |_parent: &Map<String, Value>, value, location| {
-                    BoundedPattern::compile(value).map_err(|reason| {
-                        let refusal = SchemaError::Pattern {
-                            pointer: location.as_str().to_owned(),
-                            reason,
-                        };
-                        let message = refusal.to_string();
-                        crate::sync::lock(&sink).push(refusal);
-                        ValidationError::custom(message)
-                    })
-                },
-            )
-            .build(schema);
-        match built {
-            Ok(validator) => Ok(PreparedSchema {
-                validator,
-                schema: schema.clone(),
-            }),
-            Err(err) => {
-                // Our own refusal is more precise than the compiler's wrapping of it.
-                if let Some(first) = refusals
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .drain(..)
-                    .next()
-                {
-                    return Err(first);
-                }
-                Err(classify_build_error(&err))
+        let draft = match schema.get("$schema").and_then(Value::as_str) {
+            None => boon::Draft::V2020_12,
+            Some(uri) => {
+                boon::Draft::from_url(uri).ok_or_else(|| SchemaError::UnknownMetaSchema {
+                    uri: uri.to_owned(),
+                })?
             }
-        }
+        };
+        let mut compiled = schema.clone();
+        let mut pointer = String::new();
+        bound_patterns(&mut compiled, &mut pointer)?;
+
+        // The compiler recurses for each level of the schema (its check against the meta-schema
+        // more than once), several times deeper than a worker thread's stack allows at 64 levels
+        // in a debug build: it runs on a thread of its own with room to spare (address space,
+        // touched only as deep as the schema goes).
+        let (schemas, index) = with_validator_stack(|| compile(compiled, draft))?;
+        Ok(PreparedSchema {
+            schemas,
+            index,
+            draft,
+            schema: schema.clone(),
+        })
     }
+}
+
+/// The stack of the thread the compiler and the validator run on: a 64-level schema takes under
+/// 4 MiB to compile in a debug build, an answer at serde_json's 128 levels under a recursive
+/// schema a few MiB to validate. Address space: only as much is touched as the recursion goes.
+const VALIDATOR_STACK_BYTES: usize = 64 << 20;
+
+/// Runs `f` on a thread with [`VALIDATOR_STACK_BYTES`] of stack and waits for it. The compiler
+/// and the validator recurse for each level of the schema and of the answer (several frames
+/// each), deeper than a worker thread's 2 MiB allows at the limits; one thread per schema or
+/// answer costs tens of microseconds. Where no thread can be started, `f` runs here.
+pub(crate) fn with_validator_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    let mut f = Some(f);
+    let ran = std::thread::scope(|scope| {
+        let run = &mut f;
+        let spawned = std::thread::Builder::new()
+            .name("schema-validator".to_owned())
+            .stack_size(VALIDATOR_STACK_BYTES)
+            .spawn_scoped(scope, move || run.take().map(|f| f()));
+        spawned.ok().map(|thread| thread.join())
+    });
+    match ran {
+        Some(Ok(Some(value))) => value,
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        // Not started: the closure is still here.
+        Some(Ok(None)) | None => (f.take().expect("the closure ran nowhere"))(),
+    }
+}
+
+/// Compiles the caller's schema (its copy with the pattern limits' `format`) offline.
+fn compile(
+    schema: Value,
+    draft: boon::Draft,
+) -> Result<(boon::Schemas, boon::SchemaIndex), SchemaError> {
+    let mut compiler = boon::Compiler::new();
+    compiler.use_loader(Box::new(Offline));
+    compiler.set_default_draft(draft);
+    // Every `format` but ours was taken out of the compiled copy, so this asserts ours alone.
+    compiler.enable_format_assertions();
+    compiler.register_format(boon::Format {
+        name: PATTERN_INPUT,
+        func: |v| match v {
+            Value::String(s) => charge(s).map_err(Into::into),
+            _ => Ok(()),
+        },
+    });
+    let mut schemas = boon::Schemas::new();
+    compiler
+        .add_resource(LOCATION, schema)
+        .and_then(|()| compiler.compile(LOCATION, &mut schemas))
+        .map(|index| (schemas, index))
+        .map_err(|err| classify_build_error(&err))
 }
 
 impl PreparedSchema {
@@ -153,53 +208,228 @@ impl PreparedSchema {
     }
 
     /// The draft the schema is read under (from `$schema`, default 2020-12).
-    pub fn draft(&self) -> jsonschema::Draft {
-        self.validator.draft()
+    pub fn draft(&self) -> boon::Draft {
+        self.draft
     }
 
     /// Validates `instance`, returning at most `max` issues (empty when valid). The pattern budget
     /// is whatever the caller's [`PatternBudget`] scope says (unlimited outside one).
     ///
-    /// A valid instance is the common case and is told by the validator's quick path, which builds
-    /// no error; only an invalid one is walked again for its issues, from the same budget it
-    /// started with, so the issues are those one walk would have found.
+    /// A valid instance is the common case: the validator builds no error for it. An invalid one
+    /// gives a tree of errors (`anyOf` failed, because of each branch's own); its leaves are the
+    /// issues, each with the instance path it is about.
     pub(crate) fn issues(&self, instance: &Value, max: usize) -> Vec<(String, String)> {
-        let budget = BUDGET.with(Cell::get);
-        if self.validator.is_valid(instance) {
+        let Err(err) = self.schemas.validate(instance, self.index) else {
             return Vec::new();
+        };
+        let mut issues = Vec::new();
+        let mut stack = vec![&err];
+        while let Some(e) = stack.pop() {
+            if issues.len() >= max {
+                break;
+            }
+            if e.causes.is_empty() {
+                issues.push((e.instance_location.to_string(), message(&e.kind)));
+            }
+            stack.extend(e.causes.iter().rev());
         }
-        BUDGET.with(|b| b.set(budget));
-        self.validator
-            .iter_errors(instance)
-            .take(max)
-            .map(|e| (e.instance_path().as_str().to_owned(), e.to_string()))
-            .collect()
+        issues
     }
 }
 
-fn pattern_options() -> PatternOptions<jsonschema::Regex> {
-    PatternOptions::regex()
+/// An issue's message: the validator's own, but for the pattern limits, which say only why (the
+/// validator's wording would quote the whole string first).
+fn message(kind: &boon::ErrorKind<'_, '_>) -> String {
+    match kind {
+        boon::ErrorKind::Format { want, err, .. } if *want == PATTERN_INPUT => err.to_string(),
+        _ => kind.to_string(),
+    }
+}
+
+fn classify_build_error(err: &boon::CompileError) -> SchemaError {
+    use boon::CompileError as E;
+    let reason = format!("{err:#}");
+    match err {
+        // For a schema the meta-schema refuses, the "instance" is the caller's schema itself: the
+        // first leaf's instance location points into what the caller wrote.
+        E::ValidationError { src, .. } => {
+            let mut leaf = src;
+            while let Some(cause) = leaf.causes.first() {
+                leaf = cause;
+            }
+            SchemaError::Invalid {
+                pointer: leaf.instance_location.to_string(),
+                reason: leaf.kind.to_string(),
+            }
+        }
+        E::UnsupportedDraft { url } | E::InvalidMetaSchemaUrl { url, .. } => {
+            SchemaError::UnknownMetaSchema { uri: url.clone() }
+        }
+        E::InvalidRegex { url, .. } => SchemaError::Pattern {
+            pointer: fragment(url),
+            reason,
+        },
+        E::LoadUrlError { .. } | E::UnsupportedUrlScheme { .. } | E::ParseUrlError { .. } => {
+            SchemaError::RemoteRef { reason }
+        }
+        E::JsonPointerNotFound(url) | E::AnchorNotFound { url, .. }
+            if !url.starts_with(LOCATION) =>
+        {
+            SchemaError::RemoteRef { reason }
+        }
+        _ => SchemaError::Invalid {
+            pointer: String::new(),
+            reason,
+        },
+    }
+}
+
+/// The JSON pointer of a location in the caller's document (`urn:…#/properties/a`), percent
+/// escapes undone.
+fn fragment(url: &str) -> String {
+    let Some((_, fragment)) = url.split_once('#') else {
+        return String::new();
+    };
+    let bytes = fragment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(byte) if bytes[i] == b'%' => {
+                out.push(byte);
+                i += 3;
+            }
+            _ => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Keywords whose value is one schema.
+const ONE_SCHEMA: &[&str] = &[
+    "not",
+    "if",
+    "then",
+    "else",
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "contains",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+];
+/// Keywords whose value is an array of schemas (`items` too, before 2020-12).
+const SCHEMA_ARRAYS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+/// Keywords whose value maps names to schemas (`dependencies`' arrays of names are skipped).
+const SCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
+
+/// Walks the schema's subschemas (by their keywords: the values of `const`, `enum`, `default` or
+/// an unknown keyword are data, not schemas) and, in each object: compiles `pattern` and the
+/// `patternProperties` names with the server's limits ([`SchemaError::Pattern`] where one fails),
+/// and gives the compiler [`PATTERN_INPUT`] as the object's `format` where it has a `pattern`, none
+/// where it has not (`format` is an annotation here). `pointer` is the object's JSON pointer.
+fn bound_patterns(schema: &mut Value, pointer: &mut String) -> Result<(), SchemaError> {
+    let Value::Object(map) = schema else {
+        return Ok(());
+    };
+    map.remove("format");
+    if let Some(Value::String(pattern)) = map.get("pattern") {
+        check_pattern(pattern, pointer, "pattern")?;
+        map.insert("format".to_owned(), Value::String(PATTERN_INPUT.to_owned()));
+    }
+    for (key, value) in map.iter_mut() {
+        let len = pointer.len();
+        push_token(pointer, key);
+        let key = key.as_str();
+        if ONE_SCHEMA.contains(&key) {
+            bound_patterns(value, pointer)?;
+        }
+        match value {
+            Value::Array(items) if SCHEMA_ARRAYS.contains(&key) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    let len = pointer.len();
+                    pointer.push('/');
+                    pointer.push_str(&i.to_string());
+                    bound_patterns(item, pointer)?;
+                    pointer.truncate(len);
+                }
+            }
+            Value::Object(entries) if SCHEMA_MAPS.contains(&key) => {
+                for (name, item) in entries.iter_mut() {
+                    if key == "patternProperties" {
+                        check_pattern(name, pointer, name)?;
+                    }
+                    let len = pointer.len();
+                    push_token(pointer, name);
+                    bound_patterns(item, pointer)?;
+                    pointer.truncate(len);
+                }
+            }
+            _ => {}
+        }
+        pointer.truncate(len);
+    }
+    Ok(())
+}
+
+/// Appends `/token` to a JSON pointer, escaped (`~` as `~0`, `/` as `~1`).
+fn push_token(pointer: &mut String, token: &str) {
+    pointer.push('/');
+    pointer.push_str(&token.replace('~', "~0").replace('/', "~1"));
+}
+
+/// Compiles a pattern with the server's size limits, after the ECMA-262 class escapes the
+/// validator reads as ASCII (`\d`, `\w` and their negations) are written as such, so that the
+/// limits weigh the program the validator builds, not the larger Unicode one. Lookaround and
+/// backreferences are refused here, as the validator's engine would refuse them.
+fn check_pattern(pattern: &str, at: &str, token: &str) -> Result<(), SchemaError> {
+    let mut ascii = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            ascii.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('d') => ascii.push_str("[0-9]"),
+            Some('D') => ascii.push_str("[^0-9]"),
+            Some('w') => ascii.push_str("[a-zA-Z0-9_]"),
+            Some('W') => ascii.push_str("[^a-zA-Z0-9_]"),
+            Some(other) => {
+                ascii.push('\\');
+                ascii.push(other);
+            }
+            None => ascii.push('\\'),
+        }
+    }
+    regex::RegexBuilder::new(&ascii)
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
-}
-
-fn classify_build_error(err: &ValidationError<'_>) -> SchemaError {
-    let reason = err.to_string();
-    // For a schema the compiler refuses, the "instance" is the caller's schema itself: its
-    // instance path points into what the caller wrote, the schema path into the meta-schema.
-    let pointer = err.instance_path().as_str().to_owned();
-    match err.kind() {
-        ValidationErrorKind::Referencing(jsonschema::ReferencingError::UnknownSpecification {
-            specification,
-        }) => SchemaError::UnknownMetaSchema {
-            uri: specification.clone(),
-        },
-        ValidationErrorKind::Referencing(_) => SchemaError::RemoteRef { reason },
-        ValidationErrorKind::Format { format } if format == "regex" => {
-            SchemaError::Pattern { pointer, reason }
-        }
-        _ => SchemaError::Invalid { pointer, reason },
-    }
+        .build()
+        .map(drop)
+        .map_err(|e| {
+            let mut pointer = at.to_owned();
+            push_token(&mut pointer, token);
+            SchemaError::Pattern {
+                pointer,
+                reason: e.to_string(),
+            }
+        })
 }
 
 /// Node count and depth, iteratively: the value may not have come from a depth-limited parser,
@@ -301,43 +531,4 @@ fn charge(s: &str) -> Result<(), String> {
             ))
         }
     })
-}
-
-/// `pattern`, with the reference's input limits in front of the crate's own matcher.
-struct BoundedPattern {
-    /// `{"pattern": …}` compiled with the same engine options: the crate's ECMA-262 translation and
-    /// messages stay exactly the built-in ones.
-    inner: Validator,
-}
-
-impl BoundedPattern {
-    fn compile(pattern: &Value) -> Result<Box<dyn for<'i> Keyword<'i>>, String> {
-        let inner = jsonschema::options()
-            .offline()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .should_validate_formats(false)
-            .with_pattern_options(pattern_options())
-            .build(&json!({ "pattern": pattern }))
-            .map_err(|e| e.to_string())?;
-        Ok(Box::new(BoundedPattern { inner }))
-    }
-}
-
-impl<'i> Keyword<'i> for BoundedPattern {
-    fn validate(&self, instance: &'i Value) -> Result<(), ValidationError<'i>> {
-        let Value::String(s) = instance else {
-            return Ok(());
-        };
-        charge(s).map_err(ValidationError::custom)?;
-        self.inner
-            .validate(instance)
-            .map_err(|e| ValidationError::custom(e.to_string()))
-    }
-
-    fn is_valid(&self, instance: &'i Value) -> bool {
-        let Value::String(s) = instance else {
-            return true;
-        };
-        charge(s).is_ok() && self.inner.is_valid(instance)
-    }
 }
