@@ -12,9 +12,11 @@
 //! `session/new` and `session/load`, the prompt bound, the rate-limit pause); `agent` an agent's
 //! key, command line and failures;
 //! `slots` a workspace's slot and the task that owns what its agent holds (its sessions, spares
-//! and counts, its start and stop: calls send it commands); `call` a prompt's request and
-//! answer; `turn` one turn on an agent, for both uses; `fold` the turn's messages folded into
-//! the answer; `prompt` the `acp` set's prompt; `warm` the prompt tools on the warm backend.
+//! and counts, its start and stop: calls send it commands; it starts the agent and makes its
+//! spares as child tasks, through the pool's side of them, `PoolWork`); `call` a prompt's
+//! request and answer; `turn` one turn on an agent, for both uses; `fold` the turn's messages
+//! folded into the answer; `prompt` the `acp` set's prompt; `warm` the prompt tools on the warm
+//! backend.
 //! Their imports run one way: `agent` and `call` at the bottom, then `slots`, `fold` and
 //! `turn`, this file, and `prompt` and `warm` on top.
 //!
@@ -140,7 +142,8 @@ struct Registry {
 }
 
 /// All agents of the server: a slot per workspace (and start flags), each with the task that
-/// keeps its agent and sessions ([`slots`]); what spans agents stays here.
+/// starts and keeps its agent and sessions ([`slots`]); what spans agents stays here, and the
+/// I/O a slot's task spawns reaches it through `PoolWork`.
 pub struct Pool {
     config: Config,
     /// The slots, the sessions opened, the sessions' locks and the rate-limit pause.

@@ -2,9 +2,17 @@
 //! and the sessions it holds. The task owns that state alone: calls send it commands and await
 //! its replies, so no lock guards an agent's sessions, spares or counts, and every rule about
 //! them (one start at a time, one `acp`-set prompt at a time, a spare handed to one call, the
-//! agent stopped when worn or idle and never while in use) is kept in one place. The task does
-//! no I/O with the agent: starting it, making and loading sessions and prompting run in the
-//! calls, which report what they did.
+//! agent stopped when worn or idle and never while in use) is kept in one place.
+//!
+//! The task starts its agent, waits for it to settle after a cancel, and makes its spare
+//! sessions: each as a child task it spawns and owns ([`Work`], the pool's side), whose result
+//! comes back to its mailbox as a command, so the task never waits on I/O and answers every call
+//! meanwhile. A call asking for the agent sends one command and awaits one reply; a start that no
+//! call waits for any more is cancelled, its agent killed. Opening and loading a call's session
+//! and prompting run in the calls, which report what they did.
+//!
+//! By concern: this file holds the slot's handle (what a call sends and awaits); `commands` what
+//! calls and the task share (the books' entries, the I/O, the commands); `keeper` the task.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
