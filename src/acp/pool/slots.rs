@@ -109,9 +109,9 @@ impl Slot {
             state: State::default(),
             work,
             tasks: shutdown.child_token(),
-            shutdown: shutdown.clone(),
+            shutdown,
         };
-        tokio::spawn(keeper.run(inbox, shutdown, dropped.clone()));
+        tokio::spawn(keeper.run(inbox, dropped.clone()));
         Arc::new(Slot {
             key,
             mail,

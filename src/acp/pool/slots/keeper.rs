@@ -121,9 +121,9 @@ impl Keeper {
     pub(super) async fn run(
         mut self,
         mut inbox: mpsc::UnboundedReceiver<Command>,
-        shutdown: CancellationToken,
         dropped: CancellationToken,
     ) {
+        let shutdown = self.shutdown.clone();
         // The task holds a sender of its own (for leases and its I/O), so its mailbox never
         // closes: it ends when its slot is dropped, or with the runtime after the shutdown
         // stopped its agent. It ticks only while it has an agent or a failed start to forget.
