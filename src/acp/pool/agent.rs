@@ -11,6 +11,16 @@ use crate::gemini::outcome::unsupported_login;
 use crate::gemini::process::RunSpec;
 use crate::gemini::{command, inputs};
 
+/// Whether an agent that failed to start with `f` leaves a one-shot run a chance: it refused
+/// ACP mode or a flag of it, died or hung before answering `initialize`. A missing CLI, a login
+/// it cannot use, a refused path or a cancellation would fail a one-shot run alike.
+pub(super) fn one_shot_may_answer(f: &Failure) -> bool {
+    matches!(
+        f.kind,
+        ErrorKind::Error | ErrorKind::Unknown | ErrorKind::CliTooOld
+    )
+}
+
 /// Which agent a call goes to: the workspace, the MCP servers it may load and the directories
 /// it may read besides the workspace (start-up flags: ACP has no per-session field for either).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

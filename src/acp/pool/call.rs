@@ -121,7 +121,7 @@ impl<T> Ran<T> {
     }
 
     /// A prompt that found no agent: it could not start, for a reason a one-shot run does not
-    /// share ([`super::one_shot_may_answer`]).
+    /// share ([`super::agent::one_shot_may_answer`]).
     pub fn no_agent(f: crate::error::Failure) -> Self {
         Ran {
             no_agent: true,

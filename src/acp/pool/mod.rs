@@ -12,9 +12,11 @@
 //! `session/new` and `session/load`, the prompt bound, the rate-limit pause); `agent` an agent's
 //! key, command line and failures;
 //! `slots` a workspace's slot and the task that owns what its agent holds (its sessions, spares
-//! and counts, its start and stop: calls send it commands); `call` a prompt's request and
-//! answer; `turn` one turn on an agent, for both uses; `fold` the turn's messages folded into
-//! the answer; `prompt` the `acp` set's prompt; `warm` the prompt tools on the warm backend.
+//! and counts, its start and stop: calls send it commands; it starts the agent and makes its
+//! spares as child tasks, through the pool's side of them, `PoolWork`); `call` a prompt's
+//! request and answer; `turn` one turn on an agent, for both uses; `fold` the turn's messages
+//! folded into the answer; `prompt` the `acp` set's prompt; `warm` the prompt tools on the warm
+//! backend.
 //! Their imports run one way: `agent` and `call` at the bottom, then `slots`, `fold` and
 //! `turn`, this file, and `prompt` and `warm` on top.
 //!
@@ -41,7 +43,7 @@ pub use call::{Answer, Block, Call, Ran};
 pub use fold::Fold;
 
 use agent::{agent_failure, agent_spec, auth_method, cancelled, Key};
-use slots::{Session, Slot, Start, Using, Wear};
+use slots::{Io, Session, Slot, Spared, Using, Wear, Whose, Work};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -67,16 +69,6 @@ use agent_client_protocol_schema::v1 as acp;
 
 /// How many times an agent that exits 199 at start ("restart me") is started again.
 const AGENT_RESTARTS: u32 = 2;
-
-/// Whether an agent that failed to start with `f` leaves a one-shot run a chance: it refused
-/// ACP mode or a flag of it, died or hung before answering `initialize`. A missing CLI, a login
-/// it cannot use, a refused path or a cancellation would fail a one-shot run alike.
-fn one_shot_may_answer(f: &Failure) -> bool {
-    matches!(
-        f.kind,
-        ErrorKind::Error | ErrorKind::Unknown | ErrorKind::CliTooOld
-    )
-}
 
 /// The failure of an agent whose selected login does not work, where authenticating with the
 /// environment's `method` would cost the user that login: the fix names both ways out.
@@ -150,7 +142,8 @@ struct Registry {
 }
 
 /// All agents of the server: a slot per workspace (and start flags), each with the task that
-/// keeps its agent and sessions ([`slots`]); what spans agents stays here.
+/// starts and keeps its agent and sessions ([`slots`]); what spans agents stays here, and the
+/// I/O a slot's task spawns reaches it through `PoolWork`.
 pub struct Pool {
     config: Config,
     /// The slots, the sessions opened, the sessions' locks and the rate-limit pause.
@@ -191,16 +184,16 @@ impl Pool {
         l
     }
 
-    /// Takes the start gate of the slot's workspace (see `starts`).
+    /// Takes the start gate of workspace `cwd` (see `starts`).
     async fn start_gate(
         &self,
-        slot: &Slot,
+        cwd: &std::path::Path,
         ct: &CancellationToken,
         waiter: Waiter<'_>,
     ) -> Result<StartGuard, Failure> {
         let began = std::time::Instant::now();
         self.starts
-            .lock(&slot.key.cwd, ct, waiter)
+            .lock(cwd, ct, waiter)
             .await
             .map_err(|w| match w {
                 GateWait::Cancelled => {
@@ -272,7 +265,7 @@ impl Pool {
     /// The slot of `key`, its task started on first use. A new key first lets go of the slots
     /// that keep nothing and that no call holds, so a server that sees many workspaces keeps a
     /// task only for those with an agent (or a failed start to remember).
-    fn slot(&self, key: Key) -> Arc<Slot> {
+    fn slot(self: &Arc<Self>, key: Key) -> Arc<Slot> {
         let slots = &mut lock(&self.registry).slots;
         if let Some(slot) = slots.get(&key) {
             return slot.clone();
@@ -282,8 +275,10 @@ impl Pool {
             max_sessions: self.config.acp.max_sessions,
             max_agent_mb: self.config.acp.max_agent_mb,
             idle: self.config.acp.idle,
+            spares: self.config.acp.spare_sessions,
         };
-        let slot = Slot::start(key.clone(), wear, self.shutdown.clone());
+        let work = Arc::new(PoolWork(Arc::downgrade(self)));
+        let slot = Slot::start(key.clone(), wear, self.shutdown.clone(), work);
         slots.insert(key, slot.clone());
         slot
     }
@@ -384,81 +379,33 @@ impl Pool {
         let agent = self.agent(&slot, &ct).await?;
         if slot.described().await?.0.is_null() {
             let session = self.new_session(&slot, &agent).await?;
-            slot.record(session, true);
+            slot.record(session, Whose::Workspace);
         }
         slot.described().await
     }
 
-    /// The slot's agent: the running one, else one this call starts, else the one another call
-    /// is starting, waited for. A running agent that has not answered a cancelled prompt's
-    /// `session/cancel` gets no new work until it does: one that ignores it is frozen and killed
-    /// when the kill grace passes, taking with it whatever it was sent meanwhile, so the call
-    /// waits and then goes to the next agent.
+    /// The slot's agent: the running one, else the one its task starts (see [`Slot::agent`]);
+    /// a call cancelled stops waiting, and a start no call waits for any more is stopped.
     async fn agent(&self, slot: &Slot, ct: &CancellationToken) -> Result<Arc<Connection>, Failure> {
-        let ticket = loop {
-            let start = tokio::select! {
-                s = slot.agent() => s?,
-                _ = ct.cancelled() => return Err(cancelled("while the agent was starting")),
-            };
-            match start {
-                Start::Running(agent) => {
-                    if !agent.unsettled().await {
-                        return Ok(agent);
-                    }
-                    tracing::debug!(
-                        pid = agent.pid(),
-                        "the agent has not answered a cancel: waiting before sending it work"
-                    );
-                    tokio::select! {
-                        _ = agent.settled() => {}
-                        _ = ct.cancelled() => return Err(cancelled("while the agent had not answered a cancel")),
-                    }
-                    if agent.is_dead() {
-                        slot.died(&agent);
-                        continue;
-                    }
-                    return Ok(agent);
-                }
-                Start::Failed(f) => return Err(*f),
-                Start::Yours(ticket) => break ticket,
-            }
-        };
-        match self.start_agent(slot, ct).await {
-            Ok((agent, info)) => {
-                ticket.done(Ok((agent.clone(), info)), false);
-                Ok(agent)
-            }
-            // Cancelled: the ticket, dropped, passes the start to the next call waiting.
-            Err(f) if ct.is_cancelled() => Err(f),
-            Err(f) => {
-                let remember = one_shot_may_answer(&f);
-                if remember {
-                    tracing::warn!(
-                        workspace = %slot.key.cwd.display(),
-                        "the Gemini ACP agent could not start ({}); the prompt tools run one-shot there for {} s",
-                        f.message,
-                        slots::START_RETRY_AFTER.as_secs()
-                    );
-                }
-                ticket.done(Err(f.clone()), remember);
-                Err(f)
-            }
+        tokio::select! {
+            a = slot.agent() => a,
+            _ = ct.cancelled() => Err(cancelled("while the agent was starting")),
         }
     }
 
-    /// Starts an agent for the slot: the process, and `initialize` answered; what it said of
-    /// itself.
+    /// Starts an agent for `key`: the process, and `initialize` answered; what it said of
+    /// itself. Run by the slot's task, as a child task ([`Work::start`]).
     async fn start_agent(
         &self,
-        slot: &Slot,
+        key: &Key,
         ct: &CancellationToken,
     ) -> Result<(Arc<Connection>, Value), Failure> {
         // Held from before the spawn until `initialize` is answered: by then the agent's
         // start-up clean-up (which deletes the project's session files that hold no message
         // yet) is done, so it cannot take a new one-shot session with it, nor the reverse.
-        let _gate = self.start_gate(slot, ct, Waiter::default()).await?;
-        self.make_room(&slot.key).await;
-        let spec = self.spec(&slot.key)?;
+        let _gate = self.start_gate(&key.cwd, ct, Waiter::default()).await?;
+        self.make_room(key).await;
+        let spec = self.spec(key)?;
         // No `fs` (nor terminal) capability: the agent uses its own file system tools.
         let init = acp::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
             .client_info(acp::Implementation::new(
@@ -516,12 +463,12 @@ impl Pool {
 
     /// An `auth_required` failure with the fix a one-shot run's would get: the settings file
     /// whose leftover `selectedType` stops the agent's key, when that is the obstacle.
-    fn login_fix(&self, slot: &Slot, f: Failure) -> Failure {
+    fn login_fix(&self, key: &Key, f: Failure) -> Failure {
         if f.kind != ErrorKind::AuthRequired || f.fix.is_some() {
             return f;
         }
-        match self.spec(&slot.key) {
-            Ok(spec) => crate::gemini::auth::with_auth_fix_for(f, &slot.key.cwd, &spec),
+        match self.spec(key) {
+            Ok(spec) => crate::gemini::auth::with_auth_fix_for(f, &key.cwd, &spec),
             Err(_) => f,
         }
     }
@@ -532,12 +479,24 @@ impl Pool {
         agent_spec(&Launch::resolve(&self.config)?, &self.config, key)
     }
 
-    /// `session/new`, authenticating first when the agent asks for it and the environment
-    /// names a method that needs no browser.
+    /// `session/new` for a call, told to the slot.
     async fn new_session(&self, slot: &Slot, agent: &Connection) -> Result<Session, Failure> {
+        let (session, models) = self.open_session(&slot.key, agent).await?;
+        slot.opened(session.clone(), Some(models));
+        Ok(session)
+    }
+
+    /// `session/new`, authenticating first when the agent asks for it and the environment
+    /// names a method that needs no browser; the session and what the agent said of its
+    /// models.
+    async fn open_session(
+        &self,
+        key: &Key,
+        agent: &Connection,
+    ) -> Result<(Session, Value), Failure> {
         let _one_at_a_time = self.session_ops.lock().await;
         let t = Some(self.config.acp.request_timeout);
-        let params = acp::NewSessionRequest::new(&slot.key.cwd);
+        let params = acp::NewSessionRequest::new(&key.cwd);
         let mut answer = agent.call(&params, t).await;
         if let Err(AcpError::Rpc {
             code: AUTH_REQUIRED,
@@ -553,14 +512,14 @@ impl Pool {
                     format!("the Gemini CLI has no usable authentication ({message}); the server never opens a browser"),
                 );
                 // The fix for what the agent's settings and environment hold, as on one-shot.
-                return Err(self.login_fix(slot, f));
+                return Err(self.login_fix(key, f));
             };
             // `authenticate` with another type than the settings select deletes that type's
             // cached credentials and rewrites the user's setting (CLI 0.61's agent, read in its
             // source): the user's login is theirs to change, as on the one-shot path.
-            if let Ok(spec) = self.spec(&slot.key) {
+            if let Ok(spec) = self.spec(key) {
                 if let Some((selected, file)) =
-                    crate::gemini::auth::selected_type_for(&slot.key.cwd, &spec)
+                    crate::gemini::auth::selected_type_for(&key.cwd, &spec)
                         .filter(|(selected, _)| selected != method)
                 {
                     return Err(kept_login(message, &selected, &file, method));
@@ -576,15 +535,14 @@ impl Pool {
         let id = read.acp.session_id.0.to_string();
         lock(&self.registry)
             .opened
-            .note(&slot.key.cwd, &id, SystemTime::now());
+            .note(&key.cwd, &id, SystemTime::now());
         let session = Session {
             id,
             turns: 0,
             model: read.model(),
             mode: ApprovalMode::from_acp_id(read.acp.mode()),
         };
-        slot.opened(session.clone(), Some(read.models));
-        Ok(session)
+        Ok((session, read.models))
     }
 
     /// Puts `session` in approval mode `mode` and on `model` (when given), each only when it
@@ -706,6 +664,30 @@ impl Pool {
             ),
             how => tracing::warn!(session = id, ?how, "the replayed history ended early"),
         }
+    }
+}
+
+/// The pool's side of a slot's task ([`Work`]): the I/O it spawns runs with the pool's
+/// configuration, start gates and other slots. Weak: the pool holds the slots, and a slot's task
+/// ends with its slot, so the task holding the pool would keep both alive.
+struct PoolWork(Weak<Pool>);
+
+impl Work for PoolWork {
+    fn start(
+        &self,
+        key: Key,
+        ct: CancellationToken,
+    ) -> Io<Result<(Arc<Connection>, Value), Failure>> {
+        let pool = self.0.clone();
+        Box::pin(async move {
+            let pool = pool.upgrade().ok_or_else(Failure::shutting_down)?;
+            pool.start_agent(&key, &ct).await
+        })
+    }
+
+    fn spare(&self, key: Key, agent: Arc<Connection>, mode: ApprovalMode) -> Io<Option<Spared>> {
+        let pool = self.0.clone();
+        Box::pin(async move { pool.upgrade()?.make_spare(&key, &agent, mode).await })
     }
 }
 

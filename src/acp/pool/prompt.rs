@@ -12,7 +12,7 @@ use crate::progress::Progress;
 
 use super::agent::{cancelled, Key};
 use super::call::{Answer, Call, Ran};
-use super::slots::{Session, Slot, Using};
+use super::slots::{Session, Slot, Using, Whose};
 use super::turn::{
     deadline_failure, output_cap_failure, prompt_blocks, start_turn, turn_failure, Stop,
 };
@@ -45,7 +45,7 @@ impl Pool {
         ran.result = self
             .prompt_locked(&slot, call, ct, progress, &mut ran)
             .await
-            .map_err(|f| self.login_fix(&slot, f));
+            .map_err(|f| self.login_fix(&slot.key, f));
         drop((lease, using));
         ran
     }
@@ -153,7 +153,7 @@ impl Pool {
                     // Made (by list_models) but never prompted: its file may still hold no
                     // message.
                     let waiter = Waiter::new(progress, call.limits);
-                    fresh_gate = Some(self.start_gate(slot, ct, waiter).await?);
+                    fresh_gate = Some(self.start_gate(&slot.key.cwd, ct, waiter).await?);
                 }
                 s
             }
@@ -161,11 +161,11 @@ impl Pool {
                 // A new session's file holds no message until the agent records the first
                 // prompt, and any CLI start in the project meanwhile deletes it.
                 let waiter = Waiter::new(progress, call.limits);
-                fresh_gate = Some(self.start_gate(slot, ct, waiter).await?);
+                fresh_gate = Some(self.start_gate(&slot.key.cwd, ct, waiter).await?);
                 self.new_session(slot, agent).await?
             }
         };
-        slot.record(session.clone(), true);
+        slot.record(session.clone(), Whose::Workspace);
         self.align(
             agent,
             &mut session,
@@ -174,7 +174,7 @@ impl Pool {
             loaded,
         )
         .await?;
-        slot.record(session.clone(), true);
+        slot.record(session.clone(), Whose::Workspace);
         Ok((session, fresh_gate))
     }
 }

@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{cancelled, Key};
+use super::agent::{cancelled, one_shot_may_answer, Key};
 use super::call::{Answer, Call, Ran};
-use super::slots::{Session, Slot, Spare, Using};
+use super::slots::{Session, Slot, Spare, Spared, Using, Whose};
 use super::turn::{
     deadline_failure, output_cap_failure, prompt_blocks, start_turn, turn_failure, Stop, Turn,
 };
@@ -114,7 +114,7 @@ impl Pool {
             Err(lost) => WarmRan::refused(lost),
             Ok(ran) => ran,
         };
-        ran.result = ran.result.map_err(|f| self.login_fix(&slot, f));
+        ran.result = ran.result.map_err(|f| self.login_fix(&slot.key, f));
         drop(using);
         ran
     }
@@ -177,7 +177,7 @@ impl Pool {
         }
         let agent = match self.agent(slot, ct).await {
             Ok(a) => a,
-            Err(f) if super::one_shot_may_answer(&f) && !ct.is_cancelled() => {
+            Err(f) if one_shot_may_answer(&f) && !ct.is_cancelled() => {
                 return Ok(WarmRan::no_agent(f))
             }
             Err(f) => return Ok(WarmRan::refused(f)),
@@ -188,7 +188,6 @@ impl Pool {
             Err(f) if agent.is_dead() => return Err(f),
             Err(f) => return Ok(WarmRan::refused(f)),
         };
-        self.replenish(slot, &agent, call.mode).await;
         let prepared = started.elapsed();
         let Ready {
             session,
@@ -273,7 +272,7 @@ impl Pool {
                 // workspace's start gate keeps the server's own starts out from here until the
                 // prompt is recorded, and a spare whose file went meanwhile is not used.
                 let gate = if cleanup_may_run(&slot.key.cwd) {
-                    self.start_gate(slot, ct, Waiter::new(progress, call.limits))
+                    self.start_gate(&slot.key.cwd, ct, Waiter::new(progress, call.limits))
                         .await?
                 } else {
                     gate::unshared_gate()
@@ -295,7 +294,8 @@ impl Pool {
             barrier,
         )
         .await?;
-        slot.record(session.clone(), false);
+        // Spares are made from now on, in this call's mode.
+        slot.record(session.clone(), Whose::Warm(call.mode));
         Ok(Ready {
             session,
             origin,
@@ -304,57 +304,38 @@ impl Pool {
         })
     }
 
-    /// Makes spare sessions in the background until the slot's agent holds
-    /// `GEMINICLI_MCP_ACP_SPARE_SESSIONS` of them, in approval mode `mode` (the last call's).
-    /// Each `session/new` passes the workspace's start gate, as a call's would: whether the
-    /// spare's message-less file is on disk is read before any start of the server's can
-    /// delete it.
-    async fn replenish(
-        self: &Arc<Self>,
-        slot: &Arc<Slot>,
-        agent: &Arc<Connection>,
-        mode: ApprovalMode,
-    ) {
-        let want = self.config.acp.spare_sessions;
-        if !slot.begin_spares(want).await {
-            return;
-        }
-        let (pool, slot, agent) = (self.clone(), slot.clone(), agent.clone());
-        tokio::spawn(async move {
-            while !pool.shutdown.is_cancelled() && slot.wants_spare(&agent, want).await {
-                let Some(spare) = pool.make_spare(&slot, &agent, mode).await else {
-                    break;
-                };
-                slot.spare_made(&agent, spare);
-            }
-            slot.end_spares();
-        });
-    }
-
-    /// One spare session of the slot's agent, in approval mode `mode`; `None` when the agent
-    /// fails it or the server shuts down.
-    async fn make_spare(
+    /// One spare session of `agent` (the agent of `key`), in approval mode `mode`; `None` when
+    /// the agent fails it or the server shuts down. Run by the slot's task, as a child task
+    /// ([`super::slots::Work::spare`]). The `session/new` passes the workspace's start gate, as
+    /// a call's would: whether the spare's message-less file is on disk is read before any
+    /// start of the server's can delete it.
+    pub(super) async fn make_spare(
         &self,
-        slot: &Slot,
+        key: &Key,
         agent: &Connection,
         mode: ApprovalMode,
-    ) -> Option<Spare> {
-        let (mut session, file) = {
-            let _gate = if cleanup_may_run(&slot.key.cwd) {
-                self.start_gate(slot, &self.shutdown, Waiter::default())
+    ) -> Option<Spared> {
+        let (mut session, models, file) = {
+            let _gate = if cleanup_may_run(&key.cwd) {
+                self.start_gate(&key.cwd, &self.shutdown, Waiter::default())
                     .await
                     .ok()?
             } else {
                 gate::unshared_gate()
             };
-            let session = self.new_session(slot, agent).await.ok()?;
-            let file = cli_session::exposed(&slot.key.cwd, &session.id);
-            (session, file)
+            let (session, models) = self.open_session(key, agent).await.ok()?;
+            let file = cli_session::exposed(&key.cwd, &session.id);
+            (session, models, file)
         };
-        self.align(agent, &mut session, mode, None, false)
+        let ready = self
+            .align(agent, &mut session, mode, None, false)
             .await
-            .ok()?;
-        Some(Spare { session, file })
+            .is_ok();
+        Some(Spared {
+            spare: Spare { session, file },
+            models,
+            ready,
+        })
     }
 
     /// The turn as a one-shot run's outcome: the answer with the session, model and token

@@ -1,9 +1,15 @@
 //! The slot's task kept to its rules, told commands as calls tell it: a reply is looked for after
 //! a later command's answer, so the task has handled everything sent before (its mailbox is in
-//! order). The clock is paused: a reply that never comes fails the test at once, its hour passed
-//! by the runtime. Where the task must hold an agent, a `sleep` process stands in for it.
+//! order). The task's I/O is the test's ([`Fake`]): each start and each spare waits for the
+//! test's answer. The clock is paused: a reply that never comes fails the test at once, its hour
+//! passed by the runtime. Where the task must hold an agent, a `sleep` process stands in for it.
 
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::commands::START_RETRY_AFTER;
 use super::*;
+use crate::approval::ApprovalMode;
 use crate::error::ErrorKind;
 
 fn key(cwd: &str) -> Key {
@@ -14,17 +20,79 @@ fn key(cwd: &str) -> Key {
     }
 }
 
-/// A slot of `cwd` whose agent is stopped after 600 s unused.
-fn slot_of(cwd: &str) -> Arc<Slot> {
+/// A start the slot's task spawned, waiting for the test's answer; `ct` is its cancellation.
+struct Asked<T> {
+    ct: CancellationToken,
+    answer: oneshot::Sender<T>,
+}
+
+type Started = Result<(Arc<Connection>, Value), Failure>;
+
+/// The slot's I/O as the test tells it. A `deaf` start does not heed its cancellation: a real
+/// one may be past the point where it looks.
+struct Fake {
+    deaf: bool,
+    starts: mpsc::UnboundedSender<Asked<Started>>,
+    spares: mpsc::UnboundedSender<(ApprovalMode, oneshot::Sender<Option<Spared>>)>,
+}
+
+impl Work for Fake {
+    fn start(&self, _key: Key, ct: CancellationToken) -> Io<Started> {
+        let (answer, rx) = oneshot::channel();
+        let _ = self.starts.send(Asked {
+            ct: ct.clone(),
+            answer,
+        });
+        let deaf = self.deaf;
+        Box::pin(async move {
+            tokio::select! {
+                r = rx => r.unwrap_or_else(|_| Err(Failure::cancelled("the test dropped the start"))),
+                _ = ct.cancelled(), if !deaf => Err(Failure::cancelled("the start was cancelled")),
+            }
+        })
+    }
+
+    fn spare(&self, _key: Key, _agent: Arc<Connection>, mode: ApprovalMode) -> Io<Option<Spared>> {
+        let (answer, rx) = oneshot::channel();
+        let _ = self.spares.send((mode, answer));
+        Box::pin(async move { rx.await.ok().flatten() })
+    }
+}
+
+/// A slot and the I/O its task asks of the test.
+struct Tested {
+    slot: Arc<Slot>,
+    starts: mpsc::UnboundedReceiver<Asked<Started>>,
+    spares: mpsc::UnboundedReceiver<(ApprovalMode, oneshot::Sender<Option<Spared>>)>,
+}
+
+/// A slot of `cwd` whose agent is stopped after 600 s unused and keeps 2 spares.
+fn slot_of(cwd: &str) -> Tested {
+    slot_with(cwd, false)
+}
+
+fn slot_with(cwd: &str, deaf: bool) -> Tested {
     let wear = Wear {
         max_sessions: 32,
         max_agent_mb: 1024,
         idle: Duration::from_secs(600),
+        spares: 2,
     };
-    Slot::start(key(cwd), wear, CancellationToken::new())
+    let (starts, started) = mpsc::unbounded_channel();
+    let (spares, spared) = mpsc::unbounded_channel();
+    let work = Arc::new(Fake {
+        deaf,
+        starts,
+        spares,
+    });
+    Tested {
+        slot: Slot::start(key(cwd), wear, CancellationToken::new(), work),
+        starts: started,
+        spares: spared,
+    }
 }
 
-fn slot() -> Arc<Slot> {
+fn slot() -> Tested {
     slot_of("/w")
 }
 
@@ -56,71 +124,81 @@ async fn settled(slot: &Slot) {
     within(slot.failed_lately()).await;
 }
 
-fn ticket(start: Start) -> StartTicket {
-    match start {
-        Start::Yours(t) => t,
-        Start::Running(_) => panic!("an agent runs"),
-        Start::Failed(f) => panic!("the start failed: {}", f.message),
+/// A call waiting for the slot's agent as a prompt does, in a task of its own (aborted: the
+/// call cancelled).
+fn waiting(slot: &Arc<Slot>) -> tokio::task::JoinHandle<Result<Arc<Connection>, Failure>> {
+    let slot = slot.clone();
+    tokio::spawn(async move { slot.agent().await })
+}
+
+/// The failure a call waiting for the agent got.
+fn failure(answer: Result<Arc<Connection>, Failure>) -> Failure {
+    match answer {
+        Ok(_) => panic!("an agent came"),
+        Err(f) => f,
     }
 }
 
 #[tokio::test(start_paused = true)]
-async fn one_call_starts_the_agent_and_a_start_given_up_passes_to_the_next_call_waiting() {
-    let slot = slot();
-    let first = ticket(within(slot.agent()).await.expect("first"));
-    let mut second = told(&slot, Command::Agent);
-    settled(&slot).await;
-    assert!(
-        second.try_recv().is_err(),
-        "one start at a time: the second call waits"
-    );
-    drop(first);
-    let second = ticket(within(second).await.expect("the duty passed on"));
-    drop(second);
-    assert!(
-        matches!(within(slot.agent()).await, Ok(Start::Yours(_))),
-        "and on again"
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_call_that_gave_up_waiting_is_passed_over() {
-    let slot = slot();
-    let first = ticket(within(slot.agent()).await.expect("first"));
-    drop(told(&slot, Command::Agent));
-    let third = told(&slot, Command::Agent);
-    drop(first);
-    ticket(within(third).await.expect("the third call starts it"));
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_failed_start_reaches_every_call_waiting_and_is_remembered_when_asked() {
-    let slot = slot();
-    let first = ticket(within(slot.agent()).await.expect("first"));
-    let waiting = [told(&slot, Command::Agent), told(&slot, Command::Agent)];
-    assert!(within(slot.failed_lately()).await.is_none());
-    first.done(Err(Failure::new(ErrorKind::Error, "no ACP")), true);
-    for w in waiting {
-        match within(w).await.expect("an answer") {
-            Start::Failed(f) => assert_eq!(f.message, "no ACP"),
-            _ => panic!("the waiting call did not get the start's failure"),
-        }
+async fn one_start_serves_every_call_waiting_and_its_failure_is_remembered_when_a_one_shot_run_may_answer(
+) {
+    let mut t = slot();
+    let calls = [told(&t.slot, Command::Agent), told(&t.slot, Command::Agent)];
+    let start = within(t.starts.recv()).await.expect("a start");
+    settled(&t.slot).await;
+    assert!(t.starts.try_recv().is_err(), "one start for both calls");
+    assert!(within(t.slot.failed_lately()).await.is_none());
+    let _ = start
+        .answer
+        .send(Err(Failure::new(ErrorKind::Error, "no ACP")));
+    for call in calls {
+        assert_eq!(failure(within(call).await.expect("told")).message, "no ACP");
     }
-    let lately = within(slot.failed_lately()).await.expect("remembered");
+    let lately = within(t.slot.failed_lately()).await.expect("remembered");
     assert_eq!(lately.message, "no ACP");
-    // A failure not to remember leaves the prompt tools free to try again.
-    let slot = self::slot();
-    let first = ticket(within(slot.agent()).await.expect("first"));
-    first.done(
-        Err(Failure::new(ErrorKind::AuthRequired, "no login")),
-        false,
+    // A failure a one-shot run would share leaves the prompt tools free to try again.
+    let mut t = slot();
+    let call = told(&t.slot, Command::Agent);
+    let start = within(t.starts.recv()).await.expect("a start");
+    let _ = start
+        .answer
+        .send(Err(Failure::new(ErrorKind::AuthRequired, "no login")));
+    assert_eq!(
+        failure(within(call).await.expect("told")).message,
+        "no login"
     );
-    assert!(within(slot.failed_lately()).await.is_none());
+    assert!(within(t.slot.failed_lately()).await.is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_start_is_cancelled_once_every_call_waiting_for_it_has_gone_and_a_later_call_starts_another(
+) {
+    let mut t = slot();
+    let (first, second) = (waiting(&t.slot), waiting(&t.slot));
+    let start = within(t.starts.recv()).await.expect("a start");
+    first.abort();
+    let _ = first.await;
+    settled(&t.slot).await;
+    assert!(!start.ct.is_cancelled(), "a call still waits for it");
+    second.abort();
+    let _ = second.await;
+    settled(&t.slot).await;
+    assert!(start.ct.is_cancelled(), "no call waits for it any more");
+    let third = told(&t.slot, Command::Agent);
+    let again = within(t.starts.recv()).await.expect("another start");
+    assert!(!again.ct.is_cancelled());
+    let _ = again
+        .answer
+        .send(Err(Failure::new(ErrorKind::Error, "no ACP")));
+    assert_eq!(
+        failure(within(third).await.expect("told")).message,
+        "no ACP"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_workspace_session_is_leased_to_one_call_at_a_time_in_order() {
-    let slot = slot();
+    let slot = slot().slot;
     let first = within(slot.lease()).await.expect("first");
     let mut second = told(&slot, Command::Lease);
     drop(told(&slot, Command::Lease));
@@ -143,39 +221,25 @@ async fn the_workspace_session_is_leased_to_one_call_at_a_time_in_order() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn spares_are_made_by_one_call_and_a_call_waiting_for_one_hears_when_none_comes() {
-    let slot = slot();
+async fn no_spare_is_made_without_an_agent_and_a_call_waiting_for_none_hears_so() {
+    let mut t = slot();
+    t.slot.record(session("a"), Whose::Warm(ApprovalMode::Plan));
     assert!(
-        within(slot.take_spare(true))
+        within(t.slot.take_spare(true))
             .await
             .expect("answer")
             .is_none(),
         "none made, none coming"
     );
-    assert!(!within(slot.begin_spares(0)).await, "none wanted");
-    assert!(within(slot.begin_spares(2)).await);
-    assert!(!within(slot.begin_spares(2)).await, "one call makes them");
-    let mut waiting = told(&slot, |r| SpareCommand::TakeSpare(true, r).into());
-    let now = within(slot.take_spare(false)).await.expect("answer");
-    assert!(now.is_none(), "a call that does not wait gets none at once");
-    assert!(
-        waiting.try_recv().is_err(),
-        "the waiting call waits for the spare being made"
-    );
-    slot.end_spares();
-    assert!(within(waiting).await.expect("told").is_none());
-    assert!(
-        within(slot.begin_spares(2)).await,
-        "making spares may begin again"
-    );
+    assert!(t.spares.try_recv().is_err(), "no agent, no spare");
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_workspace_session_is_listed_counted_retired_and_reset() {
-    let slot = slot();
+    let slot = slot().slot;
     assert!(within(slot.listing()).await.is_none());
-    slot.record(session("a"), true);
-    slot.record(session("b"), false);
+    slot.record(session("a"), Whose::Workspace);
+    slot.record(session("b"), Whose::Warm(ApprovalMode::Default));
     slot.prompted("a", true);
     slot.prompted("b", false);
     let listing = within(slot.listing())
@@ -208,7 +272,7 @@ async fn the_workspace_session_is_listed_counted_retired_and_reset() {
 }
 
 /// A stand-in agent: a process that lives until it is killed and says nothing (the slot's task
-/// never talks to its agent, it only holds it and kills it).
+/// only holds it, asks its reader whether a cancel is unanswered, and kills it).
 #[cfg(unix)]
 fn idle_agent() -> Arc<Connection> {
     let spec = crate::gemini::process::RunSpec {
@@ -226,62 +290,105 @@ fn idle_agent() -> Arc<Connection> {
     Connection::start(&spec, Duration::from_millis(100)).expect("sleep starts")
 }
 
-/// The slot's agent, started as a call would: the ticket reported with `agent`.
+/// The slot's agent, started by its task for a call: the start answered with `agent`.
 #[cfg(unix)]
-async fn running(slot: &Slot, agent: &Arc<Connection>) {
-    let first = ticket(within(slot.agent()).await.expect("first"));
-    first.done(Ok((agent.clone(), Value::Null)), false);
-    match within(slot.agent()).await.expect("answer") {
-        Start::Running(a) => assert!(Arc::ptr_eq(&a, agent)),
-        _ => panic!("the started agent is not the slot's"),
-    }
+async fn running(t: &mut Tested, agent: &Arc<Connection>) {
+    let call = told(&t.slot, Command::Agent);
+    let start = within(t.starts.recv()).await.expect("a start");
+    let _ = start.answer.send(Ok((agent.clone(), Value::Null)));
+    let got = within(call).await.expect("told").expect("the agent");
+    assert!(Arc::ptr_eq(&got, agent), "the started agent is the call's");
+    let got = within(t.slot.agent()).await.expect("the agent");
+    assert!(Arc::ptr_eq(&got, agent), "and the next call's, unstarted");
+    assert!(t.starts.try_recv().is_err(), "one start");
 }
 
 /// A new slot whose agent (an idle one) has started.
 #[cfg(unix)]
-async fn slot_with_agent() -> (Arc<Slot>, Arc<Connection>) {
-    let slot = slot();
+async fn slot_with_agent() -> (Tested, Arc<Connection>) {
+    let mut t = slot();
     let agent = idle_agent();
-    running(&slot, &agent).await;
-    (slot, agent)
+    running(&mut t, &agent).await;
+    (t, agent)
 }
 
 #[cfg(unix)]
-fn spare(id: &str) -> Spare {
-    Spare {
-        session: session(id),
-        file: false,
-    }
+fn spared(id: &str, ready: bool) -> Option<Spared> {
+    Some(Spared {
+        spare: Spare {
+            session: session(id),
+            file: false,
+        },
+        models: Value::Null,
+        ready,
+    })
 }
 
 #[cfg(unix)]
 #[tokio::test(start_paused = true)]
-async fn a_spare_goes_to_the_call_waiting_for_it_else_onto_the_shelf() {
-    let (slot, agent) = slot_with_agent().await;
-    assert!(within(slot.begin_spares(2)).await);
-    drop(told(&slot, |r| SpareCommand::TakeSpare(true, r).into()));
-    let waiting = told(&slot, |r| SpareCommand::TakeSpare(true, r).into());
-    slot.spare_made(&agent, spare("a"));
+async fn spares_are_made_one_at_a_time_once_a_prompt_tool_came_and_go_to_the_calls_waiting() {
+    let (mut t, agent) = slot_with_agent().await;
+    t.slot.record(session("w"), Whose::Workspace);
+    settled(&t.slot).await;
+    assert!(
+        t.spares.try_recv().is_err(),
+        "the acp set's call wants none"
+    );
+    t.slot.record(session("a"), Whose::Warm(ApprovalMode::Plan));
+    t.slot.record(session("b"), Whose::Warm(ApprovalMode::Plan));
+    let (mode, first) = within(t.spares.recv()).await.expect("a spare wanted");
+    assert_eq!(mode, ApprovalMode::Plan, "in the call's mode");
+    settled(&t.slot).await;
+    assert!(t.spares.try_recv().is_err(), "one at a time");
+    drop(told(&t.slot, |r| SpareCommand::TakeSpare(true, r).into()));
+    let waiting = told(&t.slot, |r| SpareCommand::TakeSpare(true, r).into());
+    let _ = first.send(spared("s1", true));
     let got = within(waiting).await.expect("told").expect("a spare");
-    assert_eq!(got.session.id, "a", "the call still waiting gets it");
-    slot.spare_made(&agent, spare("b"));
-    let shelf = within(slot.take_spare(false)).await.expect("answer");
+    assert_eq!(got.session.id, "s1", "the call still waiting gets it");
+    let (_, second) = within(t.spares.recv()).await.expect("the next wanted");
+    let _ = second.send(spared("s2", true));
+    let (_, third) = within(t.spares.recv()).await.expect("and the next");
+    let _ = third.send(spared("s3", false));
+    settled(&t.slot).await;
+    assert!(
+        t.spares.try_recv().is_err(),
+        "one not put in its mode: no more until the next call"
+    );
+    let shelf = within(t.slot.take_spare(false)).await.expect("answer");
     assert_eq!(
         shelf.expect("kept").session.id,
-        "b",
+        "s2",
         "made with no call waiting: kept"
     );
-    assert!(within(slot.take_spare(false))
+    assert!(within(t.slot.take_spare(false))
         .await
         .expect("answer")
         .is_none());
     assert!(
-        within(slot.sessions(Some("b")))
+        within(t.slot.sessions(Some("s3")))
             .await
             .expect("answer")
             .1
             .is_some(),
-        "the agent holds it"
+        "the agent holds the one not used"
+    );
+    agent.kill();
+}
+
+#[cfg(unix)]
+#[tokio::test(start_paused = true)]
+async fn a_call_waiting_for_a_spare_hears_when_none_comes() {
+    let (mut t, agent) = slot_with_agent().await;
+    t.slot
+        .record(session("a"), Whose::Warm(ApprovalMode::Default));
+    let (_, making) = within(t.spares.recv()).await.expect("a spare wanted");
+    let waiting = told(&t.slot, |r| SpareCommand::TakeSpare(true, r).into());
+    drop(making);
+    assert!(within(waiting).await.expect("told").is_none());
+    settled(&t.slot).await;
+    assert!(
+        t.spares.try_recv().is_err(),
+        "a failed spare is not tried again at once"
     );
     agent.kill();
 }
@@ -289,37 +396,74 @@ async fn a_spare_goes_to_the_call_waiting_for_it_else_onto_the_shelf() {
 #[cfg(unix)]
 #[tokio::test(start_paused = true)]
 async fn a_spare_of_an_agent_no_longer_the_slots_is_dropped() {
-    let slot = slot();
+    let mut t = slot();
     let (old, new) = (idle_agent(), idle_agent());
-    running(&slot, &old).await;
-    assert!(within(slot.wants_spare(&old, 2)).await);
-    slot.died(&old);
+    running(&mut t, &old).await;
+    t.slot
+        .record(session("a"), Whose::Warm(ApprovalMode::Default));
+    let (_, making) = within(t.spares.recv()).await.expect("a spare wanted");
+    t.slot.died(&old);
+    running(&mut t, &new).await;
+    let _ = making.send(spared("stale", true));
+    settled(&t.slot).await;
     assert!(
-        !within(slot.wants_spare(&old, 2)).await,
-        "no more spares for it"
-    );
-    running(&slot, &new).await;
-    slot.spare_made(&old, spare("stale"));
-    assert!(
-        within(slot.take_spare(false))
+        within(t.slot.take_spare(false))
             .await
             .expect("answer")
             .is_none(),
         "a session of another process is no spare of this agent"
     );
-    assert!(within(slot.wants_spare(&new, 2)).await);
+    assert!(within(t.slot.sessions(Some("stale")))
+        .await
+        .expect("answer")
+        .1
+        .is_none());
     new.kill();
+}
+
+#[cfg(unix)]
+#[tokio::test(start_paused = true)]
+async fn an_agent_started_for_no_call_is_killed() {
+    let mut t = slot_with("/w", true);
+    let call = waiting(&t.slot);
+    let start = within(t.starts.recv()).await.expect("a start");
+    call.abort();
+    let _ = call.await;
+    settled(&t.slot).await;
+    assert!(start.ct.is_cancelled());
+    // The agent came up as the call left.
+    let agent = idle_agent();
+    assert!(start.answer.send(Ok((agent.clone(), Value::Null))).is_ok());
+    // The start's task, woken, tells the slot's: a few rounds of the mailbox at most.
+    for _ in 0..10 {
+        if agent.is_dead() {
+            break;
+        }
+        settled(&t.slot).await;
+    }
+    assert!(agent.is_dead(), "nobody waited for it");
+    let next = waiting(&t.slot);
+    let again = within(t.starts.recv())
+        .await
+        .expect("the next call's own start");
+    drop(again);
+    let _ = next.await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_slot_is_vacant_only_while_it_keeps_nothing() {
-    let slot = slot();
+    let mut t = slot();
+    let slot = t.slot.clone();
     settled(&slot).await;
     assert!(slot.vacant(), "a new slot keeps nothing");
-    let first = ticket(within(slot.agent()).await.expect("first"));
+    let call = told(&slot, Command::Agent);
+    let start = within(t.starts.recv()).await.expect("a start");
     settled(&slot).await;
     assert!(!slot.vacant(), "a start under way");
-    first.done(Err(Failure::new(ErrorKind::Error, "no ACP")), true);
+    let _ = start
+        .answer
+        .send(Err(Failure::new(ErrorKind::Error, "no ACP")));
+    within(call).await.expect("told").err().expect("failed");
     settled(&slot).await;
     assert!(!slot.vacant(), "a failed start to remember");
     tokio::time::sleep(START_RETRY_AFTER + Duration::from_secs(1)).await;
@@ -338,28 +482,32 @@ async fn a_slot_is_vacant_only_while_it_keeps_nothing() {
 #[cfg(unix)]
 #[tokio::test(start_paused = true)]
 async fn a_slot_with_an_agent_is_kept_until_the_agent_is_stopped_for_idleness() {
-    let (slot, agent) = slot_with_agent().await;
+    let (t, agent) = slot_with_agent().await;
     {
-        let _using = Using::new(&slot);
+        let _using = Using::new(&t.slot);
     }
-    settled(&slot).await;
-    assert!(!slot.vacant(), "its agent is warm");
+    settled(&t.slot).await;
+    assert!(!t.slot.vacant(), "its agent is warm");
     tokio::time::sleep(Duration::from_secs(600 + 200)).await;
     assert!(agent.is_dead(), "stopped once idle");
-    assert!(slot.vacant(), "and then the slot keeps nothing");
+    assert!(t.slot.vacant(), "and then the slot keeps nothing");
 }
 
 #[tokio::test(start_paused = true)]
 async fn only_vacant_slots_no_call_holds_are_let_go_of() {
-    let mut slots: HashMap<Key, Arc<Slot>> = ["/a", "/b", "/c"]
-        .into_iter()
-        .map(|cwd| (key(cwd), slot_of(cwd)))
+    let mut tested: Vec<Tested> = ["/a", "/b", "/c"].into_iter().map(slot_of).collect();
+    let mut slots: HashMap<Key, Arc<Slot>> = tested
+        .iter()
+        .map(|t| (t.slot.key.clone(), t.slot.clone()))
         .collect();
     let held = slots[&key("/b")].clone();
     let starting = slots[&key("/c")].clone();
-    let _ticket = ticket(within(starting.agent()).await.expect("first"));
+    let _call = told(&starting, Command::Agent);
+    let _start = within(tested[2].starts.recv()).await.expect("a start");
     settled(&starting).await;
     drop(starting);
+    // The tests' own handles go: only the registry's and the calls' hold the slots.
+    let work: Vec<_> = tested.drain(..).map(|t| (t.starts, t.spares)).collect();
     let_go_of_vacant(&mut slots);
     let mut kept: Vec<_> = slots.keys().map(|k| k.cwd.clone()).collect();
     kept.sort();
@@ -368,14 +516,14 @@ async fn only_vacant_slots_no_call_holds_are_let_go_of() {
         [PathBuf::from("/b"), PathBuf::from("/c")],
         "/a keeps nothing and no call holds it; a call holds /b; /c is starting its agent"
     );
-    drop(held);
+    drop((held, work));
 }
 
 #[cfg(unix)]
 #[tokio::test(start_paused = true)]
 async fn a_slot_dropped_ends_its_task_and_stops_its_agent() {
-    let (slot, agent) = slot_with_agent().await;
-    drop(slot);
+    let (t, agent) = slot_with_agent().await;
+    drop(t);
     // The clock moves only once the task, woken by the drop, has run.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(agent.is_dead(), "the task stopped its agent as it ended");
