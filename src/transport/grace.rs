@@ -3,14 +3,16 @@
 //! `GEMINICLI_MCP_EOF_GRACE_MS` has passed — then the remaining runs are killed, answered as
 //! cancelled, and only then does the server stop. rmcp alone gives in-flight calls 5 s after EOF,
 //! which breaks `cat requests.jsonl | geminicli-mcp`. It also refuses a request whose id is
-//! already in flight, which would otherwise leave one of the two unanswered.
+//! already in flight, which would otherwise leave one of the two unanswered, and a request past
+//! [`MAX_IN_FLIGHT`] requests in flight, which would otherwise cost memory for each one a client
+//! sends faster than the server answers.
 
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientNotification, ErrorData, JsonRpcMessage, RequestId};
+use rmcp::model::{ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::watch;
@@ -22,6 +24,27 @@ use tokio_util::sync::CancellationToken;
 const ANSWER_AFTER_KILL: Duration = Duration::from_secs(3);
 /// How often the server checks, after EOF, whether the client closed its end of stdout too.
 const CLIENT_GONE_POLL: Duration = Duration::from_millis(100);
+
+/// Most requests in flight at once over stdio. rmcp runs each request read as a task of its own
+/// (a few KiB each, the handler's future whatever the method), so a client that writes requests
+/// faster than they are answered, 100,000 pings at once, would grow the server by hundreds of MiB;
+/// past this bound a request is answered at once with an error under its id instead, and the
+/// messages that end requests (answers to the server's own requests, cancellations) still pass.
+/// No client has anywhere near this many requests in flight: each tool call runs a Gemini CLI.
+pub const MAX_IN_FLIGHT: usize = 1024;
+
+/// The JSON-RPC error code of a request refused for [`MAX_IN_FLIGHT`]: one of the codes the
+/// specification leaves to the server (-32000 to -32099).
+const SERVER_BUSY: ErrorCode = ErrorCode(-32000);
+
+/// Why a request was not passed on.
+#[derive(Debug)]
+enum Refusal {
+    /// Its id is that of a request in flight.
+    IdInUse(RequestId),
+    /// [`MAX_IN_FLIGHT`] requests are in flight.
+    Busy(RequestId),
+}
 
 /// The ids of requests read but not yet answered.
 #[derive(Debug, Default)]
@@ -68,6 +91,11 @@ pub struct GraceTransport<T> {
     eof_deadline: Option<Instant>,
     /// Cancelled when stdin reaches EOF (the server cancels its tasks then).
     eof: CancellationToken,
+    /// The error answer of the last request refused, while it is written: the next message is
+    /// read only after it, so a client that floods requests without reading the answers is held
+    /// up by its own pipe, not answered by a growing pile of writes. It lives here because
+    /// rmcp may drop `receive` midway and call it again: a write is never abandoned halfway.
+    refusing: Option<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
 impl<T> GraceTransport<T> {
@@ -87,6 +115,7 @@ impl<T> GraceTransport<T> {
             shutdown,
             eof_deadline: None,
             eof: CancellationToken::new(),
+            refusing: None,
         }
     }
 
@@ -149,10 +178,14 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         while self.eof_deadline.is_none() {
+            if let Some(refusing) = self.refusing.as_mut() {
+                refusing.await;
+                self.refusing = None;
+            }
             match self.inner.receive().await {
                 Some(message) => match self.track(&message) {
                     Ok(()) => return Some(message),
-                    Err(clash) => self.refuse(clash),
+                    Err(refusal) => self.refuse(refusal),
                 },
                 None => {
                     tracing::info!(
@@ -181,15 +214,22 @@ where
     T: Transport<RoleServer>,
 {
     /// Notes a request as in flight, or a cancellation as ending one. A request whose id is
-    /// already in flight is not passed on: its id comes back as the error.
-    fn track(&self, message: &RxJsonRpcMessage<RoleServer>) -> Result<(), RequestId> {
+    /// already in flight, or past [`MAX_IN_FLIGHT`], is not passed on.
+    fn track(&self, message: &RxJsonRpcMessage<RoleServer>) -> Result<(), Refusal> {
         match message {
             JsonRpcMessage::Request(r) => {
-                let mut fresh = true;
-                self.in_flight
-                    .update(|ids| fresh = ids.insert(r.id.clone()));
-                if !fresh {
-                    return Err(r.id.clone());
+                let mut refusal = None;
+                self.in_flight.update(|ids| {
+                    if ids.contains(&r.id) {
+                        refusal = Some(Refusal::IdInUse(r.id.clone()));
+                    } else if ids.len() >= MAX_IN_FLIGHT {
+                        refusal = Some(Refusal::Busy(r.id.clone()));
+                    } else {
+                        ids.insert(r.id.clone());
+                    }
+                });
+                if let Some(refusal) = refusal {
+                    return Err(refusal);
                 }
             }
             // A cancelled request gets no response: stop waiting for one.
@@ -207,18 +247,32 @@ where
         Ok(())
     }
 
-    /// Answers a request that reused the id of one in flight. The first request runs on and gets
-    /// its own answer; this one gets an error under the same id, which is all JSON-RPC lets a
-    /// server say about it. The error goes straight to the inner transport: the id stays in
-    /// flight for the first request.
-    fn refuse(&mut self, id: RequestId) {
-        tracing::warn!(%id, "refused a request whose id is already in flight");
-        let message = format!(
-            "Invalid Request: id {} is already in use by a request in flight; every request needs an id of its own until it is answered",
-            serde_json::to_string(&id).unwrap_or_default()
-        );
-        let reply = JsonRpcMessage::error(ErrorData::invalid_request(message, None), Some(id));
-        tokio::spawn(self.inner.send(reply));
+    /// Answers a request that is not passed on, with an error under its id, which is all JSON-RPC
+    /// lets a server say about it. A request that reused the id of one in flight: the first
+    /// request runs on and gets its own answer, and the id stays in flight for it. The error goes
+    /// straight to the inner transport, written before the next message is read (`refusing`).
+    fn refuse(&mut self, refusal: Refusal) {
+        let (id, error) = match refusal {
+            Refusal::IdInUse(id) => {
+                tracing::warn!(%id, "refused a request whose id is already in flight");
+                let message = format!(
+                    "Invalid Request: id {} is already in use by a request in flight; every request needs an id of its own until it is answered",
+                    serde_json::to_string(&id).unwrap_or_default()
+                );
+                (id, ErrorData::invalid_request(message, None))
+            }
+            Refusal::Busy(id) => {
+                tracing::warn!(%id, limit = MAX_IN_FLIGHT, "refused a request: too many in flight");
+                let message = format!(
+                    "Server busy: {MAX_IN_FLIGHT} requests are in flight, the most this server takes at once; send this request again once some of them are answered"
+                );
+                (id, ErrorData::new(SERVER_BUSY, message, None))
+            }
+        };
+        let send = self.inner.send(JsonRpcMessage::error(error, Some(id)));
+        self.refusing = Some(Box::pin(async move {
+            let _ = send.await;
+        }));
     }
 }
 
@@ -365,5 +419,46 @@ mod tests {
             "{}",
             e.error.message
         );
+    }
+
+    #[tokio::test]
+    async fn a_request_past_the_bound_in_flight_is_refused_and_the_next_after_an_answer_passes() {
+        let mut messages: Vec<_> = (0..MAX_IN_FLIGHT as i64 + 2).map(call).collect();
+        let cancel: RxJsonRpcMessage<RoleServer> = serde_json::from_value(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}}),
+        )
+        .unwrap();
+        messages.insert(MAX_IN_FLIGHT + 1, cancel);
+        messages.push(call(MAX_IN_FLIGHT as i64 + 2));
+        let (mut t, in_flight, _shutdown) = grace(messages, 60_000);
+        for _ in 0..MAX_IN_FLIGHT {
+            assert!(matches!(
+                t.receive().await,
+                Some(JsonRpcMessage::Request(_))
+            ));
+        }
+        assert_eq!(in_flight.len(), MAX_IN_FLIGHT);
+        // The request past the bound is answered, and the cancellation behind it still passes.
+        let next = t.receive().await.expect("the cancellation");
+        assert!(matches!(next, JsonRpcMessage::Notification(_)), "{next:?}");
+        tokio::task::yield_now().await;
+        let sent = t.inner.1.lock().unwrap().clone();
+        let [JsonRpcMessage::Error(e)] = sent.as_slice() else {
+            panic!("one error: {sent:?}")
+        };
+        assert_eq!(e.id, Some(RequestId::Number(MAX_IN_FLIGHT as i64)));
+        assert_eq!(e.error.code, SERVER_BUSY);
+        assert!(
+            e.error.message.contains("Server busy"),
+            "{}",
+            e.error.message
+        );
+        // The cancellation made room: the next request passes.
+        assert_eq!(in_flight.len(), MAX_IN_FLIGHT - 1);
+        let JsonRpcMessage::Request(r) = t.receive().await.expect("a request") else {
+            panic!("a request")
+        };
+        assert_eq!(r.id, RequestId::Number(MAX_IN_FLIGHT as i64 + 1));
+        assert_eq!(in_flight.len(), MAX_IN_FLIGHT);
     }
 }
