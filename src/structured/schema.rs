@@ -338,26 +338,52 @@ const SCHEMA_MAPS: &[&str] = &[
     "dependencies",
 ];
 
-/// Walks the schema's subschemas (by their keywords: the values of `const`, `enum`, `default` or
-/// an unknown keyword are data, not schemas) and, in each object: compiles `pattern` and the
+/// Keywords whose values are data, never a schema, not even through a `$ref` (one into them
+/// would be refused by the validator as no schema).
+const DATA: &[&str] = &["const", "enum", "default", "examples"];
+
+/// Walks the schema's subschemas and, in each object: compiles `pattern` and the
 /// `patternProperties` names with the server's limits ([`SchemaError::Pattern`] where one fails),
 /// and gives the compiler [`PATTERN_INPUT`] as the object's `format` where it has a `pattern`, none
 /// where it has not (`format` is an annotation here). `pointer` is the object's JSON pointer.
 fn bound_patterns(schema: &mut Value, pointer: &mut String) -> Result<(), SchemaError> {
-    let Value::Object(map) = schema else {
-        return Ok(());
+    walk(schema, pointer, false)
+}
+
+/// [`bound_patterns`]' walk. The subschemas are found by their keywords; the values of `const`,
+/// `enum`, `default` and `examples` are data. The value of a keyword the walk does not know is
+/// data too, unless a `$ref` points into it: it is walked as well (`unknown`), so that no schema
+/// the validator may compile from it escapes the limits or has its `format` asserted, but a
+/// pattern there is refused only when it is too big to compile, not when it is no regex (it may
+/// be no schema at all).
+fn walk(schema: &mut Value, pointer: &mut String, unknown: bool) -> Result<(), SchemaError> {
+    let map = match schema {
+        Value::Object(map) => map,
+        Value::Array(items) if unknown => {
+            for (i, item) in items.iter_mut().enumerate() {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&i.to_string());
+                walk(item, pointer, true)?;
+                pointer.truncate(len);
+            }
+            return Ok(());
+        }
+        _ => return Ok(()),
     };
     map.remove("format");
     if let Some(Value::String(pattern)) = map.get("pattern") {
-        check_pattern(pattern, pointer, "pattern")?;
+        check_pattern(pattern, pointer, "pattern", unknown)?;
         map.insert("format".to_owned(), Value::String(PATTERN_INPUT.to_owned()));
     }
     for (key, value) in map.iter_mut() {
         let len = pointer.len();
         push_token(pointer, key);
         let key = key.as_str();
+        let known =
+            ONE_SCHEMA.contains(&key) || SCHEMA_ARRAYS.contains(&key) || SCHEMA_MAPS.contains(&key);
         if ONE_SCHEMA.contains(&key) {
-            bound_patterns(value, pointer)?;
+            walk(value, pointer, unknown)?;
         }
         match value {
             Value::Array(items) if SCHEMA_ARRAYS.contains(&key) => {
@@ -365,20 +391,23 @@ fn bound_patterns(schema: &mut Value, pointer: &mut String) -> Result<(), Schema
                     let len = pointer.len();
                     pointer.push('/');
                     pointer.push_str(&i.to_string());
-                    bound_patterns(item, pointer)?;
+                    walk(item, pointer, unknown)?;
                     pointer.truncate(len);
                 }
             }
             Value::Object(entries) if SCHEMA_MAPS.contains(&key) => {
                 for (name, item) in entries.iter_mut() {
                     if key == "patternProperties" {
-                        check_pattern(name, pointer, name)?;
+                        check_pattern(name, pointer, name, unknown)?;
                     }
                     let len = pointer.len();
                     push_token(pointer, name);
-                    bound_patterns(item, pointer)?;
+                    walk(item, pointer, unknown)?;
                     pointer.truncate(len);
                 }
+            }
+            Value::Object(_) | Value::Array(_) if !known && !DATA.contains(&key) => {
+                walk(value, pointer, true)?;
             }
             _ => {}
         }
@@ -396,8 +425,10 @@ fn push_token(pointer: &mut String, token: &str) {
 /// Compiles a pattern with the server's size limits, after the ECMA-262 class escapes the
 /// validator reads as ASCII (`\d`, `\w` and their negations) are written as such, so that the
 /// limits weigh the program the validator builds, not the larger Unicode one. Lookaround and
-/// backreferences are refused here, as the validator's engine would refuse them.
-fn check_pattern(pattern: &str, at: &str, token: &str) -> Result<(), SchemaError> {
+/// backreferences are refused here, as the validator's engine would refuse them. `unknown`: the
+/// pattern is in a keyword's value that may be no schema (see [`walk`]), refused only when it is
+/// too big to compile.
+fn check_pattern(pattern: &str, at: &str, token: &str, unknown: bool) -> Result<(), SchemaError> {
     let mut ascii = String::with_capacity(pattern.len());
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -422,6 +453,11 @@ fn check_pattern(pattern: &str, at: &str, token: &str) -> Result<(), SchemaError
         .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
         .build()
         .map(drop)
+        .or_else(|e| match e {
+            regex::Error::CompiledTooBig(_) => Err(e),
+            _ if unknown => Ok(()),
+            _ => Err(e),
+        })
         .map_err(|e| {
             let mut pointer = at.to_owned();
             push_token(&mut pointer, token);

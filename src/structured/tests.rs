@@ -584,3 +584,30 @@ fn what_serde_json_cannot_hold_is_invalid_json(#[case] response: &str) {
     let failure = extract_and_validate(&schema, response).unwrap_err();
     assert_eq!(failure.reason, FailureReason::InvalidJson, "{failure:?}");
 }
+
+#[test]
+fn a_pattern_in_an_unknown_keyword_a_ref_reaches_is_bounded_and_its_format_an_annotation() {
+    // Too big for the limits: refused where it is written, though under a keyword the walk does
+    // not know.
+    let too_big = json!({
+        "x-shared": {"p": {"pattern": "(ab|cd){20000}"}},
+        "properties": {"a": {"$ref": "#/x-shared/p"}}
+    });
+    match Schema::prepare(&too_big) {
+        Err(SchemaError::Pattern { pointer, .. }) => assert_eq!(pointer, "/x-shared/p/pattern"),
+        other => panic!("expected a pattern refusal, got {other:?}"),
+    }
+    // No regex at all in a keyword's data is no refusal: it may be no schema.
+    let data = json!({"x-note": {"pattern": "(unclosed"}, "type": "object"});
+    assert!(Schema::prepare(&data).is_ok());
+    // Reached through the `$ref`, its `format` stays an annotation and its pattern is checked.
+    let reached = json!({
+        "x-shared": {"p": {"type": "string", "format": "email", "pattern": "^[a-z]+$"}},
+        "properties": {"a": {"$ref": "#/x-shared/p"}}
+    });
+    let prepared = Schema::prepare(&reached).expect("compiles");
+    assert!(prepared.issues(&json!({"a": "plain"}), 10).is_empty());
+    let issues = prepared.issues(&json!({"a": "NOT"}), 10);
+    assert_eq!(issues.len(), 1, "{issues:?}");
+    assert_eq!(issues[0].0, "/a");
+}
