@@ -31,7 +31,7 @@ const CLIENT_GONE_POLL: Duration = Duration::from_millis(100);
 /// past this bound a request is answered at once with an error under its id instead, and the
 /// messages that end requests (answers to the server's own requests, cancellations) still pass.
 /// No client has anywhere near this many requests in flight: each tool call runs a Gemini CLI.
-pub const MAX_IN_FLIGHT: usize = 1024;
+pub(crate) const MAX_IN_FLIGHT: usize = 1024;
 
 /// The JSON-RPC error code of a request refused for [`MAX_IN_FLIGHT`]: one of the codes the
 /// specification leaves to the server (-32000 to -32099).
