@@ -43,7 +43,7 @@ pub use call::{Answer, Block, Call, Ran};
 pub use fold::Fold;
 
 use agent::{agent_failure, agent_spec, auth_method, cancelled, Key};
-use slots::{Io, Session, Slot, Spared, Using, Wear, Whose, Work};
+use slots::{Io, Mailbox, Opening, Ready, Session, Slot, Spared, Using, Wear, Whose, Work};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -480,7 +480,7 @@ impl Pool {
     }
 
     /// `session/new` for a call, told to the slot.
-    async fn new_session(&self, slot: &Slot, agent: &Connection) -> Result<Session, Failure> {
+    async fn new_session(&self, slot: &Mailbox, agent: &Connection) -> Result<Session, Failure> {
         let (session, models) = self.open_session(&slot.key, agent).await?;
         slot.opened(session.clone(), Some(models));
         Ok(session)
@@ -588,7 +588,12 @@ impl Pool {
     /// `session/load` of `asked`; a session the agent does not know is `session_not_found`.
     /// The history the agent replays is taken in full before the session is used: its updates
     /// come around and after the load's answer, and the file says how many ([`replay`]).
-    async fn load(&self, slot: &Slot, agent: &Connection, asked: &str) -> Result<Session, Failure> {
+    async fn load(
+        &self,
+        slot: &Mailbox,
+        agent: &Connection,
+        asked: &str,
+    ) -> Result<Session, Failure> {
         let _one_at_a_time = self.session_ops.lock().await;
         // Read before the load: the agent reads the same file, and nothing writes it meanwhile
         // (a prompt in the session waits for this load).
@@ -688,6 +693,19 @@ impl Work for PoolWork {
     fn spare(&self, key: Key, agent: Arc<Connection>, mode: ApprovalMode) -> Io<Option<Spared>> {
         let pool = self.0.clone();
         Box::pin(async move { pool.upgrade()?.make_spare(&key, &agent, mode).await })
+    }
+
+    fn open(
+        &self,
+        mailbox: Mailbox,
+        agent: Arc<Connection>,
+        opening: Opening,
+    ) -> Io<Result<Ready, Failure>> {
+        let pool = self.0.clone();
+        Box::pin(async move {
+            let pool = pool.upgrade().ok_or_else(Failure::shutting_down)?;
+            pool.ready(&mailbox, &agent, &opening).await
+        })
     }
 }
 

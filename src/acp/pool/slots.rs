@@ -31,7 +31,9 @@ mod commands;
 mod keeper;
 
 use commands::{Command, Reply, SessionCommand, SpareCommand};
-pub(super) use commands::{Io, Lease, RoomFacts, Session, Spare, Spared, Wear, Whose, Work};
+pub(super) use commands::{
+    Io, Lease, Opening, Origin, Ready, RoomFacts, Session, Spare, Spared, Wear, Whose, Work,
+};
 use keeper::{Keeper, State};
 
 /// A call's wait for the agent ([`Slot::agent`]). Dropped unanswered (its call cancelled or
@@ -68,14 +70,30 @@ impl Drop for Using {
     }
 }
 
-/// A handle on a workspace's slot: its key and its task's mailbox. The task ends when the slot
-/// is dropped (stopping an agent it still holds): the pool drops only a [`Slot::vacant`] one.
+/// A handle on a workspace's slot: its key and its task's mailbox ([`Mailbox`], which it derefs
+/// to). The task ends when the slot is dropped (stopping an agent it still holds): the pool drops
+/// only a [`Slot::vacant`] one.
 pub(super) struct Slot {
-    pub(super) key: Key,
-    mail: mpsc::UnboundedSender<Command>,
+    mailbox: Mailbox,
     /// Set by the task: it holds nothing worth keeping (see [`State::vacant`]).
     vacant: Arc<AtomicBool>,
     _ends_task: DropGuard,
+}
+
+/// A slot's key and its task's mailbox: what calls, and the opening the task runs for a call
+/// ([`Work::open`]), send their commands through. It does not keep the task running.
+#[derive(Clone)]
+pub(crate) struct Mailbox {
+    pub(crate) key: Key,
+    mail: mpsc::UnboundedSender<Command>,
+}
+
+impl std::ops::Deref for Slot {
+    type Target = Mailbox;
+
+    fn deref(&self) -> &Mailbox {
+        &self.mailbox
+    }
 }
 
 /// Drops the slots that are vacant and held by no call: only the registry holds them, so no call
@@ -113,8 +131,7 @@ impl Slot {
         };
         tokio::spawn(keeper.run(inbox, dropped.clone()));
         Arc::new(Slot {
-            key,
-            mail,
+            mailbox: Mailbox { key, mail },
             vacant,
             _ends_task: dropped.drop_guard(),
         })
@@ -125,7 +142,9 @@ impl Slot {
     pub(super) fn vacant(&self) -> bool {
         self.vacant.load(Ordering::Relaxed)
     }
+}
 
+impl Mailbox {
     fn send(&self, command: impl Into<Command>) {
         let _ = self.mail.send(command.into());
     }
@@ -153,6 +172,18 @@ impl Slot {
         let answer = (&mut waiting.rx).await;
         waiting.answered = true;
         answer.map_err(|_| gone())?
+    }
+
+    /// A prompt tool's call's session on `agent`, opened by a child task of the slot's task
+    /// ([`Work::open`]): one command, one reply. A call that stops waiting (dropped) stops the
+    /// opening; one whose `ct` is cancelled gets the failure saying what the opening waited for.
+    pub(super) async fn open(
+        &self,
+        agent: Arc<Connection>,
+        opening: Opening,
+    ) -> Result<Ready, Failure> {
+        self.ask(|r| Command::Open(agent, Box::new(opening), r))
+            .await?
     }
 
     /// Why the agent could not start, when that was under [`START_RETRY_AFTER`] ago.

@@ -13,9 +13,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acp::client::Connection;
 use crate::approval::ApprovalMode;
+use crate::deadline::Deadlines;
 use crate::error::Failure;
+use crate::gemini::gate::StartGuard;
+use crate::progress::Progress;
 
 use super::super::agent::Key;
+use super::Mailbox;
 
 /// One ACP session as the server tracks it.
 #[derive(Debug, Clone)]
@@ -67,6 +71,62 @@ pub(crate) trait Work: Send + Sync + 'static {
     /// Makes a spare session of `agent` in approval mode `mode`; `None` when the agent fails
     /// to make one or the server shuts down.
     fn spare(&self, key: Key, agent: Arc<Connection>, mode: ApprovalMode) -> Io<Option<Spared>>;
+
+    /// Opens a call's session on `agent` ([`Opening`]): the one it continues (held by the agent,
+    /// else loaded), else a spare, else a new one; locked for the call, in its mode and model,
+    /// and recorded through `mailbox`.
+    fn open(
+        &self,
+        mailbox: Mailbox,
+        agent: Arc<Connection>,
+        opening: Opening,
+    ) -> Io<Result<Ready, Failure>>;
+}
+
+/// What a prompt tool's call asks of its session ([`Work::open`]).
+pub(crate) struct Opening {
+    /// The session it continues (`session_id`), else `None` for a fresh one.
+    pub(crate) asked: Option<String>,
+    pub(crate) mode: ApprovalMode,
+    pub(crate) model: Option<String>,
+    pub(crate) limits: Deadlines,
+    /// Where the waits (the clock minute, the start gate) are announced.
+    pub(crate) progress: Progress,
+    /// The call's: cancelled, the opening ends with the failure saying what it was waiting for.
+    pub(crate) ct: CancellationToken,
+}
+
+/// How a call got its session (`debug`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Origin {
+    Spare,
+    New,
+    Held,
+    Loaded,
+}
+
+impl Origin {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Origin::Spare => "spare",
+            Origin::New => "new",
+            Origin::Held => "held",
+            Origin::Loaded => "loaded",
+        }
+    }
+}
+
+/// A session ready for a call's prompt: locked for the call, in its mode and model. The call
+/// keeps the guards across its prompt.
+pub(crate) struct Ready {
+    pub(crate) session: Session,
+    pub(crate) origin: Origin,
+    /// The session's lock: one prompt per session at a time.
+    pub(crate) lock: tokio::sync::OwnedMutexGuard<()>,
+    /// For a session never prompted: the workspace's start gate when a CLI start's clean-up
+    /// could delete it, else a gate of its own; held until its prompt is recorded (see
+    /// `gate::hold_start_gate`).
+    pub(crate) gate: Option<StartGuard>,
 }
 
 /// The I/O of [`Work`], as a future the slot's task spawns.
@@ -119,6 +179,8 @@ pub(super) enum Command {
     Use,
     Done,
     Agent(AgentReply),
+    /// A prompt tool's call asks for its session: the task runs the opening as a child task.
+    Open(Arc<Connection>, Box<Opening>, Reply<Result<Ready, Failure>>),
     /// A call waiting for the agent gave up.
     Left,
     /// How the start the task spawned went.

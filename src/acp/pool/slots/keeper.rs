@@ -171,6 +171,7 @@ impl Keeper {
                 self.stop_if_worn(false);
             }
             Command::Agent(reply) => self.agent(reply),
+            Command::Open(agent, opening, reply) => self.open(agent, *opening, reply),
             Command::Left => {
                 if let Some(start) = &mut st.start {
                     start.waiters.retain(|w| !w.is_closed());
@@ -242,6 +243,32 @@ impl Keeper {
             None => {}
         }
         self.begin_start(vec![reply]);
+    }
+
+    /// Spawns the opening of a call's session ([`Work::open`]): its answer goes to the call,
+    /// which keeps the session's guards across its prompt. It stops when the call stops
+    /// waiting, and with the task's I/O.
+    fn open(
+        &self,
+        agent: Arc<Connection>,
+        opening: Opening,
+        mut reply: Reply<Result<Ready, Failure>>,
+    ) {
+        let mailbox = super::Mailbox {
+            key: self.key.clone(),
+            mail: self.mail.clone(),
+        };
+        let (work, tasks) = (self.work.clone(), self.tasks.clone());
+        tokio::spawn(async move {
+            let ready = tokio::select! {
+                ready = work.open(mailbox, agent, opening) => Some(ready),
+                _ = reply.closed() => None,
+                _ = tasks.cancelled() => Some(Err(Failure::shutting_down())),
+            };
+            if let Some(ready) = ready {
+                let _ = reply.send(ready);
+            }
+        });
     }
 
     /// Spawns the wait for `agent` to answer every cancel it was sent: one that ignores a

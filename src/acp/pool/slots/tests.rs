@@ -57,6 +57,15 @@ impl Work for Fake {
         let _ = self.spares.send((mode, answer));
         Box::pin(async move { rx.await.ok().flatten() })
     }
+
+    fn open(
+        &self,
+        _mailbox: Mailbox,
+        _agent: Arc<Connection>,
+        _opening: Opening,
+    ) -> Io<Result<Ready, Failure>> {
+        Box::pin(async { Err(Failure::cancelled("the test opens no session")) })
+    }
 }
 
 /// A slot and the I/O its task asks of the test.
