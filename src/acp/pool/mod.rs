@@ -704,7 +704,11 @@ impl Work for PoolWork {
         let pool = self.0.clone();
         Box::pin(async move {
             let pool = pool.upgrade().ok_or_else(Failure::shutting_down)?;
-            pool.ready(&mailbox, &agent, &opening).await
+            if opening.workspace {
+                pool.workspace_ready(&mailbox, &agent, &opening).await
+            } else {
+                pool.ready(&mailbox, &agent, &opening).await
+            }
         })
     }
 }

@@ -174,7 +174,7 @@ impl Mailbox {
         answer.map_err(|_| gone())?
     }
 
-    /// A prompt tool's call's session on `agent`, opened by a child task of the slot's task
+    /// A call's session on `agent`, opened by a child task of the slot's task
     /// ([`Work::open`]): one command, one reply. A call that stops waiting (dropped) stops the
     /// opening; one whose `ct` is cancelled gets the failure saying what the opening waited for.
     pub(super) async fn open(

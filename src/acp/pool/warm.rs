@@ -151,6 +151,7 @@ impl Pool {
             Err(f) => return Ok(WarmRan::refused(f)),
         };
         let opening = Opening {
+            workspace: false,
             asked: call.session_id.clone(),
             mode: call.mode,
             model: call.model.clone(),

@@ -73,8 +73,8 @@ pub(crate) trait Work: Send + Sync + 'static {
     fn spare(&self, key: Key, agent: Arc<Connection>, mode: ApprovalMode) -> Io<Option<Spared>>;
 
     /// Opens a call's session on `agent` ([`Opening`]): the one it continues (held by the agent,
-    /// else loaded), else a spare, else a new one; locked for the call, in its mode and model,
-    /// and recorded through `mailbox`.
+    /// else loaded), else the workspace's (the `acp` set's) or a spare, else a new one; locked
+    /// for the call, in its mode and model, and recorded through `mailbox`.
     fn open(
         &self,
         mailbox: Mailbox,
@@ -83,8 +83,11 @@ pub(crate) trait Work: Send + Sync + 'static {
     ) -> Io<Result<Ready, Failure>>;
 }
 
-/// What a prompt tool's call asks of its session ([`Work::open`]).
+/// What a call asks of its session ([`Work::open`]).
 pub(crate) struct Opening {
+    /// The `acp` set's prompt (the workspace's session, kept across calls), else a prompt
+    /// tool's (a fresh session, a spare when there is one).
+    pub(crate) workspace: bool,
     /// The session it continues (`session_id`), else `None` for a fresh one.
     pub(crate) asked: Option<String>,
     pub(crate) mode: ApprovalMode,
@@ -179,7 +182,7 @@ pub(super) enum Command {
     Use,
     Done,
     Agent(AgentReply),
-    /// A prompt tool's call asks for its session: the task runs the opening as a child task.
+    /// A call asks for its session: the task runs the opening as a child task.
     Open(Arc<Connection>, Box<Opening>, Reply<Result<Ready, Failure>>),
     /// A call waiting for the agent gave up.
     Left,

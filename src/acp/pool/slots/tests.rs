@@ -564,6 +564,7 @@ fn opening(
 ) -> tokio::task::JoinHandle<Result<Ready, Failure>> {
     let (slot, agent) = (slot.clone(), agent.clone());
     let opening = Opening {
+        workspace: false,
         asked: Some("s".into()),
         mode: ApprovalMode::Default,
         model: None,
