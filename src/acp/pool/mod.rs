@@ -12,8 +12,9 @@
 //! `session/new` and `session/load`, the prompt bound, the rate-limit pause); `agent` an agent's
 //! key, command line and failures;
 //! `slots` a workspace's slot and the task that owns what its agent holds (its sessions, spares
-//! and counts, its start and stop: calls send it commands; it starts the agent and makes its
-//! spares as child tasks, through the pool's side of them, `PoolWork`); `call` a prompt's
+//! and counts, its start and stop: calls send it commands; it starts the agent, makes its spares
+//! and opens each call's session as child tasks, through the pool's side of them, `PoolWork`);
+//! `call` a prompt's
 //! request and answer; `turn` one turn on an agent, for both uses; `fold` the turn's messages
 //! folded into the answer; `prompt` the `acp` set's prompt; `warm` the prompt tools on the warm
 //! backend.
@@ -29,6 +30,16 @@
 //!   overlap.
 //! - a `SessionLock` per session in use (async): one prompt per session at a time, held across
 //!   the prompt, the next call waiting its turn.
+//!
+//! A call sends its slot's task one command for the agent (`Agent`) and one for its session
+//! (`Open`), and awaits one reply to each. The opening (the session's lock, the clock minute a
+//! load waits out, the load, a spare or a new session behind the start gate, the mode and model,
+//! the record) runs as the task's child task, on the pool's side (`Pool::ready` for the prompt
+//! tools, `Pool::workspace_ready` for the `acp` set). What the call holds after is what the reply
+//! hands it: the guard of its session's lock and, for a session never prompted, the start gate's
+//! guard. It keeps them across its prompt, which runs in the call: the prompt's end, not the
+//! task, is when the next prompt of the session may start and when a CLI start may delete files
+//! again (the gate is let go of once the prompt is recorded).
 
 mod agent;
 mod call;

@@ -4,12 +4,15 @@
 //! them (one start at a time, one `acp`-set prompt at a time, a spare handed to one call, the
 //! agent stopped when worn or idle and never while in use) is kept in one place.
 //!
-//! The task starts its agent, waits for it to settle after a cancel, and makes its spare
-//! sessions: each as a child task it spawns and owns ([`Work`], the pool's side), whose result
-//! comes back to its mailbox as a command, so the task never waits on I/O and answers every call
-//! meanwhile. A call asking for the agent sends one command and awaits one reply; a start that no
-//! call waits for any more is cancelled, its agent killed. Opening and loading a call's session
-//! and prompting run in the calls, which report what they did.
+//! The task starts its agent, waits for it to settle after a cancel, makes its spare sessions,
+//! and opens and loads each call's session: each as a child task it spawns and owns ([`Work`],
+//! the pool's side), whose result comes back to its mailbox as a command (a start, a spare) or
+//! goes to the call that asked (an opening), so the task never waits on I/O and answers every
+//! call meanwhile. A call asking for the agent, or for its session, sends one command and awaits
+//! one reply; a start that no call waits for any more is cancelled, its agent killed, and an
+//! opening whose call stopped waiting is dropped. The reply to an opening hands the call the
+//! guards it keeps across its prompt (its session's lock; for a session never prompted, the
+//! start gate's). Prompting runs in the calls, which report what they did.
 //!
 //! By concern: this file holds the slot's handle (what a call sends and awaits); `commands` what
 //! calls and the task share (the books' entries, the I/O, the commands); `keeper` the task.
