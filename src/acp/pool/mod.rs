@@ -39,7 +39,8 @@
 //! hands it: the guard of its session's lock and, for a session never prompted, the start gate's
 //! guard. It keeps them across its prompt, which runs in the call: the prompt's end, not the
 //! task, is when the next prompt of the session may start and when a CLI start may delete files
-//! again (the gate is let go of once the prompt is recorded).
+//! again (the gate is let go of once the prompt is recorded). `list_models`' session, made when
+//! the agent has said nothing of its models yet, is the task's child's too (`Describe`).
 
 mod agent;
 mod call;
@@ -388,8 +389,19 @@ impl Pool {
             _ = ct.cancelled() => return Err(cancelled("while waiting for the agent")),
         };
         let agent = self.agent(&slot, &ct).await?;
+        slot.describe(agent).await
+    }
+
+    /// What `agent` said of its models and of itself; when it has said nothing of its models yet,
+    /// a session made for the `acp` set first. Run by the slot's task, as a child task
+    /// ([`Work::describe`]).
+    async fn describe(
+        &self,
+        slot: &Mailbox,
+        agent: &Connection,
+    ) -> Result<(Value, Value), Failure> {
         if slot.described().await?.0.is_null() {
-            let session = self.new_session(&slot, &agent).await?;
+            let session = self.new_session(slot, agent).await?;
             slot.record(session, Whose::Workspace);
         }
         slot.described().await
@@ -704,6 +716,18 @@ impl Work for PoolWork {
     fn spare(&self, key: Key, agent: Arc<Connection>, mode: ApprovalMode) -> Io<Option<Spared>> {
         let pool = self.0.clone();
         Box::pin(async move { pool.upgrade()?.make_spare(&key, &agent, mode).await })
+    }
+
+    fn describe(
+        &self,
+        mailbox: Mailbox,
+        agent: Arc<Connection>,
+    ) -> Io<Result<(Value, Value), Failure>> {
+        let pool = self.0.clone();
+        Box::pin(async move {
+            let pool = pool.upgrade().ok_or_else(Failure::shutting_down)?;
+            pool.describe(&mailbox, &agent).await
+        })
     }
 
     fn open(

@@ -189,6 +189,12 @@ impl Mailbox {
             .await?
     }
 
+    /// What `agent` said of its models and of itself, a session made first when it has said
+    /// nothing of its models (by a child task of the slot's task, [`Work::describe`]).
+    pub(super) async fn describe(&self, agent: Arc<Connection>) -> Result<(Value, Value), Failure> {
+        self.ask(|r| Command::Describe(agent, r)).await?
+    }
+
     /// Why the agent could not start, when that was under [`START_RETRY_AFTER`] ago.
     pub(super) async fn failed_lately(&self) -> Option<Failure> {
         self.ask(Command::FailedLately).await.ok().flatten()

@@ -81,6 +81,14 @@ pub(crate) trait Work: Send + Sync + 'static {
         agent: Arc<Connection>,
         opening: Opening,
     ) -> Io<Result<Ready, Failure>>;
+
+    /// What `agent` said of its models and of itself, read through `mailbox`: when it has said
+    /// nothing of its models yet, after a session made for the `acp` set (`list_models`).
+    fn describe(
+        &self,
+        mailbox: Mailbox,
+        agent: Arc<Connection>,
+    ) -> Io<Result<(Value, Value), Failure>>;
 }
 
 /// What a call asks of its session ([`Work::open`]).
@@ -184,6 +192,9 @@ pub(super) enum Command {
     Agent(AgentReply),
     /// A call asks for its session: the task runs the opening as a child task.
     Open(Arc<Connection>, Box<Opening>, Reply<Result<Ready, Failure>>),
+    /// A call asks what the agent said of its models and itself: the task runs the session it
+    /// may need as a child task.
+    Describe(Arc<Connection>, Reply<Result<(Value, Value), Failure>>),
     /// A call waiting for the agent gave up.
     Left,
     /// How the start the task spawned went.

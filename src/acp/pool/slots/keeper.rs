@@ -171,7 +171,14 @@ impl Keeper {
                 self.stop_if_worn(false);
             }
             Command::Agent(reply) => self.agent(reply),
-            Command::Open(agent, opening, reply) => self.open(agent, *opening, reply),
+            Command::Open(agent, opening, reply) => {
+                let work = self.work.clone();
+                self.child(|mailbox| work.open(mailbox, agent, *opening), reply);
+            }
+            Command::Describe(agent, reply) => {
+                let work = self.work.clone();
+                self.child(|mailbox| work.describe(mailbox, agent), reply);
+            }
             Command::Left => {
                 if let Some(start) = &mut st.start {
                     start.waiters.retain(|w| !w.is_closed());
@@ -245,28 +252,28 @@ impl Keeper {
         self.begin_start(vec![reply]);
     }
 
-    /// Spawns the opening of a call's session ([`Work::open`]): its answer goes to the call,
-    /// which keeps the session's guards across its prompt. It stops when the call stops
-    /// waiting, and with the task's I/O.
-    fn open(
+    /// Spawns I/O a call asked for (the opening of its session, [`Work::open`]; what the agent
+    /// said of itself, [`Work::describe`]): its answer goes to the call, which keeps what it
+    /// hands over (a session's guards) across its prompt. It stops when the call stops waiting,
+    /// and with the task's I/O.
+    fn child<T: Send + 'static>(
         &self,
-        agent: Arc<Connection>,
-        opening: Opening,
-        mut reply: Reply<Result<Ready, Failure>>,
+        io: impl FnOnce(super::Mailbox) -> Io<Result<T, Failure>>,
+        mut reply: Reply<Result<T, Failure>>,
     ) {
-        let mailbox = super::Mailbox {
+        let io = io(super::Mailbox {
             key: self.key.clone(),
             mail: self.mail.clone(),
-        };
-        let (work, tasks) = (self.work.clone(), self.tasks.clone());
+        });
+        let tasks = self.tasks.clone();
         tokio::spawn(async move {
-            let ready = tokio::select! {
-                ready = work.open(mailbox, agent, opening) => Some(ready),
+            let answer = tokio::select! {
+                answer = io => Some(answer),
                 _ = reply.closed() => None,
                 _ = tasks.cancelled() => Some(Err(Failure::shutting_down())),
             };
-            if let Some(ready) = ready {
-                let _ = reply.send(ready);
+            if let Some(answer) = answer {
+                let _ = reply.send(answer);
             }
         });
     }

@@ -75,6 +75,14 @@ impl Work for Fake {
                 .unwrap_or_else(|_| Err(Failure::cancelled("the test dropped the opening")))
         })
     }
+
+    fn describe(
+        &self,
+        _mailbox: Mailbox,
+        _agent: Arc<Connection>,
+    ) -> Io<Result<(Value, Value), Failure>> {
+        Box::pin(async { Ok((Value::Null, Value::Null)) })
+    }
 }
 
 /// A slot and the I/O its task asks of the test.
