@@ -35,7 +35,8 @@ mod keeper;
 
 use commands::{Command, Reply, SessionCommand, SpareCommand};
 pub(super) use commands::{
-    Io, Lease, Opening, Origin, Ready, RoomFacts, Session, Spare, Spared, Wear, Whose, Work,
+    Io, Lease, Mailbox, Opening, Origin, Ready, RoomFacts, Session, Spare, Spared, Wear, Whose,
+    Work,
 };
 use keeper::{Keeper, State};
 
@@ -81,14 +82,6 @@ pub(super) struct Slot {
     /// Set by the task: it holds nothing worth keeping (see [`State::vacant`]).
     vacant: Arc<AtomicBool>,
     _ends_task: DropGuard,
-}
-
-/// A slot's key and its task's mailbox: what calls, and the opening the task runs for a call
-/// ([`Work::open`]), send their commands through. It does not keep the task running.
-#[derive(Clone)]
-pub(crate) struct Mailbox {
-    pub(crate) key: Key,
-    mail: mpsc::UnboundedSender<Command>,
 }
 
 impl std::ops::Deref for Slot {

@@ -19,7 +19,6 @@ use crate::gemini::gate::StartGuard;
 use crate::progress::Progress;
 
 use super::super::agent::Key;
-use super::Mailbox;
 
 /// One ACP session as the server tracks it.
 #[derive(Debug, Clone)]
@@ -89,6 +88,15 @@ pub(crate) trait Work: Send + Sync + 'static {
         mailbox: Mailbox,
         agent: Arc<Connection>,
     ) -> Io<Result<(Value, Value), Failure>>;
+}
+
+/// A slot's key and its task's mailbox: what calls, and the I/O the task runs for a call
+/// ([`Work::open`], [`Work::describe`]), send their commands through. It does not keep the task
+/// running.
+#[derive(Clone)]
+pub(crate) struct Mailbox {
+    pub(crate) key: Key,
+    pub(super) mail: mpsc::UnboundedSender<Command>,
 }
 
 /// What a call asks of its session ([`Work::open`]).

@@ -258,10 +258,10 @@ impl Keeper {
     /// and with the task's I/O.
     fn child<T: Send + 'static>(
         &self,
-        io: impl FnOnce(super::Mailbox) -> Io<Result<T, Failure>>,
+        io: impl FnOnce(Mailbox) -> Io<Result<T, Failure>>,
         mut reply: Reply<Result<T, Failure>>,
     ) {
-        let io = io(super::Mailbox {
+        let io = io(Mailbox {
             key: self.key.clone(),
             mail: self.mail.clone(),
         });
