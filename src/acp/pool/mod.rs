@@ -12,8 +12,9 @@
 //! `session/new` and `session/load`, the prompt bound, the rate-limit pause); `agent` an agent's
 //! key, command line and failures;
 //! `slots` a workspace's slot and the task that owns what its agent holds (its sessions, spares
-//! and counts, its start and stop: calls send it commands; it starts the agent and makes its
-//! spares as child tasks, through the pool's side of them, `PoolWork`); `call` a prompt's
+//! and counts, its start and stop: calls send it commands; it starts the agent, makes its spares
+//! and opens each call's session as child tasks, through the pool's side of them, `PoolWork`);
+//! `call` a prompt's
 //! request and answer; `turn` one turn on an agent, for both uses; `fold` the turn's messages
 //! folded into the answer; `prompt` the `acp` set's prompt; `warm` the prompt tools on the warm
 //! backend.
@@ -29,6 +30,17 @@
 //!   overlap.
 //! - a `SessionLock` per session in use (async): one prompt per session at a time, held across
 //!   the prompt, the next call waiting its turn.
+//!
+//! A call sends its slot's task one command for the agent (`Agent`) and one for its session
+//! (`Open`), and awaits one reply to each. The opening (the session's lock, the clock minute a
+//! load waits out, the load, a spare or a new session behind the start gate, the mode and model,
+//! the record) runs as the task's child task, on the pool's side (`Pool::ready` for the prompt
+//! tools, `Pool::workspace_ready` for the `acp` set). What the call holds after is what the reply
+//! hands it: the guard of its session's lock and, for a session never prompted, the start gate's
+//! guard. It keeps them across its prompt, which runs in the call: the prompt's end, not the
+//! task, is when the next prompt of the session may start and when a CLI start may delete files
+//! again (the gate is let go of once the prompt is recorded). `list_models`' session, made when
+//! the agent has said nothing of its models yet, is the task's child's too (`Describe`).
 
 mod agent;
 mod call;
@@ -43,7 +55,7 @@ pub use call::{Answer, Block, Call, Ran};
 pub use fold::Fold;
 
 use agent::{agent_failure, agent_spec, auth_method, cancelled, Key};
-use slots::{Io, Session, Slot, Spared, Using, Wear, Whose, Work};
+use slots::{Io, Mailbox, Opening, Ready, Session, Slot, Spared, Using, Wear, Whose, Work};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -377,8 +389,19 @@ impl Pool {
             _ = ct.cancelled() => return Err(cancelled("while waiting for the agent")),
         };
         let agent = self.agent(&slot, &ct).await?;
+        slot.describe(agent).await
+    }
+
+    /// What `agent` said of its models and of itself; when it has said nothing of its models yet,
+    /// a session made for the `acp` set first. Run by the slot's task, as a child task
+    /// ([`Work::describe`]).
+    async fn describe(
+        &self,
+        slot: &Mailbox,
+        agent: &Connection,
+    ) -> Result<(Value, Value), Failure> {
         if slot.described().await?.0.is_null() {
-            let session = self.new_session(&slot, &agent).await?;
+            let session = self.new_session(slot, agent).await?;
             slot.record(session, Whose::Workspace);
         }
         slot.described().await
@@ -480,7 +503,7 @@ impl Pool {
     }
 
     /// `session/new` for a call, told to the slot.
-    async fn new_session(&self, slot: &Slot, agent: &Connection) -> Result<Session, Failure> {
+    async fn new_session(&self, slot: &Mailbox, agent: &Connection) -> Result<Session, Failure> {
         let (session, models) = self.open_session(&slot.key, agent).await?;
         slot.opened(session.clone(), Some(models));
         Ok(session)
@@ -588,7 +611,12 @@ impl Pool {
     /// `session/load` of `asked`; a session the agent does not know is `session_not_found`.
     /// The history the agent replays is taken in full before the session is used: its updates
     /// come around and after the load's answer, and the file says how many ([`replay`]).
-    async fn load(&self, slot: &Slot, agent: &Connection, asked: &str) -> Result<Session, Failure> {
+    async fn load(
+        &self,
+        slot: &Mailbox,
+        agent: &Connection,
+        asked: &str,
+    ) -> Result<Session, Failure> {
         let _one_at_a_time = self.session_ops.lock().await;
         // Read before the load: the agent reads the same file, and nothing writes it meanwhile
         // (a prompt in the session waits for this load).
@@ -688,6 +716,35 @@ impl Work for PoolWork {
     fn spare(&self, key: Key, agent: Arc<Connection>, mode: ApprovalMode) -> Io<Option<Spared>> {
         let pool = self.0.clone();
         Box::pin(async move { pool.upgrade()?.make_spare(&key, &agent, mode).await })
+    }
+
+    fn describe(
+        &self,
+        mailbox: Mailbox,
+        agent: Arc<Connection>,
+    ) -> Io<Result<(Value, Value), Failure>> {
+        let pool = self.0.clone();
+        Box::pin(async move {
+            let pool = pool.upgrade().ok_or_else(Failure::shutting_down)?;
+            pool.describe(&mailbox, &agent).await
+        })
+    }
+
+    fn open(
+        &self,
+        mailbox: Mailbox,
+        agent: Arc<Connection>,
+        opening: Opening,
+    ) -> Io<Result<Ready, Failure>> {
+        let pool = self.0.clone();
+        Box::pin(async move {
+            let pool = pool.upgrade().ok_or_else(Failure::shutting_down)?;
+            if opening.workspace {
+                pool.workspace_ready(&mailbox, &agent, &opening).await
+            } else {
+                pool.ready(&mailbox, &agent, &opening).await
+            }
+        })
     }
 }
 

@@ -12,7 +12,7 @@ use crate::progress::Progress;
 
 use super::agent::{cancelled, Key};
 use super::call::{Answer, Call, Ran};
-use super::slots::{Session, Slot, Using, Whose};
+use super::slots::{Mailbox, Opening, Origin, Ready, Session, Slot, Using, Whose};
 use super::turn::{
     deadline_failure, output_cap_failure, prompt_blocks, start_turn, turn_failure, Stop,
 };
@@ -59,12 +59,22 @@ impl Pool {
         ran: &mut Ran<Answer>,
     ) -> Result<Answer, Failure> {
         let agent = self.agent(slot, ct).await?;
-        let (session, fresh_gate) = self.session(slot, &agent, &call, ct, progress).await?;
-        let session_lock = self.session_lock(&session.id);
-        let _one_prompt = tokio::select! {
-            g = session_lock.lock() => g,
-            _ = ct.cancelled() => return Err(cancelled("while another prompt ran in this session")),
+        let opening = Opening {
+            workspace: true,
+            asked: call.session_id.clone(),
+            mode: call.mode,
+            model: call.model.clone(),
+            limits: call.limits,
+            progress: progress.clone(),
+            ct: ct.clone(),
         };
+        // Kept across the prompt: the session's lock, and the start gate until it is recorded.
+        let Ready {
+            session,
+            lock: _one_prompt,
+            gate: fresh_gate,
+            ..
+        } = slot.open(agent.clone(), opening).await?;
         let blocks = prompt_blocks(&call.blocks).await?;
         let sid = session.id.clone();
         let (_gate, fold) = start_turn(
@@ -124,28 +134,49 @@ impl Pool {
         }
     }
 
+    /// The call's session ([`Pool::session`]), locked for it. Run by the slot's task, as a child
+    /// task ([`super::slots::Work::open`]), which hands the call the guards it keeps across its
+    /// prompt.
+    pub(super) async fn workspace_ready(
+        &self,
+        slot: &Mailbox,
+        agent: &Connection,
+        opening: &Opening,
+    ) -> Result<Ready, Failure> {
+        let (session, origin, gate) = self.session(slot, agent, opening).await?;
+        let lock = tokio::select! {
+            g = self.session_lock(&session.id).lock_owned() => g,
+            _ = opening.ct.cancelled() => return Err(cancelled("while another prompt ran in this session")),
+        };
+        Ok(Ready {
+            session,
+            origin,
+            lock,
+            gate,
+        })
+    }
+
     /// The session a prompt runs in — the one asked for (loaded when this agent does not hold
     /// it), else the workspace's own until it has served `max_turns` prompts, else a new one —
     /// in the call's approval mode and model. A session whose file may still hold no message
     /// comes with the workspace's start gate, taken.
     async fn session(
         &self,
-        slot: &Slot,
+        slot: &Mailbox,
         agent: &Connection,
-        call: &Call,
-        ct: &CancellationToken,
-        progress: &Progress,
-    ) -> Result<(Session, Option<StartGuard>), Failure> {
-        let (current, held) = slot.sessions(call.session_id.as_deref()).await?;
-        let mut loaded = false;
+        call: &Opening,
+    ) -> Result<(Session, Origin, Option<StartGuard>), Failure> {
+        let (ct, progress) = (&call.ct, &call.progress);
+        let (current, held) = slot.sessions(call.asked.as_deref()).await?;
+        let mut origin = Origin::Held;
         let mut fresh_gate = None;
-        let mut session = match (&call.session_id, current) {
+        let mut session = match (&call.asked, current) {
             (Some(asked), Some(s)) if s.id == *asked => s,
             (Some(_), _) if held.is_some() => held.expect("checked"),
             (Some(asked), _) => {
                 self.wait_out_session_minute(&slot.key.cwd, asked, ct, progress)
                     .await?;
-                loaded = true;
+                origin = Origin::Loaded;
                 self.load(slot, agent, asked).await?
             }
             (None, Some(s)) if s.turns < self.config.acp.max_turns => {
@@ -162,6 +193,7 @@ impl Pool {
                 // prompt, and any CLI start in the project meanwhile deletes it.
                 let waiter = Waiter::new(progress, call.limits);
                 fresh_gate = Some(self.start_gate(&slot.key.cwd, ct, waiter).await?);
+                origin = Origin::New;
                 self.new_session(slot, agent).await?
             }
         };
@@ -171,10 +203,10 @@ impl Pool {
             &mut session,
             call.mode,
             call.model.as_deref(),
-            loaded,
+            matches!(origin, Origin::Loaded),
         )
         .await?;
         slot.record(session.clone(), Whose::Workspace);
-        Ok((session, fresh_gate))
+        Ok((session, origin, fresh_gate))
     }
 }

@@ -4,12 +4,15 @@
 //! them (one start at a time, one `acp`-set prompt at a time, a spare handed to one call, the
 //! agent stopped when worn or idle and never while in use) is kept in one place.
 //!
-//! The task starts its agent, waits for it to settle after a cancel, and makes its spare
-//! sessions: each as a child task it spawns and owns ([`Work`], the pool's side), whose result
-//! comes back to its mailbox as a command, so the task never waits on I/O and answers every call
-//! meanwhile. A call asking for the agent sends one command and awaits one reply; a start that no
-//! call waits for any more is cancelled, its agent killed. Opening and loading a call's session
-//! and prompting run in the calls, which report what they did.
+//! The task starts its agent, waits for it to settle after a cancel, makes its spare sessions,
+//! and opens and loads each call's session: each as a child task it spawns and owns ([`Work`],
+//! the pool's side), whose result comes back to its mailbox as a command (a start, a spare) or
+//! goes to the call that asked (an opening), so the task never waits on I/O and answers every
+//! call meanwhile. A call asking for the agent, or for its session, sends one command and awaits
+//! one reply; a start that no call waits for any more is cancelled, its agent killed, and an
+//! opening whose call stopped waiting is dropped. The reply to an opening hands the call the
+//! guards it keeps across its prompt (its session's lock; for a session never prompted, the
+//! start gate's). Prompting runs in the calls, which report what they did.
 //!
 //! By concern: this file holds the slot's handle (what a call sends and awaits); `commands` what
 //! calls and the task share (the books' entries, the I/O, the commands); `keeper` the task.
@@ -31,7 +34,10 @@ mod commands;
 mod keeper;
 
 use commands::{Command, Reply, SessionCommand, SpareCommand};
-pub(super) use commands::{Io, Lease, RoomFacts, Session, Spare, Spared, Wear, Whose, Work};
+pub(super) use commands::{
+    Io, Lease, Mailbox, Opening, Origin, Ready, RoomFacts, Session, Spare, Spared, Wear, Whose,
+    Work,
+};
 use keeper::{Keeper, State};
 
 /// A call's wait for the agent ([`Slot::agent`]). Dropped unanswered (its call cancelled or
@@ -68,14 +74,22 @@ impl Drop for Using {
     }
 }
 
-/// A handle on a workspace's slot: its key and its task's mailbox. The task ends when the slot
-/// is dropped (stopping an agent it still holds): the pool drops only a [`Slot::vacant`] one.
+/// A handle on a workspace's slot: its key and its task's mailbox ([`Mailbox`], which it derefs
+/// to). The task ends when the slot is dropped (stopping an agent it still holds): the pool drops
+/// only a [`Slot::vacant`] one.
 pub(super) struct Slot {
-    pub(super) key: Key,
-    mail: mpsc::UnboundedSender<Command>,
+    mailbox: Mailbox,
     /// Set by the task: it holds nothing worth keeping (see [`State::vacant`]).
     vacant: Arc<AtomicBool>,
     _ends_task: DropGuard,
+}
+
+impl std::ops::Deref for Slot {
+    type Target = Mailbox;
+
+    fn deref(&self) -> &Mailbox {
+        &self.mailbox
+    }
 }
 
 /// Drops the slots that are vacant and held by no call: only the registry holds them, so no call
@@ -113,8 +127,7 @@ impl Slot {
         };
         tokio::spawn(keeper.run(inbox, dropped.clone()));
         Arc::new(Slot {
-            key,
-            mail,
+            mailbox: Mailbox { key, mail },
             vacant,
             _ends_task: dropped.drop_guard(),
         })
@@ -125,7 +138,9 @@ impl Slot {
     pub(super) fn vacant(&self) -> bool {
         self.vacant.load(Ordering::Relaxed)
     }
+}
 
+impl Mailbox {
     fn send(&self, command: impl Into<Command>) {
         let _ = self.mail.send(command.into());
     }
@@ -153,6 +168,24 @@ impl Slot {
         let answer = (&mut waiting.rx).await;
         waiting.answered = true;
         answer.map_err(|_| gone())?
+    }
+
+    /// A call's session on `agent`, opened by a child task of the slot's task
+    /// ([`Work::open`]): one command, one reply. A call that stops waiting (dropped) stops the
+    /// opening; one whose `ct` is cancelled gets the failure saying what the opening waited for.
+    pub(super) async fn open(
+        &self,
+        agent: Arc<Connection>,
+        opening: Opening,
+    ) -> Result<Ready, Failure> {
+        self.ask(|r| Command::Open(agent, Box::new(opening), r))
+            .await?
+    }
+
+    /// What `agent` said of its models and of itself, a session made first when it has said
+    /// nothing of its models (by a child task of the slot's task, [`Work::describe`]).
+    pub(super) async fn describe(&self, agent: Arc<Connection>) -> Result<(Value, Value), Failure> {
+        self.ask(|r| Command::Describe(agent, r)).await?
     }
 
     /// Why the agent could not start, when that was under [`START_RETRY_AFTER`] ago.

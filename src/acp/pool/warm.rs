@@ -9,12 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::{cancelled, one_shot_may_answer, Key};
 use super::call::{Answer, Call, Ran};
-use super::slots::{Session, Slot, Spare, Spared, Using, Whose};
+use super::slots::{Mailbox, Opening, Origin, Ready, Session, Slot, Spare, Spared, Using, Whose};
 use super::turn::{
     deadline_failure, output_cap_failure, prompt_blocks, start_turn, turn_failure, Stop, Turn,
 };
@@ -23,7 +22,7 @@ use crate::acp::client::Connection;
 use crate::acp::departures::PromptAnswer;
 use crate::approval::ApprovalMode;
 use crate::error::{ErrorKind, Failure, RunFacts};
-use crate::gemini::gate::{self, StartGuard, Waiter};
+use crate::gemini::gate::{self, Waiter};
 use crate::gemini::outcome::Success;
 use crate::gemini::retention;
 use crate::gemini::session as cli_session;
@@ -32,37 +31,6 @@ use crate::sync::lock;
 
 /// A warm call's end: the answer as a one-shot run reports it, or the failure.
 pub type WarmRan = Ran<Success>;
-
-/// How a call got its session (`debug`).
-#[derive(Debug, Clone, Copy)]
-enum Origin {
-    Spare,
-    New,
-    Held,
-    Loaded,
-}
-
-impl Origin {
-    fn as_str(self) -> &'static str {
-        match self {
-            Origin::Spare => "spare",
-            Origin::New => "new",
-            Origin::Held => "held",
-            Origin::Loaded => "loaded",
-        }
-    }
-}
-
-/// A session ready for a prompt: locked for this call, in its mode and model.
-struct Ready {
-    session: Session,
-    origin: Origin,
-    _lock: OwnedMutexGuard<()>,
-    /// For a session never prompted: the workspace's start gate when a CLI start's clean-up
-    /// could delete it, else a gate of its own; held until its prompt is recorded (see
-    /// `gate::hold_start_gate`).
-    gate: Option<StartGuard>,
-}
 
 /// Whether a CLI started in `cwd` may delete session files that hold no message yet.
 fn cleanup_may_run(cwd: &std::path::Path) -> bool {
@@ -182,17 +150,27 @@ impl Pool {
             }
             Err(f) => return Ok(WarmRan::refused(f)),
         };
-        let ready = match self.ready(slot, &agent, &call, ct, progress).await {
+        let opening = Opening {
+            workspace: false,
+            asked: call.session_id.clone(),
+            mode: call.mode,
+            model: call.model.clone(),
+            limits: call.limits,
+            progress: progress.clone(),
+            ct: ct.clone(),
+        };
+        let ready = match slot.open(agent.clone(), opening).await {
             Ok(r) => r,
             // Err: the agent is gone and nothing was sent; a failure of its own is the answer.
             Err(f) if agent.is_dead() => return Err(f),
             Err(f) => return Ok(WarmRan::refused(f)),
         };
         let prepared = started.elapsed();
+        // Kept across the prompt: the session's lock, and the start gate until it is recorded.
         let Ready {
             session,
             origin,
-            _lock,
+            lock: _lock,
             gate,
         } = ready;
         let sid = session.id.clone();
@@ -233,16 +211,16 @@ impl Pool {
     }
 
     /// The call's session, locked: the one it continues (held by the agent, else loaded), else a
-    /// spare, else a new one.
-    async fn ready(
+    /// spare, else a new one. Run by the slot's task, as a child task ([`super::slots::Work::open`]),
+    /// which hands the call the guards it keeps across its prompt.
+    pub(super) async fn ready(
         &self,
-        slot: &Slot,
+        slot: &Mailbox,
         agent: &Connection,
-        call: &Call,
-        ct: &CancellationToken,
-        progress: &Progress,
+        opening: &Opening,
     ) -> Result<Ready, Failure> {
-        let (mut session, origin, lock_guard, gate) = match &call.session_id {
+        let (ct, progress) = (&opening.ct, &opening.progress);
+        let (mut session, origin, lock_guard, gate) = match &opening.asked {
             Some(asked) => {
                 let guard = tokio::select! {
                     g = self.session_lock(asked).lock_owned() => g,
@@ -272,7 +250,7 @@ impl Pool {
                 // workspace's start gate keeps the server's own starts out from here until the
                 // prompt is recorded, and a spare whose file went meanwhile is not used.
                 let gate = if cleanup_may_run(&slot.key.cwd) {
-                    self.start_gate(&slot.key.cwd, ct, Waiter::new(progress, call.limits))
+                    self.start_gate(&slot.key.cwd, ct, Waiter::new(progress, opening.limits))
                         .await?
                 } else {
                     gate::unshared_gate()
@@ -289,17 +267,17 @@ impl Pool {
         self.align(
             agent,
             &mut session,
-            call.mode,
-            call.model.as_deref(),
+            opening.mode,
+            opening.model.as_deref(),
             barrier,
         )
         .await?;
         // Spares are made from now on, in this call's mode.
-        slot.record(session.clone(), Whose::Warm(call.mode));
+        slot.record(session.clone(), Whose::Warm(opening.mode));
         Ok(Ready {
             session,
             origin,
-            _lock: lock_guard,
+            lock: lock_guard,
             gate,
         })
     }
@@ -415,7 +393,7 @@ impl Pool {
 /// workspace's start gate held (where a start could delete anything), so no start of the
 /// server's falls between this look and the prompt; the agent keeps a dropped spare in
 /// memory, unused.
-async fn usable_spare(slot: &Slot, first: Option<Spare>) -> Option<Session> {
+async fn usable_spare(slot: &Mailbox, first: Option<Spare>) -> Option<Session> {
     let mut next = first;
     loop {
         let spare = match next.take() {

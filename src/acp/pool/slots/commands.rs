@@ -13,7 +13,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acp::client::Connection;
 use crate::approval::ApprovalMode;
+use crate::deadline::Deadlines;
 use crate::error::Failure;
+use crate::gemini::gate::StartGuard;
+use crate::progress::Progress;
 
 use super::super::agent::Key;
 
@@ -67,6 +70,82 @@ pub(crate) trait Work: Send + Sync + 'static {
     /// Makes a spare session of `agent` in approval mode `mode`; `None` when the agent fails
     /// to make one or the server shuts down.
     fn spare(&self, key: Key, agent: Arc<Connection>, mode: ApprovalMode) -> Io<Option<Spared>>;
+
+    /// Opens a call's session on `agent` ([`Opening`]): the one it continues (held by the agent,
+    /// else loaded), else the workspace's (the `acp` set's) or a spare, else a new one; locked
+    /// for the call, in its mode and model, and recorded through `mailbox`.
+    fn open(
+        &self,
+        mailbox: Mailbox,
+        agent: Arc<Connection>,
+        opening: Opening,
+    ) -> Io<Result<Ready, Failure>>;
+
+    /// What `agent` said of its models and of itself, read through `mailbox`: when it has said
+    /// nothing of its models yet, after a session made for the `acp` set (`list_models`).
+    fn describe(
+        &self,
+        mailbox: Mailbox,
+        agent: Arc<Connection>,
+    ) -> Io<Result<(Value, Value), Failure>>;
+}
+
+/// A slot's key and its task's mailbox: what calls, and the I/O the task runs for a call
+/// ([`Work::open`], [`Work::describe`]), send their commands through. It does not keep the task
+/// running.
+#[derive(Clone)]
+pub(crate) struct Mailbox {
+    pub(crate) key: Key,
+    pub(super) mail: mpsc::UnboundedSender<Command>,
+}
+
+/// What a call asks of its session ([`Work::open`]).
+pub(crate) struct Opening {
+    /// The `acp` set's prompt (the workspace's session, kept across calls), else a prompt
+    /// tool's (a fresh session, a spare when there is one).
+    pub(crate) workspace: bool,
+    /// The session it continues (`session_id`), else `None` for a fresh one.
+    pub(crate) asked: Option<String>,
+    pub(crate) mode: ApprovalMode,
+    pub(crate) model: Option<String>,
+    pub(crate) limits: Deadlines,
+    /// Where the waits (the clock minute, the start gate) are announced.
+    pub(crate) progress: Progress,
+    /// The call's: cancelled, the opening ends with the failure saying what it was waiting for.
+    pub(crate) ct: CancellationToken,
+}
+
+/// How a call got its session (`debug`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Origin {
+    Spare,
+    New,
+    Held,
+    Loaded,
+}
+
+impl Origin {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Origin::Spare => "spare",
+            Origin::New => "new",
+            Origin::Held => "held",
+            Origin::Loaded => "loaded",
+        }
+    }
+}
+
+/// A session ready for a call's prompt: locked for the call, in its mode and model. The call
+/// keeps the guards across its prompt.
+pub(crate) struct Ready {
+    pub(crate) session: Session,
+    pub(crate) origin: Origin,
+    /// The session's lock: one prompt per session at a time.
+    pub(crate) lock: tokio::sync::OwnedMutexGuard<()>,
+    /// For a session never prompted: the workspace's start gate when a CLI start's clean-up
+    /// could delete it, else a gate of its own; held until its prompt is recorded (see
+    /// `gate::hold_start_gate`).
+    pub(crate) gate: Option<StartGuard>,
 }
 
 /// The I/O of [`Work`], as a future the slot's task spawns.
@@ -119,6 +198,11 @@ pub(super) enum Command {
     Use,
     Done,
     Agent(AgentReply),
+    /// A call asks for its session: the task runs the opening as a child task.
+    Open(Arc<Connection>, Box<Opening>, Reply<Result<Ready, Failure>>),
+    /// A call asks what the agent said of its models and itself: the task runs the session it
+    /// may need as a child task.
+    Describe(Arc<Connection>, Reply<Result<(Value, Value), Failure>>),
     /// A call waiting for the agent gave up.
     Left,
     /// How the start the task spawned went.

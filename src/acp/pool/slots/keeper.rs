@@ -171,6 +171,14 @@ impl Keeper {
                 self.stop_if_worn(false);
             }
             Command::Agent(reply) => self.agent(reply),
+            Command::Open(agent, opening, reply) => {
+                let work = self.work.clone();
+                self.child(|mailbox| work.open(mailbox, agent, *opening), reply);
+            }
+            Command::Describe(agent, reply) => {
+                let work = self.work.clone();
+                self.child(|mailbox| work.describe(mailbox, agent), reply);
+            }
             Command::Left => {
                 if let Some(start) = &mut st.start {
                     start.waiters.retain(|w| !w.is_closed());
@@ -242,6 +250,32 @@ impl Keeper {
             None => {}
         }
         self.begin_start(vec![reply]);
+    }
+
+    /// Spawns I/O a call asked for (the opening of its session, [`Work::open`]; what the agent
+    /// said of itself, [`Work::describe`]): its answer goes to the call, which keeps what it
+    /// hands over (a session's guards) across its prompt. It stops when the call stops waiting,
+    /// and with the task's I/O.
+    fn child<T: Send + 'static>(
+        &self,
+        io: impl FnOnce(Mailbox) -> Io<Result<T, Failure>>,
+        mut reply: Reply<Result<T, Failure>>,
+    ) {
+        let io = io(Mailbox {
+            key: self.key.clone(),
+            mail: self.mail.clone(),
+        });
+        let tasks = self.tasks.clone();
+        tokio::spawn(async move {
+            let answer = tokio::select! {
+                answer = io => Some(answer),
+                _ = reply.closed() => None,
+                _ = tasks.cancelled() => Some(Err(Failure::shutting_down())),
+            };
+            if let Some(answer) = answer {
+                let _ = reply.send(answer);
+            }
+        });
     }
 
     /// Spawns the wait for `agent` to answer every cancel it was sent: one that ignores a

@@ -34,6 +34,7 @@ struct Fake {
     deaf: bool,
     starts: mpsc::UnboundedSender<Asked<Started>>,
     spares: mpsc::UnboundedSender<(ApprovalMode, oneshot::Sender<Option<Spared>>)>,
+    opens: mpsc::UnboundedSender<Asked<Result<Ready, Failure>>>,
 }
 
 impl Work for Fake {
@@ -57,6 +58,31 @@ impl Work for Fake {
         let _ = self.spares.send((mode, answer));
         Box::pin(async move { rx.await.ok().flatten() })
     }
+
+    fn open(
+        &self,
+        _mailbox: Mailbox,
+        _agent: Arc<Connection>,
+        opening: Opening,
+    ) -> Io<Result<Ready, Failure>> {
+        let (answer, rx) = oneshot::channel();
+        let _ = self.opens.send(Asked {
+            ct: opening.ct,
+            answer,
+        });
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Err(Failure::cancelled("the test dropped the opening")))
+        })
+    }
+
+    fn describe(
+        &self,
+        _mailbox: Mailbox,
+        _agent: Arc<Connection>,
+    ) -> Io<Result<(Value, Value), Failure>> {
+        Box::pin(async { Ok((Value::Null, Value::Null)) })
+    }
 }
 
 /// A slot and the I/O its task asks of the test.
@@ -64,6 +90,7 @@ struct Tested {
     slot: Arc<Slot>,
     starts: mpsc::UnboundedReceiver<Asked<Started>>,
     spares: mpsc::UnboundedReceiver<(ApprovalMode, oneshot::Sender<Option<Spared>>)>,
+    opens: mpsc::UnboundedReceiver<Asked<Result<Ready, Failure>>>,
 }
 
 /// A slot of `cwd` whose agent is stopped after 600 s unused and keeps 2 spares.
@@ -80,15 +107,18 @@ fn slot_with(cwd: &str, deaf: bool) -> Tested {
     };
     let (starts, started) = mpsc::unbounded_channel();
     let (spares, spared) = mpsc::unbounded_channel();
+    let (opens, opened) = mpsc::unbounded_channel();
     let work = Arc::new(Fake {
         deaf,
         starts,
         spares,
+        opens,
     });
     Tested {
         slot: Slot::start(key(cwd), wear, CancellationToken::new(), work),
         starts: started,
         spares: spared,
+        opens: opened,
     }
 }
 
@@ -507,7 +537,10 @@ async fn only_vacant_slots_no_call_holds_are_let_go_of() {
     settled(&starting).await;
     drop(starting);
     // The tests' own handles go: only the registry's and the calls' hold the slots.
-    let work: Vec<_> = tested.drain(..).map(|t| (t.starts, t.spares)).collect();
+    let work: Vec<_> = tested
+        .drain(..)
+        .map(|t| (t.starts, t.spares, t.opens))
+        .collect();
     let_go_of_vacant(&mut slots);
     let mut kept: Vec<_> = slots.keys().map(|k| k.cwd.clone()).collect();
     kept.sort();
@@ -527,4 +560,68 @@ async fn a_slot_dropped_ends_its_task_and_stops_its_agent() {
     // The clock moves only once the task, woken by the drop, has run.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(agent.is_dead(), "the task stopped its agent as it ended");
+}
+
+/// A call opening its session as a prompt tool's does, in a task of its own (aborted: the call
+/// dropped).
+#[cfg(unix)]
+fn opening(
+    slot: &Arc<Slot>,
+    agent: &Arc<Connection>,
+    ct: &CancellationToken,
+) -> tokio::task::JoinHandle<Result<Ready, Failure>> {
+    let (slot, agent) = (slot.clone(), agent.clone());
+    let opening = Opening {
+        workspace: false,
+        asked: Some("s".into()),
+        mode: ApprovalMode::Default,
+        model: None,
+        limits: Default::default(),
+        progress: crate::progress::Progress::new(None, crate::progress::Style::Summary, None),
+        ct: ct.clone(),
+    };
+    tokio::spawn(async move { slot.open(agent, opening).await })
+}
+
+#[cfg(unix)]
+#[tokio::test(start_paused = true)]
+async fn a_call_opens_its_session_with_one_command_and_a_call_that_stops_waiting_stops_the_opening()
+{
+    let agent = idle_agent();
+    let mut t = slot();
+    let ct = CancellationToken::new();
+    // The task runs the opening as a child: it answers other calls meanwhile.
+    let call = opening(&t.slot, &agent, &ct);
+    let open = within(t.opens.recv()).await.expect("an opening");
+    settled(&t.slot).await;
+    assert!(!call.is_finished(), "the call awaits its one reply");
+    let lock = Arc::new(tokio::sync::Mutex::new(())).lock_owned().await;
+    let _ = open.answer.send(Ok(Ready {
+        session: session("s"),
+        origin: Origin::Held,
+        lock,
+        gate: None,
+    }));
+    let ready = within(call).await.expect("told").expect("ready");
+    assert_eq!(ready.session.id, "s");
+    // The call's cancellation reaches the opening, which ends with what it waited for.
+    let call = opening(&t.slot, &agent, &ct);
+    let open = within(t.opens.recv()).await.expect("an opening");
+    ct.cancel();
+    assert!(
+        open.ct.is_cancelled(),
+        "the opening has the call's cancellation"
+    );
+    let _ = open.answer.send(Err(Failure::cancelled("while waiting")));
+    match within(call).await.expect("told") {
+        Ok(_) => panic!("a session came"),
+        Err(f) => assert_eq!(f.message, "while waiting"),
+    }
+    // A call dropped while its session opens stops the opening.
+    let call = opening(&t.slot, &agent, &CancellationToken::new());
+    let mut open = within(t.opens.recv()).await.expect("an opening");
+    call.abort();
+    let _ = call.await;
+    within(open.answer.closed()).await;
+    agent.kill();
 }
