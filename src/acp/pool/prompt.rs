@@ -59,15 +59,7 @@ impl Pool {
         ran: &mut Ran<Answer>,
     ) -> Result<Answer, Failure> {
         let agent = self.agent(slot, ct).await?;
-        let opening = Opening {
-            workspace: true,
-            asked: call.session_id.clone(),
-            mode: call.mode,
-            model: call.model.clone(),
-            limits: call.limits,
-            progress: progress.clone(),
-            ct: ct.clone(),
-        };
+        let opening = Opening::of(&call, true, progress, ct);
         // Kept across the prompt: the session's lock, and the start gate until it is recorded.
         let Ready {
             session,

@@ -150,15 +150,7 @@ impl Pool {
             }
             Err(f) => return Ok(WarmRan::refused(f)),
         };
-        let opening = Opening {
-            workspace: false,
-            asked: call.session_id.clone(),
-            mode: call.mode,
-            model: call.model.clone(),
-            limits: call.limits,
-            progress: progress.clone(),
-            ct: ct.clone(),
-        };
+        let opening = Opening::of(&call, false, progress, ct);
         let ready = match slot.open(agent.clone(), opening).await {
             Ok(r) => r,
             // Err: the agent is gone and nothing was sent; a failure of its own is the answer.

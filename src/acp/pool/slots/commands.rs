@@ -19,6 +19,7 @@ use crate::gemini::gate::StartGuard;
 use crate::progress::Progress;
 
 use super::super::agent::Key;
+use super::super::call::Call;
 
 /// One ACP session as the server tracks it.
 #[derive(Debug, Clone)]
@@ -113,6 +114,27 @@ pub(crate) struct Opening {
     pub(crate) progress: Progress,
     /// The call's: cancelled, the opening ends with the failure saying what it was waiting for.
     pub(crate) ct: CancellationToken,
+}
+
+impl Opening {
+    /// What `call` asks of its session: the one it continues, its mode, model and deadlines;
+    /// `workspace` for the `acp` set's prompt.
+    pub(crate) fn of(
+        call: &Call,
+        workspace: bool,
+        progress: &Progress,
+        ct: &CancellationToken,
+    ) -> Self {
+        Opening {
+            workspace,
+            asked: call.session_id.clone(),
+            mode: call.mode,
+            model: call.model.clone(),
+            limits: call.limits,
+            progress: progress.clone(),
+            ct: ct.clone(),
+        }
+    }
 }
 
 /// How a call got its session (`debug`).
